@@ -1,0 +1,81 @@
+"""SentimentPipeline: review text -> label, probabilities, tokens with offsets, every attention map."""
+
+from dataclasses import dataclass
+
+import torch
+
+from transformer import TransformerClassifier
+
+from .common import TokenSpan, load_folder, spans
+from .text import clean_text, head_tail, kept_positions
+
+
+@dataclass
+class SentimentResult:
+    label: str
+    probabilities: dict[str, float]  # label -> probability
+    tokens: list[TokenSpan]  # the tokens the model saw (after cutting a long review)
+    attentions: list[torch.Tensor]  # per layer (H, T, T), rows = queries
+    pool_weights: torch.Tensor  # (T,) the weight of each token in the pooled vector
+    truncated: bool  # True when the review was longer than the model reads
+    n_tokens: int  # tokens in the whole review before cutting
+
+    @property
+    def confidence(self) -> float:
+        return self.probabilities[self.label]
+
+
+class SentimentPipeline:
+    """Loads a TransformerClassifier with its tokenizer from a local folder or a Hub repo id."""
+
+    def __init__(self, model: TransformerClassifier, tokenizer, max_len: int, head: int, labels: list[str]):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.max_len, self.head, self.labels = max_len, head, labels
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
+        model, tok, _, prep = load_folder(TransformerClassifier, name_or_path)
+        max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
+        return cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
+
+    def encode(self, text: str):
+        """(kept ids, kept TokenSpans, total token count) for one text."""
+        text = clean_text(text)
+        enc = self.tokenizer.encode(text)
+        keep = kept_positions(len(enc.ids), self.max_len, self.head)
+        toks = spans(enc, text)
+        return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
+
+    @torch.no_grad()
+    def __call__(self, text: str) -> SentimentResult:
+        ids, toks, n = self.encode(text)
+        if not ids:
+            raise ValueError("the text has no tokens")
+        out = self.model(torch.tensor([ids]), need_weights=True)
+        probs = out.logits[0].softmax(-1)
+        label = self.labels[int(probs.argmax())]
+        return SentimentResult(
+            label=label,
+            probabilities={lab: float(p) for lab, p in zip(self.labels, probs)},
+            tokens=toks,
+            attentions=[a[0] for a in out.attentions],
+            pool_weights=out.pool_weights[0],
+            truncated=n > len(ids),
+            n_tokens=n,
+        )
+
+    @torch.no_grad()
+    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
+        """Probabilities for many texts, on the fast path (no attention weights), in input order."""
+        encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
+        ids = [head_tail(e.ids, self.max_len, self.head) or [0] for e in encs]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out: list[dict[str, float]] = [{}] * len(ids)
+        for s in range(0, len(order), batch_size):
+            b = order[s : s + batch_size]
+            T = max(len(ids[i]) for i in b)
+            batch = torch.tensor([ids[i] + [self.model.config.pad_id] * (T - len(ids[i])) for i in b])
+            probs = self.model(batch).logits.softmax(-1)
+            for i, p in zip(b, probs):
+                out[i] = {lab: float(x) for lab, x in zip(self.labels, p)}
+        return out

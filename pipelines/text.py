@@ -1,0 +1,26 @@
+"""Text handling shared by training, evaluation and the app, so all three see the same tokens."""
+
+import re
+import unicodedata
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(text: str) -> str:
+    """Unicode NFC, control characters removed. Markup like IMDB's <br /> is handled by the tokenizer."""
+    return _CONTROL.sub(" ", unicodedata.normalize("NFC", text))
+
+
+def head_tail(ids: list[int], max_len: int, head: int) -> list[int]:
+    """Keep the first `head` and the last max_len - head ids of a long sequence.
+
+    Reviews state their verdict at the start and, more often, at the end; the middle is plot.
+    """
+    if len(ids) <= max_len:
+        return ids
+    return ids[:head] + ids[len(ids) - (max_len - head) :]
+
+
+def kept_positions(n: int, max_len: int, head: int) -> list[int]:
+    """Which of n token positions head_tail keeps (to map attention back to character offsets)."""
+    return head_tail(list(range(n)), max_len, head)

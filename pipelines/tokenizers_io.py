@@ -1,0 +1,57 @@
+"""Training and loading the subword tokenizers saved next to each model."""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]  # ids 0, 1, 2, 3 = pad, bos, eos, unk
+PAD, BOS, EOS, UNK = range(4)
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool, strip_html_breaks: bool) -> Tokenizer:
+    """A byte-level BPE tokenizer (no unknown characters; decodes back to normal text)."""
+    norm = [normalizers.NFC()]
+    if strip_html_breaks:
+        # IMDB reviews carry <br /> tags: they are layout, not words. Replaced in the normalizer so the
+        # character offsets still point into the raw text the user typed.
+        norm.append(normalizers.Replace(Regex(r"<br\s*/?>"), " "))
+    norm.append(normalizers.Replace(Regex(r"\s+"), " "))  # runs of spaces would each become a token
+    if lowercase:
+        norm.append(normalizers.Lowercase())
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence(norm)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=True)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def save_tokenizer(tok: Tokenizer, folder: str | Path, model_max_length: int) -> None:
+    """Save as a transformers fast tokenizer (tokenizer.json + tokenizer_config.json)."""
+    from transformers import PreTrainedTokenizerFast
+
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        model_max_length=model_max_length,
+    )
+    fast.save_pretrained(str(folder))
+
+
+def load_tokenizer(folder: str | Path):
+    """The fast tokenizer saved with a model."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(str(folder))

@@ -1,0 +1,124 @@
+"""TranslationPipeline: German text -> English text, with every attention map and each step's top-k."""
+
+from dataclasses import dataclass
+
+import torch
+
+from transformer import Seq2SeqTransformer, beam_search, greedy_decode
+
+from .common import TokenSpan, load_folder, spans
+from .text import clean_text
+
+
+@dataclass
+class DecodingStep:
+    """What the decoder saw when it produced one target token."""
+
+    token: str  # the token produced at this step ('</s>' for the end)
+    top_k: list[tuple[str, float]]  # the k most likely next tokens and their probabilities
+
+
+@dataclass
+class TranslationResult:
+    translation: str
+    source_tokens: list[TokenSpan]  # German subwords (the last one is '</s>')
+    target_tokens: list[str]  # produced English subwords, one per step, ending with '</s>' if finished
+    encoder_attentions: list[torch.Tensor]  # per layer (H, Ts, Ts)
+    decoder_attentions: list[torch.Tensor]  # per layer (H, Tt, Tt): row t = step t, causal
+    cross_attentions: list[torch.Tensor]  # per layer (H, Tt, Ts): row t = step t over the source
+    steps: list[DecodingStep]
+    score: float  # log-probability of the translation
+    truncated: bool  # the source was cut to fit the model
+
+
+class TranslationPipeline:
+    """Loads a Seq2SeqTransformer with its tokenizer from a local folder or a Hub repo id."""
+
+    def __init__(self, model: Seq2SeqTransformer, tokenizer, beam_size: int = 4, alpha: float = 0.6):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.beam_size, self.alpha = beam_size, alpha
+        self.max_src = model.config.max_len - 1
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
+        model, tok, _, prep = load_folder(Seq2SeqTransformer, name_or_path)
+        return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
+
+    def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
+        """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""
+        encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
+        eos = self.model.config.eos_id
+        ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
+        return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
+
+    def _decode(self, src: torch.Tensor, beam_size: int, alpha: float, max_len: int | None):
+        if beam_size <= 1:
+            return greedy_decode(self.model, src, max_len=max_len)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, max_len=max_len)
+
+    def token_text(self, token_id: int) -> str:
+        c = self.model.config
+        if token_id == c.eos_id:
+            return "</s>"
+        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+
+    @torch.no_grad()
+    def translate(
+        self, texts: list[str], beam_size: int | None = None, alpha: float | None = None, batch_size: int = 64
+    ) -> list[str]:
+        """Translations of many sentences (batched, fast path), in input order."""
+        beam_size = self.beam_size if beam_size is None else beam_size
+        alpha = self.alpha if alpha is None else alpha
+        ids, _, _ = self.encode_source(texts)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = [""] * len(ids)
+        pad = self.model.config.pad_id
+        for s in range(0, len(order), batch_size):
+            b = order[s : s + batch_size]
+            T = max(len(ids[i]) for i in b)
+            src = torch.tensor([ids[i] + [pad] * (T - len(ids[i])) for i in b])
+            for i, hyp in zip(b, self._decode(src, beam_size, alpha, None)):
+                out[i] = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
+        return out
+
+    @torch.no_grad()
+    def __call__(
+        self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5
+    ) -> TranslationResult:
+        """Translate one sentence and show how: attentions of every layer and head, and each step's top-k."""
+        beam_size = self.beam_size if beam_size is None else beam_size
+        alpha = self.alpha if alpha is None else alpha
+        ids, encs, truncated = self.encode_source([text])
+        if len(ids[0]) <= 1:
+            raise ValueError("the text has no tokens")
+        src = torch.tensor(ids)
+        hyp = self._decode(src, beam_size, alpha, None)[0]
+        c = self.model.config
+        finished = len(hyp.tokens) < (min(int(src.size(1) * 1.5) + 10, c.max_len - 1))
+        produced = hyp.tokens + ([c.eos_id] if finished else [])
+        # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
+        # saw at each step (the decoder is causal), for every layer and head.
+        tgt_in = torch.tensor([[c.bos_id] + produced[:-1]]) if produced else torch.tensor([[c.bos_id]])
+        enc = self.model.encode(src, need_weights=True)
+        dec = self.model.decode(tgt_in, enc, need_weights=True)
+        probs = dec.logits[0].softmax(-1)  # (Tt, V)
+        topv, topi = probs.topk(top_k, dim=-1)
+        steps = [
+            DecodingStep(self.token_text(tok), [(self.token_text(int(i)), float(v)) for v, i in zip(vs, is_)])
+            for tok, vs, is_ in zip(produced, topv, topi)
+        ]
+        text_clean = clean_text(text)
+        src_spans = spans(encs[0], text_clean)[: len(ids[0]) - 1] + [
+            TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
+        ]
+        return TranslationResult(
+            translation=self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip(),
+            source_tokens=src_spans,
+            target_tokens=[s.token for s in steps],
+            encoder_attentions=[a[0] for a in enc.attentions],
+            decoder_attentions=[a[0] for a in dec.self_attentions],
+            cross_attentions=[a[0] for a in dec.cross_attentions],
+            steps=steps,
+            score=hyp.score,
+            truncated=truncated[0],
+        )

@@ -1,0 +1,69 @@
+"""Tiny, untrained model folders built from the fixtures: for tests of loading, pipelines and the app."""
+
+import json
+from pathlib import Path
+
+import torch
+
+from pipelines.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
+from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def read_jsonl(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line.strip()]
+
+
+def make_sentiment_dir(folder: Path, max_len: int = 64, head: int = 16) -> Path:
+    torch.manual_seed(0)
+    texts = [r["text"] for r in read_jsonl("imdb_tiny.jsonl")]
+    tok = train_bpe(texts * 3, vocab_size=400, lowercase=True, strip_html_breaks=True)
+    cfg = ClassifierConfig(
+        vocab_size=tok.get_vocab_size(),
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        d_ff=64,
+        max_len=max_len,
+        pooling="attention",
+        ngram_buckets=211,
+        ngram_order=3,
+        ngram_dim=8,
+        pad_id=PAD,
+    )
+    model = TransformerClassifier(cfg)
+    torch.nn.init.normal_(model.pool_query, std=0.5)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    save_tokenizer(tok, folder, model_max_length=max_len)
+    (folder / "preprocessing.json").write_text(
+        json.dumps({"max_len": max_len, "head": head, "labels": ["negative", "positive"]})
+    )
+    return folder
+
+
+def make_translation_dir(folder: Path) -> Path:
+    torch.manual_seed(0)
+    rows = read_jsonl("multi30k_tiny.jsonl")
+    tok = train_bpe(
+        [r["de"] for r in rows] + [r["en"] for r in rows], vocab_size=400, lowercase=False, strip_html_breaks=False
+    )
+    cfg = Seq2SeqConfig(
+        vocab_size=tok.get_vocab_size(),
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=64,
+        max_len=64,
+        pad_id=PAD,
+        bos_id=BOS,
+        eos_id=EOS,
+    )
+    model = Seq2SeqTransformer(cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    save_tokenizer(tok, folder, model_max_length=64)
+    (folder / "preprocessing.json").write_text(json.dumps({"beam_size": 2, "alpha": 0.6}))
+    return folder

@@ -1,0 +1,1 @@
+"""Training, evaluation and publishing for the demo's two models."""

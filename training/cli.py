@@ -1,0 +1,162 @@
+"""`python -m training sentiment|translation ...`: train a model on real data and keep the best checkpoint."""
+
+import argparse
+import json
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+
+def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size: int, warmup: float, schedule: str):
+    g = p.add_argument_group("training loop")
+    g.add_argument(
+        "--out", type=Path, required=True, help="run folder: checkpoint.pt, metrics.jsonl, best/ (the model)"
+    )
+    g.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder with the Parquet splits (e.g. ../shared/data/imdb); default: the Hub data set",
+    )
+    g.add_argument("--epochs", type=int, default=epochs, help="passes over the training split (default %(default)s)")
+    g.add_argument("--batch-size", type=int, default=batch_size, help="sequences per step (default %(default)s)")
+    g.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate (default %(default)s)")
+    g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default %(default)s)")
+    g.add_argument("--warmup", type=float, default=warmup, help="warm-up, fraction of all steps (default %(default)s)")
+    g.add_argument(
+        "--schedule",
+        choices=["cosine", "inverse_sqrt", "constant"],
+        default=schedule,
+        help="decay after warm-up (default %(default)s)",
+    )
+    g.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping, 0 = off (default %(default)s)")
+    g.add_argument("--label-smoothing", type=float, default=0.1, help="(default %(default)s)")
+    g.add_argument("--dropout", type=float, default=0.1, help="(default %(default)s)")
+    g.add_argument(
+        "--patience", type=int, default=3, help="early stopping: epochs without improvement (default %(default)s)"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed for data order, initialisation and dropout")
+    g.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt after a kill")
+    g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
+    g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
+    g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    g.add_argument("--norm-first", action="store_true", help="pre-norm layers instead of post-norm")
+    g.add_argument(
+        "--push-to-hub",
+        metavar="USER/NAME",
+        default=None,
+        help="publish the best model to this Hub repo when training ends",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
+    sub = parser.add_subparsers(dest="task", required=True)
+
+    s = sub.add_parser(
+        "sentiment",
+        help="IMDB movie reviews, positive / negative",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_loop_args(s, epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
+    m = s.add_argument_group("model and tokenizer")
+    m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
+    m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
+    m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
+    m.add_argument("--d-model", type=int, default=128)
+    m.add_argument("--n-heads", type=int, default=4)
+    m.add_argument("--n-layers", type=int, default=2)
+    m.add_argument("--d-ff", type=int, default=512)
+    m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
+    m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
+    m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
+    m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
+    m.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
+    m.add_argument("--limit", type=int, default=None, help="use only the first N training reviews (smoke tests)")
+
+    t = sub.add_parser(
+        "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    add_loop_args(t, epochs=20, lr=1e-3, batch_size=128, warmup=0.05, schedule="inverse_sqrt")
+    m = t.add_argument_group("model and tokenizer")
+    m.add_argument("--vocab-size", type=int, default=8000, help="joint German-English byte-level BPE vocabulary")
+    m.add_argument("--d-model", type=int, default=256)
+    m.add_argument("--n-heads", type=int, default=4)
+    m.add_argument("--n-layers", type=int, default=3, help="encoder and decoder layers each")
+    m.add_argument("--d-ff", type=int, default=1024)
+    m.add_argument("--max-tokens", type=int, default=4096, help="target tokens per batch at most")
+    m.add_argument("--beam", type=int, default=4, help="beam size for the final validation score")
+    m.add_argument("--alpha", type=float, default=0.6, help="length penalty for beam search")
+    m.add_argument("--bleu-sample", type=int, default=300, help="validation sentences decoded each epoch")
+    m.add_argument("--average-last", type=int, default=5, help="average the last N epochs' weights if better")
+    m.add_argument("--limit", type=int, default=None, help="use only the first N training pairs (smoke tests)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .data import DataError, load_splits
+    from .loop import LoopConfig, train
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    t_start = time.time()
+    try:
+        splits = load_splits(args.task, args.data_dir)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.limit:
+        splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
+    args.tokenizer_extra_texts = None
+    if args.task == "sentiment":
+        from .sentiment import SentimentTask as Task
+    else:
+        from .translation import TranslationTask as Task
+    task = Task(args, splits)
+    torch.manual_seed(args.seed)
+    model = task.build_model()
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"{type(model).__name__}: {n_params / 1e6:.2f}M parameters, {torch.get_num_threads()} threads")
+    loop = LoopConfig(
+        out=args.out,
+        epochs=args.epochs,
+        lr=args.lr,
+        weight_decay=args.weight_decay,
+        warmup=args.warmup,
+        schedule=args.schedule,
+        clip=args.clip,
+        patience=args.patience,
+        seed=args.seed,
+        resume=args.resume,
+        save_every_min=args.save_every_min,
+        max_minutes=args.max_minutes,
+        average_last=getattr(args, "average_last", 0),
+    )
+    run_info = {
+        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "parameters": n_params,
+        "machine": machine(),
+        "data": args.data_dir or "hub",
+    }
+    summary = train(model, task, loop, run_info)
+    summary["wall_seconds"] = round(time.time() - t_start, 1)
+    print(json.dumps(summary))
+    if args.push_to_hub:
+        from .publish import main as publish_main
+
+        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
+    return 0
+
+
+def machine() -> str:
+    import os
+
+    return (
+        f"{platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads".replace(" ,", ",")
+    )

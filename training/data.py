@@ -1,0 +1,91 @@
+"""Loading the training data (local Parquet mirrors or the Hub data sets) and checking it before training."""
+
+from pathlib import Path
+
+HUB_DATASETS = {"sentiment": "stanfordnlp/imdb", "translation": "bentrevett/multi30k"}
+COLUMNS = {"sentiment": ("text", "label"), "translation": ("de", "en")}
+SPLITS = {"sentiment": ("train", "test"), "translation": ("train", "validation", "test")}
+
+
+class DataError(ValueError):
+    """The data set is missing or malformed. Raised before any training starts."""
+
+
+def load_splits(task: str, data_dir: str | None) -> dict:
+    """{split: datasets.Dataset} from `data_dir`/<split>.parquet, or from the Hub data set without it."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    splits = SPLITS[task]
+    if data_dir is not None:
+        folder = Path(data_dir)
+        if not folder.is_dir():
+            raise DataError(f"--data-dir {folder}: no such folder")
+        files = {s: folder / f"{s}.parquet" for s in splits}
+        missing = [str(p) for p in files.values() if not p.is_file()]
+        if missing:
+            raise DataError(f"--data-dir {folder}: missing {', '.join(missing)}")
+        try:
+            ds = datasets.load_dataset("parquet", data_files={s: str(p) for s, p in files.items()})
+        except Exception as e:
+            raise DataError(f"--data-dir {folder}: cannot read the Parquet files: {e}") from e
+    else:
+        try:
+            ds = datasets.load_dataset(HUB_DATASETS[task])
+        except Exception as e:
+            raise DataError(
+                f"cannot load {HUB_DATASETS[task]} from the Hugging Face Hub ({type(e).__name__}: {e}); "
+                "pass --data-dir with local Parquet files instead"
+            ) from e
+    out = {s: ds[s] for s in splits if s in ds}
+    for s in splits:
+        if s not in out:
+            raise DataError(f"{task} data has no '{s}' split")
+        check_split(task, s, out[s])
+    return out
+
+
+def check_split(task: str, name: str, split) -> None:
+    """Columns present, split not empty, labels in range, no empty strings."""
+    if len(split) == 0:
+        raise DataError(f"the '{name}' split is empty")
+    missing = [c for c in COLUMNS[task] if c not in split.column_names]
+    if missing:
+        raise DataError(f"the '{name}' split lacks column(s) {missing}; it has {split.column_names}")
+    if task == "sentiment":
+        labels = set(split["label"])
+        if not labels <= {0, 1}:
+            raise DataError(
+                f"the '{name}' split has labels {sorted(labels - {0, 1})[:5]} outside 0 (negative) / 1 (positive)"
+            )
+        if len(labels) < 2 and name == "train":
+            raise DataError(f"the '{name}' split has only label {labels}: a classifier needs both")
+    for col in COLUMNS[task]:
+        if col == "label":
+            continue
+        bad = sum(1 for t in split[col] if not isinstance(t, str) or not t.strip())
+        if bad:
+            raise DataError(f"the '{name}' split has {bad} empty or non-text value(s) in column '{col}'")
+
+
+def load_table(path: str, columns: tuple[str, ...]):
+    """An evaluation file (Parquet, CSV or JSON lines) as a datasets.Dataset with the given columns."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"{path}: no such file")
+    kind = {".parquet": "parquet", ".csv": "csv", ".jsonl": "json", ".json": "json"}.get(p.suffix.lower())
+    if kind is None:
+        raise DataError(f"{path}: unknown file type '{p.suffix}' (use .parquet, .csv or .jsonl)")
+    try:
+        ds = datasets.load_dataset(kind, data_files={"data": str(p)})["data"]
+    except Exception as e:
+        raise DataError(f"{path}: cannot read it as {kind}: {e}") from e
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {missing}; it has {ds.column_names}")
+    if len(ds) == 0:
+        raise DataError(f"{path}: no rows")
+    return ds

@@ -1,0 +1,116 @@
+"""The sentiment task: IMDB reviews -> positive / negative with a TransformerClassifier."""
+
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from pipelines.text import clean_text, head_tail
+from pipelines.tokenizers_io import PAD, save_tokenizer, train_bpe
+from transformer import ClassifierConfig, TransformerClassifier
+
+from .batching import bucketed_batches, pad
+
+LABELS = ["negative", "positive"]
+
+
+def encode(tokenizer, texts: list[str], max_len: int, head: int) -> list[list[int]]:
+    """Token ids of each text, cut to max_len by keeping its head and tail."""
+    encs = tokenizer.encode_batch([clean_text(t) for t in texts])
+    return [head_tail(e.ids, max_len, head) for e in encs]
+
+
+class SentimentTask:
+    metric = "accuracy"
+
+    def __init__(self, args, splits: dict, log=print):
+        self.args = args
+        train = splits["train"]
+        texts, labels = list(train["text"]), list(train["label"])
+        idx = list(range(len(texts)))
+        random.Random(args.seed).shuffle(idx)
+        n_val = min(args.val_size, len(idx) // 5) if args.val_size else 0
+        val_idx, train_idx = idx[:n_val], idx[n_val:]
+
+        t0 = time.time()
+        corpus = [texts[i] for i in train_idx]
+        if args.tokenizer_extra_texts:
+            corpus += args.tokenizer_extra_texts
+        self.tokenizer = train_bpe(corpus, args.vocab_size, lowercase=True, strip_html_breaks=True)
+        log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
+        self.train_ids = encode(self.tokenizer, [texts[i] for i in train_idx], args.max_len, args.head)
+        self.train_y = [labels[i] for i in train_idx]
+        self.val_ids = encode(self.tokenizer, [texts[i] for i in val_idx], args.max_len, args.head)
+        self.val_y = [labels[i] for i in val_idx]
+        self.lengths = [len(s) for s in self.train_ids]
+        log(
+            f"{len(self.train_ids)} train / {len(self.val_ids)} validation reviews, "
+            f"mean {sum(self.lengths) / len(self.lengths):.0f} tokens after cutting to {args.max_len}"
+        )
+
+    def build_model(self) -> TransformerClassifier:
+        a = self.args
+        cfg = ClassifierConfig(
+            vocab_size=self.tokenizer.get_vocab_size(),
+            d_model=a.d_model,
+            n_heads=a.n_heads,
+            n_layers=a.n_layers,
+            d_ff=a.d_ff,
+            dropout=a.dropout,
+            max_len=a.max_len,
+            pooling=a.pooling,
+            norm_first=a.norm_first,
+            ngram_buckets=a.ngram_buckets,
+            ngram_order=a.ngram_order,
+            ngram_dim=a.ngram_dim,
+            pad_id=PAD,
+        )
+        return TransformerClassifier(cfg)
+
+    def train_batches(self, epoch: int) -> list:
+        out = []
+        for b in bucketed_batches(self.lengths, self.args.batch_size, self.args.seed + epoch):
+            out.append((pad([self.train_ids[i] for i in b], PAD), torch.tensor([self.train_y[i] for i in b])))
+        return out
+
+    def step(self, model, batch):
+        ids, y = batch
+        logits = model(ids).logits
+        loss = F.cross_entropy(logits, y, label_smoothing=self.args.label_smoothing)
+        return loss, {
+            "tokens": int((ids != PAD).sum()),
+            "correct": int((logits.argmax(-1) == y).sum()),
+            "count": len(y),
+        }
+
+    @torch.no_grad()
+    def evaluate(self, model) -> dict:
+        if not self.val_ids:
+            return {"accuracy": 0.0}
+        return accuracy(model, self.val_ids, self.val_y)
+
+    def export(self, model, folder: Path) -> None:
+        model.save_pretrained(folder)
+        save_tokenizer(self.tokenizer, folder, model_max_length=self.args.max_len)
+        prep = {"max_len": self.args.max_len, "head": self.args.head, "labels": LABELS}
+        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+
+
+@torch.no_grad()
+def accuracy(model, ids: list[list[int]], labels: list[int], batch_size: int = 64) -> dict:
+    """Accuracy and mean loss of `model` over pre-tokenized reviews (sorted by length for speed)."""
+    was_training = model.training
+    model.eval()
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    correct, loss = 0, 0.0
+    for s in range(0, len(order), batch_size):
+        b = order[s : s + batch_size]
+        logits = model(pad([ids[i] for i in b], PAD)).logits
+        y = torch.tensor([labels[i] for i in b])
+        correct += int((logits.argmax(-1) == y).sum())
+        loss += float(F.cross_entropy(logits, y, reduction="sum"))
+    model.train(was_training)
+    return {"accuracy": correct / len(ids), "loss": loss / len(ids), "n": len(ids)}

@@ -1,0 +1,60 @@
+"""TransformerClassifier: an encoder with pooling over real tokens and a linear head."""
+
+from dataclasses import dataclass
+
+import torch
+from huggingface_hub import PyTorchModelHubMixin
+from torch import nn
+
+from .config import ClassifierConfig
+from .encoder import Encoder
+from .hub import HUB_KWARGS
+from .masks import padding_mask
+
+
+@dataclass
+class ClassifierOutput:
+    logits: torch.Tensor  # (B, num_labels)
+    attentions: list[torch.Tensor] | None = None  # per layer (B, H, T, T), when need_weights
+    pool_weights: torch.Tensor | None = None  # (B, T): how much each token contributes to the pooled vector
+
+
+class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-classification", **HUB_KWARGS):
+    """Sequence classifier. Padding never changes a prediction: keys and the pooling both skip it."""
+
+    def __init__(self, config: ClassifierConfig):
+        super().__init__()
+        self.config = c = config
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        nn.init.normal_(self.tok_emb.weight, std=c.d_model**-0.5)
+        self.ngram_emb = None
+        if c.ngram_buckets:
+            from .embeddings import HashedNgramEmbedding
+
+            self.ngram_emb = HashedNgramEmbedding(c.ngram_buckets, c.ngram_order, c.ngram_dim, c.d_model)
+        self.encoder = Encoder(
+            c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.attn_dropout, c.norm_first, c.positions, c.max_len
+        )
+        self.pool_query = nn.Parameter(torch.zeros(c.d_model)) if c.pooling == "attention" else None
+        self.head = nn.Sequential(nn.Dropout(c.dropout), nn.Linear(c.d_model, c.num_labels))
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False) -> ClassifierOutput:
+        """ids (B, T), right- or left-padded with pad_id -> ClassifierOutput."""
+        mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
+        tok = self.tok_emb(ids)  # (B, T, D)
+        if self.ngram_emb is not None:
+            # The encoder scales by sqrt(D); divide so n-gram vectors enter at their own scale.
+            tok = tok + self.ngram_emb(ids) / self.encoder.scale
+        x, attentions = self.encoder(tok, mask, need_weights)  # (B, T, D)
+        real = mask[:, 0, 0, :]  # (B, T)
+        pool_weights = self.pool_weights(x, real)  # (B, T)
+        pooled = (pool_weights.unsqueeze(-1) * x).sum(dim=1)  # (B, D)
+        return ClassifierOutput(self.head(pooled), attentions, pool_weights)
+
+    def pool_weights(self, x: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
+        """(B, T, D), (B, T) bool -> (B, T) weights over real tokens that sum to 1."""
+        if self.pool_query is None:
+            w = real.float()
+            return w / w.sum(dim=1, keepdim=True).clamp(min=1.0)
+        scores = (x @ self.pool_query) * x.size(-1) ** -0.5  # (B, T)
+        return scores.masked_fill(~real, float("-inf")).softmax(dim=-1).nan_to_num(0.0)

@@ -1,0 +1,66 @@
+"""Token, position and hashed n-gram embeddings."""
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
+    """(max_len, d_model) fixed sinusoidal positions from Vaswani et al."""
+    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(pos * div)
+    table[:, 1::2] = torch.cos(pos * div)
+    return table
+
+
+class Positions(nn.Module):
+    """Adds a position vector to each token vector; `offset` shifts positions for cached decoding."""
+
+    def __init__(self, kind: str, max_len: int, d_model: int):
+        super().__init__()
+        self.max_len = max_len
+        if kind == "learned":
+            self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+        else:
+            self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        T = x.size(1)
+        if offset + T > self.max_len:
+            raise ValueError(f"sequence of {offset + T} positions is longer than max_len={self.max_len}")
+        return x + self.table[offset : offset + T]
+
+
+class HashedNgramEmbedding(nn.Module):
+    """Embeds the n-grams (orders 2..order) that end at each position, hashed into `buckets` rows.
+
+    As in fastText and N-Grammer: token embeddings see only one token, these give the model the
+    local phrases ("not good", "waste of") directly. Vectors are narrow and projected up to d_model.
+    """
+
+    PRIMES = (1_000_003, 998_244_353, 1_000_000_007)
+
+    def __init__(self, buckets: int, order: int, dim: int, d_model: int):
+        super().__init__()
+        self.buckets, self.order = buckets, order
+        self.table = nn.Embedding(buckets, dim)
+        nn.init.normal_(self.table.weight, std=0.02)
+        self.proj = nn.Linear(dim, d_model, bias=False)
+
+    def ngram_ids(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) token ids -> (B, T, order-1) bucket ids of the n-grams ending at each position."""
+        B, T = ids.shape
+        h = ids.long()
+        out = []
+        for n in range(2, self.order + 1):
+            prev = torch.nn.functional.pad(ids.long(), (n - 1, 0), value=-1)[:, :T]  # token n-1 back
+            h = h * self.PRIMES[(n - 2) % len(self.PRIMES)] + prev + n
+            out.append(torch.remainder(h, self.buckets))
+        return torch.stack(out, dim=-1)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) -> (B, T, d_model)."""
+        return self.proj(self.table(self.ngram_ids(ids)).sum(dim=2))

@@ -1,0 +1,108 @@
+"""Greedy and beam-search decoding for Seq2SeqTransformer, both on the key/value cache."""
+
+from dataclasses import dataclass
+
+import torch
+
+from .seq2seq import EncoderOutput, Seq2SeqTransformer
+
+
+@dataclass
+class BeamHypothesis:
+    tokens: list[int]  # generated ids, without BOS and EOS
+    score: float  # sum of log-probabilities (EOS included when it was produced)
+
+
+def default_max_len(model: Seq2SeqTransformer, src_ids: torch.Tensor) -> int:
+    """1.5x the longest source plus 10, within the model's position table."""
+    return min(int(src_ids.size(1) * 1.5) + 10, model.config.max_len - 1)
+
+
+def _strip(seq: list[int], eos_id: int) -> list[int]:
+    return seq[: seq.index(eos_id)] if eos_id in seq else seq
+
+
+@torch.no_grad()
+def greedy_decode(model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None) -> list[BeamHypothesis]:
+    """The most likely next token at every step, for each row of src_ids (B, Ts)."""
+    c = model.config
+    max_len = max_len or default_max_len(model, src_ids)
+    enc = model.encode(src_ids)
+    B = src_ids.size(0)
+    last = torch.full((B, 1), c.bos_id, dtype=torch.long, device=src_ids.device)
+    done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
+    scores = torch.zeros(B, device=src_ids.device)
+    out, cache = [], None
+    for _ in range(max_len):
+        step = model.decode(last, enc, cache=cache, use_cache=True)
+        cache = step.cache
+        logp = step.logits[:, -1].log_softmax(-1)  # (B, V)
+        best = logp.argmax(-1)  # (B,)
+        scores += torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])
+        best = best.masked_fill(done, c.eos_id)
+        out.append(best)
+        done |= best == c.eos_id
+        if done.all():
+            break
+        last = best[:, None]
+    seqs = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
+    return [BeamHypothesis(_strip(s, c.eos_id), float(sc)) for s, sc in zip(seqs, scores)]
+
+
+def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
+    """GNMT length penalty ((5 + L) / 6) ** alpha; alpha = 0 ranks by raw log-probability."""
+    return ((5.0 + length.float()) / 6.0) ** alpha
+
+
+@torch.no_grad()
+def beam_search(
+    model: Seq2SeqTransformer,
+    src_ids: torch.Tensor,
+    beam_size: int = 4,
+    alpha: float = 0.6,
+    max_len: int | None = None,
+) -> list[BeamHypothesis]:
+    """Batched beam search: the best hypothesis per row of src_ids (B, Ts), ranked by score / penalty.
+
+    Finished beams keep their slot and score (they may only 'emit' EOS again), so every step
+    compares finished and growing hypotheses by their length-normalised score.
+    """
+    c = model.config
+    K, dev = beam_size, src_ids.device
+    max_len = max_len or default_max_len(model, src_ids)
+    B = src_ids.size(0)
+    enc = model.encode(src_ids)
+    enc = EncoderOutput(enc.memory.repeat_interleave(K, 0), enc.src_mask.repeat_interleave(K, 0))  # (B*K, ...)
+
+    raw = torch.full((B, K), float("-inf"), device=dev)
+    raw[:, 0] = 0.0  # only the first beam is live at the start, so the K beams do not repeat each other
+    lengths = torch.zeros(B, K, dtype=torch.long, device=dev)
+    finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
+    history = torch.empty(B, K, 0, dtype=torch.long, device=dev)
+    last = torch.full((B * K, 1), c.bos_id, dtype=torch.long, device=dev)
+    cache = None
+    for _ in range(max_len):
+        step = model.decode(last, enc, cache=cache, use_cache=True)
+        logp = step.logits[:, -1].log_softmax(-1).view(B, K, -1)  # (B, K, V)
+        V = logp.size(-1)
+        stay = torch.full_like(logp, float("-inf"))
+        stay[..., c.eos_id] = 0.0
+        logp = torch.where(finished[..., None], stay, logp)
+        cand_raw = raw[..., None] + logp  # (B, K, V)
+        cand_len = (lengths + (~finished).long())[..., None]  # (B, K, 1)
+        cand_norm = cand_raw / length_penalty(cand_len, alpha)
+        top = cand_norm.view(B, K * V).topk(K, dim=-1).indices  # (B, K)
+        beam, tok = top // V, top % V
+        raw = cand_raw.view(B, K * V).gather(1, top)
+        lengths = cand_len.expand(B, K, V).reshape(B, K * V).gather(1, top)
+        finished = finished.gather(1, beam) | (tok == c.eos_id)
+        history = torch.cat([history.gather(1, beam[..., None].expand(-1, -1, history.size(2))), tok[..., None]], 2)
+        flat = (beam + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) rows to keep
+        cache = step.cache.reorder(flat)
+        last = tok.view(B * K, 1)
+        if finished.all():
+            break
+    norm = raw / length_penalty(lengths, alpha)
+    best = norm.argmax(-1)  # (B,)
+    seqs = history[torch.arange(B, device=dev), best].tolist()
+    return [BeamHypothesis(_strip(s, c.eos_id), float(raw[b, best[b]])) for b, s in enumerate(seqs)]

@@ -1,0 +1,81 @@
+"""Loading checkpoints from a local folder or a Hub repo, with errors that say what went wrong where."""
+
+import json
+import os
+import re
+from pathlib import Path
+
+HUB_KWARGS = dict(
+    library_name="attention-demo",
+    tags=["attention-visualization", "from-scratch"],
+    license="mit",
+)
+
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be found or loaded. The message names the path or repo and the cause."""
+
+
+def looks_like_repo_id(name: str) -> bool:
+    """'user/model' is a Hub repo id; './x', '/x', 'a/b/c' and existing folders are paths."""
+    return bool(_REPO_ID.match(name)) and not os.path.exists(name) and not name.startswith(".")
+
+
+def resolve_checkpoint(name_or_path: str | os.PathLike, required: tuple[str, ...] = (CONFIG, WEIGHTS)) -> Path:
+    """A local folder holding the checkpoint: `name_or_path` itself, or a Hub snapshot of that repo id.
+
+    Raises CheckpointError for a missing folder, a missing file, an unknown repo, or the Hub being
+    unreachable (offline), naming what it looked for.
+    """
+    name = str(name_or_path)
+    if os.path.isdir(name):
+        folder = Path(name)
+    elif looks_like_repo_id(name):
+        folder = _download(name)
+    else:
+        raise CheckpointError(f"{name}: no such folder (and not a Hub repo id of the form 'user/name')")
+    missing = [f for f in required if not (folder / f).is_file()]
+    if missing:
+        raise CheckpointError(f"{name}: incomplete checkpoint, missing {', '.join(missing)} in {folder}")
+    return folder
+
+
+def _download(repo_id: str) -> Path:
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+    )
+
+    try:
+        return Path(snapshot_download(repo_id))
+    except (LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
+        raise CheckpointError(
+            f"{repo_id}: cannot reach the Hugging Face Hub (offline?) and the repo is not in the local cache. "
+            "Use a local folder, or connect and try again."
+        ) from e
+    except GatedRepoError as e:
+        raise CheckpointError(f"{repo_id}: the repo is gated; log in with an account that has access") from e
+    except RepositoryNotFoundError as e:
+        raise CheckpointError(f"{repo_id}: no such repo on the Hub (or it is private)") from e
+    except OSError as e:  # connection errors and the like
+        raise CheckpointError(f"{repo_id}: download failed: {e}") from e
+
+
+def load_model(cls, name_or_path: str | os.PathLike):
+    """cls.from_pretrained on a resolved local folder, in eval mode; any failure becomes CheckpointError."""
+    folder = resolve_checkpoint(name_or_path)
+    try:
+        json.loads((folder / CONFIG).read_text())
+        model = cls.from_pretrained(folder)
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{name_or_path}: {CONFIG} is not valid JSON ({e})") from e
+    except Exception as e:  # shape mismatch, missing keys, truncated safetensors, bad config fields
+        raise CheckpointError(f"{name_or_path}: checkpoint does not load into {cls.__name__}: {e}") from e
+    return model.eval()
