@@ -14,6 +14,7 @@ class DataError(ValueError):
 def load_splits(task: str, data_dir: str | None) -> dict:
     """{split: datasets.Dataset} from `data_dir`/<split>.parquet, or from the Hub data set without it."""
     import datasets
+    import pyarrow.parquet as pq
 
     datasets.disable_progress_bars()
     splits = SPLITS[task]
@@ -25,10 +26,16 @@ def load_splits(task: str, data_dir: str | None) -> dict:
         missing = [str(p) for p in files.values() if not p.is_file()]
         if missing:
             raise DataError(f"--data-dir {folder}: missing {', '.join(missing)}")
-        try:
-            ds = datasets.load_dataset("parquet", data_files={s: str(p) for s, p in files.items()})
-        except Exception as e:
-            raise DataError(f"--data-dir {folder}: cannot read the Parquet files: {e}") from e
+        ds = {}
+        for s, p in files.items():  # one by one, so a split with other columns gets its own clear message
+            try:
+                if pq.read_metadata(p).num_rows == 0:
+                    raise DataError(f"the '{s}' split is empty ({p})")
+                ds[s] = datasets.load_dataset("parquet", data_files={s: str(p)}, split=s)
+            except DataError:
+                raise
+            except Exception as e:
+                raise DataError(f"{p}: cannot read it as Parquet: {e}") from e
     else:
         try:
             ds = datasets.load_dataset(HUB_DATASETS[task])

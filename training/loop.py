@@ -72,7 +72,8 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
     from accelerate import Accelerator
     from accelerate.utils import broadcast_object_list, set_seed
 
-    acc = Accelerator()
+    # Without a GPU, cpu=True lets `accelerate launch --multi_gpu` (torchrun) run several CPU processes over gloo.
+    acc = Accelerator(cpu=not torch.cuda.is_available())
     set_seed(cfg.seed)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -242,8 +243,7 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
             summary.update(average_checkpoints(raw, task, state["recent"], out, state["best"]))
         log({"event": "end", **summary})
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    acc.wait_for_everyone()
-    return summary
+    return broadcast_object_list([summary])[0]  # every process reports the main process's summary
 
 
 def average_checkpoints(model, task: Task, recent: list[dict], out: Path, best: float) -> dict:

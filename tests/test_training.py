@@ -1,0 +1,252 @@
+"""The training and evaluation commands, end to end on the tiny fixtures."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import torch
+from safetensors.torch import load_file
+from tiny_models import FIXTURES, read_jsonl
+
+from training.cli import main as train_main
+from training.evaluate import main as evaluate_main
+
+TINY_SENTIMENT = [
+    "--vocab-size",
+    "300",
+    "--d-model",
+    "32",
+    "--n-heads",
+    "4",
+    "--n-layers",
+    "1",
+    "--d-ff",
+    "64",
+    "--max-len",
+    "48",
+    "--head",
+    "16",
+    "--ngram-buckets",
+    "101",
+    "--ngram-dim",
+    "8",
+    "--batch-size",
+    "8",
+    "--val-size",
+    "8",
+    "--threads",
+    "1",
+]
+TINY_TRANSLATION = [
+    "--vocab-size",
+    "300",
+    "--d-model",
+    "32",
+    "--n-heads",
+    "4",
+    "--n-layers",
+    "1",
+    "--d-ff",
+    "64",
+    "--batch-size",
+    "8",
+    "--bleu-sample",
+    "8",
+    "--threads",
+    "1",
+    "--beam",
+    "2",
+]
+
+
+@pytest.fixture(scope="module")
+def imdb_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("imdb")
+    df = pd.DataFrame(read_jsonl("imdb_tiny.jsonl"))
+    df.to_parquet(d / "train.parquet")
+    df.to_parquet(d / "test.parquet")
+    return d
+
+
+@pytest.fixture(scope="module")
+def multi30k_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("multi30k")
+    df = pd.DataFrame(read_jsonl("multi30k_tiny.jsonl"))
+    for split in ("train", "validation", "test"):
+        df.to_parquet(d / f"{split}.parquet")
+    return d
+
+
+def test_sentiment_training_writes_a_loadable_best_model(imdb_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert (
+        train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), "--epochs", "2", *TINY_SENTIMENT]) == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["epochs_run"] == 2 and summary["steps"] == 8  # 32 training reviews / batch 8, twice
+    events = [json.loads(line)["event"] for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert events[0] == "start" and events.count("validation") == 2 and events[-1] == "end"
+    from pipelines import SentimentPipeline
+
+    pipe = SentimentPipeline.from_pretrained(str(out / "best"))
+    assert pipe.max_len == 48 and pipe("A wonderful film.").label in ("negative", "positive")
+    # The evaluate command prints one JSON object with accuracy and n on its last line.
+    capsys.readouterr()
+    assert (
+        evaluate_main(
+            ["sentiment", "--model", str(out / "best"), "--data", str(FIXTURES / "imdb_tiny.jsonl"), "--limit", "10"]
+        )
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 10 and 0.0 <= result["accuracy"] <= 1.0
+
+
+def test_resume_after_a_kill_continues_where_it_stopped(imdb_dir, tmp_path):
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--epochs", "2", *TINY_SENTIMENT]
+    assert train_main([*args, "--out", str(tmp_path / "straight")]) == 0
+    # A run stopped after its first step (as a kill would, after the checkpoint), then resumed.
+    assert train_main([*args, "--out", str(tmp_path / "cut"), "--max-minutes", "1e-9"]) == 0
+    first = torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)["state"]
+    assert first["step"] == 1 and first["batch"] == 1 and first["epoch"] == 0
+    assert train_main([*args, "--out", str(tmp_path / "cut"), "--resume"]) == 0
+    a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=True)
+    b = torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)
+    assert a["state"]["step"] == b["state"]["step"] == 8
+    for k, v in a["model"].items():  # same seeds, same data order, same result
+        torch.testing.assert_close(b["model"][k], v)
+
+
+def test_translation_training_and_evaluation(multi30k_dir, tmp_path, capsys):
+    out = tmp_path / "mt"
+    assert (
+        train_main(
+            [
+                "translation",
+                "--data-dir",
+                str(multi30k_dir),
+                "--out",
+                str(out),
+                "--epochs",
+                "2",
+                "--average-last",
+                "2",
+                *TINY_TRANSLATION,
+            ]
+        )
+        == 0
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["averaged_epochs"] == 2 and summary["kept"] in ("average", "best single epoch")
+    assert load_file(out / "best" / "model.safetensors")
+    capsys.readouterr()
+    assert (
+        evaluate_main(
+            [
+                "translation",
+                "--model",
+                str(out / "best"),
+                "--data",
+                str(FIXTURES / "multi30k_tiny.jsonl"),
+                "--beam",
+                "2",
+                "--limit",
+                "6",
+            ]
+        )
+        == 0
+    )
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"bleu", "bleu_cased", "chrf", "n"} <= result.keys() and result["n"] == 6 and result["beam"] == 2
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda df: df.drop(columns=["label"]), "lacks column"),
+        (lambda df: df.assign(label=df.label + 1), "outside 0"),
+        (lambda df: df.iloc[:0], "empty"),
+        (lambda df: df.assign(text=[""] + list(df.text[1:])), "empty or non-text"),
+    ],
+)
+def test_malformed_data_stops_before_training(tmp_path, capsys, mutate, message):
+    df = mutate(pd.DataFrame(read_jsonl("imdb_tiny.jsonl")))
+    df.to_parquet(tmp_path / "train.parquet")
+    pd.DataFrame(read_jsonl("imdb_tiny.jsonl")).to_parquet(tmp_path / "test.parquet")
+    code = train_main(["sentiment", "--data-dir", str(tmp_path), "--out", str(tmp_path / "run"), *TINY_SENTIMENT])
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_missing_data_dir_and_split(tmp_path, capsys):
+    assert train_main(["translation", "--data-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "r")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    pd.DataFrame(read_jsonl("multi30k_tiny.jsonl")).to_parquet(tmp_path / "train.parquet")
+    assert train_main(["translation", "--data-dir", str(tmp_path), "--out", str(tmp_path / "r")]) == 2
+    assert "validation.parquet" in capsys.readouterr().err
+
+
+def test_evaluate_reports_bad_files_clearly(tmp_path, capsys, sentiment_dir):
+    assert evaluate_main(["sentiment", "--model", str(sentiment_dir), "--data", str(tmp_path / "x.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    (tmp_path / "bad.jsonl").write_text('{"review": "good", "label": 1}\n')
+    assert evaluate_main(["sentiment", "--model", str(sentiment_dir), "--data", str(tmp_path / "bad.jsonl")]) == 2
+    assert "missing column" in capsys.readouterr().err
+    assert (
+        evaluate_main(["sentiment", "--model", str(tmp_path / "none"), "--data", str(FIXTURES / "imdb_tiny.jsonl")])
+        == 2
+    )
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_help_documents_every_option():
+    out = subprocess.run(
+        [sys.executable, "-m", "training", "sentiment", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=FIXTURES.parents[1],
+        check=True,
+    ).stdout
+    for opt in ("--data-dir", "--out", "--resume", "--epochs", "--lr", "--push-to-hub", "--ngram-buckets"):
+        assert opt in out
+
+
+@pytest.mark.slow
+def test_two_cpu_processes_under_accelerate(imdb_dir, tmp_path):
+    # `--multi_gpu` is accelerate's torchrun launcher; with no GPU, the loop's Accelerator(cpu=True) uses gloo.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "-m",
+        "training",
+        "sentiment",
+        "--data-dir",
+        str(imdb_dir),
+        "--out",
+        str(tmp_path / "ddp"),
+        "--epochs",
+        "1",
+        *TINY_SENTIMENT,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=FIXTURES.parents[1], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((tmp_path / "ddp" / "summary.json").read_text())
+    assert summary["steps"] == 2  # 4 batches split over 2 processes
+    start = json.loads((tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["steps_per_epoch"] == 2
+    assert (tmp_path / "ddp" / "best" / "model.safetensors").is_file()

@@ -1,0 +1,96 @@
+"""`python -m training.evaluate sentiment|translation --model DIR_OR_REPO --data FILE`.
+
+FILE is Parquet, CSV or JSON lines with `text` and `label` columns (sentiment) or `de` and `en`
+(translation). Prints one JSON object with the scores on its last line.
+"""
+
+import argparse
+import json
+import sys
+import time
+
+from tqdm.auto import tqdm
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m training.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = p.add_subparsers(dest="task", required=True)
+    for task, cols in (("sentiment", "text, label"), ("translation", "de, en")):
+        s = sub.add_parser(task, help=f"score a {task} model on a file with columns {cols}")
+        s.add_argument("--model", required=True, help="model folder or Hub repo id")
+        s.add_argument("--data", required=True, help=f".parquet, .csv or .jsonl file with columns {cols}")
+        s.add_argument("--limit", type=int, default=None, help="score only the first N rows")
+        s.add_argument("--batch-size", type=int, default=64)
+        s.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+        if task == "translation":
+            s.add_argument("--beam", type=int, default=None, help="beam size (default: the model's, 1 = greedy)")
+            s.add_argument("--alpha", type=float, default=None, help="length penalty (default: the model's)")
+            s.add_argument("--output", default=None, help="also write the translations to this text file")
+    return p
+
+
+def chunks(n: int, size: int):
+    return [range(s, min(s + size, n)) for s in range(0, n, size)]
+
+
+def evaluate_sentiment(args, ds) -> dict:
+    from pipelines import SentimentPipeline
+
+    pipe = SentimentPipeline.from_pretrained(args.model)
+    texts, labels = list(ds["text"]), list(ds["label"])
+    correct = 0
+    for part in tqdm(chunks(len(texts), 512), desc="sentiment", unit="chunk", file=sys.stderr):
+        probs = pipe.predict([texts[i] for i in part], batch_size=args.batch_size)
+        for i, p in zip(part, probs):
+            correct += int(max(p, key=p.get) == pipe.labels[int(labels[i])])
+    return {"accuracy": correct / len(texts), "n": len(texts)}
+
+
+def evaluate_translation(args, ds) -> dict:
+    from pipelines import TranslationPipeline
+
+    from .translation import corpus_scores
+
+    pipe = TranslationPipeline.from_pretrained(args.model)
+    beam = pipe.beam_size if args.beam is None else args.beam
+    de, en = list(ds["de"]), list(ds["en"])
+    hyps: list[str] = []
+    for part in tqdm(chunks(len(de), 256), desc="translation", unit="chunk", file=sys.stderr):
+        hyps += pipe.translate([de[i] for i in part], beam_size=beam, alpha=args.alpha, batch_size=args.batch_size)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write("\n".join(hyps) + "\n")
+    return {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if args.alpha is None else args.alpha}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import torch
+
+    from transformer import CheckpointError
+
+    from .data import DataError, load_table
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    columns = ("text", "label") if args.task == "sentiment" else ("de", "en")
+    try:
+        ds = load_table(args.data, columns)
+        if args.limit:
+            ds = ds.select(range(min(args.limit, len(ds))))
+        if args.task == "sentiment" and not set(ds["label"]) <= {0, 1}:
+            raise DataError(f"{args.data}: labels must be 0 (negative) or 1 (positive)")
+        t0 = time.time()
+        result = (evaluate_sentiment if args.task == "sentiment" else evaluate_translation)(args, ds)
+    except (DataError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    result.update(model=args.model, data=args.data, seconds=round(time.time() - t0, 1))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
