@@ -94,3 +94,24 @@ def test_save_pretrained_round_trip_gives_identical_outputs(tmp_path, sentiment_
     ids = torch.randint(4, 300, (2, 20))
     assert torch.equal(model(ids).logits, again(ids).logits)
     assert again.config == model.config
+
+
+def test_a_checkpoint_of_the_other_model_is_refused(translation_dir, sentiment_dir):
+    with pytest.raises(CheckpointError, match="does not describe a TransformerClassifier"):
+        SentimentPipeline.from_pretrained(str(translation_dir))
+    with pytest.raises(CheckpointError, match="does not describe a Seq2SeqTransformer"):
+        TranslationPipeline.from_pretrained(str(sentiment_dir))
+
+
+def test_missing_tensor_is_refused(tmp_path, sentiment_dir):
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    bad = tmp_path / "bad"
+    shutil.copytree(sentiment_dir, bad)
+    tensors = load_file(bad / "model.safetensors")
+    tensors.pop("head.1.weight")
+    save_file(tensors, bad / "model.safetensors")
+    with pytest.raises(CheckpointError, match="head.1.weight"):
+        load_model(TransformerClassifier, bad)

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import platform
 import shlex
 import sys
@@ -103,6 +104,15 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.push_to_hub:  # fail now, not after an hour of training: bad repo id, offline, no token
+        from .publish import PublishError, check_repo_id, preflight
+
+        try:
+            check_repo_id(args.push_to_hub, "--push-to-hub")
+            preflight()
+        except PublishError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return e.code
     torch.manual_seed(args.seed)
     t_start = time.time()
     try:
@@ -144,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
         "data": args.data_dir or "hub",
     }
     summary = train(model, task, loop, run_info)
-    summary["wall_seconds"] = round(time.time() - t_start, 1)
+    summary["wall_seconds"] = round(time.time() - t_start, 1)  # this invocation, data loading included
+    if os.environ.get("RANK", "0") == "0":
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary))
     if args.push_to_hub:
         from .publish import main as publish_main
@@ -154,8 +166,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def machine() -> str:
-    import os
-
     return (
         f"{platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads".replace(" ,", ",")

@@ -112,7 +112,7 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
     def log(record: dict) -> None:
         if acc.is_main_process:
             with log_path.open("a") as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(json.dumps({**record, "time": round(time.time(), 1)}) + "\n")
 
     def save() -> None:
         if acc.is_main_process:

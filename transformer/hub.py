@@ -1,5 +1,7 @@
 """Loading checkpoints from a local folder or a Hub repo, with errors that say what went wrong where."""
 
+import dataclasses
+import inspect
 import json
 import os
 import re
@@ -72,10 +74,15 @@ def load_model(cls, name_or_path: str | os.PathLike):
     """cls.from_pretrained on a resolved local folder, in eval mode; any failure becomes CheckpointError."""
     folder = resolve_checkpoint(name_or_path)
     try:
-        json.loads((folder / CONFIG).read_text())
-        model = cls.from_pretrained(folder)
+        config = json.loads((folder / CONFIG).read_text())
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{name_or_path}: {CONFIG} is not valid JSON ({e})") from e
+    fields = {f.name for f in dataclasses.fields(inspect.signature(cls.__init__).parameters["config"].annotation)}
+    unknown = sorted(set(config) - fields)
+    if unknown:  # e.g. a translation checkpoint asked to load as a classifier
+        raise CheckpointError(f"{name_or_path}: {CONFIG} does not describe a {cls.__name__} (unknown keys {unknown})")
+    try:
+        model = cls.from_pretrained(folder, strict=True)
     except Exception as e:  # shape mismatch, missing keys, truncated safetensors, bad config fields
         raise CheckpointError(f"{name_or_path}: checkpoint does not load into {cls.__name__}: {e}") from e
     return model.eval()

@@ -1,0 +1,283 @@
+"""README cards for the Hub: a model card per trained model (metadata + model-index), and the Space's README.
+
+Pure text: the caller passes the model's config, its parameter count, metrics.json (or None) and the figure.
+"""
+
+from dataclasses import dataclass
+
+from huggingface_hub import EvalResult, ModelCard, ModelCardData, SpaceCard, SpaceCardData
+
+from transformer.hub import HUB_KWARGS
+
+FIGURE = "attention.png"
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What the Hub metadata and the card's prose say about one task."""
+
+    pipeline_tag: str
+    language: list[str]
+    dataset_id: str
+    dataset_name: str
+    tags: list[str]
+    metrics: list[tuple[str, str, str]]  # (key in metrics.json "test", Hub metric id, display name)
+    pipeline_class: str
+    summary: str
+    intended: list[str]
+    not_for: list[str]
+    example: str
+
+
+TASKS = {
+    "sentiment": TaskInfo(
+        pipeline_tag="text-classification",
+        language=["en"],
+        dataset_id="stanfordnlp/imdb",
+        dataset_name="IMDB",
+        tags=["sentiment-analysis", "imdb"],
+        metrics=[("accuracy", "accuracy", "Accuracy")],
+        pipeline_class="SentimentPipeline",
+        summary="reads an English movie review and says whether it is positive or negative, returning every "
+        "attention map it used on the way",
+        intended=[
+            "Seeing how a small transformer encoder attends over a review: per layer and head, and the "
+            "weights of its pooling, in the project's interactive demo.",
+            "Teaching and experiments: the model, its tokenizer and its training code are small and readable.",
+            "Sentiment of English movie reviews, as a demonstration.",
+        ],
+        not_for=[
+            "Production sentiment analysis, or any decision about people: it is small, and trained from scratch "
+            "(no pre-training) on IMDB movie reviews only.",
+            "Other kinds of text (tweets, product reviews, news) or other languages: it has only seen English "
+            "movie reviews, and its tokenizer was trained on them.",
+            "Subtle cases: sarcasm, mixed reviews, negation far from what it negates. Expect errors there.",
+            "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
+            "Explanations: attention weights show where the model looked, not why it decided.",
+        ],
+        example='result = pipe("A moving, beautifully acted film.")\n'
+        "print(result.label, result.confidence)\n"
+        "result.attentions[-1]  # the last layer's attention: (heads, tokens, tokens)",
+    ),
+    "translation": TaskInfo(
+        pipeline_tag="translation",
+        language=["de", "en"],
+        dataset_id="bentrevett/multi30k",
+        dataset_name="Multi30k (German-English)",
+        tags=["translation", "multi30k"],
+        metrics=[("bleu", "bleu", "BLEU"), ("bleu_cased", "bleu", "BLEU (cased)"), ("chrf", "chrf", "chrF")],
+        pipeline_class="TranslationPipeline",
+        summary="translates German into English, one short sentence at a time, returning the encoder, decoder "
+        "and cross-attention maps of every layer and head, and each decoding step's most likely tokens",
+        intended=[
+            "Seeing how an encoder-decoder transformer aligns German and English words through its "
+            "cross-attention, in the project's interactive demo.",
+            "Teaching and experiments: the model, its tokenizer and its beam search are small and readable.",
+            "German-to-English translation of short, simple descriptive sentences, as a demonstration.",
+        ],
+        not_for=[
+            "Real translation work: it is small, and trained from scratch (no pre-training) on Multi30k's image "
+            "captions only (about 29,000 sentence pairs); its vocabulary and its world are those captions.",
+            "Long, complex or non-descriptive text (news, dialogue, technical writing): quality drops fast.",
+            "Other directions or languages: it translates German into English only.",
+            "Explanations: cross-attention is a useful picture of alignment, not a faithful account of why a "
+            "word was produced.",
+        ],
+        example='result = pipe("Ein Hund rennt über eine Wiese.")\n'
+        "print(result.translation)\n"
+        "result.cross_attentions[-1]  # the last decoder layer: (heads, target tokens, source tokens)",
+    ),
+}
+
+
+def eval_results(task: str, metrics: dict | None) -> list[EvalResult]:
+    """The measured test-set metrics of metrics.json as model-index entries (none without a test score)."""
+    info = TASKS[task]
+    test = (metrics or {}).get("test") or {}
+    return [
+        EvalResult(
+            task_type=info.pipeline_tag,
+            dataset_type=info.dataset_id,
+            dataset_name=info.dataset_name,
+            dataset_split=test.get("split", "test"),
+            metric_type=metric_id,
+            metric_name=name,
+            metric_value=test[key],
+            metric_config="cased" if key.endswith("_cased") else None,
+        )
+        for key, metric_id, name in info.metrics
+        if isinstance(test.get(key), (int, float))
+    ]
+
+
+def model_card(
+    task: str,
+    repo_id: str,
+    config: dict,
+    n_params: int,
+    metrics: dict | None,
+    figure_caption: str | None = None,
+) -> ModelCard:
+    """The README.md of a model repo: Hub metadata (with model-index when metrics exist) and the card text."""
+    info, name = TASKS[task], repo_id.split("/")[-1]
+    results = eval_results(task, metrics)
+    data = ModelCardData(
+        model_name=name if results else None,  # only model-index uses it
+        language=info.language,
+        license=HUB_KWARGS["license"],
+        library_name=HUB_KWARGS["library_name"],
+        pipeline_tag=info.pipeline_tag,
+        datasets=[info.dataset_id],
+        metrics=sorted({m for _, m, _ in info.metrics}),
+        tags=list(dict.fromkeys([*HUB_KWARGS["tags"], *info.tags, "pytorch", "safetensors"])),
+        eval_results=results or None,
+    )
+    sections = [
+        f"# {name}",
+        f"A {_count(n_params)}-parameter {_architecture(task, config)}, written from scratch in PyTorch and "
+        f"trained from scratch for the *How transformers pay attention* demo. It {info.summary}.",
+        _figure(figure_caption),
+        "## Intended uses\n\n" + _bullets(info.intended),
+        "## Limitations: what it is not for\n\n" + _bullets(info.not_for),
+        "## How to use\n\n" + _usage(info, repo_id),
+        "## Model\n\n" + _config_table(config, n_params),
+        "## Training\n\n" + _training(metrics),
+        "## Evaluation\n\n" + _evaluation(task, metrics),
+        "## License\n\nMIT.",
+    ]
+    content = f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
+    return ModelCard(content)
+
+
+def space_card(title: str, sdk_version: str, variables: dict[str, str], python_version: str = "3.11") -> SpaceCard:
+    """The README.md of the Space: the YAML front matter the Hub builds it from, and a short text.
+
+    `variables` maps SENTIMENT_MODEL / TRANSLATION_MODEL to a Hub repo id or a folder bundled in the Space.
+    """
+    bundled = {v for v in variables.values() if v.startswith("assets/")}  # folders inside the Space
+    data = SpaceCardData(
+        title=title,
+        emoji="🔍",
+        colorFrom="indigo",
+        colorTo="blue",
+        sdk="gradio",
+        sdk_version=sdk_version,
+        python_version=python_version,
+        app_file="app.py",
+        pinned=False,
+        license=HUB_KWARGS["license"],
+        models=sorted(set(variables.values()) - bundled) or None,
+        short_description="See where each attention head of a transformer looks",  # the Hub allows 60 characters
+        tags=["attention-visualization", "from-scratch", "attention"],
+    )
+    where = "\n".join(
+        f"- `{k}` = `{v}`, a model folder bundled in this Space"
+        if v in bundled
+        else f"- `{k}` = [`{v}`](https://huggingface.co/{v})"
+        for k, v in variables.items()
+    )
+    body = "\n\n".join(
+        [
+            f"# {title}",
+            "An interactive demo of attention in transformers: a sentiment classifier (English movie reviews) "
+            "and a German-to-English translator, both written from scratch in PyTorch and trained from "
+            "scratch. Type a sentence and see, for every layer and head, which tokens each token attends to.",
+            "The app loads its models from the Space variables (Settings, Variables and secrets), which take a "
+            "Hub repo id or a folder in the Space:\n\n" + where,
+        ]
+    )
+    return SpaceCard(f"---\n{data.to_yaml()}\n---\n\n{body}\n")
+
+
+def _architecture(task: str, c: dict) -> str:
+    if task == "sentiment":
+        pooling = "a learned attention pooling" if c.get("pooling") == "attention" else "mean pooling"
+        ngrams = (
+            f", plus hashed n-gram embeddings (orders 2-{c['ngram_order']}, {c['ngram_buckets']:,} buckets)"
+            if c.get("ngram_buckets")
+            else ""
+        )
+        return (
+            f"transformer encoder classifier ({c['n_layers']} layers, {c['d_model']} wide, {c['n_heads']} heads, "
+            f"{pooling} over the tokens{ngrams})"
+        )
+    return (
+        f"encoder-decoder transformer ({c['n_encoder_layers']} encoder and {c['n_decoder_layers']} decoder layers, "
+        f"{c['d_model']} wide, {c['n_heads']} heads, one shared German-English vocabulary)"
+    )
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n:,}"
+
+
+def _figure(caption: str | None) -> str:
+    if not caption:
+        return ""
+    return f"![One attention map of this model]({FIGURE})\n\n*{caption}*"
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join(f"- {s}" for s in items)
+
+
+def _usage(info: TaskInfo, repo_id: str) -> str:
+    return (
+        "With the project's code on the Python path (the `pipelines` and `transformer` packages, and "
+        "`pip install -r requirements.txt`):\n\n"
+        "```python\n"
+        f"from pipelines import {info.pipeline_class}\n\n"
+        f'pipe = {info.pipeline_class}.from_pretrained("{repo_id}")\n'
+        f"{info.example}\n"
+        "```\n\n"
+        "The same call takes a local folder holding these files instead of a repo id."
+    )
+
+
+def _config_table(config: dict, n_params: int) -> str:
+    rows = [("parameters", f"{n_params:,}")] + [(k, f"`{v}`") for k, v in sorted(config.items())]
+    return "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def _training(metrics: dict | None) -> str:
+    if not metrics:
+        return "Not recorded for this checkpoint (it was published without a `metrics.json`)."
+    lines = []
+    if metrics.get("data"):
+        lines.append(f"- Data: {metrics['data']}")
+    if metrics.get("machine"):
+        lines.append(f"- Machine: {metrics['machine']}")
+    if metrics.get("weights"):
+        lines.append(f"- Weights: {metrics['weights']}")
+    if isinstance(metrics.get("wall_seconds"), (int, float)):
+        lines.append(f"- Wall-clock time: {metrics['wall_seconds'] / 60:.0f} minutes")
+    text = "\n".join(lines)
+    if metrics.get("command"):
+        text += f"\n\nCommand:\n\n```bash\n{metrics['command']}\n```"
+    recipe = metrics.get("recipe") or {}
+    if recipe:
+        text += "\n\nRecipe:\n\n| setting | value |\n|---|---|\n" + "\n".join(
+            f"| {k} | `{v}` |" for k, v in recipe.items()
+        )
+    return text.strip() or "Not recorded for this checkpoint."
+
+
+def _evaluation(task: str, metrics: dict | None) -> str:
+    test = (metrics or {}).get("test") or {}
+    val = (metrics or {}).get("validation") or {}
+    shown = [(key, name) for key, _, name in TASKS[task].metrics if key in test or key in val]
+    if not shown:
+        return "Metrics were not recorded for this checkpoint, so this card reports no evaluation results."
+    n = f" ({test['n']:,} examples)" if isinstance(test.get("n"), int) else ""
+    split = test.get("split", "test")
+    rows = [f"| {name} | {_fmt(key, test.get(key))} | {_fmt(key, val.get(key))} |" for key, name in shown]
+    text = f"| metric | {split}{n} | validation |\n|---|---|---|\n" + "\n".join(rows)
+    if task == "translation" and test.get("beam"):
+        text += f"\n\nDecoded with beam search, beam size {test['beam']}."
+    return text
+
+
+def _fmt(key: str, value) -> str:
+    if not isinstance(value, (int, float)):
+        return "-"
+    return f"{value:.2%}" if key == "accuracy" and value <= 1 else f"{value:.2f}"

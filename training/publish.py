@@ -1,0 +1,439 @@
+"""`python -m training.publish`: put a trained model, or the demo Space, on the Hugging Face Hub.
+
+    python -m training.publish sentiment --model assets/sentiment --repo-id USER/attention-demo-sentiment
+    python -m training.publish translation --model assets/translation --repo-id USER/attention-demo-translation
+    python -m training.publish space --repo-id USER/attention-demo \\
+        --sentiment-repo USER/attention-demo-sentiment --translation-repo USER/attention-demo-translation
+
+Everything that can be checked here is checked before the first request: the repo id, the model folder
+(it must load with its pipeline), offline mode and the token. Then the repo folder is assembled (weights,
+config, tokenizer, preprocessing.json, metrics.json, a model card with an attention figure), the repo is
+created if needed, and the folder goes up in one commit, so the repo ends up either fully updated or
+unchanged. `--dry-run` stops after assembling the folder.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+# Exit codes, one per kind of failure (argparse also exits with 2 on bad arguments).
+EXIT_OK = 0
+EXIT_USAGE = 2  # malformed repo id, unusable --out
+EXIT_INPUT = 3  # the model folder (or the Space's sources) is missing, incomplete or does not load
+EXIT_NO_TOKEN = 4  # no Hugging Face token found
+EXIT_OFFLINE = 5  # HF_HUB_OFFLINE is set, or the Hub cannot be reached
+EXIT_DENIED = 6  # the Hub refused the token (401) or the write (403)
+EXIT_HUB = 7  # any other answer from the Hub
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "preprocessing.json")
+METRICS = "metrics.json"
+SPACE_PACKAGES = ("transformer", "pipelines", "viz")  # copied into the Space when present
+SPACE_VARIABLES = {"sentiment": "SENTIMENT_MODEL", "translation": "TRANSLATION_MODEL"}
+SPACE_TITLE = "How transformers pay attention"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; no '-' or '.' at either end; 96 characters at most.
+_NAME = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?"
+REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
+
+
+class PublishError(Exception):
+    """A failure with the message for the user and the exit code that goes with it."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def make_api(token: str):
+    """The Hub client (tests replace this, or pass `api=` to main)."""
+    from huggingface_hub import HfApi
+
+    return HfApi(token=token)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m training.publish",
+        description="Publish a trained model or the demo Space to the Hugging Face Hub.",
+        epilog="Exit codes: 2 bad arguments or repo id, 3 model folder or Space sources missing or broken, "
+        "4 no token, 5 offline or Hub unreachable, 6 permission denied, 7 other Hub error.",
+    )
+    sub = parser.add_subparsers(dest="task", required=True)
+    for task, what in (("sentiment", "the sentiment classifier"), ("translation", "the German-English translator")):
+        p = sub.add_parser(task, help=f"publish {what} as a model repo")
+        p.add_argument("--model", required=True, type=Path, help="the model folder, e.g. assets/" + task)
+        _common(p)
+    s = sub.add_parser("space", help="publish the Gradio app as a Space")
+    s.add_argument("--sentiment-repo", metavar="USER/NAME", help="model repo the Space loads (SENTIMENT_MODEL)")
+    s.add_argument("--translation-repo", metavar="USER/NAME", help="model repo the Space loads (TRANSLATION_MODEL)")
+    _common(s)
+    return parser
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo-id", required=True, metavar="USER/NAME", help="the Hub repo to create or update")
+    p.add_argument(
+        "--private", action="store_true", help="create the repo as private (an existing repo keeps its visibility)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="assemble the repo folder, print it, send nothing")
+    p.add_argument("--out", type=Path, help="where to assemble the folder (must be new or empty; default: temp)")
+
+
+def main(argv: list[str] | None = None, api=None) -> int:
+    """Run the command; returns the exit code. `api` replaces the Hub client (for tests)."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.task == "space":
+            publish_space(args, api)
+        else:
+            publish_model(args, api)
+    except PublishError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.code
+    return EXIT_OK
+
+
+# --- checks that need no network ----------------------------------------------------------------------------
+
+
+def check_repo_id(repo_id: str, flag: str = "--repo-id") -> None:
+    if not REPO_ID.match(repo_id or ""):
+        raise PublishError(
+            EXIT_USAGE,
+            f"{flag} {repo_id!r} is not a Hub repo id: use USER/NAME (or ORG/NAME), with letters, digits, "
+            "'-', '_' and '.', e.g. alice/attention-demo-sentiment",
+        )
+
+
+def hub_offline() -> bool:
+    """True when HF_HUB_OFFLINE (or TRANSFORMERS_OFFLINE) is set: the Hub client would refuse every request."""
+    from huggingface_hub import constants
+
+    flag = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    return flag.strip().upper() in {"1", "ON", "YES", "TRUE"} or bool(constants.HF_HUB_OFFLINE)
+
+
+def preflight() -> str:
+    """The token to publish with, after checking offline mode; raises PublishError. Sends nothing."""
+    if hub_offline():
+        raise PublishError(
+            EXIT_OFFLINE,
+            "HF_HUB_OFFLINE is set, so nothing can be sent to the Hugging Face Hub; nothing was created or "
+            "uploaded. Unset it (and connect) to publish, or use --dry-run to only assemble the folder.",
+        )
+    from huggingface_hub import get_token
+
+    try:
+        token = get_token()
+    except Exception as e:  # an OIDC exchange or token refresh that failed
+        raise PublishError(EXIT_NO_TOKEN, f"could not get a Hugging Face token: {e}") from e
+    if not token:
+        raise PublishError(
+            EXIT_NO_TOKEN,
+            "no Hugging Face token: set HF_TOKEN to a token with write access "
+            "(https://huggingface.co/settings/tokens) or log in once with `hf auth login`; nothing was sent.",
+        )
+    return token
+
+
+def load_pipeline(task: str, model_dir: Path):
+    """The task's pipeline loaded from `model_dir`, which must hold every file a published repo needs."""
+    from pipelines import SentimentPipeline, TranslationPipeline
+    from transformer import CheckpointError
+
+    if not model_dir.is_dir():
+        raise PublishError(EXIT_INPUT, f"--model {model_dir}: no such folder")
+    missing = [f for f in MODEL_FILES if not (model_dir / f).is_file()]
+    if missing:
+        raise PublishError(
+            EXIT_INPUT,
+            f"--model {model_dir}: incomplete model folder, missing {', '.join(missing)} "
+            f"(a model folder holds {', '.join(MODEL_FILES)}); nothing was built or sent",
+        )
+    cls = SentimentPipeline if task == "sentiment" else TranslationPipeline
+    try:
+        pipe = cls.from_pretrained(str(model_dir))
+    except CheckpointError as e:  # loading is strict: config keys and every tensor must fit
+        raise PublishError(EXIT_INPUT, f"--model {model_dir} does not load as a {task} model: {e}") from e
+    return pipe
+
+
+def read_metrics(task: str, model_dir: Path) -> dict | None:
+    path = model_dir / METRICS
+    if not path.is_file():
+        return None
+    try:
+        metrics = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise PublishError(EXIT_INPUT, f"{path} is not valid JSON: {e}") from e
+    if not isinstance(metrics, dict) or metrics.get("task", task) != task:
+        raise PublishError(EXIT_INPUT, f"{path} does not describe a {task} model (task: {metrics.get('task')!r})")
+    return metrics
+
+
+def prepare_out(out: Path | None) -> Path:
+    """A fresh folder to assemble the repo in: --out (new or empty), else a new temporary folder."""
+    if out is None:
+        return Path(tempfile.mkdtemp(prefix="publish-"))
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise PublishError(EXIT_USAGE, f"--out {out} exists and is not an empty folder: choose a new one")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+# --- assembling the repo folders ----------------------------------------------------------------------------
+
+
+def build_model_folder(task: str, model_dir: Path, pipe, repo_id: str, folder: Path) -> list[str]:
+    """Copy the model's files into `folder` and write the model card and its attention figure there."""
+    from dataclasses import asdict
+
+    from .attention_figure import sentiment_figure, translation_figure
+    from .model_card import FIGURE, model_card
+
+    metrics = read_metrics(task, model_dir)
+    for name in (*MODEL_FILES, METRICS):
+        if (model_dir / name).is_file():
+            shutil.copy2(model_dir / name, folder / name)
+    figure = (sentiment_figure if task == "sentiment" else translation_figure)(pipe)
+    figure.image().save(folder / FIGURE)
+    n_params = sum(p.numel() for p in pipe.model.parameters())
+    card = model_card(task, repo_id, asdict(pipe.model.config), n_params, metrics, figure.caption)
+    card.save(folder / "README.md")
+    return list_files(folder)
+
+
+def build_space_folder(folder: Path, variables: dict[str, str], root: Path | None = None) -> list[str]:
+    """The Space: app.py, the packages it imports, requirements.txt, README.md, and bundled models if any."""
+    from .model_card import space_card
+
+    root = root or PROJECT_ROOT
+    missing = [p for p in ("app.py", "transformer", "pipelines", "requirements.txt") if not (root / p).exists()]
+    if missing:
+        raise PublishError(EXIT_INPUT, f"the Space needs {', '.join(missing)} in {root}, which is missing")
+    shutil.copy2(root / "app.py", folder / "app.py")
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    for pkg in SPACE_PACKAGES:
+        if (root / pkg).is_dir():
+            shutil.copytree(root / pkg, folder / pkg, ignore=skip)
+    requirements = (root / "requirements.txt").read_text()
+    # Spaces run on CPU unless upgraded: the CPU wheel of torch saves gigabytes of CUDA libraries.
+    (folder / "requirements.txt").write_text(f"--extra-index-url {TORCH_CPU_INDEX}\n{requirements}")
+    for value in variables.values():
+        if is_bundled(value):
+            shutil.copytree(root / value, folder / value, ignore=skip)
+    space_card(SPACE_TITLE, gradio_version(requirements), variables).save(folder / "README.md")
+    return list_files(folder)
+
+
+def space_variables(args, root: Path | None = None) -> dict[str, str]:
+    """SENTIMENT_MODEL / TRANSLATION_MODEL: the given model repo, else the project's assets/<task> folder."""
+    root = root or PROJECT_ROOT
+    variables = {}
+    for task, var in SPACE_VARIABLES.items():
+        repo = getattr(args, f"{task}_repo")
+        if repo:
+            check_repo_id(repo, f"--{task}-repo")
+            variables[var] = repo
+        elif all((root / "assets" / task / f).is_file() for f in MODEL_FILES):
+            variables[var] = f"assets/{task}"
+            print(f"note: no --{task}-repo, so the Space bundles assets/{task} and loads it from there")
+        else:
+            raise PublishError(
+                EXIT_INPUT,
+                f"the Space needs a {task} model: pass --{task}-repo USER/NAME (publish the model first), "
+                f"or put a complete model folder in {root / 'assets' / task}",
+            )
+    return variables
+
+
+def is_bundled(value: str) -> bool:
+    """A Space variable naming a model folder inside the Space (assets/<task>), not a Hub repo id."""
+    return value.startswith("assets/")
+
+
+def gradio_version(requirements: str) -> str:
+    """The pinned gradio version of requirements.txt: the Space's sdk_version must match what the app uses."""
+    m = re.search(r"^gradio==([\w.]+)\s*$", requirements, re.M)
+    return m.group(1) if m else "6.31.0"
+
+
+def list_files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def report_folder(folder: Path, files: list[str], repo_id: str) -> None:
+    print(f"dry run: nothing was sent to the Hub. The folder for {repo_id} is ready at {folder}")
+    for f in files:
+        print(f"  {f}  ({(folder / f).stat().st_size:,} bytes)")
+
+
+# --- the two commands ---------------------------------------------------------------------------------------
+
+
+def publish_model(args, api=None) -> None:
+    check_repo_id(args.repo_id)
+    token = None if args.dry_run else preflight()
+    pipe = load_pipeline(args.task, args.model)
+    folder = prepare_out(args.out)
+    try:
+        files = build_model_folder(args.task, args.model, pipe, args.repo_id, folder)
+        if args.dry_run:
+            report_folder(folder, files, args.repo_id)
+            return
+        push(api or make_api(token), args.repo_id, folder, "model", args.private, f"Upload the {args.task} model")
+    finally:
+        if not args.dry_run and args.out is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def publish_space(args, api=None) -> None:
+    check_repo_id(args.repo_id)
+    variables = space_variables(args)
+    token = None if args.dry_run else preflight()
+    folder = prepare_out(args.out)
+    try:
+        files = build_space_folder(folder, variables)
+        if args.dry_run:
+            report_folder(folder, files, args.repo_id)
+            print("Space variables it would set: " + ", ".join(f"{k}={v}" for k, v in variables.items()))
+            return
+        api = api or make_api(token)
+        models = [v for v in variables.values() if not is_bundled(v)]
+        push(api, args.repo_id, folder, "space", args.private, "Upload the Space", variables, models)
+    finally:
+        if not args.dry_run and args.out is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+# --- talking to the Hub -------------------------------------------------------------------------------------
+
+
+def push(
+    api,
+    repo_id: str,
+    folder: Path,
+    repo_type: str,
+    private: bool,
+    message: str,
+    variables: dict[str, str] | None = None,
+    models: list[str] = (),
+) -> None:
+    """Check the token, create the repo if needed, (set the Space's variables,) upload `folder` in one commit."""
+    who = hub_call(api.whoami, "checking the token")
+    check_namespace(who, repo_id)
+    for model in models:
+        if not hub_call(lambda m=model: api.repo_exists(m, repo_type="model"), f"looking up {model}"):
+            raise PublishError(
+                EXIT_INPUT,
+                f"the model repo {model} does not exist (or is not visible with this token): publish it first",
+            )
+    extra = {"space_sdk": "gradio"} if repo_type == "space" else {}
+    url = hub_call(
+        lambda: api.create_repo(
+            repo_id, repo_type=repo_type, private=True if private else None, exist_ok=True, **extra
+        ),
+        f"creating the {repo_type} repo {repo_id}",
+    )
+    set_vars = []
+    try:
+        for key, value in (variables or {}).items():
+            api.add_space_variable(repo_id, key, value, description="model the app loads: a Hub repo id or a folder")
+            set_vars.append(key)
+        # delete_patterns="*": files of an earlier upload that this folder no longer has go away in the same
+        # commit (.gitattributes stays), so the repo holds exactly this folder.
+        commit = api.upload_folder(
+            repo_id=repo_id,
+            folder_path=str(folder),
+            repo_type=repo_type,
+            commit_message=message,
+            delete_patterns="*",
+        )
+    except Exception as e:
+        err = hub_error(e, f"uploading to {repo_id}")
+        raise PublishError(
+            err.code,
+            f"{err}. The repo {url} exists, but nothing was uploaded: its files are none, or unchanged if it "
+            f"existed before{' (its variables ' + ', '.join(set_vars) + ' were set)' if set_vars else ''}. "
+            "Fix the cause and run the same command again.",
+        ) from e
+    print(f"published {repo_id}: {url}")
+    if getattr(commit, "commit_url", None):
+        print(f"commit: {commit.commit_url}")
+    for key, value in (variables or {}).items():
+        print(f"Space variable {key}={value}")
+
+
+def hub_call(fn, doing: str):
+    """fn(), with Hub errors turned into PublishError (nothing has been created when this fails)."""
+    try:
+        return fn()
+    except Exception as e:
+        err = hub_error(e, doing)
+        raise PublishError(err.code, f"{err}; nothing was created or uploaded") from e
+
+
+def hub_error(e: Exception, doing: str) -> PublishError:
+    """A PublishError saying what went wrong while `doing`: permission, connection, or another Hub answer."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    if isinstance(e, HfHubHTTPError):
+        status = getattr(getattr(e, "response", None), "status_code", None)
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if status == 401:
+            return PublishError(
+                EXIT_DENIED,
+                f"the Hub rejected the token while {doing} (401 Unauthorized): it is invalid or expired; "
+                "set HF_TOKEN to a valid token or log in again with `hf auth login`",
+            )
+        if status == 403:
+            return PublishError(
+                EXIT_DENIED,
+                f"permission denied while {doing} (403 Forbidden): the token cannot write there; use a token "
+                f"with write access to that namespace ({first})",
+            )
+        return PublishError(EXIT_HUB, f"the Hub answered {status} while {doing}: {first}")
+    if isinstance(e, (OfflineModeIsEnabled, ConnectionError, TimeoutError)) or _is_transport_error(e):
+        return PublishError(
+            EXIT_OFFLINE, f"cannot reach the Hugging Face Hub while {doing} ({type(e).__name__}: {e}); are you offline?"
+        )
+    return PublishError(EXIT_HUB, f"{doing} failed: {type(e).__name__}: {e}")
+
+
+def _is_transport_error(e: Exception) -> bool:
+    try:
+        import httpx2  # what huggingface_hub 2.x sends requests with
+    except ImportError:
+        return False
+    return isinstance(e, httpx2.TransportError)
+
+
+def check_namespace(who: dict, repo_id: str) -> None:
+    """Refuse early when the token is read-only, or belongs to someone who cannot write to repo_id's namespace."""
+    if not isinstance(who, dict) or not who.get("name"):
+        return  # an unfamiliar answer: let create_repo decide
+    role = ((who.get("auth") or {}).get("accessToken") or {}).get("role")
+    if role == "read":
+        raise PublishError(
+            EXIT_DENIED,
+            f"permission denied: the token of {who['name']} is read-only; create one with write access at "
+            "https://huggingface.co/settings/tokens. Nothing was created or uploaded.",
+        )
+    namespace = repo_id.split("/")[0]
+    mine = {who["name"]} | {o.get("name") for o in who.get("orgs") or [] if isinstance(o, dict)}
+    if namespace not in mine:
+        raise PublishError(
+            EXIT_DENIED,
+            f"permission denied: the token belongs to {who['name']}, who cannot write to '{namespace}' "
+            f"(yours: {', '.join(sorted(n for n in mine if n))}). Nothing was created or uploaded.",
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
