@@ -1,0 +1,189 @@
+"""The Gradio app: sentiment and translation, with every attention head one click away.
+
+Run `python app.py`. Models load once at start from $SENTIMENT_MODEL / $TRANSLATION_MODEL (a Hub repo id
+or a local folder), else from assets/sentiment and assets/translation. The logic lives in viz/.
+"""
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+
+from viz import handlers  # noqa: E402
+from viz.examples import GERMAN, REVIEWS  # noqa: E402
+
+CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
+QUEUE_SIZE = 32
+PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
+
+INTRO = """\
+# How transformers pay attention
+Two small transformers written from scratch and trained for this demo. Run one, then pick a **layer** and a
+**head** to see where each token looks. Changing layer, head or step only redraws: the model does not run again.
+Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
+"""
+
+
+def _unavailable(what: str, env_var: str, error: str | None) -> None:
+    gr.Markdown(
+        f"### The {what} model is not available\n\n"
+        f"It could not be loaded: `{error or 'no model given'}`\n\n"
+        f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app. "
+        "The other tab works independently."
+    )
+
+
+def _choices(n: int) -> list[tuple[str, int]]:
+    return [(str(i + 1), i) for i in range(n)]
+
+
+def sentiment_tab(pipe) -> None:
+    cfg = pipe.model.config
+    state = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=3):
+            review = gr.Textbox(
+                label="Movie review (English)",
+                placeholder="Type or paste a movie review…",
+                lines=6,
+                max_lines=16,
+                elem_id="sentiment-input",
+            )
+            submit = gr.Button("Analyse sentiment", variant="primary", elem_id="sentiment-submit")
+            gr.Examples(
+                examples=[[text] for _, text in REVIEWS],
+                inputs=[review],
+                example_labels=[name for name, _ in REVIEWS],
+                label="Example reviews",
+                **PRIVATE,
+            )
+        with gr.Column(scale=2):
+            label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
+            status = gr.Markdown(label="Status", elem_id="sentiment-status")
+    gr.Markdown("### What the prediction leans on")
+    mode = gr.Radio(handlers.HIGHLIGHT_MODES, value="pool", show_label=False, elem_id="sentiment-highlight-mode")
+    highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
+    gr.Markdown("### Self-attention")
+    with gr.Row():
+        layer = gr.Radio(_choices(cfg.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
+        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
+    single = gr.Plot(show_label=False, elem_id="sentiment-attention")
+    overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
+
+    def sentiment(review: str):
+        """Classify a review: (probabilities per label, status with any notices)."""
+        return handlers.analyze_review(pipe, review)
+
+    def redraw(view, layer, head, mode):
+        return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
+
+    submit.click(sentiment, [review], [state, label, status], api_name="sentiment").then(
+        redraw, [state, layer, head, mode], [highlight, overview, single], **PRIVATE
+    )
+    for control in (layer, head):
+        control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    mode.change(handlers.sentiment_highlight, [state, mode], [highlight], **PRIVATE)
+
+
+def translation_tab(pipe) -> None:
+    cfg = pipe.model.config
+    state = gr.State(None)
+    with gr.Row():
+        with gr.Column(scale=3):
+            german = gr.Textbox(
+                label="German sentence",
+                placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
+                lines=2,
+                max_lines=6,
+                elem_id="translation-input",
+            )
+            with gr.Row():
+                default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
+                decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
+                beam_size = gr.Slider(
+                    2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam"
+                )
+            submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
+            gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+        with gr.Column(scale=2):
+            english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
+            status = gr.Markdown(label="Status", elem_id="translation-status")
+    with gr.Row():
+        layer = gr.Radio(
+            _choices(max(cfg.n_encoder_layers, cfg.n_decoder_layers)),
+            value=0,
+            label="Layer",
+            elem_id="translation-layer",
+        )
+        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
+    cross = gr.Plot(show_label=False, elem_id="translation-attention")
+    cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
+    gr.Markdown(
+        "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
+        "where every head of the chosen layer looked in the German sentence, and what came next."
+    )
+    step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
+    with gr.Row():
+        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
+        step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
+    gr.Markdown("### Self-attention")
+    with gr.Row():
+        encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
+        decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
+
+    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4):
+        """Translate German to English: (English text, status with any notices)."""
+        return handlers.translate(pipe, german_text, decoding, beam_size)
+
+    def redraw(view, layer, head):
+        """Every plot for a new translation, with the step slider reset to step 1."""
+        steps = handlers.translation_step(view, layer, 1)
+        return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
+
+    attention_plots = [cross_overview, cross, encoder, decoder]
+    submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate").then(
+        redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
+    )
+    for control in (layer, head):
+        control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
+    layer.change(handlers.translation_step, [state, layer, step], [step_heads, step_topk], **PRIVATE)
+    step.input(
+        handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
+    )
+
+
+def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
+    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing."""
+    with gr.Blocks(title="How transformers pay attention", analytics_enabled=False) as demo:
+        gr.Markdown(INTRO)
+        with gr.Tabs():
+            with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
+                if sentiment is None:
+                    _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
+                else:
+                    sentiment_tab(sentiment)
+            with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
+                if translation is None:
+                    _unavailable("translation", "TRANSLATION_MODEL", translation_error)
+                else:
+                    translation_tab(translation)
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
+    return demo
+
+
+def main() -> None:
+    from viz.models import load_models
+
+    sentiment, translation = load_models()
+    demo = build_demo(
+        sentiment.pipeline,
+        translation.pipeline,
+        sentiment_error=sentiment.error,
+        translation_error=translation.error,
+    )
+    demo.launch()
+
+
+if __name__ == "__main__":
+    main()

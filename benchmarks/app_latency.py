@@ -1,0 +1,96 @@
+"""Seconds from clicking the button to a drawn heatmap, in headless chromium, on the bundled models.
+
+    python benchmarks/app_latency.py [--runs 5] [--screenshots assets/]
+
+Models come from $SENTIMENT_MODEL / $TRANSLATION_MODEL (Hub repo id or folder), else assets/sentiment and
+assets/translation. Each task is timed on a ~300-word review and a 15-word German sentence: one click
+after the page loads (it also loads plotly), then --runs more clicks whose median is reported.
+With --screenshots DIR, saves screenshot-sentiment.png and screenshot-translation.png there.
+"""
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from viz import browser  # noqa: E402
+from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
+
+
+def time_clicks(submit, other, runs: int) -> tuple[float, list[float]]:
+    """(first click after page load, `runs` more clicks). Before each timed click an untimed `other` input
+    is run: gradio does not redraw a plot whose figure did not change, so the same input twice draws nothing."""
+    first = submit()
+    times = []
+    for _ in range(runs):
+        other()
+        times.append(submit())
+    return first, times
+
+
+def report(name: str, first: float, times: list[float]) -> None:
+    print(
+        f"{name}: median {statistics.median(times):.2f} s from click to heatmap over {len(times)} runs "
+        f"(min {min(times):.2f}, max {max(times):.2f}; first click after page load {first:.2f} s)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="timed clicks per task (after one first click)")
+    parser.add_argument(
+        "--screenshots", type=Path, help="save screenshot-sentiment.png / screenshot-translation.png here"
+    )
+    args = parser.parse_args(argv)
+
+    if reason := browser.chromium_missing():
+        print(f"cannot run: {reason}", file=sys.stderr)
+        return 2
+    from app import build_demo
+    from viz.models import load_models
+
+    sentiment, translation = load_models()
+    for name, loaded in (("sentiment", sentiment), ("translation", translation)):
+        if loaded.pipeline is None:
+            print(f"{name} model not available, skipped: {loaded.error}", file=sys.stderr)
+    if sentiment.pipeline is None and translation.pipeline is None:
+        return 2
+    if args.screenshots:
+        args.screenshots.mkdir(parents=True, exist_ok=True)
+
+    demo = build_demo(sentiment.pipeline, translation.pipeline)
+    url = browser.serve(demo)
+    try:
+        with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile) as page:
+            if sentiment.pipeline is not None:
+                browser.open_tab(page, url, "Sentiment")
+                first, times = time_clicks(
+                    lambda: browser.analyze_review(page, BENCH_REVIEW),
+                    lambda: browser.analyze_review(page, "A short review."),
+                    args.runs,
+                )
+                report(f"sentiment ({len(BENCH_REVIEW.split())}-word review)", first, times)
+                if args.screenshots:
+                    print("saved", browser.screenshot(page, args.screenshots / "screenshot-sentiment.png"))
+            if translation.pipeline is not None:
+                browser.open_tab(page, url, "Translation")
+                first, times = time_clicks(
+                    lambda: browser.translate(page, BENCH_GERMAN),
+                    lambda: browser.translate(page, "Ein Hund."),
+                    args.runs,
+                )
+                report(f"translation ({len(BENCH_GERMAN.split())}-word sentence, default decoding)", first, times)
+                if args.screenshots:
+                    browser.step_forward(page, 2)  # show a step that has a history
+                    print("saved", browser.screenshot(page, args.screenshots / "screenshot-translation.png"))
+    finally:
+        demo.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,337 @@
+"""The app's handlers, called directly on the tiny models: results, bad inputs, figures, no model re-runs."""
+
+import html
+import re
+
+import numpy as np
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz import explain, handlers
+from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
+from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
+
+SCRIPT = "<script>alert(1)</script>"
+IMG = '<img src=x onerror="alert(1)">'
+
+
+class Counting:
+    """A pipeline stand-in that counts model runs and delegates everything else."""
+
+    def __init__(self, pipe):
+        self.pipe, self.calls = pipe, 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self.pipe(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.pipe, name)
+
+
+@pytest.fixture(scope="module")
+def sentiment(sentiment_dir):
+    return SentimentPipeline.from_pretrained(str(sentiment_dir))
+
+
+@pytest.fixture(scope="module")
+def translation(translation_dir):
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+def token_text(highlight: str) -> str:
+    """The visible text of the highlighted review (our tags removed, entities decoded)."""
+    body = re.search(r'<div class="token-text"[^>]*>(.*?)</div>', highlight, re.S).group(1)
+    return html.unescape(re.sub(r"<[^>]+>", "", body))
+
+
+def heatmap_labels(fig) -> tuple[list[str], list[str]]:
+    return list(fig.data[0].x), list(fig.data[0].y)
+
+
+# --- sentiment --------------------------------------------------------------------------------------------
+
+
+def test_review_gives_probabilities_status_and_state(sentiment):
+    view, probs, status = handlers.analyze_review(sentiment, "A warm and funny film.")
+    assert set(probs) == {"negative", "positive"} and sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
+    best = max(probs, key=probs.get)
+    assert f"**{best}** ({probs[best]:.1%})" in status
+    assert len(view.labels) == len(view.spans) == view.attentions[0].shape[-1]
+    assert view.cut_after is None and view.n_skipped == 0
+
+
+@pytest.mark.parametrize(
+    "bad, expected",
+    [("", "Please type or paste a review"), ("   \n\t  ", "empty"), (None, "Please type or paste a review")],
+)
+def test_empty_review_gets_a_friendly_message_and_no_run(sentiment, bad, expected):
+    stub = Counting(sentiment)
+    view, probs, status = handlers.analyze_review(stub, bad)
+    assert view is None and probs is None and expected in status and status.startswith("⚠️")
+    assert stub.calls == 0
+    assert handlers.sentiment_figures(view, 0, 0) == (None, None)
+    assert handlers.sentiment_highlight(view) == ""
+
+
+def test_huge_paste_is_cut_with_a_notice(sentiment):
+    view, probs, status = handlers.analyze_review(sentiment, "This film is great. " * 10_000)  # 200,000 chars
+    assert probs is not None
+    assert "200,000 characters" in status and f"first {MAX_REVIEW_CHARS:,}" in status
+    assert len(view.text) == MAX_REVIEW_CHARS
+    # The model reads head + tail; the notice and the highlight both say so.
+    assert "the model reads 64: the first 16 and the last 48" in status
+    highlight = handlers.sentiment_highlight(view)
+    assert f"{view.n_skipped:,} tokens in the middle are not read" in highlight
+
+
+@pytest.mark.parametrize(
+    "text, notice",
+    [
+        ("Loved it 😀🎬👍 best film of the year 🍿", "Emoji"),
+        ("Great\x00 film\x07 with\x1b odd bytes", "3 control characters replaced"),
+        (f"Nice film {SCRIPT} {IMG} really", "HTML-like tags"),
+    ],
+)
+def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, notice):
+    view, probs, status = handlers.analyze_review(sentiment, text)
+    assert probs is not None and notice in status
+    highlight = handlers.sentiment_highlight(view)
+    assert "<script" not in highlight and "<img" not in highlight
+    shown = " ".join(token_text(highlight).split())
+    expected = " ".join(re.sub(r"[\x00-\x1f]", " ", text).split())
+    assert shown == expected  # every character once, as text (emoji bytes merged back into one character)
+    if SCRIPT in text:
+        assert "&lt;" in highlight and "&gt;" in highlight  # shown as the characters < and >
+    for fig in handlers.sentiment_figures(view, 0, 0):
+        js = fig.to_json()
+        assert "<script" not in js and "<img" not in js
+
+
+def test_markup_never_reaches_status_or_labels(sentiment):
+    view, _, status = handlers.analyze_review(sentiment, SCRIPT)
+    assert "<" not in status and "script" not in status
+    assert all("<" not in label for label in view.labels)
+    assert any("&lt;" in label for label in view.labels)  # shown as the text '<' by plotly
+
+
+def test_highlight_keeps_a_long_review_readable(sentiment):
+    review = (LONG_REVIEW + "\n\n") * 2  # about 600 words
+    assert len(review.split()) > 500
+    view, _, _ = handlers.analyze_review(sentiment, review)
+    out = handlers.sentiment_highlight(view)
+    assert "white-space:pre-wrap" in out and "overflow-y:auto" in out  # wraps and scrolls
+    head, tail = token_text(out).split("[…")
+    assert review.startswith(" ".join(head.split())[:40])
+    assert " ".join(tail.split()).endswith("thinking about it for weeks.")
+    assert "Leaned on most:" in out
+
+
+def test_highlight_modes_weigh_tokens_to_one(sentiment):
+    view, _, _ = handlers.analyze_review(sentiment, REVIEWS[2][1])
+    attentions = [a.astype(np.float32) for a in view.attentions]
+    pool = explain.token_importance(view.pool_weights, attentions, "pool")
+    rollout = explain.token_importance(view.pool_weights, attentions, "rollout")
+    assert pool.sum() == pytest.approx(1.0) and rollout.sum() == pytest.approx(1.0)
+    assert (rollout >= 0).all() and not np.allclose(pool, rollout)
+    R = explain.attention_rollout(attentions)
+    np.testing.assert_allclose(R.sum(axis=1), 1.0, rtol=1e-5)
+    assert handlers.sentiment_highlight(view, "rollout") != handlers.sentiment_highlight(view, "pool")
+
+
+def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
+    review = "the film, the actors and the the music: the end"  # repeated tokens
+    view, _, _ = handlers.analyze_review(sentiment, review)
+    overview, single = handlers.sentiment_figures(view, 1, 2)
+    x, y = heatmap_labels(single)
+    T = len(view.spans)
+    assert len(x) == len(set(x)) == T and x == y
+    assert sum(label.endswith(":the") for label in x) >= 4  # the real tokens, one label per occurrence
+    assert all(
+        label.split(":", 1)[1] == explain.display_token(s) for label, s in zip(x, (review[a:b] for a, b in view.spans))
+    )
+    tpl = single.data[0].hovertemplate
+    assert "query %{y}" in tpl and "key %{x}" in tpl and "weight %{z" in tpl
+    np.testing.assert_allclose(np.asarray(single.data[0].z), view.attentions[1][2].astype(np.float32))
+    assert "Layer 2, head 3" in single.layout.title.text
+    H = view.attentions[1].shape[0]
+    assert len(overview.data) == H and all("weight %{z" in tr.hovertemplate for tr in overview.data)
+    assert single.layout.dragmode == "zoom"
+
+
+def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mass():
+    from viz import figures
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(4, 300, 300))
+    attn = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)  # rows sum to 1
+    labels = explain.axis_labels([f"w{i % 7}" for i in range(300)])
+    pooled, rows, cols = figures.pool_blocks(attn, labels, labels, max_cells=128)
+    assert pooled.shape == (4, 100, 100) and len(rows) == len(set(rows)) == 100
+    np.testing.assert_allclose(pooled.sum(-1), 1.0, rtol=1e-6)  # a block row still spreads all of its attention
+    np.testing.assert_allclose(pooled[2, 5, 7], attn[2, 15:18, 21:24].sum(-1).mean())
+    assert rows[5] == "15–17:w1…"
+    fig = figures.heads_overview(attn, labels, labels, "Layer 1", max_cells=128)
+    assert (
+        len(fig.data) == 4 and np.asarray(fig.data[0].z).shape == (100, 100) and "blocks of 3" in fig.layout.title.text
+    )
+    short = figures.heads_overview(attn[:, :50, :50], labels[:50], labels[:50], "Layer 1")
+    assert np.asarray(short.data[0].z).shape == (50, 50)  # short inputs keep every token
+
+
+def test_layer_and_head_out_of_range_are_clamped(sentiment):
+    view, _, _ = handlers.analyze_review(sentiment, REVIEWS[1][1])
+    _, single = handlers.sentiment_figures(view, 99, "7")
+    assert "Layer 2, head 4" in single.layout.title.text
+
+
+def test_changing_layer_head_or_highlight_never_runs_the_model(sentiment):
+    stub = Counting(sentiment)
+    view, _, _ = handlers.analyze_review(stub, REVIEWS[3][1])
+    for layer in range(2):
+        for head in range(4):
+            handlers.sentiment_figures(view, layer, head)
+    handlers.sentiment_highlight(view, "rollout")
+    assert stub.calls == 1
+
+
+def test_app_wires_layer_and_head_to_redraw_only(sentiment):
+    """The events the layer and head radios trigger take the stored result, not the review, in the built app."""
+    from app import build_demo
+
+    stub = Counting(sentiment)
+    demo = build_demo(stub, None)
+    blocks = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    view, _, _ = handlers.analyze_review(stub, REVIEWS[0][1])
+    triggered = 0
+    for fn in demo.fns.values():
+        sources = {t[0] for t in fn.targets}
+        if sources & {blocks["sentiment-layer"]._id, blocks["sentiment-head"]._id}:
+            assert blocks["sentiment-input"] not in fn.inputs
+            assert fn.api_visibility == "private"
+            overview, single = fn.fn(view, 1, 3)
+            assert "Layer 2, head 4" in single.layout.title.text
+            triggered += 1
+    assert triggered == 2 and stub.calls == 1
+
+
+# --- translation ------------------------------------------------------------------------------------------
+
+
+def test_translation_gives_text_status_and_every_figure(translation):
+    view, english, status = handlers.translate(translation, GERMAN[0], "greedy", 4)
+    assert isinstance(english, str) and "greedy decoding" in status
+    Tt, Ts = len(view.steps), len(view.src_labels)
+    cross_all, cross, enc, dec = handlers.translation_figures(view, 1, 2)
+    x, y = heatmap_labels(cross)
+    assert (len(y), len(x)) == (Tt, Ts) and len(set(x)) == Ts and len(set(y)) == Tt
+    assert x[0].endswith(":Ein") and x[-1] == f"{Ts - 1}:&lt;/s&gt;"
+    assert "English %{y}" in cross.data[0].hovertemplate and "German %{x}" in cross.data[0].hovertemplate
+    assert "weight %{z" in cross.data[0].hovertemplate
+    np.testing.assert_allclose(np.asarray(cross.data[0].z), view.cross[1][2].astype(np.float32))
+    assert len(cross_all.data) == view.cross[1].shape[0]
+    assert heatmap_labels(enc) == (view.src_labels, view.src_labels)
+    assert heatmap_labels(dec) == (view.tgt_labels, view.tgt_labels)
+    dz = np.asarray(dec.data[0].z)
+    assert np.allclose(np.triu(dz, k=1), 0)  # causal: no step looks ahead
+
+
+def test_translation_step_figures(translation):
+    view, _, _ = handlers.translate(translation, GERMAN[3], "greedy", 4)
+    heads, topk = handlers.translation_step(view, 0, 2)
+    H, Ts = view.cross[0].shape[0], len(view.src_labels)
+    assert np.asarray(heads.data[0].z).shape == (H, Ts) and list(heads.data[0].x) == view.src_labels
+    np.testing.assert_allclose(np.asarray(heads.data[0].z), view.cross[0][:, 1, :].astype(np.float32))
+    assert "Step 2 of" in heads.layout.title.text
+    bars = topk.data[0]
+    assert len(bars.y) == len(set(bars.y)) == 5
+    assert list(bars.x) == sorted(bars.x, reverse=True) and all(0 <= p <= 1 for p in bars.x)
+    last, _ = handlers.translation_step(view, 0, 10_000)  # clamped to the last step
+    assert f"Step {len(view.steps)} of {len(view.steps)}" in last.layout.title.text
+    slider = handlers.step_slider(view)
+    assert (slider.minimum, slider.maximum, slider.value) == (1, max(len(view.steps), 2), 1)
+
+
+def test_beam_search_is_used_when_asked(translation):
+    _, _, status = handlers.translate(translation, "Ein Hund.", "beam search", 3)
+    assert "beam search, 3 beams" in status
+
+
+def test_changing_layer_head_or_step_never_runs_the_translator(translation):
+    stub = Counting(translation)
+    view, _, _ = handlers.translate(stub, GERMAN[1], "greedy", 2)
+    for layer in range(2):
+        for head in range(4):
+            handlers.translation_figures(view, layer, head)
+        for step in range(1, len(view.steps) + 1):
+            handlers.translation_step(view, layer, step)
+    assert stub.calls == 1
+
+
+@pytest.mark.parametrize(
+    "bad, expected",
+    [("", "Please type or paste a German sentence"), (" \n ", "empty"), ("\x00\x01\x02", "empty")],
+)
+def test_empty_german_gets_a_friendly_message(translation, bad, expected):
+    view, english, status = handlers.translate(translation, bad, "greedy", 4)
+    assert view is None and english == "" and expected in status
+    assert handlers.translation_figures(view, 0, 0) == (None, None, None, None)
+    assert handlers.translation_step(view, 0, 1) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "text, notice",
+    [
+        ("Hund " * 40_000, f"only the first {MAX_GERMAN_CHARS:,} were used"),  # 200,000 characters
+        ("Ein Hund 🐕 läuft 😀", "Emoji"),
+        ("Ein\x00 Mann\x1f läuft.", "2 control characters"),
+        (f"Ein Mann {SCRIPT}", "HTML-like tags"),
+    ],
+)
+def test_unusual_german_runs_with_a_notice(translation, text, notice):
+    view, english, status = handlers.translate(translation, text, "greedy", 4)
+    assert view is not None and notice in status
+    if len(text) > MAX_GERMAN_CHARS:
+        assert "longer than the model reads" in status
+    for fig in (*handlers.translation_figures(view, 0, 0), *handlers.translation_step(view, 0, 1)):
+        js = fig.to_json()
+        assert "<script" not in js and "<img" not in js
+
+
+# --- loading models and building the app ------------------------------------------------------------------
+
+
+def test_model_sources_come_from_env_vars_or_the_repo_assets(monkeypatch, tmp_path):
+    from viz.models import ROOT, model_source
+
+    monkeypatch.chdir(tmp_path)  # the default does not depend on the current directory
+    monkeypatch.delenv("SENTIMENT_MODEL", raising=False)
+    assert model_source("SENTIMENT_MODEL") == str(ROOT / "assets" / "sentiment")
+    monkeypatch.setenv("TRANSLATION_MODEL", "someone/attention-demo-translation")
+    assert model_source("TRANSLATION_MODEL") == "someone/attention-demo-translation"
+    monkeypatch.setenv("TRANSLATION_MODEL", "viz")  # a folder relative to the repo root
+    assert model_source("TRANSLATION_MODEL") == str(ROOT / "viz")
+
+
+def test_models_load_from_a_folder_and_fail_with_a_message(monkeypatch, tmp_path, sentiment_dir):
+    from viz.models import load_pipeline
+
+    monkeypatch.setenv("SENTIMENT_MODEL", str(sentiment_dir))
+    loaded = load_pipeline(SentimentPipeline, "SENTIMENT_MODEL")
+    assert isinstance(loaded.pipeline, SentimentPipeline) and loaded.error is None
+    monkeypatch.setenv("SENTIMENT_MODEL", str(tmp_path / "missing"))
+    loaded = load_pipeline(SentimentPipeline, "SENTIMENT_MODEL")
+    assert loaded.pipeline is None and str(tmp_path / "missing") in loaded.error
+    monkeypatch.setenv("SENTIMENT_MODEL", "someone/not-downloaded")  # tests run with HF_HUB_OFFLINE=1
+    loaded = load_pipeline(SentimentPipeline, "SENTIMENT_MODEL")
+    assert loaded.pipeline is None and "someone/not-downloaded" in loaded.error
+
+
+def test_app_without_models_explains_instead_of_failing():
+    from app import build_demo
+
+    demo = build_demo(None, None, sentiment_error="assets/sentiment: no such folder")
+    texts = [b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown" and isinstance(b.value, str)]
+    assert any("sentiment model is not available" in t and "assets/sentiment: no such folder" in t for t in texts)
+    assert any("translation model is not available" in t and "TRANSLATION_MODEL" in t for t in texts)
+    assert not [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]

@@ -1,0 +1,102 @@
+"""The app in a real headless chromium, on the tiny models: submit, heatmap, hover, layer, step slider.
+
+Times from click to drawn heatmap are measured and reported (record_property, and printed with -s),
+never asserted: the CPU here is shared.
+"""
+
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz import browser
+from viz.examples import BENCH_GERMAN, LONG_REVIEW
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+
+
+@pytest.fixture(scope="module")
+def app_url(sentiment_dir, translation_dir):
+    from app import build_demo
+
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
+    )
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
+        yield page
+
+
+@pytest.fixture
+def dialogs(page):
+    """Messages of any alert() a page runs (there must be none)."""
+    seen = []
+    handler = lambda d: (seen.append(d.message), d.dismiss())  # noqa: E731
+    page.on("dialog", handler)
+    yield seen
+    page.remove_listener("dialog", handler)
+
+
+def assert_png(path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
+
+
+def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
+    browser.open_tab(page, app_url, "Sentiment")
+    seconds = browser.analyze_review(page, LONG_REVIEW)
+    record_property("sentiment_click_to_heatmap_s", round(seconds, 3))
+    print(f"\nsentiment: {seconds:.2f} s from click to heatmap")
+
+    status = page.locator("#sentiment-status").text_content()
+    predicted = status.split()[0]
+    assert predicted in ("positive", "negative") and "tokens read" in status
+    assert page.locator("#sentiment-label [data-testid=label-output-value]").text_content().strip() == predicted
+    assert "Layer 1, head 1" in browser.plot_title(page, "sentiment-attention")
+    tip = browser.hover_heatmap(page, "sentiment-attention", 0.3, 0.4)
+    assert "query" in tip and "key" in tip and "weight 0." in tip
+    assert ":" in tip.split("query", 1)[1]  # 'query 12:token'
+
+    browser.choose(page, "sentiment-layer", "2", redraws=("sentiment-attention", "sentiment-overview"))
+    assert "Layer 2, head 1" in browser.plot_title(page, "sentiment-attention")
+    browser.choose(page, "sentiment-head", "3", redraws=("sentiment-attention",))
+    assert "Layer 2, head 3" in browser.plot_title(page, "sentiment-attention")
+    assert page.locator("#sentiment-highlight .tok").count() > 20
+    shot = browser.screenshot(page, tmp_path / "screenshot-sentiment.png")
+    assert_png(shot)
+
+    # Markup in a review is shown as text and never runs.
+    browser.analyze_review(page, "A fine film <script>alert(1)</script> <img src=x onerror=alert(2)>")
+    assert page.locator("#sentiment-highlight script, #sentiment-highlight img").count() == 0
+    assert "<script>alert(1)</script>" in page.locator("#sentiment-highlight .token-text").text_content()
+    assert dialogs == []
+
+
+def test_translation_tab(page, app_url, tmp_path, record_property):
+    browser.open_tab(page, app_url, "Translation")
+    seconds = browser.translate(page, BENCH_GERMAN, decoding="greedy")
+    record_property("translation_click_to_heatmap_s", round(seconds, 3))
+    print(f"\ntranslation: {seconds:.2f} s from click to heatmap")
+
+    assert "greedy decoding" in page.locator("#translation-status").text_content()
+    assert "Cross-attention, layer 1, head 1" in browser.plot_title(page, "translation-attention")
+    tip = browser.hover_heatmap(page, "translation-attention", 0.5, 0.3)
+    assert "English" in tip and "German" in tip and "weight 0." in tip
+
+    assert "Step 1 of" in browser.plot_title(page, "translation-step-heads")
+    browser.step_forward(page, 2)
+    assert "Step 3 of" in browser.plot_title(page, "translation-step-heads")
+    assert "Step 3:" in browser.plot_title(page, "translation-step-topk")
+
+    browser.choose(page, "translation-layer", "2", redraws=("translation-attention", "translation-step-heads"))
+    assert "layer 2" in browser.plot_title(page, "translation-attention")
+    assert "Step 3 of" in browser.plot_title(page, "translation-step-heads")  # the step is kept
+    assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))

@@ -1,0 +1,1 @@
+"""Figures, explanations and event handlers for the Gradio app. Imports no model at import time."""

@@ -1,0 +1,160 @@
+"""Driving the app in headless chromium with Playwright: shared by tests/test_browser.py and
+benchmarks/app_latency.py. Waits are on selectors and on plotly's own state, never on network idle
+(Gradio keeps a connection open)."""
+
+import os
+import re
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 60_000  # generous: CI machines and a shared CPU are slow; nothing here is a timed assertion
+
+# A plot counts as redrawn when plotly holds a data array other than the one recorded before the action
+# (gradio calls Plotly.react on the same div) and the heatmap image is drawn.
+_MARK_JS = """id => {
+  window.__plotMarks = window.__plotMarks || {};
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  window.__plotMarks[id] = gd ? gd.data : null;
+}"""
+_REDRAWN_JS = """id => {
+  const gd = document.querySelector('#' + id + ' .js-plotly-plot');
+  return !!gd && !!gd.data && gd.data !== (window.__plotMarks || {})[id] && !!gd._fullLayout
+    && gd.querySelector('.heatmaplayer image, .barlayer .point') !== null;
+}"""
+
+
+def chromium_missing() -> str | None:
+    """Why a browser run cannot happen here, or None when chromium and playwright are installed."""
+    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
+        return f"chromium is not installed at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install playwright)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(demo) -> str:
+    """Launch a built demo on a free local port without blocking; returns its URL. Close with demo.close()."""
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True)
+    return url
+
+
+@contextmanager
+def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000) -> Iterator:
+    """A Playwright page in headless chromium whose config and cache stay in profile_dir."""
+    from playwright.sync_api import sync_playwright
+
+    profile = Path(profile_dir)
+    env = {**os.environ, "XDG_CONFIG_HOME": str(profile / "config"), "XDG_CACHE_HOME": str(profile / "cache")}
+    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, env=env)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
+def open_tab(page, url: str, tab: str) -> None:
+    """Load the app and switch to the tab whose name starts with `tab` ('Sentiment', 'Translation')."""
+    page.goto(url)
+    page.get_by_role("tab", name=re.compile(f"^{tab}")).click()
+    page.wait_for_selector(f"#{tab.lower()}-input textarea", state="visible")
+
+
+def mark_plot(page, elem_id: str) -> None:
+    """Remember what a plot shows now, so wait_redrawn can tell when it changes."""
+    page.evaluate(_MARK_JS, elem_id)
+
+
+def wait_redrawn(page, elem_id: str) -> None:
+    page.wait_for_function(_REDRAWN_JS, arg=elem_id, timeout=TIMEOUT_MS)
+
+
+def _submit_and_time(page, task: str, text: str, plot_id: str) -> float:
+    # Waits for a new figure: the same input twice gives the same figure, which gradio does not redraw.
+    page.locator(f"#{task}-input textarea").fill(text)
+    mark_plot(page, plot_id)
+    start = time.perf_counter()
+    page.locator(f"#{task}-submit").click()
+    wait_redrawn(page, plot_id)
+    return time.perf_counter() - start
+
+
+def analyze_review(page, text: str) -> float:
+    """Type a review, press the button; seconds from the click to the drawn single-head heatmap."""
+    return _submit_and_time(page, "sentiment", text, "sentiment-attention")
+
+
+def translate(page, text: str, decoding: str | None = None) -> float:
+    """Type a German sentence (optionally pick 'greedy' or 'beam search'), translate; seconds from the
+    click to the drawn cross-attention heatmap."""
+    if decoding:
+        choose(page, "translation-decoding", decoding)
+    return _submit_and_time(page, "translation", text, "translation-attention")
+
+
+def choose(page, elem_id: str, label: str, redraws: tuple[str, ...] = ()) -> None:
+    """Click the radio option `label` of a gr.Radio and wait until the given plots are redrawn."""
+    for plot_id in redraws:
+        mark_plot(page, plot_id)
+    page.locator(f"#{elem_id}").get_by_label(label, exact=True).check()
+    for plot_id in redraws:
+        wait_redrawn(page, plot_id)
+
+
+def step_forward(page, n: int = 1) -> None:
+    """Move the decoding-step slider right n times with the keyboard, as a user would, waiting for each redraw."""
+    page.wait_for_function(
+        "() => { const s = document.querySelector('#translation-step input[type=range]'); return s && !s.disabled; }"
+    )
+    slider = page.locator("#translation-step input[type=range]")
+    for _ in range(n):
+        mark_plot(page, "translation-step-heads")
+        slider.press("ArrowRight")
+        wait_redrawn(page, "translation-step-heads")
+
+
+def plot_title(page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id} .gtitle").first.text_content() or ""
+
+
+def hover_heatmap(page, elem_id: str, fx: float = 0.5, fy: float = 0.5) -> str:
+    """Hover a heatmap at a fraction (fx, fy) of its plot area; the tooltip's text."""
+    area = page.locator(f"#{elem_id} .nsewdrag").first
+    area.scroll_into_view_if_needed()
+    box = area.bounding_box()
+    x, y = box["x"] + fx * box["width"], box["y"] + fy * box["height"]
+    page.mouse.move(x - 3, y - 3)
+    page.mouse.move(x, y, steps=3)
+    hover = page.locator(f"#{elem_id} .hoverlayer .hovertext").first
+    hover.wait_for(state="attached")
+    return hover.text_content() or ""
+
+
+def screenshot(page, path: str | Path) -> Path:
+    page.mouse.move(0, 0)  # no tooltip in the picture
+    page.screenshot(path=str(path), full_page=True)
+    return Path(path)

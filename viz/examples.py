@@ -1,0 +1,71 @@
+"""Example inputs: movie reviews (short and long, clear and mixed) and Multi30k-style German captions."""
+
+LONG_REVIEW = """\
+I went into this film knowing almost nothing about it except that it was a small, slow science-fiction \
+drama about a lighthouse keeper, and I came out genuinely moved. The premise is simple: after a storm cuts \
+off a remote island, the keeper starts receiving radio messages that seem to come from a ship that sank \
+forty years earlier. What could have been a cheap ghost story turns into a patient, thoughtful meditation \
+on grief and memory.
+
+The lead performance is extraordinary. With very little dialogue, she carries almost every scene, and the \
+way her face changes when she finally recognises one of the voices on the radio is one of the best moments \
+I have seen in a cinema this year. The supporting cast is smaller but solid, especially the old fisherman \
+who brings supplies and gossip once a week.
+
+Visually the film is gorgeous. The grey sea, the rain on the windows and the constant turning of the lamp \
+create an atmosphere that is both beautiful and oppressive. The sound design deserves special praise: the \
+crackle of the radio becomes almost a character of its own.
+
+That said, the film is not without problems. The second act drags, with too many scenes of the keeper \
+walking along the cliffs that add nothing to the story. A subplot about a visiting inspector is introduced \
+and then simply forgotten. Some viewers will also find the ending frustratingly open, since the script \
+refuses to explain what really happened.
+
+Still, these are small complaints about a film that trusts its audience and takes real risks. It is not \
+for everyone, and if you want action or clear answers you should look elsewhere. But if you are willing to \
+slow down and listen, this is a haunting, intelligent and deeply human piece of work. I will be thinking \
+about it for weeks."""
+
+# (label shown on the example button, review)
+REVIEWS: list[tuple[str, str]] = [
+    (
+        "Short, positive",
+        "A warm, funny and beautifully acted film. The two leads have real chemistry, the script never talks "
+        "down to its audience, and the final scene left the whole theatre smiling. I would happily watch it again.",
+    ),
+    (
+        "Short, negative",
+        "Two hours of my life I will never get back. The plot makes no sense, the dialogue is wooden and the "
+        "jokes fall flat. Even the usually reliable lead looks bored throughout. Avoid.",
+    ),
+    (
+        "Mixed",
+        "The cinematography is stunning and the score is lovely, but the story drags badly in the middle and "
+        "the ending feels rushed. Worth seeing once for the visuals, not for the script.",
+    ),
+    (
+        "Negation",
+        "I fully expected to hate this sequel, but it was not bad at all. It is no masterpiece, yet it is far "
+        "funnier and smarter than the first one, and the villain is not boring for once.",
+    ),
+    (
+        "Sarcastic",
+        "What a treat: a thriller with no thrills, a romance with no chemistry and a twist you can see coming "
+        "from the opening credits. The best part was the popcorn. Truly unforgettable, and I mean that as a warning.",
+    ),
+    ("Long (about 300 words)", LONG_REVIEW),
+]
+
+GERMAN: list[str] = [
+    "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
+    "Zwei kleine Kinder spielen am Strand im Sand.",
+    "Eine Frau mit einem roten Hut verkauft Obst auf einem Markt.",
+    "Ein brauner Hund rennt mit einem Stock im Maul über die Wiese.",
+    "Eine Gruppe von Menschen steht vor einem großen Gebäude und wartet.",
+    "Ein junger Mann in einer schwarzen Jacke spielt auf einer Bühne Gitarre.",
+    "Ein Mädchen in einem rosa Kleid springt in einen Pool.",
+]
+
+# Fixed inputs for the latency benchmark: a ~300-word review and a 15-word German sentence.
+BENCH_REVIEW = LONG_REVIEW
+BENCH_GERMAN = "Ein älterer Mann mit grauem Bart sitzt auf einer Bank und liest eine alte Zeitung."

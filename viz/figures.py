@@ -1,0 +1,160 @@
+"""Plotly figures: attention heatmaps (one head large, all heads of a layer as small multiples), the heads
+at one decoding step, and the top-k next tokens. Labels come in unique and escaped (explain.axis_labels)."""
+
+import html
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+COLORSCALE = "Blues"
+FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)
+
+
+def _hover(query: str, key: str, extra: str = "") -> str:
+    # %{y} and %{x} are the 'i:token' labels: the token itself, and which occurrence of it.
+    return f"{query} %{{y}}<br>{key} %{{x}}<br>weight %{{z:.3f}}<extra>{extra}</extra>"
+
+
+def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
+    fig.update_layout(
+        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+        height=height,
+        margin=dict(l=10, r=10, t=60, b=10),
+        font=FONT,
+        dragmode="zoom",
+        hoverlabel=dict(bgcolor="white", font_size=13),
+        plot_bgcolor="white",
+    )
+    return fig
+
+
+def attention_heatmap(
+    weights: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, query: str = "query", key: str = "key"
+) -> go.Figure:
+    """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset."""
+    Tq, Tk = weights.shape
+    assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
+    fig = go.Figure(
+        go.Heatmap(
+            z=weights.astype(np.float32),
+            x=k_labels,
+            y=q_labels,
+            zmin=0.0,
+            colorscale=COLORSCALE,
+            colorbar=dict(title=dict(text="weight"), thickness=12),
+            hovertemplate=_hover(query, key),
+            hoverongaps=False,
+        )
+    )
+    fig.update_xaxes(title_text=f"{key} (attended to)", tickangle=-60, tickfont=dict(size=10), type="category")
+    fig.update_yaxes(title_text=f"{query} (attending)", autorange="reversed", tickfont=dict(size=10), type="category")
+    height = int(min(820, max(480, 260 + 9 * max(Tq, Tk))))
+    return _layout(fig, title, height)
+
+
+def pool_blocks(weights: np.ndarray, labels_q: list[str], labels_k: list[str], max_cells: int):
+    """Shrink (H, Tq, Tk) maps to at most max_cells per side by token blocks, for small multiples of long
+    inputs: a cell holds the attention mass the block's queries give the block's keys (rows still sum to 1).
+    Returns (weights, row labels, column labels); the labels name each block's first token."""
+    H, Tq, Tk = weights.shape
+    bq, bk = math.ceil(Tq / max_cells), math.ceil(Tk / max_cells)
+    if bq == bk == 1:
+        return weights, labels_q, labels_k
+    starts_q, starts_k = np.arange(0, Tq, bq), np.arange(0, Tk, bk)
+    mass = np.add.reduceat(np.add.reduceat(weights, starts_k, axis=2), starts_q, axis=1)  # (H, nq, nk)
+    rows = np.diff(np.append(starts_q, Tq))  # queries per block
+    return mass / rows[None, :, None], _block_labels(labels_q, starts_q), _block_labels(labels_k, starts_k)
+
+
+def _block_labels(labels: list[str], starts: np.ndarray) -> list[str]:
+    ends = np.append(starts[1:], len(labels)) - 1
+    return [f"{a}–{b}:{labels[a].split(':', 1)[1]}…" for a, b in zip(starts, ends)]
+
+
+def heads_overview(
+    weights: np.ndarray,
+    q_labels: list[str],
+    k_labels: list[str],
+    title: str,
+    query: str = "query",
+    key: str = "key",
+    max_cells: int = 128,
+) -> go.Figure:
+    """All heads of one layer as small multiples: weights (H, Tq, Tk). Each head has its own color range.
+    Inputs longer than max_cells tokens are shown in token blocks (pool_blocks) to keep the figure small."""
+    H, Tq, Tk = weights.shape
+    weights, q_labels, k_labels = pool_blocks(weights, q_labels, k_labels, max_cells)
+    if len(q_labels) < Tq or len(k_labels) < Tk:
+        block = math.ceil(max(Tq, Tk) / max_cells)
+        note = f"(in blocks of {block} tokens: the large plot has every token)"
+        title += f" <span style='font-size:12px;color:#6b7280'>{note}</span>"
+    cols = min(H, 4)
+    rows = math.ceil(H / cols)
+    fig = make_subplots(
+        rows=rows,
+        cols=cols,
+        subplot_titles=[f"head {h + 1}" for h in range(H)],
+        horizontal_spacing=0.03,
+        vertical_spacing=0.08 if rows > 1 else 0.0,
+    )
+    small = max(Tq, Tk) <= 20  # tick labels only where they can be read
+    for h in range(H):
+        fig.add_trace(
+            go.Heatmap(
+                z=weights[h].astype(np.float32),
+                x=k_labels,
+                y=q_labels,
+                zmin=0.0,
+                colorscale=COLORSCALE,
+                showscale=False,
+                hovertemplate=_hover(query, key, f"head {h + 1}"),
+            ),
+            row=h // cols + 1,
+            col=h % cols + 1,
+        )
+    fig.update_xaxes(showticklabels=small, tickfont=dict(size=8), tickangle=-60, type="category")
+    fig.update_yaxes(showticklabels=small, tickfont=dict(size=8), autorange="reversed", type="category")
+    return _layout(fig, title, 60 + 270 * rows)
+
+
+def step_heatmap(weights: np.ndarray, src_labels: list[str], title: str) -> go.Figure:
+    """What every head attended to in the source at one decoding step: weights (H, Ts)."""
+    H, Ts = weights.shape
+    heads = [f"head {h + 1}" for h in range(H)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=weights.astype(np.float32),
+            x=src_labels,
+            y=heads,
+            zmin=0.0,
+            colorscale=COLORSCALE,
+            colorbar=dict(title=dict(text="weight"), thickness=12),
+            hovertemplate="%{y}<br>source %{x}<br>weight %{z:.3f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category", title_text="German token")
+    fig.update_yaxes(autorange="reversed", type="category")
+    return _layout(fig, title, 200 + 28 * H)
+
+
+def topk_bar(top_k: list[tuple[str, float]], chosen: str, title: str) -> go.Figure:
+    """The k most likely next tokens at one step; the token that was produced is drawn in orange."""
+    labels = [f"{r + 1}. {html.escape(tok, quote=False)}" for r, (tok, _) in enumerate(top_k)]
+    probs = [p for _, p in top_k]
+    colors = ["#ea580c" if tok == chosen else "#93c5fd" for tok, _ in top_k]
+    fig = go.Figure(
+        go.Bar(
+            x=probs,
+            y=labels,
+            orientation="h",
+            marker_color=colors,
+            text=[f"{p:.1%}" for p in probs],
+            textposition="auto",
+            hovertemplate="%{y}<br>probability %{x:.3f}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(range=[0, 1], tickformat=".0%", title_text="probability")
+    fig.update_yaxes(autorange="reversed", type="category")
+    return _layout(fig, title, 300)

@@ -1,0 +1,224 @@
+"""Event handlers: small functions from inputs (and the last result) to values the app shows.
+
+The model runs only in analyze_review and translate. Everything else (layer, head, step, highlighting)
+redraws from the result kept in gr.State, so moving a control never re-runs the model.
+"""
+
+import html
+import logging
+from dataclasses import dataclass
+
+import gradio as gr
+import numpy as np
+
+from . import explain, figures
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text
+
+log = logging.getLogger(__name__)
+HIGHLIGHT_MODES = [
+    ("Pooling weights (what the classifier reads)", "pool"),
+    ("Attention rollout (traced to the input)", "rollout"),
+]
+DECODING = ["beam search", "greedy"]
+
+
+def _status(lines: list[str], error: str | None = None) -> str:
+    """Markdown for the status line: the error or the first line, then one bullet per further line."""
+    first, rest = (f"⚠️ {error}", lines) if error else (lines[0], lines[1:])
+    return "\n".join([first, *(f"- {line}" for line in rest)])
+
+
+def _half(attn) -> np.ndarray:
+    """A torch attention map as float16 numpy: gr.State keeps one result per session, so keep it small."""
+    return attn.detach().to("cpu").half().numpy()
+
+
+def _layer_head(n_layers: int, n_heads: int, layer, head) -> tuple[int, int]:
+    """Clamp layer and head choices (ints, or strings from an API client) into range."""
+    return min(max(int(layer or 0), 0), n_layers - 1), min(max(int(head or 0), 0), n_heads - 1)
+
+
+# --- sentiment ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SentimentView:
+    """One analysed review, kept in gr.State: the text the offsets point into, the result, axis labels."""
+
+    text: str
+    spans: list[tuple[int, int]]  # each token's characters in text
+    labels: list[str]  # unique axis labels 'i:token'
+    attentions: list[np.ndarray]  # per layer (H, T, T) float16, rows = queries
+    pool_weights: np.ndarray  # (T,)
+    n_skipped: int  # tokens of a long review the model never saw
+    cut_after: int | None  # the model read tokens [:cut_after] from the start and the rest from the end
+
+
+def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, float] | None, str]:
+    """Run the classifier once: (state, label -> probability, status Markdown)."""
+    checked = check_text(review, MAX_REVIEW_CHARS, "review")
+    if checked.text is None:
+        return None, None, _status([], checked.error)
+    try:
+        result = pipe(checked.text)
+    except ValueError:
+        return None, None, _status(checked.notices, "The model found no words to read in this text.")
+    except Exception:
+        log.exception("sentiment failed")
+        return None, None, _status(checked.notices, "Sorry, the model failed on this text. Please try another one.")
+    notices = list(checked.notices)
+    cut_after = None
+    if result.truncated:
+        cut_after = pipe.head
+        notices.append(
+            f"The review has {result.n_tokens:,} tokens; the model reads {len(result.tokens):,}: the first "
+            f"{pipe.head:,} and the last {len(result.tokens) - pipe.head:,}. The middle is skipped (marked below)."
+        )
+    view = SentimentView(
+        text=checked.text,
+        spans=[(t.start, t.end) for t in result.tokens],
+        labels=explain.axis_labels([t.text for t in result.tokens]),
+        attentions=[_half(a) for a in result.attentions],
+        pool_weights=result.pool_weights.float().numpy(),
+        n_skipped=result.n_tokens - len(result.tokens),
+        cut_after=cut_after,
+    )
+    summary = f"**{result.label}** ({result.confidence:.1%}) · {len(result.tokens):,} tokens read"
+    return view, dict(result.probabilities), _status([summary, *notices])
+
+
+def sentiment_highlight(view: SentimentView | None, mode: str = "pool") -> str:
+    """The review with each token shaded by how much the prediction leans on it (escaped HTML)."""
+    if view is None:
+        return ""
+    attentions = [a.astype(np.float32) for a in view.attentions]
+    weights = explain.token_importance(view.pool_weights, attentions, mode)
+    caption = (
+        "Shade = share of the pooled vector the classifier reads (attention pooling over the last layer)."
+        if mode != "rollout"
+        else "Shade = pooling weights traced back through every layer to the input tokens (attention rollout)."
+    )
+    return explain.highlight_html(
+        view.text, view.spans, weights, view.cut_after, view.n_skipped, caption + " Hover a word."
+    )
+
+
+def sentiment_figures(view: SentimentView | None, layer: int, head: int):
+    """(all heads of a layer, one head large) for the chosen layer and head."""
+    if view is None:
+        return None, None
+    layer, head = _layer_head(len(view.attentions), view.attentions[0].shape[0], layer, head)
+    attn = view.attentions[layer].astype(np.float32)  # (H, T, T)
+    overview = figures.heads_overview(attn, view.labels, view.labels, f"Layer {layer + 1}: every head")
+    single = figures.attention_heatmap(
+        attn[head], view.labels, view.labels, f"Layer {layer + 1}, head {head + 1}: row = query token, column = key"
+    )
+    return overview, single
+
+
+# --- translation ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class TranslationView:
+    """One translation, kept in gr.State, with unique axis labels for source and target tokens."""
+
+    steps: list  # pipelines.DecodingStep per produced token: the token and the top-k next tokens
+    src_labels: list[str]
+    tgt_labels: list[str]
+    encoder: list[np.ndarray]  # per layer (H, Ts, Ts) float16
+    decoder: list[np.ndarray]  # per layer (H, Tt, Tt), causal
+    cross: list[np.ndarray]  # per layer (H, Tt, Ts), row t = step t
+
+
+def step_slider(view: TranslationView | None) -> gr.Slider:
+    """The decoding-step slider over the steps of this translation (1-based; gradio needs maximum > minimum)."""
+    n = len(view.steps) if view is not None else 1
+    return gr.Slider(minimum=1, maximum=max(n, 2), value=1, step=1, interactive=n > 1)
+
+
+def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: int = 4):
+    """Run the translator once: (state, English text, status Markdown)."""
+    checked = check_text(german_text, MAX_GERMAN_CHARS, "German sentence")
+    if checked.text is None:
+        return None, "", _status([], checked.error)
+    beam = 1 if decoding == "greedy" else min(max(int(beam_size or 1), 1), 10)
+    try:
+        result = pipe(checked.text, beam_size=beam)
+    except ValueError:
+        return None, "", _status(checked.notices, "The model found no words to read in this text.")
+    except Exception:
+        log.exception("translation failed")
+        msg = "Sorry, the model failed on this text. Please try another one."
+        return None, "", _status(checked.notices, msg)
+    notices = list(checked.notices)
+    if result.truncated:
+        notices.append(
+            f"The sentence is longer than the model reads: only its first {len(result.source_tokens) - 1:,} "
+            "tokens were translated."
+        )
+    if not result.translation:
+        notices.append("The model produced no words for this sentence.")
+    if not result.target_tokens or result.target_tokens[-1] != "</s>":
+        notices.append("The model stopped at its length limit before finishing the sentence.")
+    src = [t.text for t in result.source_tokens[:-1]] + ["</s>"]
+    view = TranslationView(
+        steps=result.steps,
+        src_labels=explain.axis_labels(src),
+        tgt_labels=explain.axis_labels(result.target_tokens),
+        encoder=[_half(a) for a in result.encoder_attentions],
+        decoder=[_half(a) for a in result.decoder_attentions],
+        cross=[_half(a) for a in result.cross_attentions],
+    )
+    how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
+    summary = f"{len(result.steps)} steps, {how}, log-probability {result.score:.2f}"
+    return view, result.translation, _status([summary, *notices])
+
+
+def translation_figures(view: TranslationView | None, layer: int, head: int):
+    """(cross-attention: every head, cross-attention: one head, encoder self-attention, decoder self-attention)."""
+    if view is None:
+        return None, None, None, None
+    H = view.cross[0].shape[0]
+    dec_layer, head = _layer_head(len(view.cross), H, layer, head)
+    enc_layer, _ = _layer_head(len(view.encoder), H, layer, head)
+    where = f"layer {dec_layer + 1}, head {head + 1}"
+    tgt, src = view.tgt_labels, view.src_labels
+    kw = dict(query="English", key="German")
+    cross = view.cross[dec_layer].astype(np.float32)  # (H, Tt, Ts)
+    return (
+        figures.heads_overview(cross, tgt, src, f"Cross-attention, layer {dec_layer + 1}: every head", **kw),
+        figures.attention_heatmap(
+            cross[head], tgt, src, f"Cross-attention, {where}: English step (row) → German token", **kw
+        ),
+        figures.attention_heatmap(
+            view.encoder[enc_layer][head].astype(np.float32),
+            src,
+            src,
+            f"Encoder self-attention, layer {enc_layer + 1}, head {head + 1}",
+        ),
+        figures.attention_heatmap(
+            view.decoder[dec_layer][head].astype(np.float32),
+            tgt,
+            tgt,
+            f"Decoder self-attention, {where} (causal: only earlier steps)",
+        ),
+    )
+
+
+def translation_step(view: TranslationView | None, layer: int, step: int):
+    """(every head's cross-attention over the source at this step, the top-k next tokens at this step)."""
+    if view is None:
+        return None, None
+    steps = view.steps
+    layer, _ = _layer_head(len(view.cross), 1, layer, 0)
+    t = min(max(int(step or 1), 1), len(steps)) - 1
+    produced = steps[t].token
+    tok = html.escape(produced, quote=False)
+    heat = figures.step_heatmap(
+        view.cross[layer][:, t, :].astype(np.float32),
+        view.src_labels,
+        f"Step {t + 1} of {len(steps)} (produced “{tok}”): layer {layer + 1}, every head",
+    )
+    bar = figures.topk_bar(steps[t].top_k, produced, f"Step {t + 1}: the {len(steps[t].top_k)} most likely next tokens")
+    return heat, bar

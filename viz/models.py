@@ -1,0 +1,55 @@
+"""Loading the two pipelines once at start, from Hub repo ids or local folders named by env vars."""
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SOURCES = {"SENTIMENT_MODEL": "assets/sentiment", "TRANSLATION_MODEL": "assets/translation"}
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoadedModel:
+    """A pipeline, or None with the reason it is not available."""
+
+    pipeline: object | None
+    source: str
+    error: str | None = None
+
+
+def model_source(env_var: str) -> str:
+    """The repo id or folder to load: $env_var if set, else the bundled folder under the repo root.
+
+    A relative folder that exists under the repo root but not under the current directory is taken from
+    the repo root, so `SENTIMENT_MODEL=assets/sentiment python /elsewhere/app.py` still works.
+    """
+    value = os.environ.get(env_var, "").strip()
+    if not value:
+        return str(ROOT / DEFAULT_SOURCES[env_var])
+    if not os.path.isabs(value) and not os.path.exists(value) and (ROOT / value).is_dir():
+        return str(ROOT / value)
+    return value
+
+
+def load_pipeline(pipeline_cls, env_var: str) -> LoadedModel:
+    """pipeline_cls.from_pretrained(source): the same path for repo ids and folders. Never raises."""
+    from transformer import CheckpointError
+
+    source = model_source(env_var)
+    try:
+        return LoadedModel(pipeline_cls.from_pretrained(source), source)
+    except CheckpointError as e:
+        log.warning("%s not loaded: %s", env_var, e)
+        return LoadedModel(None, source, str(e))
+    except Exception as e:  # the app must start even when one model is broken
+        log.exception("%s failed to load", env_var)
+        return LoadedModel(None, source, f"{source}: {type(e).__name__}: {e}")
+
+
+def load_models() -> tuple[LoadedModel, LoadedModel]:
+    """(sentiment, translation), each from $SENTIMENT_MODEL / $TRANSLATION_MODEL or assets/."""
+    from pipelines import SentimentPipeline, TranslationPipeline
+
+    return load_pipeline(SentimentPipeline, "SENTIMENT_MODEL"), load_pipeline(TranslationPipeline, "TRANSLATION_MODEL")
