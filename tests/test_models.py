@@ -108,3 +108,14 @@ def test_gradients_reach_every_parameter(make):
 def test_tied_embeddings_share_one_matrix():
     model = small_seq2seq()
     assert model.lm_head.weight is model.src_emb.weight is model.tgt_emb.weight
+
+
+def test_ngram_dropout_acts_in_training_only():
+    model = small_classifier(ngram_buckets=101, ngram_dropout=0.5)
+    ids = torch.randint(3, 50, (2, 12))
+    emb = model.ngram_emb
+    torch.testing.assert_close(emb(ids), emb(ids))  # eval: deterministic, nothing dropped
+    emb.train()
+    a, b = emb(ids), emb(ids)
+    assert not torch.allclose(a, b)
+    assert (emb(ids) == 0).all(-1).any()  # some positions lose their n-grams entirely (orders 2 and 3 both dropped)

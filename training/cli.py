@@ -75,13 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
     m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
     m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
+    m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
     m.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
     m.add_argument("--limit", type=int, default=None, help="use only the first N training reviews (smoke tests)")
 
     t = sub.add_parser(
         "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
-    add_loop_args(t, epochs=20, lr=1e-3, batch_size=128, warmup=0.05, schedule="inverse_sqrt")
+    add_loop_args(t, epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
     m = t.add_argument_group("model and tokenizer")
     m.add_argument("--vocab-size", type=int, default=8000, help="joint German-English byte-level BPE vocabulary")
     m.add_argument("--d-model", type=int, default=256)

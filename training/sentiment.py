@@ -66,6 +66,7 @@ class SentimentTask:
             ngram_buckets=a.ngram_buckets,
             ngram_order=a.ngram_order,
             ngram_dim=a.ngram_dim,
+            ngram_dropout=a.ngram_dropout,
             pad_id=PAD,
         )
         return TransformerClassifier(cfg)

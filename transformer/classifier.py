@@ -7,6 +7,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from .config import ClassifierConfig
+from .embeddings import HashedNgramEmbedding
 from .encoder import Encoder
 from .hub import HUB_KWARGS
 from .masks import padding_mask
@@ -29,9 +30,9 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-
         nn.init.normal_(self.tok_emb.weight, std=c.d_model**-0.5)
         self.ngram_emb = None
         if c.ngram_buckets:
-            from .embeddings import HashedNgramEmbedding
-
-            self.ngram_emb = HashedNgramEmbedding(c.ngram_buckets, c.ngram_order, c.ngram_dim, c.d_model)
+            self.ngram_emb = HashedNgramEmbedding(
+                c.ngram_buckets, c.ngram_order, c.ngram_dim, c.d_model, c.ngram_dropout
+            )
         self.encoder = Encoder(
             c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.attn_dropout, c.norm_first, c.positions, c.max_len
         )

@@ -22,6 +22,7 @@ class ClassifierConfig:
     ngram_buckets: int = 0  # > 0 adds hashed n-gram embeddings (orders 2..ngram_order) to the token embeddings
     ngram_order: int = 2
     ngram_dim: int = 32  # hashed n-gram vectors are this wide, projected up to d_model
+    ngram_dropout: float = 0.0  # training only: the share of n-gram vectors dropped
     pad_id: int = 0
 
     def __post_init__(self):

@@ -43,9 +43,9 @@ class HashedNgramEmbedding(nn.Module):
 
     PRIMES = (1_000_003, 998_244_353, 1_000_000_007)
 
-    def __init__(self, buckets: int, order: int, dim: int, d_model: int):
+    def __init__(self, buckets: int, order: int, dim: int, d_model: int, dropout: float = 0.0):
         super().__init__()
-        self.buckets, self.order = buckets, order
+        self.buckets, self.order, self.dropout = buckets, order, dropout
         self.table = nn.Embedding(buckets, dim)
         nn.init.normal_(self.table.weight, std=0.02)
         self.proj = nn.Linear(dim, d_model, bias=False)
@@ -63,4 +63,9 @@ class HashedNgramEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) -> (B, T, d_model)."""
-        return self.proj(self.table(self.ngram_ids(ids)).sum(dim=2))
+        vecs = self.table(self.ngram_ids(ids))  # (B, T, order-1, dim)
+        if self.training and self.dropout > 0:
+            # Drop whole n-gram vectors, so the model cannot lean on memorised phrases alone.
+            keep = torch.rand(vecs.shape[:3] + (1,), device=vecs.device) >= self.dropout
+            vecs = vecs * keep / (1 - self.dropout)
+        return self.proj(vecs.sum(dim=2))
