@@ -14,52 +14,9 @@ from tiny_models import FIXTURES, read_jsonl
 from training.cli import main as train_main
 from training.evaluate import main as evaluate_main
 
-TINY_SENTIMENT = [
-    "--vocab-size",
-    "300",
-    "--d-model",
-    "32",
-    "--n-heads",
-    "4",
-    "--n-layers",
-    "1",
-    "--d-ff",
-    "64",
-    "--max-len",
-    "48",
-    "--head",
-    "16",
-    "--ngram-buckets",
-    "101",
-    "--ngram-dim",
-    "8",
-    "--batch-size",
-    "8",
-    "--val-size",
-    "8",
-    "--threads",
-    "1",
-]
-TINY_TRANSLATION = [
-    "--vocab-size",
-    "300",
-    "--d-model",
-    "32",
-    "--n-heads",
-    "4",
-    "--n-layers",
-    "1",
-    "--d-ff",
-    "64",
-    "--batch-size",
-    "8",
-    "--bleu-sample",
-    "8",
-    "--threads",
-    "1",
-    "--beam",
-    "2",
-]
+TINY_MODEL = "--vocab-size 300 --d-model 32 --n-heads 4 --n-layers 1 --d-ff 64 --batch-size 8 --threads 1".split()
+TINY_SENTIMENT = [*TINY_MODEL, *"--max-len 48 --head 16 --ngram-buckets 101 --ngram-dim 8 --val-size 8".split()]
+TINY_TRANSLATION = [*TINY_MODEL, *"--bleu-sample 8 --beam 2".split()]
 
 
 @pytest.fixture(scope="module")
