@@ -43,8 +43,11 @@ class TorchSeq2Seq(nn.Module):
     def forward(self, src, tgt):
         causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool)
         x = self.core(
-            self.embed(src), self.embed(tgt), tgt_mask=causal,
-            src_key_padding_mask=src == self.c.pad_id, memory_key_padding_mask=src == self.c.pad_id,
+            self.embed(src),
+            self.embed(tgt),
+            tgt_mask=causal,
+            src_key_padding_mask=src == self.c.pad_id,
+            memory_key_padding_mask=src == self.c.pad_id,
         )
         return self.lm_head(x)
 
@@ -74,8 +77,15 @@ def main() -> None:
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
-    cfg = Seq2SeqConfig(vocab_size=a.vocab, d_model=a.d_model, n_heads=a.heads, n_encoder_layers=a.layers,
-                        n_decoder_layers=a.layers, d_ff=a.d_ff, dropout=0.1)
+    cfg = Seq2SeqConfig(
+        vocab_size=a.vocab,
+        d_model=a.d_model,
+        n_heads=a.heads,
+        n_encoder_layers=a.layers,
+        n_decoder_layers=a.layers,
+        d_ff=a.d_ff,
+        dropout=0.1,
+    )
     torch.manual_seed(0)
     models = {"ours": Seq2SeqTransformer(cfg), "torch.nn.Transformer": TorchSeq2Seq(cfg)}
     params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
@@ -99,10 +109,15 @@ def main() -> None:
     result = {"config": vars(a), "threads": torch.get_num_threads(), "torch": torch.__version__, "models": {}}
     for name in models:
         med = statistics.median(times[name])
-        result["models"][name] = {"parameters": params[name], "median_step_s": round(med, 4),
-                                  "target_tokens_per_s": round(tokens / med)}
-        print(f"{name:>22}: {params[name] / 1e6:.2f}M params, median step {med * 1000:.0f} ms, "
-              f"{tokens / med:,.0f} target tokens/s")
+        result["models"][name] = {
+            "parameters": params[name],
+            "median_step_s": round(med, 4),
+            "target_tokens_per_s": round(tokens / med),
+        }
+        print(
+            f"{name:>22}: {params[name] / 1e6:.2f}M params, median step {med * 1000:.0f} ms, "
+            f"{tokens / med:,.0f} target tokens/s"
+        )
     ratio = statistics.median(times["torch.nn.Transformer"]) / statistics.median(times["ours"])
     result["throughput_ratio_ours_over_torch"] = round(ratio, 3)
     print(f"throughput ratio (ours / torch.nn.Transformer): {ratio:.2f}")

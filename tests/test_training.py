@@ -211,9 +211,32 @@ def test_two_cpu_processes_under_accelerate(imdb_dir, tmp_path):
 
 def test_push_to_hub_fails_before_training_when_offline(imdb_dir, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    code = train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(tmp_path / "run"),
-                       "--push-to-hub", "someone/model", *TINY_SENTIMENT])
+    code = train_main(
+        [
+            "sentiment",
+            "--data-dir",
+            str(imdb_dir),
+            "--out",
+            str(tmp_path / "run"),
+            "--push-to-hub",
+            "someone/model",
+            *TINY_SENTIMENT,
+        ]
+    )
     assert code == 5 and "offline" in capsys.readouterr().err.lower()
     assert not (tmp_path / "run").exists()
-    assert train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(tmp_path / "run"),
-                       "--push-to-hub", "not a repo", *TINY_SENTIMENT]) == 2
+    assert (
+        train_main(
+            [
+                "sentiment",
+                "--data-dir",
+                str(imdb_dir),
+                "--out",
+                str(tmp_path / "run"),
+                "--push-to-hub",
+                "not a repo",
+                *TINY_SENTIMENT,
+            ]
+        )
+        == 2
+    )

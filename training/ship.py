@@ -21,13 +21,17 @@ def to_fp16(src: Path, dst: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     tensors = load_file(src / "model.safetensors")
-    save_file({k: v.half() if v.is_floating_point() else v for k, v in tensors.items()},
-              dst / "model.safetensors", metadata={"format": "pt"})
+    save_file(
+        {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()},
+        dst / "model.safetensors",
+        metadata={"format": "pt"},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m training.ship", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m training.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("task", choices=["sentiment", "translation"])
     p.add_argument("--run", type=Path, required=True, help="training run folder (with best/ and metrics.jsonl)")
     p.add_argument("--to", type=Path, required=True, help="bundle folder, e.g. assets/sentiment")
@@ -58,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from .evaluate import main as evaluate
 
-    extra = ["--beam", str(json.loads((best / "preprocessing.json").read_text())["beam_size"])] \
-        if a.task == "translation" else []
+    extra = (
+        ["--beam", str(json.loads((best / "preprocessing.json").read_text())["beam_size"])]
+        if a.task == "translation"
+        else []
+    )
     buf = io.StringIO()
     t0 = time.time()
     with contextlib.redirect_stdout(buf):
