@@ -6,6 +6,7 @@ import torch
 
 from transformer import TransformerClassifier
 
+from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
 from .text import clean_text, head_tail, kept_positions
 
@@ -69,13 +70,9 @@ class SentimentPipeline:
         """Probabilities for many texts, on the fast path (no attention weights), in input order."""
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
         ids = [head_tail(e.ids, self.max_len, self.head) or [0] for e in encs]
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: list[dict[str, float]] = [{}] * len(ids)
-        for s in range(0, len(order), batch_size):
-            b = order[s : s + batch_size]
-            T = max(len(ids[i]) for i in b)
-            batch = torch.tensor([ids[i] + [self.model.config.pad_id] * (T - len(ids[i])) for i in b])
+        for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
             probs = self.model(batch).logits.softmax(-1)
-            for i, p in zip(b, probs):
+            for i, p in zip(rows, probs):
                 out[i] = {lab: float(x) for lab, x in zip(self.labels, p)}
         return out

@@ -6,6 +6,7 @@ import torch
 
 from transformer import Seq2SeqTransformer, beam_search, greedy_decode
 
+from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
 from .text import clean_text
 
@@ -70,14 +71,9 @@ class TranslationPipeline:
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
         ids, _, _ = self.encode_source(texts)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = [""] * len(ids)
-        pad = self.model.config.pad_id
-        for s in range(0, len(order), batch_size):
-            b = order[s : s + batch_size]
-            T = max(len(ids[i]) for i in b)
-            src = torch.tensor([ids[i] + [pad] * (T - len(ids[i])) for i in b])
-            for i, hyp in zip(b, self._decode(src, beam_size, alpha, None)):
+        for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
+            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
                 out[i] = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
         return out
 
@@ -94,8 +90,7 @@ class TranslationPipeline:
         src = torch.tensor(ids)
         hyp = self._decode(src, beam_size, alpha, None)[0]
         c = self.model.config
-        finished = len(hyp.tokens) < (min(int(src.size(1) * 1.5) + 10, c.max_len - 1))
-        produced = hyp.tokens + ([c.eos_id] if finished else [])
+        produced = hyp.tokens + ([c.eos_id] if hyp.finished else [])
         # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
         tgt_in = torch.tensor([[c.bos_id] + produced[:-1]]) if produced else torch.tensor([[c.bos_id]])

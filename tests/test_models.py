@@ -119,3 +119,14 @@ def test_ngram_dropout_acts_in_training_only():
     a, b = emb(ids), emb(ids)
     assert not torch.allclose(a, b)
     assert (emb(ids) == 0).all(-1).any()  # some positions lose their n-grams entirely (orders 2 and 3 both dropped)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_hypotheses_say_whether_they_reached_eos(beam_size):
+    model = small_seq2seq()
+    src = torch.randint(3, 40, (4, 8))
+    decode = greedy_decode if beam_size == 1 else lambda m, s, max_len: beam_search(m, s, beam_size, max_len=max_len)
+    for max_len in (2, 30):
+        for hyp in decode(model, src, max_len=max_len):
+            # Stopped by EOS: fewer tokens than the limit; cut by the limit: exactly max_len tokens.
+            assert hyp.finished == (len(hyp.tokens) < max_len)

@@ -2,8 +2,6 @@
 
 import random
 
-import torch
-
 
 def bucketed_batches(lengths: list[int], batch_size: int, seed: int, max_tokens: int | None = None) -> list[list[int]]:
     """Index batches: shuffle, sort within pools of 50 batches by length, cut, shuffle the batches.
@@ -29,12 +27,3 @@ def bucketed_batches(lengths: list[int], batch_size: int, seed: int, max_tokens:
             batches.append(cur)
     rng.shuffle(batches)
     return batches
-
-
-def pad(seqs: list[list[int]], pad_id: int = 0) -> torch.Tensor:
-    """Right-pad a list of id lists into a (B, T) long tensor."""
-    T = max(len(s) for s in seqs)
-    out = torch.full((len(seqs), T), pad_id, dtype=torch.long)
-    for i, s in enumerate(seqs):
-        out[i, : len(s)] = torch.tensor(s, dtype=torch.long)
-    return out

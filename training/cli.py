@@ -123,7 +123,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.limit:
         splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
-    args.tokenizer_extra_texts = None
     if args.task == "sentiment":
         from .sentiment import SentimentTask as Task
     else:

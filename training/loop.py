@@ -79,7 +79,8 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
     out.mkdir(parents=True, exist_ok=True)
     ckpt_path, log_path = out / "checkpoint.pt", out / "metrics.jsonl"
 
-    steps_per_epoch = math.ceil(len(task.train_batches(0)) / acc.num_processes)
+    first_batches = task.train_batches(0)  # also used for epoch 0 below, not built twice
+    steps_per_epoch = math.ceil(len(first_batches) / acc.num_processes)
     total = steps_per_epoch * cfg.epochs
     warmup = max(1, int(cfg.warmup * total))
     opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
@@ -136,7 +137,9 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
     last_save = time.time()
     while state["epoch"] < cfg.epochs and stopped is None:
         epoch = state["epoch"]
-        batches = task.train_batches(epoch)[acc.process_index :: acc.num_processes][:steps_per_epoch]
+        all_batches = first_batches if epoch == 0 else task.train_batches(epoch)
+        first_batches = None
+        batches = all_batches[acc.process_index :: acc.num_processes][:steps_per_epoch]
         model.train()
         bar = tqdm(
             total=len(batches),

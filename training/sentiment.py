@@ -8,11 +8,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from pipelines.batching import pad, sorted_batches
 from pipelines.text import clean_text, head_tail
 from pipelines.tokenizers_io import PAD, save_tokenizer, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
-from .batching import bucketed_batches, pad
+from .batching import bucketed_batches
 
 LABELS = ["negative", "positive"]
 
@@ -37,8 +38,6 @@ class SentimentTask:
 
         t0 = time.time()
         corpus = [texts[i] for i in train_idx]
-        if args.tokenizer_extra_texts:
-            corpus += args.tokenizer_extra_texts
         self.tokenizer = train_bpe(corpus, args.vocab_size, lowercase=True, strip_html_breaks=True)
         log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
         self.train_ids = encode(self.tokenizer, [texts[i] for i in train_idx], args.max_len, args.head)
@@ -105,12 +104,10 @@ def accuracy(model, ids: list[list[int]], labels: list[int], batch_size: int = 6
     """Accuracy and mean loss of `model` over pre-tokenized reviews (sorted by length for speed)."""
     was_training = model.training
     model.eval()
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
     correct, loss = 0, 0.0
-    for s in range(0, len(order), batch_size):
-        b = order[s : s + batch_size]
-        logits = model(pad([ids[i] for i in b], PAD)).logits
-        y = torch.tensor([labels[i] for i in b])
+    for rows, batch in sorted_batches(ids, batch_size, PAD):
+        logits = model(batch).logits
+        y = torch.tensor([labels[i] for i in rows])
         correct += int((logits.argmax(-1) == y).sum())
         loss += float(F.cross_entropy(logits, y, reduction="sum"))
     model.train(was_training)

@@ -8,12 +8,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from pipelines.batching import pad
 from pipelines.text import clean_text
 from pipelines.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
 from pipelines.translation import TranslationPipeline
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
-from .batching import bucketed_batches, pad
+from .batching import bucketed_batches
 
 
 def corpus_scores(hyps: list[str], refs: list[str]) -> dict:

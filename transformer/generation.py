@@ -11,6 +11,7 @@ from .seq2seq import EncoderOutput, Seq2SeqTransformer
 class BeamHypothesis:
     tokens: list[int]  # generated ids, without BOS and EOS
     score: float  # sum of log-probabilities (EOS included when it was produced)
+    finished: bool = True  # False when max_len was reached before EOS
 
 
 def default_max_len(model: Seq2SeqTransformer, src_ids: torch.Tensor) -> int:
@@ -46,7 +47,7 @@ def greedy_decode(model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int
             break
         last = best[:, None]
     seqs = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
-    return [BeamHypothesis(_strip(s, c.eos_id), float(sc)) for s, sc in zip(seqs, scores)]
+    return [BeamHypothesis(_strip(s, c.eos_id), float(sc), bool(d)) for s, sc, d in zip(seqs, scores, done)]
 
 
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -105,4 +106,7 @@ def beam_search(
     norm = raw / length_penalty(lengths, alpha)
     best = norm.argmax(-1)  # (B,)
     seqs = history[torch.arange(B, device=dev), best].tolist()
-    return [BeamHypothesis(_strip(s, c.eos_id), float(raw[b, best[b]])) for b, s in enumerate(seqs)]
+    return [
+        BeamHypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]]))
+        for b, s in enumerate(seqs)
+    ]
