@@ -7,7 +7,9 @@ import torch
 from transformer import TransformerClassifier
 
 from .batching import sorted_batches
+from .calibration import Temperature
 from .common import TokenSpan, load_folder, spans
+from .domain import DomainModel, load_domain
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -20,6 +22,10 @@ class SentimentResult:
     pool_weights: torch.Tensor  # (T,) the weight of each token in the pooled vector
     truncated: bool  # True when the review was longer than the model reads
     n_tokens: int  # tokens in the whole review before cutting
+    # Out of domain: the text does not look like the English reviews the model learned from (pipelines/domain.py).
+    # domain_score is the share of held-out in-domain texts that looked at most as typical (None: not fitted).
+    out_of_domain: bool = False
+    domain_score: float | None = None
 
     @property
     def confidence(self) -> float:
@@ -29,15 +35,36 @@ class SentimentResult:
 class SentimentPipeline:
     """Loads a TransformerClassifier with its tokenizer from a local folder or a Hub repo id."""
 
-    def __init__(self, model: TransformerClassifier, tokenizer, max_len: int, head: int, labels: list[str]):
+    def __init__(
+        self,
+        model: TransformerClassifier,
+        tokenizer,
+        max_len: int,
+        head: int,
+        labels: list[str],
+        calibration: Temperature | None = None,
+        domain: DomainModel | None = None,
+    ):
         self.model, self.tokenizer = model.eval(), tokenizer
         self.max_len, self.head, self.labels = max_len, head, labels
+        self.calibration = calibration or Temperature()  # applied to every probability the pipeline returns
+        self.domain = domain
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
         model, tok, _, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
-        return cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
+        labels = prep.get("labels", ["negative", "positive"])
+        domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
+        calibration = Temperature.from_preprocessing(prep)
+        return cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+
+    def domain_check(self, ids: list[int]) -> tuple[bool, float | None]:
+        """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
+        if self.domain is None:
+            return False, None
+        score = self.domain.score({"words": self.domain.words(ids)})
+        return self.domain.flagged(score), score
 
     def encode(self, text: str):
         """(kept ids, kept TokenSpans, total token count) for one text."""
@@ -53,8 +80,9 @@ class SentimentPipeline:
         if not ids:
             raise ValueError("the text has no tokens")
         out = self.model(torch.tensor([ids]), need_weights=True)
-        probs = out.logits[0].softmax(-1)
+        probs = self.calibration.scale(out.logits, [len(ids)])[0].softmax(-1)
         label = self.labels[int(probs.argmax())]
+        out_of_domain, domain_score = self.domain_check(ids)
         return SentimentResult(
             label=label,
             probabilities={lab: float(p) for lab, p in zip(self.labels, probs)},
@@ -63,16 +91,30 @@ class SentimentPipeline:
             pool_weights=out.pool_weights[0],
             truncated=n > len(ids),
             n_tokens=n,
+            out_of_domain=out_of_domain,
+            domain_score=domain_score,
         )
 
-    @torch.no_grad()
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
-        """Probabilities for many texts, on the fast path (no attention weights), in input order."""
+    def encode_many(self, texts: list[str]) -> list[list[int]]:
+        """The ids the model reads for each text (cut to max_len; [pad] for a text with no tokens)."""
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
-        ids = [head_tail(e.ids, self.max_len, self.head) or [0] for e in encs]
-        out: list[dict[str, float]] = [{}] * len(ids)
+        return [head_tail(e.ids, self.max_len, self.head) or [self.model.config.pad_id] for e in encs]
+
+    @torch.no_grad()
+    def raw_logits(self, texts: list[str], batch_size: int = 64) -> tuple[torch.Tensor, list[int]]:
+        """((N, C) logits before calibration, tokens read per text), on the fast path, in input order."""
+        ids = self.encode_many(texts)
+        logits = torch.zeros(len(ids), len(self.labels))
         for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            probs = self.model(batch).logits.softmax(-1)
-            for i, p in zip(rows, probs):
-                out[i] = {lab: float(x) for lab, x in zip(self.labels, p)}
-        return out
+            logits[rows] = self.model(batch).logits
+        return logits, [len(i) for i in ids]
+
+    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
+        """Calibrated probabilities for many texts, on the fast path (no attention weights), in input order."""
+        logits, lengths = self.raw_logits(texts, batch_size)
+        probs = self.calibration.scale(logits, lengths).softmax(-1)
+        return [{lab: float(x) for lab, x in zip(self.labels, p)} for p in probs]
+
+    def domain_scores(self, texts: list[str]) -> list[tuple[bool, float | None]]:
+        """(out of domain, domain score) for many texts."""
+        return [self.domain_check(ids) for ids in self.encode_many(texts)]

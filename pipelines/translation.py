@@ -8,6 +8,7 @@ from transformer import Seq2SeqTransformer, beam_search, greedy_decode
 
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .domain import DomainModel, load_domain
 from .text import clean_text
 
 
@@ -30,20 +31,42 @@ class TranslationResult:
     steps: list[DecodingStep]
     score: float  # log-probability of the translation
     truncated: bool  # the source was cut to fit the model
+    mean_logprob: float = 0.0  # score per produced token (EOS included): the model's confidence in its output
+    # Out of domain: the sentence is unlike the image captions the model learned from (pipelines/domain.py).
+    # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
+    out_of_domain: bool = False
+    domain_score: float | None = None
 
 
 class TranslationPipeline:
     """Loads a Seq2SeqTransformer with its tokenizer from a local folder or a Hub repo id."""
 
-    def __init__(self, model: Seq2SeqTransformer, tokenizer, beam_size: int = 4, alpha: float = 0.6):
+    def __init__(
+        self,
+        model: Seq2SeqTransformer,
+        tokenizer,
+        beam_size: int = 4,
+        alpha: float = 0.6,
+        domain: DomainModel | None = None,
+    ):
         self.model, self.tokenizer = model.eval(), tokenizer
         self.beam_size, self.alpha = beam_size, alpha
         self.max_src = model.config.max_len - 1
+        self.domain = domain
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
         model, tok, _, prep = load_folder(Seq2SeqTransformer, name_or_path)
-        return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
+        domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
+        return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
+
+    def domain_check(self, src_ids: list[int], mean_logprob: float) -> tuple[bool, float | None]:
+        """(out of domain, domain score) from the source tokens (EOS dropped) and the output's log-probability."""
+        if self.domain is None:
+            return False, None
+        ids = [i for i in src_ids if i != self.model.config.eos_id]
+        score = self.domain.score({"words": self.domain.words(ids), "output_logprob": mean_logprob})
+        return self.domain.flagged(score), score
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
         """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""
@@ -64,18 +87,26 @@ class TranslationPipeline:
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
     @torch.no_grad()
+    def translate_scored(
+        self, texts: list[str], beam_size: int | None = None, alpha: float | None = None, batch_size: int = 64
+    ) -> list[tuple[str, float, bool, float | None]]:
+        """(translation, mean log-probability per token, out of domain, domain score) per sentence, batched."""
+        beam_size = self.beam_size if beam_size is None else beam_size
+        alpha = self.alpha if alpha is None else alpha
+        ids, _, _ = self.encode_source(texts)
+        out: list = [None] * len(ids)
+        for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
+            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
+                mean_lp = hyp.score / max(1, len(hyp.tokens) + int(hyp.finished))
+                text = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
+                out[i] = (text, mean_lp, *self.domain_check(ids[i], mean_lp))
+        return out
+
     def translate(
         self, texts: list[str], beam_size: int | None = None, alpha: float | None = None, batch_size: int = 64
     ) -> list[str]:
         """Translations of many sentences (batched, fast path), in input order."""
-        beam_size = self.beam_size if beam_size is None else beam_size
-        alpha = self.alpha if alpha is None else alpha
-        ids, _, _ = self.encode_source(texts)
-        out = [""] * len(ids)
-        for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
-                out[i] = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
-        return out
+        return [t[0] for t in self.translate_scored(texts, beam_size, alpha, batch_size)]
 
     @torch.no_grad()
     def __call__(
@@ -102,6 +133,8 @@ class TranslationPipeline:
             DecodingStep(self.token_text(tok), [(self.token_text(int(i)), float(v)) for v, i in zip(vs, is_)])
             for tok, vs, is_ in zip(produced, topv, topi)
         ]
+        mean_lp = hyp.score / max(1, len(produced))
+        out_of_domain, domain_score = self.domain_check(ids[0], mean_lp)
         text_clean = clean_text(text)
         src_spans = spans(encs[0], text_clean)[: len(ids[0]) - 1] + [
             TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
@@ -116,4 +149,7 @@ class TranslationPipeline:
             steps=steps,
             score=hyp.score,
             truncated=truncated[0],
+            mean_logprob=mean_lp,
+            out_of_domain=out_of_domain,
+            domain_score=domain_score,
         )

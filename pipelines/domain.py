@@ -1,0 +1,138 @@
+"""Out-of-domain scores: does an input look like the text the model was trained on?
+
+Each task measures one or more *typicality* signals (higher = more like the training data):
+
+- `words`: the mean, over the input's word pieces (tokens with a letter), of each token's log-ratio
+  log p_train(token) - log p_general(token): how much more often the model's training data uses the token
+  than general text of the same language does (a unigram form of Moore & Lewis 2010's cross-entropy
+  difference). "plot", "acting", "Mann", "Straße" score high; "inflation", "password" or "def" low. An
+  input with no word piece at all (digits, emoji, symbols) scores -inf.
+- `output_logprob` (translation): the mean log-probability per token the model gave its own output.
+
+Every signal is compared with the same signal on held-out in-domain data. The **domain score** is, for the
+input's least typical signal, the share of held-out in-domain inputs that were at most as typical: 0.5 is
+a middling in-domain input, 0.01 means only 1% of held-out in-domain inputs looked as unusual. An input is
+flagged **out of domain** when its domain score is below a threshold chosen on that held-out data (at most
+`target_rate` of each held-out file flagged). All numbers are stored in preprocessing.json under "domain".
+"""
+
+import base64
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+N_QUANTILES = 200  # reference distributions are stored as 201 quantiles
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def word_piece_mask(tokenizer, vocab_size: int) -> np.ndarray:
+    """(V,) bool: which token ids decode to text with at least one letter."""
+    mask = np.zeros(vocab_size, dtype=bool)
+    for i in range(min(vocab_size, tokenizer.get_vocab_size())):
+        mask[i] = bool(_LETTER.search(tokenizer.decode([i], skip_special_tokens=True) or ""))
+    return mask
+
+
+def token_log_ratio(train_counts, general_counts, clip: float = 6.0) -> np.ndarray:
+    """(V,) log p_train - log p_general per token, add-0.5 (train) and 1e-7 (general) smoothed, clipped."""
+    train = np.asarray(train_counts, dtype=np.float64) + 0.5
+    general = np.asarray(general_counts, dtype=np.float64)
+    general = general / max(general.sum(), 1e-12) + 1e-7
+    ratio = np.log(train / train.sum()) - np.log(general / general.sum())
+    return np.clip(ratio, -clip, clip).astype(np.float32)
+
+
+def quantiles(values) -> list[float]:
+    """The 201 quantiles (0, 0.5%, ..., 100%) of finite values: a compact reference distribution."""
+    v = np.asarray([x for x in values if math.isfinite(x)], dtype=np.float64)
+    return [round(float(q), 5) for q in np.quantile(v, np.linspace(0, 1, N_QUANTILES + 1))]
+
+
+def share_at_most(reference: list[float], x: float) -> float:
+    """Share of the reference distribution at or below x (0 below its minimum, 1 above its maximum)."""
+    if not math.isfinite(x):
+        return 0.0 if x < 0 else 1.0
+    ref = np.asarray(reference)
+    if x < ref[0]:
+        return 0.0
+    # Highest quantile level whose value is <= x, interpolated between neighbouring quantiles.
+    levels = np.linspace(0, 1, len(ref))
+    k = int(np.searchsorted(ref, x, side="right"))  # ref[:k] <= x
+    if k >= len(ref):
+        return 1.0
+    lo, hi = ref[k - 1], ref[k]
+    frac = 0.0 if hi <= lo else (x - lo) / (hi - lo)
+    return float(levels[k - 1] + frac * (levels[k] - levels[k - 1]))
+
+
+def choose_threshold(scores_per_file: list, target_rate: float) -> float:
+    """The highest threshold that flags (score < threshold) at most target_rate of every held-out file."""
+    limits = []
+    for scores in scores_per_file:
+        s = np.sort(np.asarray(scores, dtype=np.float64))
+        allowed = int(math.floor(target_rate * len(s)))  # inputs this file may have flagged
+        limits.append(s[allowed] if allowed < len(s) else math.inf)
+    return float(min(limits))
+
+
+def encode_f16(values: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f2").tobytes()).decode("ascii")
+
+
+def decode_f16(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f2").astype(np.float32)
+
+
+@dataclass
+class DomainModel:
+    """What a model knows about its training data, to score how typical a new input is."""
+
+    token_scores: np.ndarray  # (V,) log p_train(t) - log p_general(t)
+    word_mask: np.ndarray  # (V,) bool: tokens with a letter
+    references: dict[str, list[float]]  # signal -> quantiles of it on held-out in-domain data
+    threshold: float  # flag when domain_score < threshold
+    info: dict  # how it was fitted (files, background, target rate), stored as is
+
+    def words(self, ids: list[int]) -> float:
+        """Mean token log-ratio over the word pieces among `ids`; -inf when there is none."""
+        ids = [i for i in ids if 0 <= i < len(self.word_mask) and self.word_mask[i]]
+        return float(self.token_scores[ids].mean()) if ids else -math.inf
+
+    def score(self, signals: dict[str, float]) -> float:
+        """Domain score in [0, 1]: the least typical signal's share of held-out inputs at most as typical."""
+        shares = [share_at_most(self.references[k], v) for k, v in signals.items() if k in self.references]
+        return min(shares, default=1.0)
+
+    def flagged(self, score: float) -> bool:
+        return score < self.threshold
+
+    def to_preprocessing(self) -> dict:
+        return {
+            **self.info,
+            "threshold": self.threshold,
+            "references": self.references,
+            "token_scores_f16_base64": encode_f16(self.token_scores),
+        }
+
+    @classmethod
+    def from_preprocessing(cls, entry: dict | None, tokenizer, vocab_size: int) -> "DomainModel | None":
+        """The DomainModel stored in preprocessing.json["domain"], or None when the model has none."""
+        if not entry:
+            return None
+        scores = decode_f16(entry["token_scores_f16_base64"])
+        if len(scores) != vocab_size:
+            raise ValueError(f"domain statistics cover {len(scores)} tokens, the model has {vocab_size}")
+        info = {k: v for k, v in entry.items() if k not in ("threshold", "references", "token_scores_f16_base64")}
+        return cls(scores, word_piece_mask(tokenizer, vocab_size), entry["references"], entry["threshold"], info)
+
+
+def load_domain(prep: dict, tokenizer, vocab_size: int, name: str) -> DomainModel | None:
+    """The out-of-domain statistics in preprocessing.json, or None; a damaged entry is a CheckpointError."""
+    from transformer import CheckpointError
+
+    try:
+        return DomainModel.from_preprocessing(prep.get("domain"), tokenizer, vocab_size)
+    except (KeyError, TypeError, ValueError) as e:
+        raise CheckpointError(f"{name}: preprocessing.json has unusable out-of-domain statistics: {e}") from e
