@@ -75,8 +75,11 @@ def check_split(task: str, name: str, split) -> None:
             raise DataError(f"the '{name}' split has {bad} empty or non-text value(s) in column '{col}'")
 
 
-def load_table(path: str, columns: tuple[str, ...]):
-    """An evaluation file (Parquet, CSV or JSON lines) as a datasets.Dataset with the given columns."""
+def load_table(path: str, columns: tuple[str, ...], aliases: dict[str, str] | None = None):
+    """An evaluation file (Parquet, CSV or JSON lines) as a datasets.Dataset with the given columns.
+
+    `aliases` maps a column to another name it may have in the file (SST-2's `sentence` for `text`).
+    """
     import datasets
 
     datasets.disable_progress_bars()
@@ -90,6 +93,9 @@ def load_table(path: str, columns: tuple[str, ...]):
         ds = datasets.load_dataset(kind, data_files={"data": str(p)})["data"]
     except Exception as e:
         raise DataError(f"{path}: cannot read it as {kind}: {e}") from e
+    for col, alt in (aliases or {}).items():
+        if col not in ds.column_names and alt in ds.column_names:
+            ds = ds.rename_column(alt, col)
     missing = [c for c in columns if c not in ds.column_names]
     if missing:
         raise DataError(f"{path}: missing column(s) {missing}; it has {ds.column_names}")

@@ -1,7 +1,10 @@
 """`python -m training.evaluate sentiment|translation --model DIR_OR_REPO --data FILE`.
 
-FILE is Parquet, CSV or JSON lines with `text` and `label` columns (sentiment) or `de` and `en`
-(translation). Prints one JSON object with the scores on its last line.
+FILE is Parquet, CSV or JSON lines with `text` (or SST-2's `sentence`) and `label` columns (sentiment) or
+`de` and `en` (translation). Prints one JSON object with the scores on its last line: sentiment accuracy and
+`ece` (expected calibration error of the probabilities the pipeline returns, 10 equal-width bins of top-class
+confidence over 0.5-1); for both tasks `out_of_domain_rate`, the share of inputs the model flags as unlike
+its training data (when its folder has out-of-domain statistics).
 """
 
 import argparse
@@ -17,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m training.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = p.add_subparsers(dest="task", required=True)
-    for task, cols in (("sentiment", "text, label"), ("translation", "de, en")):
+    for task, cols in (("sentiment", "text (or sentence), label"), ("translation", "de, en")):
         s = sub.add_parser(task, help=f"score a {task} model on a file with columns {cols}")
         s.add_argument("--model", required=True, help="model folder or Hub repo id")
         s.add_argument("--data", required=True, help=f".parquet, .csv or .jsonl file with columns {cols}")
@@ -35,17 +38,32 @@ def chunks(n: int, size: int):
     return [range(s, min(s + size, n)) for s in range(0, n, size)]
 
 
+def sentiment_scores(pipe, texts: list[str], labels: list[int], batch_size: int = 64) -> dict:
+    """Accuracy, ECE and out-of-domain rate of a SentimentPipeline (as it is calibrated) on labelled texts."""
+    import torch
+
+    from pipelines.calibration import expected_calibration_error
+
+    probs = []
+    for part in tqdm(chunks(len(texts), 512), desc="sentiment", unit="chunk", file=sys.stderr):
+        for p in pipe.predict([texts[i] for i in part], batch_size=batch_size):
+            probs.append([p[lab] for lab in pipe.labels])
+    probs_t, labels_t = torch.tensor(probs), torch.tensor([int(y) for y in labels])
+    out = {
+        "accuracy": float((probs_t.argmax(-1) == labels_t).float().mean()),
+        "ece": round(expected_calibration_error(probs_t, labels_t), 5),
+        "n": len(texts),
+    }
+    if pipe.domain is not None:
+        out["out_of_domain_rate"] = sum(f for f, _ in pipe.domain_scores(texts)) / len(texts)
+    return out
+
+
 def evaluate_sentiment(args, ds) -> dict:
     from pipelines import SentimentPipeline
 
     pipe = SentimentPipeline.from_pretrained(args.model)
-    texts, labels = list(ds["text"]), list(ds["label"])
-    correct = 0
-    for part in tqdm(chunks(len(texts), 512), desc="sentiment", unit="chunk", file=sys.stderr):
-        probs = pipe.predict([texts[i] for i in part], batch_size=args.batch_size)
-        for i, p in zip(part, probs):
-            correct += int(max(p, key=p.get) == pipe.labels[int(labels[i])])
-    return {"accuracy": correct / len(texts), "n": len(texts)}
+    return sentiment_scores(pipe, list(ds["text"]), list(ds["label"]), args.batch_size)
 
 
 def evaluate_translation(args, ds) -> dict:
@@ -56,13 +74,17 @@ def evaluate_translation(args, ds) -> dict:
     pipe = TranslationPipeline.from_pretrained(args.model)
     beam = pipe.beam_size if args.beam is None else args.beam
     de, en = list(ds["de"]), list(ds["en"])
-    hyps: list[str] = []
+    scored: list = []
     for part in tqdm(chunks(len(de), 256), desc="translation", unit="chunk", file=sys.stderr):
-        hyps += pipe.translate([de[i] for i in part], beam_size=beam, alpha=args.alpha, batch_size=args.batch_size)
+        scored += pipe.translate_scored([de[i] for i in part], beam, args.alpha, args.batch_size)
+    hyps = [s[0] for s in scored]
     if args.output:
         with open(args.output, "w") as f:
             f.write("\n".join(hyps) + "\n")
-    return {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if args.alpha is None else args.alpha}
+    out = {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if args.alpha is None else args.alpha}
+    if pipe.domain is not None:
+        out["out_of_domain_rate"] = sum(s[2] for s in scored) / len(scored)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     columns = ("text", "label") if args.task == "sentiment" else ("de", "en")
     try:
-        ds = load_table(args.data, columns)
+        ds = load_table(args.data, columns, {"text": "sentence"})
         if args.limit:
             ds = ds.select(range(min(args.limit, len(ds))))
         if args.task == "sentiment" and not set(ds["label"]) <= {0, 1}:

@@ -1,0 +1,217 @@
+"""`python -m training.calibrate sentiment|translation --model DIR --data FILE [FILE ...] --train-data FILE ...`.
+
+Fits, on held-out in-domain data the model never trained on (`--data`), what makes the model honest about
+its limits, and writes it into DIR/preprocessing.json (atomically), where the pipelines, the app, the API
+and the published Hub model all read it:
+
+- sentiment: the temperature of its probabilities (temperature scaling, Guo et al. 2017; by default with a
+  length exponent, T(n) = temperature * (n / 64) ** exponent, see pipelines/calibration.py);
+- both tasks: the out-of-domain statistics (pipelines/domain.py): each token's log-ratio between its
+  frequency in the training data (`--train-data`) and in general text of the language (the `wordfreq`
+  package's word frequencies), the held-out distribution of each typicality signal, and the threshold
+  that flags at most `--target-rate` of every held-out file.
+
+With `--test-data FILE ...` the calibrated model is then scored on those files (`training.evaluate`), and the
+fit and the scores are recorded in DIR/metrics.json under "calibration" (and "test" when it is that file).
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m training.calibrate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("task", choices=["sentiment", "translation"])
+    p.add_argument("--model", type=Path, required=True, help="model folder (its preprocessing.json is updated)")
+    p.add_argument("--data", nargs="+", required=True, help="held-out in-domain files (text|sentence, label / de)")
+    p.add_argument("--train-data", nargs="+", required=True, help="the files the model was trained on")
+    p.add_argument("--test-data", nargs="*", default=[], help="files to score after fitting (never fitted on)")
+    p.add_argument("--target-rate", type=float, default=0.03, help="most held-out inputs flagged per file")
+    p.add_argument("--plain-temperature", action="store_true", help="one temperature for every input length")
+    p.add_argument("--language", default=None, help="wordfreq language of the inputs (default: en / de)")
+    p.add_argument("--general-words", type=int, default=200_000, help="most frequent wordfreq words used")
+    p.add_argument("--batch-size", type=int, default=64)
+    return p
+
+
+def read_texts(path: str, task: str) -> tuple[list[str], list[int] | None]:
+    """(texts, labels or None) of a held-out or training file."""
+    from .data import load_table
+
+    if task == "sentiment":
+        ds = load_table(path, ("text", "label"), {"text": "sentence"})
+        return list(ds["text"]), [int(y) for y in ds["label"]]
+    return list(load_table(path, ("de",))["de"]), None
+
+
+def general_counts(tokenizer, vocab_size: int, language: str, top_n: int) -> tuple[np.ndarray, str]:
+    """(V,) token frequencies of general text: wordfreq's most frequent words, tokenized, weighted."""
+    from importlib.metadata import version
+
+    import wordfreq
+
+    freqs = wordfreq.get_frequency_dict(language, wordlist="best")
+    words = sorted(freqs, key=freqs.get, reverse=True)[:top_n]
+    weights = [freqs[w] for w in words]
+    if tokenizer.encode("A").ids != tokenizer.encode("a").ids:  # a cased tokenizer: wordfreq is lowercase
+        words, weights = words + [w.capitalize() for w in words], weights + weights
+    counts = np.zeros(vocab_size)
+    for e, f in zip(tokenizer.encode_batch(words), weights):
+        np.add.at(counts, [i for i in e.ids if i < vocab_size], f)
+    about = f"wordfreq {version('wordfreq')}, '{language}', the {min(top_n, len(freqs)):,} most frequent words"
+    return counts, about
+
+
+def training_counts(tokenizer, vocab_size: int, files: list[str], task: str) -> np.ndarray:
+    from pipelines.text import clean_text
+
+    counts = np.zeros(vocab_size)
+    for f in files:
+        texts, _ = read_texts(f, task)
+        for e in tokenizer.encode_batch([clean_text(t) for t in texts]):
+            np.add.at(counts, [i for i in e.ids if i < vocab_size], 1)
+    return counts
+
+
+def atomic_write_json(path: Path, obj: dict) -> None:
+    """Write JSON to a temporary file in the same folder, then rename it over `path`."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(obj, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int) -> tuple[dict, dict]:
+    """(preprocessing entries, report) of the temperature fitted on every held-out file together."""
+    import torch
+
+    from pipelines.calibration import Temperature, expected_calibration_error, fit_length_temperature, fit_temperature
+
+    pipe.calibration = Temperature()
+    runs = [(path, *pipe.raw_logits(texts, batch_size), torch.tensor(labels)) for path, texts, labels in held]
+    logits = torch.cat([r[1] for r in runs])
+    lengths = [n for r in runs for n in r[2]]
+    labels = torch.cat([r[3] for r in runs])
+    temp = Temperature(fit_temperature(logits, labels)) if plain else fit_length_temperature(logits, labels, lengths)
+    report = {}
+    for path, lg, n, y in runs:
+        report[path] = {
+            "n": len(y),
+            "accuracy": round(float((lg.argmax(-1) == y).float().mean()), 5),
+            "ece_before": round(expected_calibration_error(lg.softmax(-1), y), 5),
+            "ece_after": round(expected_calibration_error(temp.scale(lg, n).softmax(-1), y), 5),
+        }
+    pipe.calibration = temp
+    return temp.to_preprocessing(), report
+
+
+def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[str, list[float]]:
+    """The typicality signals (pipelines/domain.py) of each text."""
+    if task == "sentiment":
+        return {"words": [domain.words(ids) for ids in pipe.encode_many(texts)]}
+    pipe.domain = None
+    ids, _, _ = pipe.encode_source(texts)
+    eos = pipe.model.config.eos_id
+    return {
+        "words": [domain.words([i for i in s if i != eos]) for s in ids],
+        "output_logprob": [t[1] for t in pipe.translate_scored(texts, batch_size=batch_size)],
+    }
+
+
+def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
+    """(preprocessing["domain"], flag rate per held-out file) of the out-of-domain statistics."""
+    from pipelines.domain import DomainModel, choose_threshold, quantiles, token_log_ratio, word_piece_mask
+
+    tok, V = pipe.tokenizer, pipe.model.config.vocab_size
+    language = a.language or ("en" if task == "sentiment" else "de")
+    general, about = general_counts(tok, V, language, a.general_words)
+    ratio = token_log_ratio(training_counts(tok, V, a.train_data, task), general)
+    domain = DomainModel(ratio, word_piece_mask(tok, V), {}, 0.0, {})
+    per_file = [signals(pipe, task, domain, texts, a.batch_size) for _, texts, _ in held]
+    domain.references = {k: quantiles([v for sig in per_file for v in sig[k]]) for k in per_file[0]}
+    scores = [[domain.score(dict(zip(sig, vals))) for vals in zip(*sig.values())] for sig in per_file]
+    domain.threshold = choose_threshold(scores, a.target_rate)
+    domain.info = {
+        "signals": list(per_file[0]),
+        "general_text": about,
+        "training_data": a.train_data,
+        "held_out_data": [path for path, _, _ in held],
+        "target_rate": a.target_rate,
+    }
+    rates = {path: float(np.mean([s < domain.threshold for s in sc])) for (path, _, _), sc in zip(held, scores)}
+    pipe.domain = domain
+    return domain.to_preprocessing(), rates
+
+
+def score_test_files(a) -> dict:
+    """training.evaluate's JSON result for each --test-data file, on the calibrated folder."""
+    import contextlib
+    import io
+
+    from .evaluate import main as evaluate
+
+    out = {}
+    for path in a.test_data:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            code = evaluate([a.task, "--model", str(a.model), "--data", path, "--batch-size", str(a.batch_size)])
+        if code:
+            raise RuntimeError(f"evaluating {path} failed")
+        result = json.loads(buf.getvalue().strip().splitlines()[-1])
+        out[path] = {k: v for k, v in result.items() if k not in ("model", "data")}
+    return out
+
+
+def record_metrics(folder: Path, calibration: dict) -> None:
+    """Add the calibration record to metrics.json (and ECE / flag rate to its test entry when scored here)."""
+    path = folder / "metrics.json"
+    if not path.is_file():
+        return
+    metrics = json.loads(path.read_text())
+    metrics["calibration"] = calibration
+    test = metrics.get("test") or {}
+    scored = calibration.get("test", {}).get(test.get("data"))
+    if scored:
+        test.update({k: v for k, v in scored.items() if k in ("ece", "out_of_domain_rate", "accuracy")})
+    atomic_write_json(path, metrics)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    from pipelines import SentimentPipeline, TranslationPipeline
+    from transformer import CheckpointError
+
+    from .data import DataError
+
+    try:
+        pipe = (SentimentPipeline if a.task == "sentiment" else TranslationPipeline).from_pretrained(str(a.model))
+        held = [(path, *read_texts(path, a.task)) for path in a.data]
+        prep_path = a.model / "preprocessing.json"
+        prep = json.loads(prep_path.read_text()) if prep_path.is_file() else {}
+        record: dict = {}
+        if a.task == "sentiment":
+            entries, record["temperature_fit"] = fit_temperature_on(pipe, held, a.plain_temperature, a.batch_size)
+            prep.update(entries)
+        prep["domain"], record["held_out_flag_rate"] = fit_domain(pipe, a.task, held, a)
+    except (DataError, CheckpointError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    atomic_write_json(prep_path, prep)
+    record.update({k: v for k, v in prep.items() if k.startswith("temperature")})
+    record["out_of_domain_threshold"] = prep["domain"]["threshold"]
+    record["test"] = score_test_files(a)
+    record_metrics(a.model, record)
+    print(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
