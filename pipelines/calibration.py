@@ -48,7 +48,7 @@ def _fit(logits: torch.Tensor, labels: torch.Tensor, x: torch.Tensor, n_params: 
 
     def closure():
         opt.zero_grad()
-        log_t = params[0] + (params[1] * x if n_params > 1 else 0.0)  # (B,)
+        log_t = params[0] + params[1] * x if n_params > 1 else params[0].expand(len(x))  # (B,)
         loss = F.cross_entropy(logits / log_t.exp()[:, None], labels)
         loss.backward()
         return loss

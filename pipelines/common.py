@@ -44,3 +44,15 @@ def load_folder(model_cls, name_or_path: str, extra_files: tuple[str, ...] = ())
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+
+
+def save_folder(model, tokenizer, folder: str | Path, prep: dict) -> Path:
+    """Write a model folder from_pretrained reads back: weights, config, tokenizer, preprocessing.json."""
+    from .tokenizers_io import save_tokenizer
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    save_tokenizer(tokenizer, folder, model_max_length=model.config.max_len)
+    (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+    return folder

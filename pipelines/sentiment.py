@@ -8,7 +8,7 @@ from transformer import TransformerClassifier
 
 from .batching import sorted_batches
 from .calibration import Temperature
-from .common import TokenSpan, load_folder, spans
+from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
 from .text import clean_text, head_tail, kept_positions
 
@@ -58,6 +58,16 @@ class SentimentPipeline:
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         calibration = Temperature.from_preprocessing(prep)
         return cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+
+    def preprocessing(self) -> dict:
+        """What preprocessing.json holds for this pipeline: cutting, labels, temperature, domain statistics."""
+        prep = {"max_len": self.max_len, "head": self.head, "labels": self.labels}
+        prep |= self.calibration.to_preprocessing()
+        return prep | ({"domain": self.domain.to_preprocessing()} if self.domain else {})
+
+    def save_pretrained(self, folder) -> None:
+        """Save model, tokenizer and preprocessing.json (temperature included) for from_pretrained."""
+        save_folder(self.model, self.tokenizer, folder, self.preprocessing())
 
     def domain_check(self, ids: list[int]) -> tuple[bool, float | None]:
         """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""

@@ -7,7 +7,7 @@ import torch
 from transformer import Seq2SeqTransformer, beam_search, greedy_decode
 
 from .batching import sorted_batches
-from .common import TokenSpan, load_folder, spans
+from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
 from .text import clean_text
 
@@ -59,6 +59,12 @@ class TranslationPipeline:
         model, tok, _, prep = load_folder(Seq2SeqTransformer, name_or_path)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
+
+    def save_pretrained(self, folder) -> None:
+        """Save model, tokenizer and preprocessing.json (decoding and domain statistics) for from_pretrained."""
+        prep = {"beam_size": self.beam_size, "alpha": self.alpha}
+        prep |= {"domain": self.domain.to_preprocessing()} if self.domain else {}
+        save_folder(self.model, self.tokenizer, folder, prep)
 
     def domain_check(self, src_ids: list[int], mean_logprob: float) -> tuple[bool, float | None]:
         """(out of domain, domain score) from the source tokens (EOS dropped) and the output's log-probability."""

@@ -12,6 +12,7 @@ import gradio as gr
 import numpy as np
 
 from . import explain, figures
+from . import notices as notices_
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,9 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
         n_skipped=result.n_tokens - len(result.tokens),
         cut_after=cut_after,
     )
-    summary = f"**{result.label}** ({result.confidence:.1%}) · {len(result.tokens):,} tokens read"
-    return view, dict(result.probabilities), _status([summary, *notices])
+    summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
+    ood = notices_.sentiment_notice(result)
+    return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
 
 
 def sentiment_highlight(view: SentimentView | None, mode: str = "pool") -> str:
@@ -171,8 +173,9 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
         cross=[_half(a) for a in result.cross_attentions],
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
-    summary = f"{len(result.steps)} steps, {how}, log-probability {result.score:.2f}"
-    return view, result.translation, _status([summary, *notices])
+    summary = f"{len(result.steps)} steps, {how}; {notices_.translation_confidence(result.mean_logprob)}"
+    ood = notices_.translation_notice(result)
+    return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 
 def translation_figures(view: TranslationView | None, layer: int, head: int):
