@@ -41,7 +41,11 @@ class Temperature:
 
 
 def _fit(logits: torch.Tensor, labels: torch.Tensor, x: torch.Tensor, n_params: int) -> list[float]:
-    """LBFGS on the NLL of softmax(logits / exp(a + b * x)); returns [a] or [a, b] (log-temperature)."""
+    """LBFGS on the NLL of softmax(logits / exp(a + b * x)); returns [a] or [a, b] (log-temperature).
+
+    A tiny L2 pull towards T = 1 keeps the fit finite on a model no better than chance, whose NLL only
+    keeps falling as T grows (every probability towards 1/C).
+    """
     logits, labels, x = logits.detach().float(), labels.long(), x.float()
     params = torch.zeros(n_params, requires_grad=True)
     opt = torch.optim.LBFGS([params], lr=0.5, max_iter=200, line_search_fn="strong_wolfe")
@@ -49,12 +53,12 @@ def _fit(logits: torch.Tensor, labels: torch.Tensor, x: torch.Tensor, n_params: 
     def closure():
         opt.zero_grad()
         log_t = params[0] + params[1] * x if n_params > 1 else params[0].expand(len(x))  # (B,)
-        loss = F.cross_entropy(logits / log_t.exp()[:, None], labels)
+        loss = F.cross_entropy(logits / log_t.exp()[:, None], labels) + 1e-4 * params.pow(2).sum()
         loss.backward()
         return loss
 
     opt.step(closure)
-    return [float(p) for p in params.detach()]
+    return [min(max(float(p), -5.0), 5.0) for p in params.detach()]
 
 
 def fit_temperature(logits: torch.Tensor, labels: torch.Tensor) -> float:

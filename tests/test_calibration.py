@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from tiny_models import read_jsonl
 
 from pipelines import SentimentPipeline
 from pipelines.calibration import (
@@ -16,7 +17,6 @@ from pipelines.calibration import (
     reliability,
 )
 from pipelines.domain import DomainModel, quantiles
-from tiny_models import read_jsonl
 
 REVIEWS = read_jsonl("imdb_tiny.jsonl")
 

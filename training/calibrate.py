@@ -128,12 +128,21 @@ def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[
 
 def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     """(preprocessing["domain"], flag rate per held-out file) of the out-of-domain statistics."""
-    from pipelines.domain import DomainModel, choose_threshold, quantiles, token_log_ratio, word_piece_mask
+    from pipelines.domain import (
+        DomainModel,
+        choose_threshold,
+        decode_f16,
+        encode_f16,
+        quantiles,
+        token_log_ratio,
+        word_piece_mask,
+    )
 
     tok, V = pipe.tokenizer, pipe.model.config.vocab_size
     language = a.language or ("en" if task == "sentiment" else "de")
     general, about = general_counts(tok, V, language, a.general_words)
     ratio = token_log_ratio(training_counts(tok, V, a.train_data, task), general)
+    ratio = decode_f16(encode_f16(ratio))  # fit on exactly the scores that preprocessing.json stores
     domain = DomainModel(ratio, word_piece_mask(tok, V), {}, 0.0, {})
     per_file = [signals(pipe, task, domain, texts, a.batch_size) for _, texts, _ in held]
     domain.references = {k: quantiles([v for sig in per_file for v in sig[k]]) for k in per_file[0]}

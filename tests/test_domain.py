@@ -1,0 +1,119 @@
+"""Out-of-domain scores: the pieces by hand, `training.calibrate` on the tiny models, and the flag on fixed in- and
+out-of-domain inputs."""
+
+import json
+import math
+import shutil
+
+import numpy as np
+import pytest
+from tiny_models import read_jsonl
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.domain import choose_threshold, decode_f16, encode_f16, quantiles, share_at_most, token_log_ratio
+from transformer import CheckpointError
+
+REVIEWS = read_jsonl("imdb_tiny.jsonl")
+CAPTIONS = read_jsonl("multi30k_tiny.jsonl")
+# Inputs no review or caption model was made for: other scripts and languages, code, digits only.
+NOT_REVIEWS = [
+    "今天天气很好，我们去公园吧。",
+    "Мы поедем на дачу в субботу.",
+    "SELECT name, email FROM users WHERE id = 17;",
+    "12345 67890",
+]
+
+
+def test_share_at_most_reads_the_reference_distribution():
+    ref = quantiles(range(101))  # 0..100
+    assert share_at_most(ref, -1) == 0.0 and share_at_most(ref, 1000) == 1.0
+    assert share_at_most(ref, 50) == pytest.approx(0.5, abs=0.01)
+    assert share_at_most(ref, 10) == pytest.approx(0.1, abs=0.01)
+    assert share_at_most(ref, -math.inf) == 0.0
+
+
+def test_threshold_flags_at_most_the_target_rate_of_every_file():
+    rng = np.random.default_rng(0)
+    a, b = rng.uniform(0, 1, 500), rng.uniform(0.3, 1, 200)  # b's scores are higher: a decides
+    t = choose_threshold([a, b], 0.04)
+    assert np.mean(a < t) <= 0.04 and np.mean(b < t) <= 0.04
+    assert np.mean(a < t) >= 0.035  # as high as that allows
+    assert choose_threshold([np.arange(10.0)], 0.0) == 0.0  # target 0: nothing in the file is flagged
+
+
+def test_token_log_ratio_and_its_fp16_storage():
+    ratio = token_log_ratio([100, 0, 5, 0], [1, 100, 0, 0])
+    assert ratio[0] > 0 > ratio[1]  # frequent in training, rare in general text, and the other way round
+    assert ratio[2] == 6.0  # never in general text: clipped
+    assert decode_f16(encode_f16(ratio)) == pytest.approx(ratio, abs=1e-2)
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def calibrated_sentiment(sentiment_dir, tmp_path_factory):
+    from training.calibrate import main as calibrate
+
+    tmp = tmp_path_factory.mktemp("calibrated")
+    model = tmp / "sentiment"
+    shutil.copytree(sentiment_dir, model)
+    train = _write(tmp / "train.jsonl", REVIEWS[:26])
+    held = _write(tmp / "held.jsonl", [{"sentence": r["text"], "label": r["label"]} for r in REVIEWS[26:]])
+    args = ["sentiment", "--model", str(model), "--data", held, "--train-data", train, "--target-rate", "0.1"]
+    args += ["--general-words", "20000"]  # wordfreq's 20,000 most frequent words: enough here, and fast
+    assert calibrate(args) == 0
+    return model
+
+
+def test_calibrate_writes_temperature_and_domain_statistics(calibrated_sentiment):
+    prep = json.loads((calibrated_sentiment / "preprocessing.json").read_text())
+    assert prep["max_len"] == 64 and prep["labels"] == ["negative", "positive"]  # what was there is kept
+    assert prep["temperature"] > 0 and math.isfinite(prep["temperature_length_exponent"])
+    domain = prep["domain"]
+    assert domain["signals"] == ["words"] and domain["target_rate"] == 0.1
+    assert len(domain["references"]["words"]) == 201 and 0 < domain["threshold"] <= 1
+    assert not list(calibrated_sentiment.glob("*.tmp"))  # written atomically: no temporary file left
+
+
+def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrated_sentiment):
+    pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
+    held_out = [r["text"] for r in REVIEWS[26:]]
+    assert sum(f for f, _ in pipe.domain_scores(held_out)) <= 1  # at most 10% of 14 held-out reviews
+    for text in NOT_REVIEWS:
+        result = pipe(text)
+        assert result.out_of_domain, text
+        assert 0 <= result.domain_score < pipe.domain.threshold
+    review = pipe(REVIEWS[30]["text"])
+    assert not review.out_of_domain and review.domain_score >= pipe.domain.threshold
+
+
+def test_translation_calibration_and_flags(translation_dir, tmp_path):
+    from training.calibrate import main as calibrate
+
+    model = tmp_path / "translation"
+    shutil.copytree(translation_dir, model)
+    train = _write(tmp_path / "train.jsonl", CAPTIONS[:16])
+    held = _write(tmp_path / "held.jsonl", CAPTIONS[16:])
+    args = ["translation", "--model", str(model), "--data", held, "--train-data", train, "--target-rate", "0.15"]
+    assert calibrate([*args, "--general-words", "20000"]) == 0
+    pipe = TranslationPipeline.from_pretrained(str(model))
+    assert set(pipe.domain.references) == {"words", "output_logprob"}
+    for text in NOT_REVIEWS[:2]:  # other scripts (the tiny 400-token vocabulary cannot tell SQL from German)
+        result = pipe(text)
+        assert result.out_of_domain and result.domain_score < pipe.domain.threshold, text
+    scored = pipe.translate_scored([r["de"] for r in CAPTIONS[16:]])
+    assert [t for t, *_ in scored] == pipe.translate([r["de"] for r in CAPTIONS[16:]])
+    assert sum(s[2] for s in scored) <= 1  # target rate 15% of 8 held-out captions: at most one flagged
+
+
+def test_damaged_domain_statistics_fail_loading_with_a_clear_error(calibrated_sentiment, tmp_path):
+    model = tmp_path / "m"
+    shutil.copytree(calibrated_sentiment, model)
+    prep = json.loads((model / "preprocessing.json").read_text())
+    prep["domain"]["token_scores_f16_base64"] = encode_f16(np.zeros(7))
+    (model / "preprocessing.json").write_text(json.dumps(prep))
+    with pytest.raises(CheckpointError, match="out-of-domain statistics"):
+        SentimentPipeline.from_pretrained(str(model))
