@@ -36,7 +36,7 @@ TASKS = {
         dataset_id="stanfordnlp/imdb",
         dataset_name="IMDB",
         tags=["sentiment-analysis", "imdb"],
-        metrics=[("accuracy", "accuracy", "Accuracy")],
+        metrics=[("accuracy", "accuracy", "Accuracy"), ("ece", "ece", "Expected calibration error (10 bins)")],
         pipeline_class="SentimentPipeline",
         summary="reads an English movie review and says whether it is positive or negative, returning every "
         "attention map it used on the way",
@@ -143,6 +143,7 @@ def model_card(
         "## Model\n\n" + _config_table(config, n_params),
         "## Training\n\n" + _training(metrics),
         "## Evaluation\n\n" + _evaluation(task, metrics),
+        _calibration(metrics),
         "## License\n\nMIT.",
     ]
     content = f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
@@ -277,7 +278,37 @@ def _evaluation(task: str, metrics: dict | None) -> str:
     return text
 
 
+def _calibration(metrics: dict | None) -> str:
+    """What training.calibrate fitted and measured (metrics.json "calibration"), or '' when it never ran."""
+    cal = (metrics or {}).get("calibration")
+    if not cal:
+        return ""
+    lines = []
+    if "temperature" in cal:
+        t, e = cal["temperature"], cal.get("temperature_length_exponent", 0.0)
+        lines.append(
+            f"- Probabilities are calibrated by temperature scaling (Guo et al. 2017), with a temperature that "
+            f"depends on the input length n in tokens: T(n) = {t:.3f} x (n / 64) ^ {e:.3f}, fitted on held-out data."
+        )
+        for path, r in (cal.get("temperature_fit") or {}).items():
+            before, after = r["ece_before"], r["ece_after"]
+            lines.append(f"  - {path}: ECE {before:.3f} before, {after:.3f} after ({r['n']:,} inputs)")
+    lines.append(
+        "- Out-of-domain notice: results carry `out_of_domain` and `domain_score` (the share of held-out in-domain "
+        "inputs that looked at most as typical); inputs below "
+        f"{cal.get('out_of_domain_threshold', 0):.4f} are flagged."
+    )
+    for path, r in (cal.get("test") or {}).items():
+        scores = ", ".join(f"{k} {_fmt(k, v)}" for k, v in r.items() if k in ("accuracy", "ece", "out_of_domain_rate"))
+        lines.append(f"  - {path}: {scores}")
+    return "## Calibration and out-of-domain notice\n\n" + "\n".join(lines)
+
+
 def _fmt(key: str, value) -> str:
     if not isinstance(value, (int, float)):
         return "-"
+    if key == "ece":
+        return f"{value:.3f}"
+    if key == "out_of_domain_rate":
+        return f"{value:.1%}"
     return f"{value:.2%}" if key == "accuracy" and value <= 1 else f"{value:.2f}"

@@ -1,0 +1,56 @@
+"""The app's status lines: confidence in words, and the out-of-domain notice exactly when the pipeline flags."""
+
+import numpy as np
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.domain import DomainModel, quantiles, word_piece_mask
+from viz import handlers, notices
+
+
+def with_domain(pipe, threshold: float, signals=("words",)):
+    """The pipeline with neutral domain statistics; threshold > 1 flags every input, < 0 none."""
+    V = pipe.model.config.vocab_size
+    refs = {k: quantiles(np.linspace(-1, 1, 50)) for k in signals}
+    pipe.domain = DomainModel(np.zeros(V, dtype=np.float32), word_piece_mask(pipe.tokenizer, V), refs, threshold, {})
+    return pipe
+
+
+@pytest.mark.parametrize("threshold, shown", [(1.01, True), (-1.0, False)])
+def test_sentiment_status_shows_the_notice_only_when_flagged(sentiment_dir, threshold, shown):
+    pipe = with_domain(SentimentPipeline.from_pretrained(str(sentiment_dir)), threshold)
+    view, probs, status = handlers.analyze_review(pipe, "Ich habe keine Ahnung, was du meinst.")
+    assert view is not None and probs  # the prediction is still shown
+    assert (notices.SENTIMENT_OUT_OF_DOMAIN in status) is shown
+    best = max(probs, key=probs.get)
+    assert f"**{best}** ({probs[best]:.1%})" in status
+    assert any(words in status for words in ("very sure", "fairly sure", "not sure", "coin toss"))
+
+
+@pytest.mark.parametrize("threshold, shown", [(1.01, True), (-1.0, False)])
+def test_translation_status_shows_the_notice_and_confidence_in_words(translation_dir, threshold, shown):
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    with_domain(pipe, threshold, ("words", "output_logprob"))
+    view, english, status = handlers.translate(pipe, "Ich habe keine Ahnung, was du meinst.", "greedy")
+    assert view is not None
+    assert (notices.TRANSLATION_OUT_OF_DOMAIN in status) is shown
+    assert "confidence " in status and "log-probability" not in status
+
+
+def test_models_without_domain_statistics_never_show_the_notice(sentiment_dir):
+    pipe = SentimentPipeline.from_pretrained(str(sentiment_dir))
+    _, _, status = handlers.analyze_review(pipe, "SELECT * FROM users;")
+    assert notices.SENTIMENT_OUT_OF_DOMAIN not in status
+
+
+@pytest.mark.parametrize(
+    "p, words", [(0.99, "very sure"), (0.85, "fairly sure"), (0.7, "not sure"), (0.55, "coin toss")]
+)
+def test_confidence_words(p, words):
+    assert words in notices.sentiment_summary("positive", p, 12)
+
+
+@pytest.mark.parametrize("p, words", [(0.8, "high"), (0.5, "medium"), (0.2, "low")])
+def test_translation_confidence_words(p, words):
+    text = notices.translation_confidence(float(np.log(p)))
+    assert f"confidence {words}" in text and f"{p:.0%}" in text
