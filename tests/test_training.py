@@ -244,8 +244,8 @@ def test_push_to_hub_fails_before_training_when_offline(imdb_dir, tmp_path, caps
 
 def test_param_groups_by_module_type():
     """Linear weights decay; embedding tables get their own decay; biases, norms, positions, pool query none."""
-    from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
     from training.loop import param_groups
+    from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
 
     model = TransformerClassifier(ClassifierConfig(vocab_size=50, d_model=16, n_layers=1, ngram_buckets=31))
     groups = {g["name"]: g for g in param_groups(model, 0.01, embedding_decay=0.001)}
@@ -257,7 +257,9 @@ def test_param_groups_by_module_type():
     assert norms and all(id(p) in ids("biases, norms, positions") for p in norms)
     n_grouped = sum(len(g["params"]) for g in groups.values())
     assert n_grouped == len(list(model.parameters()))
-    seq = Seq2SeqTransformer(Seq2SeqConfig(vocab_size=50, d_model=16, n_heads=4, n_encoder_layers=1, n_decoder_layers=1))
+    seq = Seq2SeqTransformer(
+        Seq2SeqConfig(vocab_size=50, d_model=16, n_heads=4, n_encoder_layers=1, n_decoder_layers=1)
+    )
     # tied embeddings: the shared matrix appears once, as an embedding
     seq_groups = param_groups(seq, 0.01)
     assert sum(len(g["params"]) for g in seq_groups) == len(list(seq.parameters()))
