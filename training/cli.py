@@ -26,6 +26,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--batch-size", type=int, default=batch_size, help="sequences per step (default %(default)s)")
     g.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate (default %(default)s)")
     g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default %(default)s)")
+    g.add_argument(
+        "--embedding-decay",
+        type=float,
+        default=0.0,
+        help="AdamW weight decay on embedding tables, the hashed n-gram table included (default %(default)s)",
+    )
     g.add_argument("--warmup", type=float, default=warmup, help="warm-up, fraction of all steps (default %(default)s)")
     g.add_argument(
         "--schedule",
@@ -137,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs=args.epochs,
         lr=args.lr,
         weight_decay=args.weight_decay,
+        embedding_decay=args.embedding_decay,
         warmup=args.warmup,
         schedule=args.schedule,
         clip=args.clip,

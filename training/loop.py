@@ -24,7 +24,8 @@ class LoopConfig:
     out: Path
     epochs: int = 3
     lr: float = 1e-3
-    weight_decay: float = 0.01
+    weight_decay: float = 0.01  # on Linear weight matrices
+    embedding_decay: float = 0.0  # on embedding tables (token, hashed n-gram)
     warmup: float = 0.05  # fraction of all steps
     schedule: str = "cosine"  # "cosine" | "inverse_sqrt" | "constant"
     clip: float = 1.0
@@ -57,14 +58,31 @@ def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
     return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def param_groups(model, weight_decay: float) -> list[dict]:
-    """No weight decay on biases, norms and embeddings."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "emb" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+def param_groups(model, weight_decay: float, embedding_decay: float = 0.0) -> list[dict]:
+    """AdamW groups by module type: decay the weight matrices of Linear layers; embedding tables
+    (token, hashed n-gram) get `embedding_decay`; biases, norms, position tables and other vectors none."""
+    embeddings = [m.weight for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    seen = {id(p) for p in embeddings}  # a tied output projection shares its weight with an embedding
+    matrices, other = [], []
+    for module in model.modules():
+        for name, p in module.named_parameters(recurse=False):
+            if id(p) in seen or not p.requires_grad:
+                continue
+            seen.add(id(p))
+            (matrices if isinstance(module, torch.nn.Linear) and name == "weight" else other).append(p)
+    groups = [
+        {"params": matrices, "weight_decay": weight_decay, "name": "linear weights"},
+        {"params": embeddings, "weight_decay": embedding_decay, "name": "embeddings"},
+        {"params": other, "weight_decay": 0.0, "name": "biases, norms, positions"},
+    ]
+    return [g for g in groups if g["params"]]
+
+
+def describe_groups(groups: list[dict]) -> str:
+    """One line for the log: parameter counts and weight decay per group."""
+    return "; ".join(
+        f"{g['name']}: {sum(p.numel() for p in g['params']):,} params, decay {g['weight_decay']}" for g in groups
+    )
 
 
 def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> dict:
@@ -83,7 +101,9 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
     steps_per_epoch = math.ceil(len(first_batches) / acc.num_processes)
     total = steps_per_epoch * cfg.epochs
     warmup = max(1, int(cfg.warmup * total))
-    opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+    groups = param_groups(model, cfg.weight_decay, cfg.embedding_decay)
+    acc.print("optimizer groups: " + describe_groups(groups))
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, warmup, cfg.schedule))
     state = {
         "epoch": 0,
