@@ -43,6 +43,15 @@ def load_folder(model_cls, name_or_path: str):
     return model, tokenizer, prep
 
 
+def save_folder(model, tokenizer, folder: Path, model_max_length: int, preprocessing: dict) -> None:
+    """What load_folder reads: config.json and weights, the tokenizer, preprocessing.json."""
+    from .tokenizers_io import save_tokenizer
+
+    model.save_pretrained(folder)
+    save_tokenizer(tokenizer, folder, model_max_length=model_max_length)
+    (Path(folder) / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
+
+
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]

@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .data import DataError, load_splits
-    from .loop import LoopConfig, train
+    from .loop import train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -138,7 +138,26 @@ def main(argv: list[str] | None = None) -> int:
     model = task.build_model()
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{type(model).__name__}: {n_params / 1e6:.2f}M parameters, {torch.get_num_threads()} threads")
-    loop = LoopConfig(
+    run_info = {
+        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "parameters": n_params,
+        "machine": machine(),
+        "data": args.data_dir or "hub",
+    }
+    summary = train(model, task, loop_config(args), run_info, started=t_start)
+    print(json.dumps(summary))
+    if args.push_to_hub:
+        from .publish import main as publish_main
+
+        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
+    return 0
+
+
+def loop_config(args):
+    """The training loop's options from the command line."""
+    from .loop import LoopConfig
+
+    return LoopConfig(
         out=args.out,
         epochs=args.epochs,
         lr=args.lr,
@@ -154,22 +173,6 @@ def main(argv: list[str] | None = None) -> int:
         max_minutes=args.max_minutes,
         average_last=getattr(args, "average_last", 0),
     )
-    run_info = {
-        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
-        "parameters": n_params,
-        "machine": machine(),
-        "data": args.data_dir or "hub",
-    }
-    summary = train(model, task, loop, run_info)
-    summary["wall_seconds"] = round(time.time() - t_start, 1)  # this invocation, data loading included
-    if os.environ.get("RANK", "0") == "0":
-        (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary))
-    if args.push_to_hub:
-        from .publish import main as publish_main
-
-        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
-    return 0
 
 
 def machine() -> str:

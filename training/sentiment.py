@@ -1,6 +1,5 @@
 """The sentiment task: IMDB reviews -> positive / negative with a TransformerClassifier."""
 
-import json
 import random
 import time
 from pathlib import Path
@@ -9,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from pipelines.batching import pad, sorted_batches
+from pipelines.common import save_folder
 from pipelines.text import clean_text, head_tail
-from pipelines.tokenizers_io import PAD, save_tokenizer, train_bpe
+from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
@@ -93,10 +93,8 @@ class SentimentTask:
         return accuracy(model, self.val_ids, self.val_y)
 
     def export(self, model, folder: Path) -> None:
-        model.save_pretrained(folder)
-        save_tokenizer(self.tokenizer, folder, model_max_length=self.args.max_len)
         prep = {"max_len": self.args.max_len, "head": self.args.head, "labels": LABELS}
-        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+        save_folder(model, self.tokenizer, folder, self.args.max_len, prep)
 
 
 @torch.no_grad()
