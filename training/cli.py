@@ -84,6 +84,46 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
     m.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
     m.add_argument("--limit", type=int, default=None, help="use only the first N training reviews (smoke tests)")
+    d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
+    d.add_argument(
+        "--sst2-dir",
+        default=None,
+        help="also train on SST-2 sentences: folder with train.parquet (columns sentence, label)",
+    )
+    d.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+    d.add_argument(
+        "--init-from",
+        default=None,
+        help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used",
+    )
+    d.add_argument(
+        "--max-tokens", type=int, default=None, help="also cap a batch at this many (padded) tokens: many short texts"
+    )
+
+    p = sub.add_parser(
+        "pretrain",
+        help="masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_loop_args(p, epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
+    m = p.add_argument_group("model, tokenizer and data")
+    m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
+    m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
+    m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
+    m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
+    m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
+    m.add_argument("--d-model", type=int, default=128)
+    m.add_argument("--n-heads", type=int, default=4)
+    m.add_argument("--n-layers", type=int, default=2)
+    m.add_argument("--d-ff", type=int, default=512)
+    m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
+    m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
+    m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
+    m.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews the sentiment task holds out")
+    m.add_argument("--sst2-dir", default=None, help="also read SST-2's training sentences from this folder")
+    m.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 rows the sentiment task holds out")
+    m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
+    m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
 
     t = sub.add_parser(
         "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
@@ -106,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .data import DataError, load_splits
+    from .data import DataError
     from .loop import LoopConfig, train
 
     if args.threads:
@@ -123,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     t_start = time.time()
     try:
-        splits = load_splits(args.task, args.data_dir)
+        splits = load_task_data(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -131,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
     if args.task == "sentiment":
         from .sentiment import SentimentTask as Task
+    elif args.task == "pretrain":
+        from .pretrain import PretrainTask as Task
     else:
         from .translation import TranslationTask as Task
     task = Task(args, splits)
@@ -170,6 +212,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
     return 0
+
+
+def load_task_data(args) -> dict:
+    """The splits a task trains on: IMDB (+ unlabelled reviews for pre-training) (+ SST-2), or Multi30k."""
+    from .data import load_splits
+
+    if args.task == "translation":
+        return load_splits("translation", args.data_dir)
+    if args.task == "pretrain" and not args.no_unlabeled:
+        splits = load_splits("sentiment", args.data_dir, ("train", "unsupervised"))
+    else:
+        splits = load_splits("sentiment", args.data_dir, ("train",))
+    if args.sst2_dir:
+        splits["sst2_train"] = load_splits("sst2", args.sst2_dir)["train"]
+    return splits
 
 
 def machine() -> str:
