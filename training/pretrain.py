@@ -8,7 +8,6 @@ then fine-tunes it. Masking is BERT's: 15% of the real tokens are predicted; of 
 token (`<unk>`, which byte-level BPE never produces), 10% a random token, 10% stay as they are.
 """
 
-import json
 import random
 import time
 from pathlib import Path
@@ -18,8 +17,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from pipelines.batching import pad
+from pipelines.common import save_folder
 from pipelines.text import clean_text
-from pipelines.tokenizers_io import PAD, UNK, save_tokenizer, train_bpe
+from pipelines.tokenizers_io import PAD, UNK, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 from transformer.masks import padding_mask
 
@@ -46,7 +46,7 @@ class MaskedLM(nn.Module):
         tok = m.tok_emb(ids)  # (B, T, D)
         if m.ngram_emb is not None:
             tok = tok + m.ngram_emb(ids) / m.encoder.scale
-        x, _ = m.encoder(tok, padding_mask(ids, m.config.pad_id))  # (B, T, D)
+        x = m.encoder(tok, padding_mask(ids, m.config.pad_id)).memory  # (B, T, D)
         h = self.transform(x[where])  # (N, D)
         return h @ m.tok_emb.weight.T + self.bias  # (N, V)
 
@@ -155,7 +155,5 @@ class PretrainTask:
 
     def export(self, model, folder: Path) -> None:
         """The encoder as a TransformerClassifier folder (its head untrained) with the tokenizer."""
-        model.backbone.save_pretrained(folder)
-        save_tokenizer(self.tokenizer, folder, model_max_length=self.args.max_len)
         prep = {"max_len": self.args.max_len, "head": self.args.max_len // 4, "labels": LABELS, "pretrained_only": True}
-        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+        save_folder(model.backbone, self.tokenizer, folder, self.args.max_len, prep)

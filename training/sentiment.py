@@ -13,10 +13,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 
 from pipelines.batching import pad, sorted_batches
+from pipelines.common import TOKENIZER, save_folder
 from pipelines.text import clean_text, head_tail
-from pipelines.tokenizers_io import PAD, load_tokenizer, save_tokenizer, train_bpe
+from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
@@ -64,7 +66,7 @@ class SentimentTask:
         self.sets = labelled_sets(splits, args)
         t0 = time.time()
         if getattr(args, "init_from", None):
-            self.tokenizer = load_tokenizer(args.init_from).backend_tokenizer
+            self.tokenizer = Tokenizer.from_file(str(Path(args.init_from) / TOKENIZER))
             log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens from {args.init_from}")
         else:
             corpus = [t for s in self.sets.values() for t in s["train"][0]]
@@ -133,10 +135,8 @@ class SentimentTask:
         return out
 
     def export(self, model, folder: Path) -> None:
-        model.save_pretrained(folder)
-        save_tokenizer(self.tokenizer, folder, model_max_length=self.args.max_len)
         prep = {"max_len": self.args.max_len, "head": self.args.head, "labels": LABELS}
-        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+        save_folder(model, self.tokenizer, folder, self.args.max_len, prep)
         write_heldout(self.sets, folder.parent)
 
     def held_out(self) -> dict:
