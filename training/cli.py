@@ -167,7 +167,7 @@ def add_translation_parser(sub) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .data import DataError
-    from .loop import train
+    from .loop import BEST, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.push_to_hub:
         from .publish import main as publish_main
 
-        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
+        return publish_main([args.task, "--model", str(args.out / BEST), "--repo-id", args.push_to_hub])
     return 0
 
 

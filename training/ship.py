@@ -16,6 +16,7 @@ from pathlib import Path
 from pipelines.common import WEIGHTS
 
 from .checkpoint import atomic_folder
+from .loop import BEST, METRICS_LOG, SUMMARY
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
 
@@ -64,10 +65,10 @@ def score_bundle(task: str, folder: Path, test_data: str) -> dict:
 
 def run_metrics(a, test: dict) -> dict:
     """metrics.json: how the run was made (metrics.jsonl, summary.json) and the test scores."""
-    records = [json.loads(line) for line in (a.run / "metrics.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (a.run / METRICS_LOG).read_text().splitlines()]
     start = next(r for r in records if r["event"] == "start")
     validations = [r for r in records if r["event"] == "validation"]
-    summary = json.loads((a.run / "summary.json").read_text()) if (a.run / "summary.json").is_file() else {}
+    summary = json.loads((a.run / SUMMARY).read_text()) if (a.run / SUMMARY).is_file() else {}
     return {
         "task": a.task,
         "command": start["command"],
@@ -85,7 +86,7 @@ def run_metrics(a, test: dict) -> dict:
 
 def write_bundle(a, folder: Path) -> dict:
     """Fill `folder` with the fp16 model, score it and write metrics.json; returns the metrics."""
-    best = a.run / "best"
+    best = a.run / BEST
     for f in best.iterdir():
         if f.name not in (WEIGHTS, "README.md"):
             shutil.copy2(f, folder / f.name)
@@ -100,7 +101,7 @@ def write_bundle(a, folder: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    best = a.run / "best"
+    best = a.run / BEST
     if not (best / WEIGHTS).is_file():
         print(f"error: {best} has no {WEIGHTS}: has the run finished an epoch?", file=sys.stderr)
         return 2
