@@ -93,27 +93,31 @@ def add_encoder_args(m, n_layers: int = 2) -> None:
     m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
 
 
+def task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
+    """The sub-command's parser with the training-loop options; returns it and its group for the task's own."""
+    p = sub.add_parser(task, help=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_loop_args(p, **loop_defaults)
+    return p, p.add_argument_group(group)
+
+
+def add_held_out_args(g) -> None:
+    """Which rows the sentiment task holds out for validation (pre-training must not read them either)."""
+    g.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews held out for validation")
+    g.add_argument("--sst2-dir", default=None, help="also read SST-2: folder with train.parquet (sentence, label)")
+    g.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+
+
 def add_sentiment_parser(sub) -> None:
-    s = sub.add_parser(
-        "sentiment",
-        help="movie reviews (IMDB) and sentences (SST-2), positive / negative",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_loop_args(s, epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
-    m = s.add_argument_group("model and tokenizer")
+    summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
+    loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
+    s, m = task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
     add_encoder_args(m)
     m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
     m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
     m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
     m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
     d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
-    d.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
-    d.add_argument(
-        "--sst2-dir",
-        default=None,
-        help="also train on SST-2 sentences: folder with train.parquet (columns sentence, label)",
-    )
-    d.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+    add_held_out_args(d)
     d.add_argument(
         "--init-from",
         default=None,
@@ -126,31 +130,22 @@ def add_sentiment_parser(sub) -> None:
 
 
 def add_pretrain_parser(sub) -> None:
-    p = sub.add_parser(
-        "pretrain",
-        help="masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_loop_args(p, epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
-    m = p.add_argument_group("model, tokenizer and data")
+    summary = "masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences"
+    loop = dict(epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
+    _, m = task_parser(sub, "pretrain", summary, "model, tokenizer and data", **loop)
     add_encoder_args(m)
     m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
     m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
     m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
     m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
-    m.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews the sentiment task holds out")
-    m.add_argument("--sst2-dir", default=None, help="also read SST-2's training sentences from this folder")
-    m.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 rows the sentiment task holds out")
+    add_held_out_args(m)
     m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
     m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
 
 
 def add_translation_parser(sub) -> None:
-    t = sub.add_parser(
-        "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    add_loop_args(t, epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
-    m = t.add_argument_group("model and tokenizer")
+    loop = dict(epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
+    _, m = task_parser(sub, "translation", "Multi30k German -> English", "model and tokenizer", **loop)
     m.add_argument("--vocab-size", type=int, default=8000, help="joint German-English byte-level BPE vocabulary")
     m.add_argument("--d-model", type=int, default=256)
     m.add_argument("--n-heads", type=int, default=4)
