@@ -49,6 +49,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt after a kill")
     g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
     g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
+    g.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
+    )
     g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     g.add_argument("--norm-first", action="store_true", help="pre-norm layers instead of post-norm")
     g.add_argument(
@@ -228,6 +234,7 @@ def loop_config(args):
         resume=args.resume,
         save_every_min=args.save_every_min,
         max_minutes=args.max_minutes,
+        max_steps=args.max_steps,
         average_last=getattr(args, "average_last", 0),
     )
 

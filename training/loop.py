@@ -42,6 +42,7 @@ class LoopConfig:
     save_every_min: float = 10.0
     log_every: int = 50
     max_minutes: float | None = None  # stop cleanly after this much training time
+    max_steps: int | None = None  # stop cleanly after this many steps (the schedule still spans all epochs)
     average_last: int = 0  # average the weights of the last N epochs into the final model
 
 
@@ -245,6 +246,9 @@ def train_epoch(run: Run, epoch: int) -> str | None:
             run.save()
         if cfg.max_minutes and state.train_seconds > cfg.max_minutes * 60:
             stopped = f"time budget of {cfg.max_minutes} min reached"
+            break
+        if cfg.max_steps and state.step >= cfg.max_steps:
+            stopped = f"step budget of {cfg.max_steps} steps reached"
             break
     bar.close()
     if stopped is None:
