@@ -40,19 +40,28 @@ class SentimentPipeline:
         model: TransformerClassifier,
         tokenizer,
         max_len: int,
-        head: int,
+        head_tokens: int,
         labels: list[str],
         calibration: Temperature | None = None,
         domain: DomainModel | None = None,
     ):
         self.model, self.tokenizer = model.eval(), tokenizer
-        self.max_len, self.head, self.labels = max_len, head, labels
+        self.max_len, self.labels = max_len, labels
+        self.head_tokens = head_tokens  # a long review keeps its first head_tokens and last max_len - head_tokens
         self.calibration = calibration or Temperature()  # applied to every probability the pipeline returns
         self.domain = domain
 
+    @property
+    def n_layers(self) -> int:
+        return self.model.config.n_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
+
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
-        model, tok, _, prep = load_folder(TransformerClassifier, name_or_path)
+        model, tok, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
@@ -61,13 +70,13 @@ class SentimentPipeline:
 
     def preprocessing(self) -> dict:
         """What preprocessing.json holds for this pipeline: cutting, labels, temperature, domain statistics."""
-        prep = {"max_len": self.max_len, "head": self.head, "labels": self.labels}
+        prep = {"max_len": self.max_len, "head": self.head_tokens, "labels": self.labels}
         prep |= self.calibration.to_preprocessing()
         return prep | ({"domain": self.domain.to_preprocessing()} if self.domain else {})
 
     def save_pretrained(self, folder) -> None:
         """Save model, tokenizer and preprocessing.json (temperature included) for from_pretrained."""
-        save_folder(self.model, self.tokenizer, folder, self.preprocessing())
+        save_folder(self.model, self.tokenizer, folder, self.max_len, self.preprocessing())
 
     def domain_check(self, ids: list[int]) -> tuple[bool, float | None]:
         """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
@@ -80,7 +89,7 @@ class SentimentPipeline:
         """(kept ids, kept TokenSpans, total token count) for one text."""
         text = clean_text(text)
         enc = self.tokenizer.encode(text)
-        keep = kept_positions(len(enc.ids), self.max_len, self.head)
+        keep = kept_positions(len(enc.ids), self.max_len, self.head_tokens)
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
@@ -108,7 +117,7 @@ class SentimentPipeline:
     def encode_many(self, texts: list[str]) -> list[list[int]]:
         """The ids the model reads for each text (cut to max_len; [pad] for a text with no tokens)."""
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
-        return [head_tail(e.ids, self.max_len, self.head) or [self.model.config.pad_id] for e in encs]
+        return [head_tail(e.ids, self.max_len, self.head_tokens) or [self.model.config.pad_id] for e in encs]
 
     @torch.no_grad()
     def raw_logits(self, texts: list[str], batch_size: int = 64) -> tuple[torch.Tensor, list[int]]:

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer import Seq2SeqTransformer, beam_search, greedy_decode
+from transformer import Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
 
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, save_folder, spans
@@ -54,9 +54,18 @@ class TranslationPipeline:
         self.max_src = model.config.max_len - 1
         self.domain = domain
 
+    @property
+    def n_layers(self) -> int:
+        """The deeper of the encoder and the decoder (the app's layer control covers both)."""
+        return max(self.model.config.n_encoder_layers, self.model.config.n_decoder_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
+
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
-        model, tok, _, prep = load_folder(Seq2SeqTransformer, name_or_path)
+        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
 
@@ -64,7 +73,7 @@ class TranslationPipeline:
         """Save model, tokenizer and preprocessing.json (decoding and domain statistics) for from_pretrained."""
         prep = {"beam_size": self.beam_size, "alpha": self.alpha}
         prep |= {"domain": self.domain.to_preprocessing()} if self.domain else {}
-        save_folder(self.model, self.tokenizer, folder, prep)
+        save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, prep)
 
     def domain_check(self, src_ids: list[int], mean_logprob: float) -> tuple[bool, float | None]:
         """(out of domain, domain score) from the source tokens (EOS dropped) and the output's log-probability."""
@@ -81,10 +90,15 @@ class TranslationPipeline:
         ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
-    def _decode(self, src: torch.Tensor, beam_size: int, alpha: float, max_len: int | None):
+    def search(self, src: torch.Tensor, beam_size: int, alpha: float) -> list[Hypothesis]:
+        """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src, max_len=max_len)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, max_len=max_len)
+            return greedy_decode(self.model, src)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha)
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Output ids -> English text."""
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
 
     def token_text(self, token_id: int) -> str:
         c = self.model.config
@@ -102,10 +116,9 @@ class TranslationPipeline:
         ids, _, _ = self.encode_source(texts)
         out: list = [None] * len(ids)
         for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
+            for i, hyp in zip(rows, self.search(src, beam_size, alpha)):
                 mean_lp = hyp.score / max(1, len(hyp.tokens) + int(hyp.finished))
-                text = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
-                out[i] = (text, mean_lp, *self.domain_check(ids[i], mean_lp))
+                out[i] = (self.detokenize(hyp.tokens), mean_lp, *self.domain_check(ids[i], mean_lp))
         return out
 
     def translate(
@@ -125,7 +138,7 @@ class TranslationPipeline:
         if len(ids[0]) <= 1:
             raise ValueError("the text has no tokens")
         src = torch.tensor(ids)
-        hyp = self._decode(src, beam_size, alpha, None)[0]
+        hyp = self.search(src, beam_size, alpha)[0]
         c = self.model.config
         produced = hyp.tokens + ([c.eos_id] if hyp.finished else [])
         # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
@@ -146,7 +159,7 @@ class TranslationPipeline:
             TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
         ]
         return TranslationResult(
-            translation=self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip(),
+            translation=self.detokenize(hyp.tokens),
             source_tokens=src_spans,
             target_tokens=[s.token for s in steps],
             encoder_attentions=[a[0] for a in enc.attentions],

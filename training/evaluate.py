@@ -59,32 +59,52 @@ def sentiment_scores(pipe, texts: list[str], labels: list[int], batch_size: int 
     return out
 
 
-def evaluate_sentiment(args, ds) -> dict:
+def evaluate_sentiment(model: str, ds, batch_size: int = 64) -> dict:
     from pipelines import SentimentPipeline
 
-    pipe = SentimentPipeline.from_pretrained(args.model)
-    return sentiment_scores(pipe, list(ds["text"]), list(ds["label"]), args.batch_size)
+    pipe = SentimentPipeline.from_pretrained(model)
+    return sentiment_scores(pipe, list(ds["text"]), list(ds["label"]), batch_size)
 
 
-def evaluate_translation(args, ds) -> dict:
+def evaluate_translation(
+    model: str, ds, batch_size: int = 64, beam: int | None = None, alpha: float | None = None, output=None
+) -> dict:
     from pipelines import TranslationPipeline
 
     from .translation import corpus_scores
 
-    pipe = TranslationPipeline.from_pretrained(args.model)
-    beam = pipe.beam_size if args.beam is None else args.beam
+    pipe = TranslationPipeline.from_pretrained(model)
+    beam = pipe.beam_size if beam is None else beam
     de, en = list(ds["de"]), list(ds["en"])
     scored: list = []
     for part in tqdm(chunks(len(de), 256), desc="translation", unit="chunk", file=sys.stderr):
-        scored += pipe.translate_scored([de[i] for i in part], beam, args.alpha, args.batch_size)
+        scored += pipe.translate_scored([de[i] for i in part], beam, alpha, batch_size)
     hyps = [s[0] for s in scored]
-    if args.output:
-        with open(args.output, "w") as f:
+    if output:
+        with open(output, "w") as f:
             f.write("\n".join(hyps) + "\n")
-    out = {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if args.alpha is None else args.alpha}
+    out = {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if alpha is None else alpha}
     if pipe.domain is not None:
         out["out_of_domain_rate"] = sum(s[2] for s in scored) / len(scored)
     return out
+
+
+def evaluate(task: str, model: str, data: str, limit: int | None = None, **options) -> dict:
+    """Scores of `model` (folder or repo id) on the file `data`: accuracy, ece and n (sentiment), or BLEU,
+    chrF, n, beam and alpha (translation), and out_of_domain_rate when the model has out-of-domain statistics.
+    `options`: batch_size, and for translation beam, alpha, output.
+
+    Raises DataError for a bad file and CheckpointError for a model that does not load.
+    """
+    from .data import DataError, load_table
+
+    columns = ("text", "label") if task == "sentiment" else ("de", "en")
+    ds = load_table(data, columns, {"text": "sentence"})
+    if limit:
+        ds = ds.select(range(min(limit, len(ds))))
+    if task == "sentiment" and not set(ds["label"]) <= {0, 1}:
+        raise DataError(f"{data}: labels must be 0 (negative) or 1 (positive)")
+    return (evaluate_sentiment if task == "sentiment" else evaluate_translation)(model, ds, **options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,19 +113,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformer import CheckpointError
 
-    from .data import DataError, load_table
+    from .data import DataError
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    columns = ("text", "label") if args.task == "sentiment" else ("de", "en")
+    options = {"batch_size": args.batch_size}
+    if args.task == "translation":
+        options.update(beam=args.beam, alpha=args.alpha, output=args.output)
+    t0 = time.time()
     try:
-        ds = load_table(args.data, columns, {"text": "sentence"})
-        if args.limit:
-            ds = ds.select(range(min(args.limit, len(ds))))
-        if args.task == "sentiment" and not set(ds["label"]) <= {0, 1}:
-            raise DataError(f"{args.data}: labels must be 0 (negative) or 1 (positive)")
-        t0 = time.time()
-        result = (evaluate_sentiment if args.task == "sentiment" else evaluate_translation)(args, ds)
+        result = evaluate(args.task, args.model, args.data, args.limit, **options)
     except (DataError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
