@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("task", choices=["sentiment", "translation"])
     p.add_argument("--model", required=True)
-    p.add_argument("--data", nargs="+", required=True, help="labelled in-domain files (never fitted on)")
+    p.add_argument("--data", nargs="*", default=[], help="labelled in-domain files (never fitted on)")
     p.add_argument("--ood", type=Path, default=None, help="default: benchmarks/ood/<task>_ood.jsonl")
     p.add_argument("--n", type=int, default=None, help="a seeded sample of N rows per file")
     p.add_argument("--diagram", type=Path, default=None, help="write reliability diagrams (PNG) here")

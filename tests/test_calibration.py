@@ -138,3 +138,26 @@ def test_evaluate_reports_ece_and_reads_an_sst2_style_sentence_column(sentiment_
     assert result["n"] == len(REVIEWS) and 0 <= result["accuracy"] <= 1
     assert 0 <= result["ece"] <= 0.5 and not math.isnan(result["ece"])
     assert "out_of_domain_rate" not in result  # this folder has no out-of-domain statistics
+
+
+def test_model_card_shows_ece_and_the_calibration_record():
+    from training.model_card import model_card
+
+    metrics = {
+        "task": "sentiment",
+        "test": {"accuracy": 0.9, "ece": 0.0152, "n": 100, "split": "test"},
+        "calibration": {
+            "temperature": 1.19,
+            "temperature_length_exponent": -0.3,
+            "temperature_fit": {"held.parquet": {"n": 50, "accuracy": 0.8, "ece_before": 0.12, "ece_after": 0.04}},
+            "out_of_domain_threshold": 0.016,
+            "test": {"sst2.parquet": {"accuracy": 0.74, "ece": 0.073, "out_of_domain_rate": 0.033}},
+        },
+    }
+    config = {"d_model": 8, "n_layers": 1, "n_heads": 2}
+    card = str(model_card("sentiment", "a/b", config, 1000, metrics))
+    assert "type: ece" in card and "value: 0.0152" in card  # in the model-index
+    assert "## Calibration and out-of-domain notice" in card
+    assert "T(n) = 1.190 x (n / 64) ^ -0.300" in card and "ECE 0.120 before, 0.040 after" in card
+    assert "sst2.parquet: accuracy 74.00%, ece 0.073, out_of_domain_rate 3.3%" in card
+    assert "## Calibration" not in str(model_card("sentiment", "a/b", config, 1000, {"task": "sentiment"}))
