@@ -8,6 +8,7 @@ from transformer import TransformerClassifier
 
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .heads import HeadKey, classifier_layers, mask_tensors, sentiment_head_table
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -47,12 +48,19 @@ class SentimentPipeline:
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention: {"self": n_layers}."""
+        return classifier_layers(self.model)
+
     @torch.no_grad()
-    def __call__(self, text: str) -> SentimentResult:
+    def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
+        """Classify one text. head_mask: {("self", layer, head): multiplier}, 0 switches a head off (this call only)."""
         ids, toks, n = self.encode(text)
         if not ids:
             raise ValueError("the text has no tokens")
-        out = self.model(torch.tensor([ids]), need_weights=True)
+        masks = mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
+        out = self.model(torch.tensor([ids]), need_weights=True, head_mask=None if masks is None else masks["self"])
         probs = out.logits[0].softmax(-1)
         label = self.labels[int(probs.argmax())]
         return SentimentResult(
@@ -64,6 +72,11 @@ class SentimentPipeline:
             truncated=n > len(ids),
             n_tokens=n,
         )
+
+    def head_table(self, text: str) -> list[dict]:
+        """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
+        switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
+        return sentiment_head_table(self, text)
 
     @torch.no_grad()
     def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:

@@ -4,6 +4,7 @@ from .attention import AttentionOutput, MultiHeadAttention, explicit_attention
 from .classifier import ClassifierOutput, TransformerClassifier
 from .config import ClassifierConfig, Seq2SeqConfig
 from .generation import BeamHypothesis, beam_search, greedy_decode
+from .head_mask import HeadMasks
 from .hub import CheckpointError, load_model, resolve_checkpoint
 from .masks import causal_mask, combine, padding_mask
 from .seq2seq import DecoderCache, DecoderOutput, EncoderOutput, Seq2SeqTransformer
@@ -17,6 +18,7 @@ __all__ = [
     "DecoderCache",
     "DecoderOutput",
     "EncoderOutput",
+    "HeadMasks",
     "MultiHeadAttention",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
