@@ -12,6 +12,7 @@ import gradio as gr  # noqa: E402
 
 from viz import handlers  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
+from viz.heads_panel import heads_panel  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
 QUEUE_SIZE = 32
@@ -78,12 +79,13 @@ def sentiment_tab(pipe) -> None:
     def redraw(view, layer, head, mode):
         return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
 
-    submit.click(sentiment, [review], [state, label, status], api_name="sentiment").then(
+    drawn = submit.click(sentiment, [review], [state, label, status], api_name="sentiment").then(
         redraw, [state, layer, head, mode], [highlight, overview, single], **PRIVATE
     )
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     mode.change(handlers.sentiment_highlight, [state, mode], [highlight], **PRIVATE)
+    heads_panel(pipe, "sentiment", state, drawn, [review])
 
 
 def translation_tab(pipe) -> None:
@@ -142,7 +144,7 @@ def translation_tab(pipe) -> None:
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate").then(
+    drawn = submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate").then(
         redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
     )
     for control in (layer, head):
@@ -151,6 +153,7 @@ def translation_tab(pipe) -> None:
     step.input(
         handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
     )
+    heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:

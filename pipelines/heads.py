@@ -12,7 +12,8 @@ import torch
 
 from transformer import HeadMasks
 
-from .head_stats import agreement, punctuation_keys, stats_rows
+from .head_stats import agreement as rank_agreement
+from .head_stats import punctuation_keys, stats_rows
 
 HeadKey = tuple[str, int, int]
 SENTIMENT_KINDS = ("self",)
@@ -151,12 +152,14 @@ def _cross_agreement(pipe, text: str, result) -> dict[HeadKey, float] | None:
     for layer, cross in enumerate(result.cross_attentions):  # (H, Tt, Ts)
         if scores.shape != tuple(cross.shape[1:]):
             return None
-        for head, value in enumerate(agreement(cross.float().numpy(), scores)):
+        for head, value in enumerate(rank_agreement(cross.float().numpy(), scores)):
             out[("cross", layer, head)] = None if np.isnan(value) else float(value)
     return out
 
 
-def translation_head_table(pipe, text: str, beam_size: int | None = None, alpha: float | None = None) -> list[dict]:
+def translation_head_table(
+    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+) -> list[dict]:
     """The head table of the translator on one sentence: statistics of each head's attention, agreement of
     cross-attention heads with the attribution (None without one), and each head's effect (change of the
     log-probability of the produced translation, teacher-forced, when that head alone is off)."""
@@ -174,9 +177,35 @@ def translation_head_table(pipe, text: str, beam_size: int | None = None, alpha:
         + stats_rows("cross", np_maps(result.cross_attentions), end_src, src_punct)
     )
     _, effects = translator_effects(pipe.model, src_ids, produced)
-    agree = _cross_agreement(pipe, text, result) or {}
+    agree = (_cross_agreement(pipe, text, result) if agreement else None) or {}
     for row in rows:
         key = (row["kind"], row["layer"], row["head"])
         row["agreement"] = agree.get(key)
         row["effect"] = effects[key]
     return rows
+
+
+# --- over many inputs (the benchmark) ----------------------------------------------------------------
+
+
+def summarize_tables(tables: list[list[dict]]) -> list[dict]:
+    """Head tables of many inputs -> one row per head: mean and standard deviation of every number,
+    (effect_mean, effect_std, entropy_mean, ...), and the mean of |effect|. None where a number is undefined."""
+    out = []
+    for rows in zip(*tables):  # the same head across inputs
+        head = {k: rows[0][k] for k in ("kind", "layer", "head")}
+        for name in rows[0]:
+            if name in head:
+                continue
+            values = np.array([r[name] for r in rows if r[name] is not None], dtype=np.float64)
+            head[f"{name}_mean"] = float(values.mean()) if len(values) else None
+            head[f"{name}_std"] = float(values.std()) if len(values) else None
+        head["abs_effect_mean"] = float(np.mean([abs(r["effect"]) for r in rows]))
+        out.append(head)
+    return out
+
+
+def least_effective(summary: list[dict], k: int) -> dict[HeadKey, float]:
+    """A head mask switching off the k heads with the smallest mean |effect|."""
+    order = sorted(summary, key=lambda r: r["abs_effect_mean"])
+    return {(r["kind"], r["layer"], r["head"]): 0.0 for r in order[:k]}

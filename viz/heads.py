@@ -163,9 +163,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
         log.exception("head table failed")
         return None, None, None, _status([], "Sorry, the heads could not be measured on this text.")
     seconds = time.perf_counter() - start
-    effect_of = (
-        "the predicted label's probability" if task == "sentiment" else "the translation's log-probability"
-    )
+    effect_of = "the predicted label's probability" if task == "sentiment" else "the translation's log-probability"
     view = HeadsView(task, checked.text, beam, rows, effect_of)
     top = min(rows, key=lambda r: r["effect"])
     lines = [
@@ -236,9 +234,13 @@ def _cell(text: str) -> str:
     return f'<td style="padding:4px 10px">{text}</td>'
 
 
+def _header(*names: str) -> str:
+    return "".join(f'<th style="padding:4px 10px;text-align:left">{n}</th>' for n in names)
+
+
 def sentiment_comparison(intact, off, mask: dict) -> str:
     """HTML: the intact prediction and the one with the heads off, side by side, the change spelled out."""
-    head = "".join(f'<th style="padding:4px 10px;text-align:left">{h}</th>' for h in ("", "intact", "heads off", "change"))
+    head = _header("", "intact", "heads off", "change")
     body = "".join(
         "<tr>"
         + _cell(html.escape(label))
@@ -293,7 +295,7 @@ def translation_comparison(intact, off, old_logp_off: float, mask: dict) -> str:
         ("heads off", html.escape(off.translation) or "<i>(empty)</i>", f"{off.score:.2f}"),
     ]
     body = "".join(f"<tr>{_cell(a)}{_cell(b)}{_cell(c)}</tr>" for a, b, c in rows)
-    head = "".join(f'<th style="padding:4px 10px;text-align:left">{h}</th>' for h in ("", "English", "log-prob"))
+    head = _header("", "English", "log-prob")
     return (
         f'<div class="heads-compare"><p>Switching off {html.escape(_names(mask))}: {verdict}. With these heads '
         f"off, the intact translation's log-probability goes from {intact.score:.2f} to {old_logp_off:.2f} "

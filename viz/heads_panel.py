@@ -37,9 +37,7 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
     table = gr.Dataframe(label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table")
     gr.Markdown(COLUMNS_HELP)
     gr.Markdown("#### Switch heads off")
-    chosen = gr.CheckboxGroup(
-        heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off"
-    )
+    chosen = gr.CheckboxGroup(heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off")
     run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")
     compare = gr.HTML(elem_id=f"{p}-compare")
 
@@ -51,4 +49,8 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
         heads.head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
     )
     add.click(heads.add_head, [chosen, clicked], [chosen], **PRIVATE)
-    run.click(lambda heads_view, selected: heads.switch_off(pipe, heads_view, selected), [state, chosen], [compare], **PRIVATE)
+
+    def switch_off(heads_view, selected):
+        return heads.switch_off(pipe, heads_view, selected)
+
+    run.click(switch_off, [state, chosen], [compare], **PRIVATE)
