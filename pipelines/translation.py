@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer import Seq2SeqTransformer, beam_search, greedy_decode
+from transformer import Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
 
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
@@ -52,10 +52,15 @@ class TranslationPipeline:
         ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
-    def _decode(self, src: torch.Tensor, beam_size: int, alpha: float, max_len: int | None):
+    def search(self, src: torch.Tensor, beam_size: int, alpha: float) -> list[Hypothesis]:
+        """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src, max_len=max_len)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, max_len=max_len)
+            return greedy_decode(self.model, src)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha)
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Output ids -> English text."""
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
 
     def token_text(self, token_id: int) -> str:
         c = self.model.config
@@ -73,8 +78,8 @@ class TranslationPipeline:
         ids, _, _ = self.encode_source(texts)
         out = [""] * len(ids)
         for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
-                out[i] = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
+            for i, hyp in zip(rows, self.search(src, beam_size, alpha)):
+                out[i] = self.detokenize(hyp.tokens)
         return out
 
     @torch.no_grad()
@@ -88,7 +93,7 @@ class TranslationPipeline:
         if len(ids[0]) <= 1:
             raise ValueError("the text has no tokens")
         src = torch.tensor(ids)
-        hyp = self._decode(src, beam_size, alpha, None)[0]
+        hyp = self.search(src, beam_size, alpha)[0]
         c = self.model.config
         produced = hyp.tokens + ([c.eos_id] if hyp.finished else [])
         # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
@@ -107,7 +112,7 @@ class TranslationPipeline:
             TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
         ]
         return TranslationResult(
-            translation=self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip(),
+            translation=self.detokenize(hyp.tokens),
             source_tokens=src_spans,
             target_tokens=[s.token for s in steps],
             encoder_attentions=[a[0] for a in enc.attentions],
