@@ -13,6 +13,7 @@ from transformer import (
     Seq2SeqConfig,
     Seq2SeqTransformer,
     TransformerClassifier,
+    beam_search,
     greedy_decode,
 )
 
@@ -152,8 +153,6 @@ def test_a_mask_scales_a_head_and_rejects_the_wrong_shape():
 def test_decoding_with_heads_off_follows_the_masked_model(beam):
     """Cached step-by-step decoding applies the mask at every step: greedy output is the argmax of the
     masked model under teacher forcing, and beam search with a mask differs from without only through it."""
-    from transformer import beam_search
-
     model = seq2seq()
     off = torch.ones(2, H)
     off[0, :3] = 0.0
@@ -174,9 +173,24 @@ def test_decoding_with_heads_off_follows_the_masked_model(beam):
         for b, hyp in enumerate(masked):  # the score is the masked model's log-probability of its output
             produced = hyp.tokens + ([eos] if hyp.finished else [])
             tgt_in = torch.tensor([[model.config.bos_id] + produced[:-1]])
-            logp = model(src[b : b + 1], tgt_in, head_mask=masks).logits.log_softmax(-1)[0]
+            with torch.no_grad():
+                logp = model(src[b : b + 1], tgt_in, head_mask=masks).logits.log_softmax(-1)[0]
             expected = logp.gather(-1, torch.tensor(produced)[:, None]).sum()
             assert hyp.score == pytest.approx(float(expected), abs=1e-4)
+
+
+def test_beam_search_with_a_mask_per_row_equals_each_row_alone():
+    model = seq2seq()
+    src = ids(B=2)
+    per_row = torch.ones(2, 2, H)  # (L, B, H): row 0 loses three heads of layer 1, row 1 keeps all
+    per_row[0, 0, :3] = 0.0
+    masks = HeadMasks(encoder=per_row, decoder=per_row, cross=per_row)
+    together = beam_search(model, src, beam_size=3, max_len=6, head_mask=masks)
+    row0 = HeadMasks(*(per_row[:, 0] for _ in range(3)))
+    alone = beam_search(model, src[:1], beam_size=3, max_len=6, head_mask=row0)[0]
+    assert together[0].tokens == alone.tokens and together[0].score == pytest.approx(alone.score, abs=1e-4)
+    intact = beam_search(model, src[1:], beam_size=3, max_len=6)[0]
+    assert together[1].tokens == intact.tokens and together[1].score == pytest.approx(intact.score, abs=1e-4)
 
 
 def test_the_mask_is_not_stored_in_the_model():

@@ -8,6 +8,7 @@ from torch import nn
 
 from .config import TransformerConfig
 from .embeddings import Positions
+from .head_mask import StackMask, layer_mask
 from .layers import EncoderLayer
 
 
@@ -30,11 +31,18 @@ class Encoder(nn.Module):
         self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
         self.scale = math.sqrt(c.d_model)
 
-    def forward(self, tok: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False) -> EncoderOutput:
-        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput."""
+    def forward(
+        self,
+        tok: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        head_mask: StackMask = None,
+    ) -> EncoderOutput:
+        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput.
+        head_mask: per layer (H,) or (B, H) multipliers on the heads' outputs, e.g. a (L, H) tensor."""
         x = self.dropout(self.positions(tok * self.scale))
         attentions = []
-        for layer in self.layers:
-            x, weights = layer(x, mask, need_weights)
+        for i, layer in enumerate(self.layers):
+            x, weights = layer(x, mask, need_weights, head_mask=layer_mask(head_mask, i))
             attentions.append(weights)
         return EncoderOutput(self.final_norm(x), mask, attentions if need_weights else None)

@@ -29,7 +29,7 @@ class HeadMasks:
 def _repeat(mask: StackMask, k: int) -> StackMask:
     if mask is None:
         return None
-    return [None if m is None or m.dim() == 1 else m.repeat_interleave(k, dim=0) for m in _layers(mask)]
+    return [m if m is None or m.dim() == 1 else m.repeat_interleave(k, dim=0) for m in _layers(mask)]
 
 
 def _layers(mask: StackMask) -> list:
