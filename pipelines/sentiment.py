@@ -6,9 +6,10 @@ import torch
 
 from transformer import TransformerClassifier
 
+from . import heads
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
-from .heads import HeadKey, classifier_layers, mask_tensors, sentiment_head_table
+from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -51,7 +52,7 @@ class SentimentPipeline:
     @property
     def head_layers(self) -> dict[str, int]:
         """Layers per kind of attention: {"self": n_layers}."""
-        return classifier_layers(self.model)
+        return heads.classifier_layers(self.model)
 
     @torch.no_grad()
     def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
@@ -59,7 +60,7 @@ class SentimentPipeline:
         ids, toks, n = self.encode(text)
         if not ids:
             raise ValueError("the text has no tokens")
-        masks = mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
         out = self.model(torch.tensor([ids]), need_weights=True, head_mask=None if masks is None else masks["self"])
         probs = out.logits[0].softmax(-1)
         label = self.labels[int(probs.argmax())]
@@ -76,16 +77,19 @@ class SentimentPipeline:
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
-        return sentiment_head_table(self, text)
+        return heads.sentiment_head_table(self, text)
 
     @torch.no_grad()
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
+    def predict(
+        self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
+    ) -> list[dict[str, float]]:
         """Probabilities for many texts, on the fast path (no attention weights), in input order."""
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
         ids = [head_tail(e.ids, self.max_len, self.head) or [0] for e in encs]
         out: list[dict[str, float]] = [{}] * len(ids)
         for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            probs = self.model(batch).logits.softmax(-1)
+            probs = self.model(batch, head_mask=None if masks is None else masks["self"]).logits.softmax(-1)
             for i, p in zip(rows, probs):
                 out[i] = {lab: float(x) for lab, x in zip(self.labels, p)}
         return out

@@ -208,7 +208,7 @@ def head_heatmap(view, heads: HeadsView | None, value: str | None):
         k_labels = view.tgt_labels if kind == "decoder" else view.src_labels
         names = ("English", "German") if kind == "cross" else ("query", "key")
     stats = f"effect {row['effect']:+.3f} · entropy {row['entropy']:.2f}" if row else ""
-    title = f"{KIND_TITLES[kind]}, {head_label(kind, layer, head)}: {stats}"
+    title = f"{KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}: {stats}"
     return figures.attention_heatmap(
         attn[head].astype(np.float32), q_labels, k_labels, title, query=names[0], key=names[1]
     )
