@@ -8,6 +8,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+import gradio as gr
 import numpy as np
 import pandas as pd
 
@@ -175,7 +176,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
     return view, grid_styler(rows), table_styler(rows), "\n\n".join(lines)
 
 
-def selected_head(heads: HeadsView | None, evt) -> str | None:
+def selected_head(heads: HeadsView | None, evt: gr.SelectData) -> str | None:
     """The head a click in the grid points at ('kind:layer:head'), or None (the name column, no table)."""
     if heads is None or evt is None:
         return None
