@@ -43,9 +43,18 @@ class TranslationPipeline:
         self.beam_size, self.alpha = beam_size, alpha
         self.max_src = model.config.max_len - 1
 
+    @property
+    def n_layers(self) -> int:
+        """The deeper of the encoder and the decoder (the app's layer control covers both)."""
+        return max(self.model.config.n_encoder_layers, self.model.config.n_decoder_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
+
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
-        model, tok, _, prep = load_folder(Seq2SeqTransformer, name_or_path)
+        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:

@@ -4,7 +4,6 @@ import json
 
 import pytest
 import torch
-
 from shipped_outputs import GOLDEN, shipped_outputs
 
 

@@ -116,6 +116,5 @@ def beam_search(
     best = norm.argmax(-1)  # (B,)
     seqs = history[torch.arange(B, device=dev), best].tolist()
     return [
-        Hypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]]))
-        for b, s in enumerate(seqs)
+        Hypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]])) for b, s in enumerate(seqs)
     ]

@@ -21,4 +21,3 @@ def causal_mask(tq: int, tk: int, device=None) -> torch.Tensor:
     q_pos = torch.arange(tk - tq, tk, device=device)[:, None]  # (tq, 1)
     k_pos = torch.arange(tk, device=device)[None, :]  # (1, tk)
     return (k_pos <= q_pos)[None, None]
-
