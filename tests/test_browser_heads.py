@@ -5,8 +5,8 @@ import time
 
 import pytest
 
+from benchmarks import browser
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz import browser
 
 pytestmark = [
     pytest.mark.browser,

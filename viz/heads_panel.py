@@ -25,7 +25,7 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
     """Add the panel; it measures the heads after `run_event` (the tab's model run) on `inputs`
     (the text, and for translation the decoding and beam size)."""
     p = f"{task}-heads"
-    layers, n_heads = pipe.head_layers, pipe.model.config.n_heads
+    layers, n_heads = pipe.head_layers, pipe.n_heads
     state, clicked = gr.State(None), gr.State(None)
     gr.Markdown(f"### What each head does\n{HELP[task]}")
     status = gr.Markdown(elem_id=f"{p}-status")
