@@ -227,7 +227,8 @@ def add_head(selected: list[str] | None, value: str | None) -> list[str]:
 
 
 def _names(mask: dict) -> str:
-    names = [head_label(*key) for key in sorted(mask)]
+    order = list(KIND_NAMES)  # the model's order: encoder, decoder, cross
+    names = [head_label(*key) for key in sorted(mask, key=lambda k: (order.index(k[0]), k[1], k[2]))]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
