@@ -73,10 +73,14 @@ def head_tables(task: str, pipe, data: dict, beam: int | None) -> tuple[list[lis
     """(head table per input, seconds per input)."""
     texts = data["text"] if task == "sentiment" else data["de"]
     start = time.perf_counter()
-    if task == "sentiment":
-        tables = [pipe.head_table(t) for t in texts]
-    else:
-        tables = [pipe.head_table(t, beam_size=beam, agreement=False) for t in texts]
+    tables = []
+    for i, text in enumerate(texts):
+        if task == "sentiment":
+            tables.append(pipe.head_table(text))
+        else:
+            tables.append(pipe.head_table(text, beam_size=beam, agreement=False))
+        if (i + 1) % 10 == 0:
+            print(f"  {i + 1}/{len(texts)} head tables", file=sys.stderr, flush=True)
     return tables, (time.perf_counter() - start) / len(texts)
 
 

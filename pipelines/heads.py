@@ -139,13 +139,24 @@ def translator_effects(model, src_ids: list[int], produced: list[int]) -> tuple[
     return intact, effects
 
 
+def _explain(pipe, text: str, result):
+    """pipe.explain on this result (no new decoding where explain accepts it), by a gradient method when the
+    default would be attention itself."""
+    methods = getattr(pipe, "explanation_methods", ())
+    method = "gradient_x_input" if "gradient_x_input" in methods else None
+    try:
+        return pipe.explain(text, method=method, result=result)
+    except TypeError:
+        return pipe.explain(text)
+
+
 def _cross_agreement(pipe, text: str, result) -> dict[HeadKey, float] | None:
-    """Agreement of each cross-attention head with the attribution of pipe.explain (where it exists)."""
+    """Agreement of each cross-attention head with the attribution of pipe.explain (where it exists): the
+    mean over target tokens of the rank correlation between the head's attention and |attribution|."""
     if not hasattr(pipe, "explain"):
         return None
     try:
-        expl = pipe.explain(text)
-        scores = np.asarray(expl.scores, dtype=np.float64)  # (Tt, Ts)
+        scores = np.asarray(_explain(pipe, text, result).scores, dtype=np.float64)  # (Tt, Ts)
     except Exception:  # an explanation that fails must not take the head table down
         return None
     out = {}

@@ -32,7 +32,7 @@ class TranslationResult:
     steps: list[DecodingStep]
     score: float  # log-probability of the translation
     truncated: bool  # the source was cut to fit the model
-    target_ids: list[int] = field(default_factory=list)  # the produced ids, EOS included if finished
+    target_ids: list[int] = field(default_factory=list)  # the produced token ids, one per step
 
 
 class TranslationPipeline:

@@ -1,10 +1,12 @@
 """Head masks through the pipelines, and the head table's numbers, on the tiny models."""
 
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.heads import translation_head_table
 
 REVIEW = "A warm, funny film. The acting is great, but the plot drags!"
 GERMAN = "Ein Mann fährt Fahrrad."
@@ -101,3 +103,29 @@ def test_batched_prediction_and_translation_take_the_same_mask(sentiment, transl
     off_t = {("cross", 0, h): 0.0 for h in range(4)}
     batched = translation.translate([GERMAN], beam_size=1, head_mask=off_t)[0]
     assert batched == translation(GERMAN, beam_size=1, head_mask=off_t).translation
+
+
+class WithExplain:
+    """The translation pipeline plus an `explain` whose attribution is cross-attention layer 1, head 2."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+
+    def __call__(self, *args, **kwargs):
+        return self.pipe(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.pipe, name)
+
+    def explain(self, text, method=None, result=None):
+        result = result or self.pipe(text)
+        return SimpleNamespace(scores=-result.cross_attentions[0][1].numpy())  # signed: agreement uses |score|
+
+
+def test_cross_attention_agreement_with_an_attribution(translation):
+    rows = translation_head_table(WithExplain(translation), GERMAN, beam_size=1)
+    agreement = {(r["kind"], r["layer"], r["head"]): r["agreement"] for r in rows}
+    assert agreement[("cross", 0, 1)] == pytest.approx(1.0)
+    assert all(-1.0 <= agreement[("cross", la, h)] <= 1.0 for la in range(2) for h in range(4))
+    assert all(v is None for k, v in agreement.items() if k[0] != "cross")
+    assert all(r["agreement"] is None for r in translation.head_table(GERMAN, beam_size=1))  # no explain here
