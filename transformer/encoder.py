@@ -1,15 +1,13 @@
 """Encoder: a stack of self-attention layers over embedded tokens."""
 
-import math
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 
 from .config import TransformerConfig
-from .embeddings import Positions
 from .head_mask import StackMask, layer_mask
 from .layers import EncoderLayer
+from .stack import LayerStack
 
 
 @dataclass
@@ -19,17 +17,11 @@ class EncoderOutput:
     attentions: list[torch.Tensor] | None = None  # per layer (B, H, Ts, Ts), when need_weights
 
 
-class Encoder(nn.Module):
+class Encoder(LayerStack):
     """Scales token vectors by sqrt(d_model), adds positions and runs n_layers encoder layers."""
 
     def __init__(self, c: TransformerConfig, n_layers: int):
-        super().__init__()
-        self.positions = Positions(c.positions, c.max_len, c.d_model)
-        self.dropout = nn.Dropout(c.dropout)
-        self.layers = nn.ModuleList(EncoderLayer(c) for _ in range(n_layers))
-        # Pre-norm stacks need a final norm; post-norm layers already end in one.
-        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
-        self.scale = math.sqrt(c.d_model)
+        super().__init__(c, EncoderLayer, n_layers)
 
     def forward(
         self,
@@ -40,7 +32,7 @@ class Encoder(nn.Module):
     ) -> EncoderOutput:
         """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput.
         head_mask: per layer (H,) or (B, H) multipliers on the heads' outputs, e.g. a (L, H) tensor."""
-        x = self.dropout(self.positions(tok * self.scale))
+        x = self.embed(tok)
         attentions = []
         for i, layer in enumerate(self.layers):
             x, weights = layer(x, mask, need_weights, head_mask=layer_mask(head_mask, i))
