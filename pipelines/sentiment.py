@@ -7,7 +7,9 @@ import torch
 from transformer import TransformerClassifier
 
 from .batching import sorted_batches
+from .attribution import METHODS
 from .common import TokenSpan, load_folder, spans
+from .explanations import explain_review, review_faithfulness
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -64,6 +66,18 @@ class SentimentPipeline:
             truncated=n > len(ids),
             n_tokens=n,
         )
+
+    explanation_methods = METHODS
+
+    def explain(self, text: str, method: str | None = None, target: str | None = None):
+        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
+        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
+        return explain_review(self, text, method, target)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
+        return review_faithfulness(self, explanation)
 
     @torch.no_grad()
     def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
