@@ -10,7 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import handlers  # noqa: E402
+from viz import explanation_panel, handlers  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
@@ -61,9 +61,7 @@ def sentiment_tab(pipe) -> None:
         with gr.Column(scale=2):
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
-    gr.Markdown("### What the prediction leans on")
-    mode = gr.Radio(handlers.HIGHLIGHT_MODES, value="pool", show_label=False, elem_id="sentiment-highlight-mode")
-    highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
+    panel = explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
         layer = gr.Radio(_choices(cfg.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
@@ -75,15 +73,11 @@ def sentiment_tab(pipe) -> None:
         """Classify a review: (probabilities per label, status with any notices)."""
         return handlers.analyze_review(pipe, review)
 
-    def redraw(view, layer, head, mode):
-        return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
-
-    submit.click(sentiment, [review], [state, label, status], api_name="sentiment").then(
-        redraw, [state, layer, head, mode], [highlight, overview, single], **PRIVATE
-    )
+    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment")
+    explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
+    explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
-    mode.change(handlers.sentiment_highlight, [state, mode], [highlight], **PRIVATE)
 
 
 def translation_tab(pipe) -> None:

@@ -84,7 +84,9 @@ def mean_faithfulness(results: list[Faithfulness]) -> Faithfulness:
     )
 
 
-def faithfulness(prob_fn: ProbFn, ids: list[int], scores: np.ndarray, seed: int = 0) -> tuple[Faithfulness, Faithfulness]:
+def faithfulness(
+    prob_fn: ProbFn, ids: list[int], scores: np.ndarray, seed: int = 0
+) -> tuple[Faithfulness, Faithfulness]:
     """(the ranking by `scores`, the mean of N_RANDOM random rankings) on one input."""
     orders = [ranking(scores), *random_rankings(len(ids), N_RANDOM, seed)]
     method, *rand = evaluate_rankings(prob_fn, ids, orders)

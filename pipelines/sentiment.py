@@ -6,8 +6,8 @@ import torch
 
 from transformer import TransformerClassifier
 
-from .batching import sorted_batches
 from .attribution import METHODS
+from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
 from .explanations import explain_review, review_faithfulness
 from .text import clean_text, head_tail, kept_positions

@@ -11,7 +11,6 @@ from pipelines.common import TokenSpan
 from pipelines.explanations import default_method
 from pipelines.faithfulness import evaluate_rankings, faithfulness, n_top, variants
 from pipelines.gradients import classifier_embeddings, classifier_logits, log_odds
-from pipelines.tokenizers_io import load_tokenizer
 from pipelines.words import word_ids, word_scores
 from transformer import ClassifierConfig, TransformerClassifier
 
@@ -150,8 +149,14 @@ def test_methods_default_and_errors(pipe):
 
 
 def test_words_merge_subword_pieces_and_scores_add_up():
-    toks = [TokenSpan(0, "recog", 0, 5), TokenSpan(1, "nises", 5, 10), TokenSpan(2, "it", 11, 13),
-            TokenSpan(3, ",", 13, 14), TokenSpan(4, "wasn", 15, 19), TokenSpan(5, "'t", 19, 21)]
+    toks = [
+        TokenSpan(0, "recog", 0, 5),
+        TokenSpan(1, "nises", 5, 10),
+        TokenSpan(2, "it", 11, 13),
+        TokenSpan(3, ",", 13, 14),
+        TokenSpan(4, "wasn", 15, 19),
+        TokenSpan(5, "'t", 19, 21),
+    ]
     words = word_ids(toks)
     assert words.tolist() == [0, 0, 1, 2, 3, 3]
     np.testing.assert_allclose(word_scores(np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), words), [3, 3, 4, 11])

@@ -70,6 +70,16 @@ def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
     browser.choose(page, "sentiment-head", "3", redraws=("sentiment-attention",))
     assert "Layer 2, head 3" in browser.plot_title(page, "sentiment-attention")
     assert page.locator("#sentiment-highlight .tok").count() > 20
+    # Explanations: a diverging legend, faithfulness beside it, and switching methods redraws both.
+    page.wait_for_selector("#sentiment-highlight .attr-legend-bar")
+    page.wait_for_selector("#sentiment-deletion-curve .scatterlayer .trace")
+    assert "random" in page.locator("#sentiment-faithfulness").text_content()
+    page.locator("#sentiment-highlight-mode").get_by_label("Occlusion (leave one word out)").check()
+    page.wait_for_function(
+        """() => ['sentiment-highlight', 'sentiment-faithfulness'].every(id =>
+             (document.querySelector('#' + id) || {}).textContent.includes('Occlusion'))"""
+    )
+    assert "against" in page.locator("#sentiment-highlight .attr-legend").text_content()
     shot = browser.screenshot(page, tmp_path / "screenshot-sentiment.png")
     assert_png(shot)
 
