@@ -57,21 +57,31 @@ def random_rankings(n_tokens: int, n: int = N_RANDOM, seed: int = 0) -> list[np.
     return [rng.permutation(n_tokens) for _ in range(n)]
 
 
-def evaluate_rankings(prob_fn: ProbFn, ids: list[int], orders: list[np.ndarray], levels=LEVELS) -> list[Faithfulness]:
-    """Faithfulness of each ranking of `ids`, from one batched call of prob_fn over every variant."""
+def ranking_batch(ids: list[int], orders: list[np.ndarray], levels=LEVELS) -> list[list[int]]:
+    """Every sequence to score for these rankings: the input, then per ranking the variants without and
+    with only the top k% at each level."""
     batch: list[list[int]] = [ids]
     for order in orders:
         without, only = variants(ids, order, levels)
         batch += without + only
-    probs = prob_fn(batch)
+    return batch
+
+
+def score_batch(probs: np.ndarray, n_orders: int, levels=LEVELS) -> list[Faithfulness]:
+    """Faithfulness per ranking from p(target) of each sequence of ranking_batch, in its order."""
     full, L = float(probs[0]), len(levels)
     out = []
-    for r in range(len(orders)):
+    for r in range(n_orders):
         without = probs[1 + 2 * L * r : 1 + 2 * L * r + L]
         only = probs[1 + 2 * L * r + L : 1 + 2 * L * (r + 1)]
         curve = np.concatenate([[full], without]).astype(np.float32)
         out.append(Faithfulness(float(np.mean(full - without)), float(np.mean(full - only)), curve, tuple(levels)))
     return out
+
+
+def evaluate_rankings(prob_fn: ProbFn, ids: list[int], orders: list[np.ndarray], levels=LEVELS) -> list[Faithfulness]:
+    """Faithfulness of each ranking of `ids`, from one batched call of prob_fn over every variant."""
+    return score_batch(prob_fn(ranking_batch(ids, orders, levels)), len(orders), levels)
 
 
 def mean_faithfulness(results: list[Faithfulness]) -> Faithfulness:

@@ -38,12 +38,15 @@ def log_odds(logits: torch.Tensor) -> torch.Tensor:
     return logits - others.masked_fill(eye, float("-inf")).logsumexp(-1)
 
 
-def seq2seq_log_probs(
-    model: Seq2SeqTransformer, src_emb: torch.Tensor, src_ids: torch.Tensor, tgt_emb: torch.Tensor
+def seq2seq_step_log_probs(
+    model: Seq2SeqTransformer, src_emb: torch.Tensor, src_ids: torch.Tensor, tgt_emb: torch.Tensor, pos: torch.Tensor
 ) -> torch.Tensor:
     """src_emb (B, Ts, D) and tgt_emb (B, Tt, D) in place of the embeddings of src_ids and the target
-    prefix -> log-probabilities (B, Tt, V) of the next token after each prefix position."""
+    prefix, pos (B,) -> log-probabilities (B, V) of the next token after position pos[b] of row b.
+
+    Only the rows' own positions go through the output layer (its vocabulary is the expensive part)."""
     src_mask = padding_mask(src_ids, model.config.pad_id)  # (B, 1, 1, Ts)
     memory, _ = model.encoder(src_emb, src_mask)  # (B, Ts, D)
     x, _, _, _ = model.decoder(tgt_emb, memory, src_mask, None, None, False, False)  # (B, Tt, D)
-    return model.lm_head(x).log_softmax(-1)
+    rows = torch.arange(x.size(0), device=x.device)
+    return model.lm_head(x[rows, pos]).log_softmax(-1)  # (B, V)

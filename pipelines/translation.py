@@ -1,6 +1,6 @@
 """TranslationPipeline: German text -> English text, with every attention map and each step's top-k."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -9,6 +9,8 @@ from transformer import Seq2SeqTransformer, beam_search, greedy_decode
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
 from .text import clean_text
+from .translation_attribution import TRANSLATION_METHODS
+from .translation_explanations import explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -30,6 +32,7 @@ class TranslationResult:
     steps: list[DecodingStep]
     score: float  # log-probability of the translation
     truncated: bool  # the source was cut to fit the model
+    target_ids: list[int] = field(default_factory=list)  # the produced token ids, one per step
 
 
 class TranslationPipeline:
@@ -62,6 +65,20 @@ class TranslationPipeline:
         if token_id == c.eos_id:
             return "</s>"
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+
+    explanation_methods = TRANSLATION_METHODS
+
+    def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
+        """Attribution of every produced token to the source tokens (and the target prefix), with each
+        cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
+        faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
+        rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
+        Returns a pipelines.translation_explanations.TranslationExplanation."""
+        return explain_translation(self, text, method, contrast, result)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
+        return translation_faithfulness(self, explanation)
 
     @torch.no_grad()
     def translate(
@@ -116,4 +133,5 @@ class TranslationPipeline:
             steps=steps,
             score=hyp.score,
             truncated=truncated[0],
+            target_ids=produced,
         )
