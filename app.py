@@ -10,7 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import explanation_panel, handlers  # noqa: E402
+from viz import explanation_panel, handlers, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
@@ -121,6 +121,7 @@ def translation_tab(pipe) -> None:
     with gr.Row():
         step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
         step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
+    explanations = translation_explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
@@ -136,9 +137,9 @@ def translation_tab(pipe) -> None:
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate").then(
-        redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
-    )
+    translated = submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate")
+    translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
+    translation_explanation_panel.wire(explanations, pipe, [german, decoding, beam_size], state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
     layer.change(handlers.translation_step, [state, layer, step], [step_heads, step_topk], **PRIVATE)

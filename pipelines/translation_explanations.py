@@ -110,23 +110,33 @@ def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int
     return out
 
 
-def translation_faithfulness(pipe, expl: TranslationExplanation, seed: int = 0) -> TranslationFaithfulness:
-    """ERASER comprehensiveness and sufficiency over the source tokens, step by step (teacher-forced on the
-    produced prefix), averaged over steps; the same for random rankings."""
-    start = time.perf_counter()
-    tgt_in = [pipe.model.config.bos_id] + expl.produced[:-1]
+def compare_rankings(pipe, src_ids: list[int], produced: list[int], score_mats: list[np.ndarray], seed: int = 0):
+    """Faithfulness over the source tokens, step by step (teacher-forced on the produced prefix), of several
+    (Tt, Ts) score matrices at once, and of random rankings, in one batched pass.
+    Returns ([per matrix: mean over steps], random mean over steps, [per matrix: (Tt,) per-step score])."""
+    tgt_in = [pipe.model.config.bos_id] + produced[:-1]
+    n = len(score_mats)
     orders = [
-        [ranking(expl.scores[t]), *random_rankings(len(expl.src_ids), seed=seed + t)] for t in range(len(expl.produced))
+        [*(ranking(m[t]) for m in score_mats), *random_rankings(len(src_ids), seed=seed + t)]
+        for t in range(len(produced))
     ]
-    batches = [ranking_batch(expl.src_ids, o) for o in orders]  # one per step
-    probs = step_probs(pipe, [(src, t, expl.produced[t]) for t, b in enumerate(batches) for src in b], tgt_in)
-    ours, rand, at = [], [], 0
+    batches = [ranking_batch(src_ids, o) for o in orders]  # one per step
+    probs = step_probs(pipe, [(src, t, produced[t]) for t, b in enumerate(batches) for src in b], tgt_in)
+    per_method: list[list[Faithfulness]] = [[] for _ in range(n)]
+    rand, at = [], 0
     for t, batch in enumerate(batches):
         res = score_batch(probs[at : at + len(batch)], len(orders[t]))
         at += len(batch)
-        ours.append(res[0])
-        rand.append(mean_faithfulness(res[1:]))
-    per_step = np.array([r.score for r in ours], dtype=np.float32)
-    return TranslationFaithfulness(
-        mean_faithfulness(ours), mean_faithfulness(rand), per_step, time.perf_counter() - start
-    )
+        for k in range(n):
+            per_method[k].append(res[k])
+        rand.append(mean_faithfulness(res[n:]))
+    per_step = [np.array([r.score for r in rs], dtype=np.float32) for rs in per_method]
+    return [mean_faithfulness(rs) for rs in per_method], mean_faithfulness(rand), per_step
+
+
+def translation_faithfulness(pipe, expl: TranslationExplanation, seed: int = 0) -> TranslationFaithfulness:
+    """ERASER comprehensiveness and sufficiency over the source tokens, step by step, averaged over steps;
+    the same for random rankings."""
+    start = time.perf_counter()
+    (ours,), rand, (per_step,) = compare_rankings(pipe, expl.src_ids, expl.produced, [expl.scores], seed)
+    return TranslationFaithfulness(ours, rand, per_step, time.perf_counter() - start)

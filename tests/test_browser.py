@@ -109,4 +109,9 @@ def test_translation_tab(page, app_url, tmp_path, record_property):
     browser.choose(page, "translation-layer", "2", redraws=("translation-attention", "translation-step-heads"))
     assert "layer 2" in browser.plot_title(page, "translation-attention")
     assert "Step 3 of" in browser.plot_title(page, "translation-step-heads")  # the step is kept
+    # Attribution over the source with every head's agreement, and its faithfulness, follow the translation.
+    page.wait_for_selector("#translation-attribution .heatmaplayer image")
+    page.wait_for_selector("#translation-head-agreement .heatmaplayer image")
+    page.wait_for_function("() => document.querySelector('#translation-faithfulness').textContent.includes('random')")
+    assert "which German tokens drove" in browser.plot_title(page, "translation-attribution")
     assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))
