@@ -3,7 +3,8 @@
 import pytest
 
 from pipelines import TranslationPipeline
-from viz import handlers, translation_explanation_panel as panel
+from viz import handlers
+from viz import translation_explanation_panel as panel
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
