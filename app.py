@@ -39,7 +39,6 @@ def _choices(n: int) -> list[tuple[str, int]]:
 
 
 def sentiment_tab(pipe) -> None:
-    cfg = pipe.model.config
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
@@ -64,8 +63,8 @@ def sentiment_tab(pipe) -> None:
     panel = explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
-        layer = gr.Radio(_choices(cfg.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
-        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
@@ -81,7 +80,6 @@ def sentiment_tab(pipe) -> None:
 
 
 def translation_tab(pipe) -> None:
-    cfg = pipe.model.config
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
@@ -104,13 +102,8 @@ def translation_tab(pipe) -> None:
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
     with gr.Row():
-        layer = gr.Radio(
-            _choices(max(cfg.n_encoder_layers, cfg.n_decoder_layers)),
-            value=0,
-            label="Layer",
-            elem_id="translation-layer",
-        )
-        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
     gr.Markdown(

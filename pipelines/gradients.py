@@ -22,7 +22,7 @@ def classifier_embeddings(model: TransformerClassifier, ids: torch.Tensor) -> to
 def classifier_logits(model: TransformerClassifier, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
     """emb (B, T, D) in place of classifier_embeddings(ids), ids (B, T) for the mask -> logits (B, C)."""
     mask = padding_mask(ids, model.config.pad_id)  # (B, 1, 1, T)
-    x, _ = model.encoder(emb, mask)  # (B, T, D)
+    x = model.encoder(emb, mask).memory  # (B, T, D)
     weights = model.pool_weights(x, mask[:, 0, 0, :])  # (B, T)
     return model.head((weights.unsqueeze(-1) * x).sum(dim=1))
 
@@ -46,7 +46,7 @@ def seq2seq_step_log_probs(
 
     Only the rows' own positions go through the output layer (its vocabulary is the expensive part)."""
     src_mask = padding_mask(src_ids, model.config.pad_id)  # (B, 1, 1, Ts)
-    memory, _ = model.encoder(src_emb, src_mask)  # (B, Ts, D)
-    x, _, _, _ = model.decoder(tgt_emb, memory, src_mask, None, None, False, False)  # (B, Tt, D)
+    memory = model.encoder(src_emb, src_mask).memory  # (B, Ts, D)
+    x = model.decoder(tgt_emb, memory, src_mask=src_mask).hidden  # (B, Tt, D)
     rows = torch.arange(x.size(0), device=x.device)
     return model.lm_head(x[rows, pos]).log_softmax(-1)  # (B, V)
