@@ -111,7 +111,7 @@ def test_comprehensiveness_of_the_true_ranking_beats_random(pipe):
     ids, toks, _ = pipe.encode(TEXT)
     token = unique_token(ids, toks)
     model = one_token_model(pipe.model.config.vocab_size, token)
-    one = SentimentPipeline(model, pipe.tokenizer, pipe.max_len, pipe.head, pipe.labels)
+    one = SentimentPipeline(model, pipe.tokenizer, pipe.max_len, pipe.head_tokens, pipe.labels)
     expl = one.explain(TEXT, "gradient_x_input", target="positive")
     report = one.faithfulness(expl)
     assert report.method.comprehensiveness > report.random.comprehensiveness + 0.1
