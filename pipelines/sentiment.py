@@ -7,8 +7,10 @@ import torch
 from transformer import TransformerClassifier
 
 from . import heads
+from .attribution import METHODS
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .explanations import explain_review, review_faithfulness
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
@@ -87,6 +89,18 @@ class SentimentPipeline:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
         return heads.sentiment_head_table(self, text)
+
+    explanation_methods = METHODS
+
+    def explain(self, text: str, method: str | None = None, target: str | None = None):
+        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
+        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
+        return explain_review(self, text, method, target)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
+        return review_faithfulness(self, explanation)
 
     @torch.no_grad()
     def predict(

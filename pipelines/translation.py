@@ -11,6 +11,8 @@ from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
 from .heads import HeadKey
 from .text import clean_text
+from .translation_attribution import TRANSLATION_METHODS
+from .translation_explanations import explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -90,6 +92,20 @@ class TranslationPipeline:
         if token_id == c.eos_id:
             return "</s>"
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+
+    explanation_methods = TRANSLATION_METHODS
+
+    def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
+        """Attribution of every produced token to the source tokens (and the target prefix), with each
+        cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
+        faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
+        rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
+        Returns a pipelines.translation_explanations.TranslationExplanation."""
+        return explain_translation(self, text, method, contrast, result)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
+        return translation_faithfulness(self, explanation)
 
     @torch.no_grad()
     def translate(
