@@ -6,10 +6,14 @@ import torch
 
 from transformer import TransformerClassifier
 
+from . import heads
+from .attribution import METHODS
 from .batching import sorted_batches
 from .calibration import Temperature
 from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
+from .explanations import explain_review, review_faithfulness
+from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -93,12 +97,19 @@ class SentimentPipeline:
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention: {"self": n_layers}."""
+        return heads.classifier_layers(self.model)
+
     @torch.no_grad()
-    def __call__(self, text: str) -> SentimentResult:
+    def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
+        """Classify one text. head_mask: {("self", layer, head): multiplier}, 0 switches a head off (this call only)."""
         ids, toks, n = self.encode(text)
         if not ids:
             raise ValueError("the text has no tokens")
-        out = self.model(torch.tensor([ids]), need_weights=True)
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
+        out = self.model(torch.tensor([ids]), need_weights=True, head_mask=None if masks is None else masks["self"])
         probs = self.calibration.scale(out.logits, [len(ids)])[0].softmax(-1)
         label = self.labels[int(probs.argmax())]
         out_of_domain, domain_score = self.domain_check(ids)
@@ -114,23 +125,45 @@ class SentimentPipeline:
             domain_score=domain_score,
         )
 
+    def head_table(self, text: str) -> list[dict]:
+        """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
+        switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
+        return heads.sentiment_head_table(self, text)
+
+    explanation_methods = METHODS
+
+    def explain(self, text: str, method: str | None = None, target: str | None = None):
+        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
+        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
+        return explain_review(self, text, method, target)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
+        return review_faithfulness(self, explanation)
+
     def encode_many(self, texts: list[str]) -> list[list[int]]:
         """The ids the model reads for each text (cut to max_len; [pad] for a text with no tokens)."""
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
         return [head_tail(e.ids, self.max_len, self.head_tokens) or [self.model.config.pad_id] for e in encs]
 
     @torch.no_grad()
-    def raw_logits(self, texts: list[str], batch_size: int = 64) -> tuple[torch.Tensor, list[int]]:
+    def raw_logits(
+        self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
+    ) -> tuple[torch.Tensor, list[int]]:
         """((N, C) logits before calibration, tokens read per text), on the fast path, in input order."""
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
         ids = self.encode_many(texts)
         logits = torch.zeros(len(ids), len(self.labels))
         for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            logits[rows] = self.model(batch).logits
+            logits[rows] = self.model(batch, head_mask=None if masks is None else masks["self"]).logits
         return logits, [len(i) for i in ids]
 
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
+    def predict(
+        self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
+    ) -> list[dict[str, float]]:
         """Calibrated probabilities for many texts, on the fast path (no attention weights), in input order."""
-        logits, lengths = self.raw_logits(texts, batch_size)
+        logits, lengths = self.raw_logits(texts, batch_size, head_mask)
         probs = self.calibration.scale(logits, lengths).softmax(-1)
         return [{lab: float(x) for lab, x in zip(self.labels, p)} for p in probs]
 
