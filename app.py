@@ -25,6 +25,11 @@ Two small transformers written from scratch and trained for this demo. Run one, 
 Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
 """
 
+STEP_HELP = (
+    "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
+    "where every head of the chosen layer looked in the German sentence, and what came next."
+)
+
 
 def _unavailable(what: str, env_var: str, error: str | None) -> None:
     gr.Markdown(
@@ -108,10 +113,7 @@ def translation_tab(pipe) -> None:
         head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
-    gr.Markdown(
-        "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
-        "where every head of the chosen layer looked in the German sentence, and what came next."
-    )
+    gr.Markdown(STEP_HELP)
     step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
     with gr.Row():
         step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
