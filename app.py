@@ -86,25 +86,29 @@ def sentiment_tab(pipe) -> None:
     heads_panel(pipe, "sentiment", state, drawn, [review])
 
 
+def _translation_inputs(pipe):
+    """The German input, the decoding options, the button and the examples: (german, decoding, beam, submit)."""
+    german = gr.Textbox(
+        label="German sentence",
+        placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
+        lines=2,
+        max_lines=6,
+        elem_id="translation-input",
+    )
+    with gr.Row():
+        default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
+        decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
+        beam_size = gr.Slider(2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam")
+    submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
+    gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+    return german, decoding, beam_size, submit
+
+
 def translation_tab(pipe) -> None:
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
-            german = gr.Textbox(
-                label="German sentence",
-                placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
-                lines=2,
-                max_lines=6,
-                elem_id="translation-input",
-            )
-            with gr.Row():
-                default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
-                decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
-                beam_size = gr.Slider(
-                    2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam"
-                )
-            submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
-            gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+            german, decoding, beam_size, submit = _translation_inputs(pipe)
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
