@@ -450,7 +450,8 @@ def expected_space_files(root: Path) -> set[str]:
     code = {
         p.relative_to(root).as_posix()
         for pkg in ("transformer", "pipelines", "viz")
-        for p in (root / pkg).rglob("*.py")
+        for p in (root / pkg).rglob("*")
+        if p.is_file() and p.suffix in (".py", ".json")  # .json: data the code reads (default_methods.json)
     }
     return code | {"app.py", "requirements.txt", "README.md"}
 
