@@ -12,6 +12,7 @@ import gradio as gr  # noqa: E402
 
 from viz import explanation_panel, handlers, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
+from viz.heads_panel import heads_panel  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
 QUEUE_SIZE = 32
@@ -74,30 +75,35 @@ def sentiment_tab(pipe) -> None:
 
     predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment")
     explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
-    explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    heads_panel(pipe, "sentiment", state, drawn, [review])
+
+
+def _translation_inputs(pipe):
+    """The German input, the decoding options, the button and the examples: (german, decoding, beam, submit)."""
+    german = gr.Textbox(
+        label="German sentence",
+        placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
+        lines=2,
+        max_lines=6,
+        elem_id="translation-input",
+    )
+    with gr.Row():
+        default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
+        decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
+        beam_size = gr.Slider(2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam")
+    submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
+    gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+    return german, decoding, beam_size, submit
 
 
 def translation_tab(pipe) -> None:
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
-            german = gr.Textbox(
-                label="German sentence",
-                placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
-                lines=2,
-                max_lines=6,
-                elem_id="translation-input",
-            )
-            with gr.Row():
-                default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
-                decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
-                beam_size = gr.Slider(
-                    2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam"
-                )
-            submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
-            gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+            german, decoding, beam_size, submit = _translation_inputs(pipe)
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
@@ -131,7 +137,7 @@ def translation_tab(pipe) -> None:
 
     attention_plots = [cross_overview, cross, encoder, decoder]
     translated = submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate")
-    translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
+    drawn = translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
     translation_explanation_panel.wire(explanations, pipe, [german, decoding, beam_size], state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
@@ -139,6 +145,7 @@ def translation_tab(pipe) -> None:
     step.input(
         handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
     )
+    heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
