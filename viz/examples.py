@@ -53,6 +53,10 @@ REVIEWS: list[tuple[str, str]] = [
         "What a treat: a thriller with no thrills, a romance with no chemistry and a twist you can see coming "
         "from the opening credits. The best part was the popcorn. Truly unforgettable, and I mean that as a warning.",
     ),
+    ("Sentence, positive", "A quiet, beautifully acted film that stays with you."),
+    ("Sentence, negation", "The movie was not good at all."),
+    ("Sentence, contrast", "Great cast, but a hollow story."),
+    ("Sentence, 'yet'", "It is long, yet never boring."),
     ("Long (about 300 words)", LONG_REVIEW),
 ]
 
