@@ -12,6 +12,7 @@ import gradio as gr  # noqa: E402
 
 from viz import handlers  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
+from viz.models import redact_paths  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
 QUEUE_SIZE = 32
@@ -28,7 +29,7 @@ Hover a heatmap cell for the query token, the key token and the weight; drag to 
 def _unavailable(what: str, env_var: str, error: str | None) -> None:
     gr.Markdown(
         f"### The {what} model is not available\n\n"
-        f"It could not be loaded: `{error or 'no model given'}`\n\n"
+        f"It could not be loaded: `{redact_paths(error or 'no model given')}`\n\n"
         f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app. "
         "The other tab works independently."
     )

@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .checkpoint import DamagedCheckpoint
     from .data import DataError, load_splits
     from .loop import LoopConfig, train
 
@@ -153,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "data": args.data_dir or "hub",
     }
-    summary = train(model, task, loop, run_info)
+    try:
+        summary = train(model, task, loop, run_info)
+    except DamagedCheckpoint as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     summary["wall_seconds"] = round(time.time() - t_start, 1)  # this invocation, data loading included
     if os.environ.get("RANK", "0") == "0":
         (args.out / "summary.json").write_text(json.dumps(summary, indent=2))

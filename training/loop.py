@@ -16,7 +16,7 @@ from typing import Protocol
 import torch
 from tqdm.auto import tqdm
 
-from .checkpoint import atomic_folder, atomic_torch_save, load_state
+from .checkpoint import atomic_folder, atomic_torch_save, restore
 
 
 @dataclass
@@ -97,12 +97,7 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> d
     }
 
     if cfg.resume and ckpt_path.exists():
-        saved = load_state(ckpt_path)
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        sched.load_state_dict(saved["scheduler"])
-        state.update(saved["state"])
-        torch.set_rng_state(saved["rng"])
+        state.update(restore(ckpt_path, model, opt, sched))  # DamagedCheckpoint: cli exits 2
         acc.print(f"resumed from {ckpt_path}: epoch {state['epoch']}, batch {state['batch']}, step {state['step']}")
     elif cfg.resume:
         acc.print(f"--resume: no checkpoint at {ckpt_path}, starting from scratch")
