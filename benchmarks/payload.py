@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         overview, single = handlers.sentiment_figures(view, 0, 0)
         n = len(view.labels)
         report(f"sentiment ({len(BENCH_REVIEW.split())}-word review, {n} tokens)", {"overview": overview, "single": single})
+        L, H = len(view.attentions), view.attentions[0].shape[0]
+        worst = max(
+            (sum(figure_bytes(f) for f in handlers.sentiment_figures(view, layer, head)), layer, head)
+            for layer in range(L)
+            for head in range(H)
+        )
+        print(f"  heaviest layer/head choice: layer {worst[1] + 1}, head {worst[2] + 1}: {worst[0] / 1000:.0f} KB")
     if translation.pipeline is not None:
         view, _, _ = handlers.translate(translation.pipeline, BENCH_GERMAN)
         figs = handlers.translation_figures(view, 0, 0)
