@@ -6,7 +6,7 @@ import torch
 
 from transformer import TransformerClassifier
 
-from .batching import sorted_batches
+from .batching import pad, sorted_batches
 from .common import TokenSpan, load_folder, spans
 from .text import clean_text, head_tail, kept_positions
 
@@ -47,23 +47,40 @@ class SentimentPipeline:
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
-    @torch.no_grad()
     def __call__(self, text: str) -> SentimentResult:
-        ids, toks, n = self.encode(text)
-        if not ids:
-            raise ValueError("the text has no tokens")
-        out = self.model(torch.tensor([ids]), need_weights=True)
-        probs = out.logits[0].softmax(-1)
-        label = self.labels[int(probs.argmax())]
-        return SentimentResult(
-            label=label,
-            probabilities={lab: float(p) for lab, p in zip(self.labels, probs)},
-            tokens=toks,
-            attentions=[a[0] for a in out.attentions],
-            pool_weights=out.pool_weights[0],
-            truncated=n > len(ids),
-            n_tokens=n,
-        )
+        """Classify one review, with every attention map. ValueError when it has no tokens."""
+        result = self.analyze_many([text])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    @torch.no_grad()
+    def analyze_many(self, texts: list[str]) -> list[SentimentResult | ValueError]:
+        """__call__ for several texts in one padded batch (a ValueError in place of a text without tokens).
+
+        Padding changes nothing: the classifier pools over real tokens only and padded keys get zero weight,
+        so each row's maps, cut to its own length, are those of a run on that text alone."""
+        encoded = [self.encode(t) for t in texts]
+        real = [i for i, (ids, _, _) in enumerate(encoded) if ids]
+        results: list = [ValueError("the text has no tokens")] * len(texts)
+        if not real:
+            return results
+        out = self.model(pad([encoded[i][0] for i in real], self.model.config.pad_id), need_weights=True)
+        probs = out.logits.softmax(-1)  # (B, labels)
+        for row, i in enumerate(real):
+            ids, toks, n = encoded[i]
+            T = len(ids)
+            label = self.labels[int(probs[row].argmax())]
+            results[i] = SentimentResult(
+                label=label,
+                probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
+                tokens=toks,
+                attentions=[a[row, :, :T, :T].clone() for a in out.attentions],  # (H, T, T)
+                pool_weights=out.pool_weights[row, :T].clone(),
+                truncated=n > T,
+                n_tokens=n,
+            )
+        return results
 
     @torch.no_grad()
     def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
