@@ -10,12 +10,16 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import handlers  # noqa: E402
+from pipelines.microbatch import MicroBatcher  # noqa: E402
+from pipelines.serving import calling_client, served  # noqa: E402
+from viz import handlers, hosting  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.models import redact_paths  # noqa: E402
 
-CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
-QUEUE_SIZE = 32
+CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
+# Model events: every admitted request goes on to the shared batcher, which runs one batch at a time and is
+# fair across clients; gradio's own queue is first come, first served.
+MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
 
 INTRO = """\
@@ -41,7 +45,7 @@ def _choices(n: int) -> list[tuple[str, int]]:
 
 def sentiment_tab(pipe) -> None:
     cfg = pipe.model.config
-    state = gr.State(None)
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
             review = gr.Textbox(
@@ -72,14 +76,15 @@ def sentiment_tab(pipe) -> None:
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
-    def sentiment(review: str):
+    def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        return handlers.analyze_review(pipe, review)
+        with calling_client(hosting.client_key(request)):
+            return handlers.analyze_review(pipe, review)
 
     def redraw(view, layer, head, mode):
         return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
 
-    submit.click(sentiment, [review], [state, label, status], api_name="sentiment").then(
+    submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS).then(
         redraw, [state, layer, head, mode], [highlight, overview, single], **PRIVATE
     )
     for control in (layer, head):
@@ -89,7 +94,7 @@ def sentiment_tab(pipe) -> None:
 
 def translation_tab(pipe) -> None:
     cfg = pipe.model.config
-    state = gr.State(None)
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
             german = gr.Textbox(
@@ -133,9 +138,10 @@ def translation_tab(pipe) -> None:
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
 
-    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4):
+    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices)."""
-        return handlers.translate(pipe, german_text, decoding, beam_size)
+        with calling_client(hosting.client_key(request)):
+            return handlers.translate(pipe, german_text, decoding, beam_size)
 
     def redraw(view, layer, head):
         """Every plot for a new translation, with the step slider reset to step 1."""
@@ -143,7 +149,9 @@ def translation_tab(pipe) -> None:
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate").then(
+    submit.click(
+        translate, [german, decoding, beam_size], [state, english, status], api_name="translate", **MODEL_EVENTS
+    ).then(
         redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
     )
     for control in (layer, head):
@@ -155,8 +163,13 @@ def translation_tab(pipe) -> None:
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
-    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing."""
-    with gr.Blocks(title="How transformers pay attention", analytics_enabled=False) as demo:
+    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
+    Launch it with hosting.launch_options()."""
+    batcher = MicroBatcher(hosting.MAX_BATCH)
+    sentiment, translation = served(sentiment, translation, batcher)
+    with gr.Blocks(
+        title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
+    ) as demo:
         gr.Markdown(INTRO)
         with gr.Tabs():
             with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
@@ -169,7 +182,8 @@ def build_demo(sentiment=None, translation=None, *, sentiment_error=None, transl
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
                     translation_tab(translation)
-    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
+    demo.batcher = batcher  # its counters, for tests and benchmarks
     return demo
 
 
@@ -183,7 +197,7 @@ def main() -> None:
         sentiment_error=sentiment.error,
         translation_error=translation.error,
     )
-    demo.launch()
+    demo.launch(**hosting.launch_options())
 
 
 if __name__ == "__main__":

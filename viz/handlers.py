@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import gradio as gr
 import numpy as np
 
+from pipelines.microbatch import TooManyRequests
+
 from . import explain, figures
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text, clamp, plural
 
@@ -20,6 +22,7 @@ HIGHLIGHT_MODES = [
     ("Attention rollout (traced to the input)", "rollout"),
 ]
 DECODING = ["beam search", "greedy"]
+BUSY = "You have many requests waiting already. Please wait for them to finish, then try again."
 MAX_BEAM = 8  # the slider's maximum; API clients are held to it too
 
 
@@ -64,6 +67,8 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
         result = pipe(checked.text)
     except ValueError:
         return None, None, _status(checked.notices, "The model found no words to read in this text.")
+    except TooManyRequests:
+        return None, None, _status(checked.notices, BUSY)
     except Exception:
         log.exception("sentiment failed")
         return None, None, _status(checked.notices, "Sorry, the model failed on this text. Please try another one.")
@@ -148,6 +153,8 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
         result = pipe(checked.text, beam_size=beam)
     except ValueError:
         return None, "", _status(checked.notices, "The model found no words to read in this text.")
+    except TooManyRequests:
+        return None, "", _status(checked.notices, BUSY)
     except Exception:
         log.exception("translation failed")
         msg = "Sorry, the model failed on this text. Please try another one."
