@@ -72,7 +72,7 @@ def test_the_fair_batcher_refuses_a_client_that_floods_it(app):
     old = demo.batcher.max_pending
     demo.batcher.max_pending = 2
     try:
-        text = "Zwei Hunde spielen im Schnee. " * 8
+        text = "Zwei Hunde spielen im Schnee. " * 2
         jobs = [client.submit(text, "beam search", 8, api_name="/translate") for _ in range(12)]
         statuses = [job.result(timeout=300)[1] for job in jobs]
     finally:
