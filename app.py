@@ -11,7 +11,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from pipelines.microbatch import MicroBatcher  # noqa: E402
-from pipelines.serving import calling_client, served  # noqa: E402
+from pipelines.serving import served  # noqa: E402
 from viz import handlers, hosting  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.models import redact_paths  # noqa: E402
@@ -44,7 +44,6 @@ def _choices(n: int) -> list[tuple[str, int]]:
 
 
 def sentiment_tab(pipe) -> None:
-    cfg = pipe.model.config
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
@@ -71,15 +70,14 @@ def sentiment_tab(pipe) -> None:
     highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
     gr.Markdown("### Self-attention")
     with gr.Row():
-        layer = gr.Radio(_choices(cfg.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
-        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        with calling_client(hosting.client_key(request)):
-            return handlers.analyze_review(pipe, review)
+        return hosting.run_as(request, handlers.analyze_review, pipe, review)
 
     def redraw(view, layer, head, mode):
         return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
@@ -93,7 +91,6 @@ def sentiment_tab(pipe) -> None:
 
 
 def translation_tab(pipe) -> None:
-    cfg = pipe.model.config
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
@@ -116,13 +113,8 @@ def translation_tab(pipe) -> None:
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
     with gr.Row():
-        layer = gr.Radio(
-            _choices(max(cfg.n_encoder_layers, cfg.n_decoder_layers)),
-            value=0,
-            label="Layer",
-            elem_id="translation-layer",
-        )
-        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
     gr.Markdown(
@@ -140,8 +132,7 @@ def translation_tab(pipe) -> None:
 
     def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices)."""
-        with calling_client(hosting.client_key(request)):
-            return handlers.translate(pipe, german_text, decoding, beam_size)
+        return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
 
     def redraw(view, layer, head):
         """Every plot for a new translation, with the step slider reset to step 1."""
@@ -149,9 +140,8 @@ def translation_tab(pipe) -> None:
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    submit.click(
-        translate, [german, decoding, beam_size], [state, english, status], api_name="translate", **MODEL_EVENTS
-    ).then(
+    inputs, outputs = [german, decoding, beam_size], [state, english, status]
+    submit.click(translate, inputs, outputs, api_name="translate", **MODEL_EVENTS).then(
         redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
     )
     for control in (layer, head):

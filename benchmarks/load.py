@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from viz.browser import free_port  # noqa: E402
+from benchmarks.browser import free_port  # noqa: E402
 from viz.examples import BENCH_GERMAN, LONG_REVIEW  # noqa: E402
 
 _PARAGRAPHS = LONG_REVIEW.split("\n\n")

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer import Seq2SeqTransformer, beam_search, greedy_decode
+from transformer import Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
 from transformer.generation import row_limits
 
 from .batching import pad, sorted_batches
@@ -41,9 +41,18 @@ class TranslationPipeline:
         self.beam_size, self.alpha = beam_size, alpha
         self.max_src = model.config.max_len - 1
 
+    @property
+    def n_layers(self) -> int:
+        """The deeper of the encoder and the decoder (the app's layer control covers both)."""
+        return max(self.model.config.n_encoder_layers, self.model.config.n_decoder_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
+
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
-        model, tok, _, prep = load_folder(Seq2SeqTransformer, name_or_path)
+        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
@@ -53,10 +62,16 @@ class TranslationPipeline:
         ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
-    def _decode(self, src: torch.Tensor, beam_size: int, alpha: float, max_len: int | None, limits=None):
+    def search(self, src: torch.Tensor, beam_size: int, alpha: float, limits=None) -> list[Hypothesis]:
+        """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search.
+        limits (B,): row b stops after limits[b] tokens (row_limits: as if each row ran alone)."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src, max_len=max_len, limits=limits)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, max_len=max_len, limits=limits)
+            return greedy_decode(self.model, src, limits=limits)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, limits=limits)
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Output ids -> English text."""
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
 
     def token_text(self, token_id: int) -> str:
         c = self.model.config
@@ -74,8 +89,8 @@ class TranslationPipeline:
         ids, _, _ = self.encode_source(texts)
         out = [""] * len(ids)
         for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
-                out[i] = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
+            for i, hyp in zip(rows, self.search(src, beam_size, alpha)):
+                out[i] = self.detokenize(hyp.tokens)
         return out
 
     def __call__(
@@ -105,7 +120,7 @@ class TranslationPipeline:
         if not real:
             return results
         src = pad([ids[i] for i in real], c.pad_id)  # (B, Ts)
-        hyps = self._decode(src, beam_size, alpha, None, row_limits(self.model, src))  # as if each ran alone
+        hyps = self.search(src, beam_size, alpha, row_limits(self.model, src))  # as if each ran alone
         produced = [h.tokens + ([c.eos_id] if h.finished else []) for h in hyps]
         # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
@@ -121,7 +136,7 @@ class TranslationPipeline:
             text_clean = clean_text(texts[i])
             src_spans = spans(encs[i], text_clean)[: Ts - 1] + [TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))]
             results[i] = TranslationResult(
-                translation=self.tokenizer.decode(hyps[row].tokens, skip_special_tokens=True).strip(),
+                translation=self.detokenize(hyps[row].tokens),
                 source_tokens=src_spans,
                 target_tokens=[s.token for s in steps],
                 encoder_attentions=[a[row, :, :Ts, :Ts].clone() for a in enc.attentions],

@@ -66,8 +66,7 @@ def test_load_state_raises_only_damaged_checkpoint(tmp_path, good_checkpoint):
     with pytest.raises(DamagedCheckpoint, match="cannot be read"):
         load_state(tmp_path / "nope.pt")
     torch.save([1, 2, 3], tmp_path / "list.pt")
-    with pytest.raises(DamagedCheckpoint, match="incomplete checkpoint"):
-        load_state(tmp_path / "list.pt")
+    assert load_state(tmp_path / "list.pt") == [1, 2, 3]  # any safe file loads; restore checks what resuming needs
 
 
 def test_garbage_checkpoint_gives_no_warning_lines(tmp_path, recwarn):

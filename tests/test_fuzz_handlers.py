@@ -31,7 +31,7 @@ NUMBER = st.one_of(
     st.sampled_from(["3", "2.5", "NaN", "-inf", "", "1e309"]),
 )  # fmt: skip
 HUGE = ["<b>x</b>" * 25_000, "\u200b" * 200_000, "Wort " * 40_000, "\ud800" * 200_000]
-FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 SECONDS = 60  # per handler call at most, on a slow shared CI machine (a few ms to 1 s normally)
 
 
@@ -94,7 +94,7 @@ def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
     assert html.escape("<script", quote=False) not in status
 
 
-@FUZZ
+@settings(FUZZ, max_examples=15)  # an untrained model decodes to its length limit: keep CI short
 @given(text=TEXT, decoding=st.one_of(st.sampled_from(handlers.DECODING), st.text(max_size=8), st.none()), beam=NUMBER, layer=NUMBER, head=NUMBER, step=NUMBER)  # fmt: skip
 @example(text=HUGE[2], decoding="greedy", beam=4, layer=0, head=0, step=10**9)
 @example(text=HUGE[3], decoding="beam search", beam=float("nan"), layer=-1, head=99, step=float("inf"))

@@ -9,7 +9,7 @@ from gradio_client import Client
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from viz import hosting
-from viz.browser import serve
+from benchmarks.browser import serve
 
 
 @pytest.fixture(scope="module")

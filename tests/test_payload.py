@@ -35,7 +35,7 @@ def test_a_long_input_heatmap_is_light_and_keeps_hover_precision(peak):
     after = sent_bytes(fig)
     assert after < 0.45 * before and after < 300_000
     z = np.asarray(fig.data[0].z)
-    assert np.abs(z / 1000 - np.minimum(w, 0.999)).max() <= 5e-4  # what the hover shows: 3 decimals
+    assert np.abs(z / 1000 - np.minimum(w, 0.999)).max() <= 5e-4 + 1e-6  # the hover: 3 decimals (of float32)
     assert fig.data[0].hovertemplate.count("weight 0.%{z:03d}") == 1
     colorbar = fig.data[0].colorbar
     assert colorbar.ticktext[0] == "0" and float(colorbar.ticktext[-1]) <= max(w.max(), 0.001) + 1e-9

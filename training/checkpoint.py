@@ -21,7 +21,11 @@ def atomic_folder(write, folder: Path) -> None:
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    write(tmp)
+    try:
+        write(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # `folder` stays as it was
+        raise
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         os.replace(folder, old)
@@ -38,9 +42,9 @@ _ADVICE = "delete it to start over, or pass another --out"
 
 
 def load_state(path: Path) -> dict:
-    """The saved training state, tensors only (weights_only=True: a checkpoint never runs code).
+    """What torch.save wrote to path, tensors and plain data only (weights_only=True: never runs code).
 
-    Raises DamagedCheckpoint for an empty, truncated or foreign file, or one that lacks a part resuming needs.
+    Raises DamagedCheckpoint for an unreadable, empty, truncated or foreign file.
     """
     try:
         with warnings.catch_warnings():  # a garbage file makes torch warn about pickle protocols first
@@ -51,9 +55,6 @@ def load_state(path: Path) -> dict:
     except Exception:  # torch's own message would advise unsafe loading: never pass it on
         what = "the file is empty" if Path(path).stat().st_size == 0 else "truncated or not a training checkpoint"
         raise DamagedCheckpoint(f"{path}: damaged checkpoint ({what}); {_ADVICE}") from None
-    missing = [k for k in RESUME_KEYS if k not in saved] if isinstance(saved, dict) else list(RESUME_KEYS)
-    if missing:
-        raise DamagedCheckpoint(f"{path}: incomplete checkpoint (no {', '.join(missing)}); {_ADVICE}")
     return saved
 
 
@@ -69,12 +70,15 @@ def _mismatch(model, weights: dict) -> str | None:
     return "weights for another architecture: " + ", ".join(parts) + " tensors"
 
 
-def restore(path: Path, model, optimizer, scheduler) -> dict:
-    """Load a checkpoint into model, optimizer and scheduler and the RNG; returns the saved loop state.
+def restore(path: Path, model, optimizer, scheduler, parse_state=dict):
+    """Load a checkpoint into model, optimizer and scheduler and the RNG; returns parse_state(saved loop state).
 
     Raises DamagedCheckpoint (one line, naming the file) when it cannot be resumed from.
     """
     saved = load_state(path)
+    missing = [k for k in RESUME_KEYS if k not in saved] if isinstance(saved, dict) else list(RESUME_KEYS)
+    if missing:
+        raise DamagedCheckpoint(f"{path}: incomplete checkpoint (no {', '.join(missing)}); {_ADVICE}")
     if not isinstance(saved["model"], dict) or (why := _mismatch(model, saved["model"])):
         raise DamagedCheckpoint(f"{path}: {why or 'no model weights'}; {_ADVICE}")
     try:
@@ -82,7 +86,7 @@ def restore(path: Path, model, optimizer, scheduler) -> dict:
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         torch.set_rng_state(saved["rng"])
-        state = dict(saved["state"])
+        state = parse_state(saved["state"])
     except Exception as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
         raise DamagedCheckpoint(f"{path}: optimizer or training state does not fit ({first}); {_ADVICE}") from None

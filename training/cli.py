@@ -26,6 +26,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--batch-size", type=int, default=batch_size, help="sequences per step (default %(default)s)")
     g.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate (default %(default)s)")
     g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default %(default)s)")
+    g.add_argument(
+        "--embedding-decay",
+        type=float,
+        default=0.0,
+        help="AdamW weight decay on embedding tables, the hashed n-gram table included (default %(default)s)",
+    )
     g.add_argument("--warmup", type=float, default=warmup, help="warm-up, fraction of all steps (default %(default)s)")
     g.add_argument(
         "--schedule",
@@ -43,6 +49,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt after a kill")
     g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
     g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
+    g.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
+    )
     g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     g.add_argument("--norm-first", action="store_true", help="pre-norm layers instead of post-norm")
     g.add_argument(
@@ -53,37 +65,93 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     )
 
 
+def layer_options(args, vocab_size: int, pad_id: int) -> dict:
+    """The TransformerConfig fields that both tasks take from the command line."""
+    return dict(
+        vocab_size=vocab_size,
+        d_model=args.d_model,
+        n_heads=args.n_heads,
+        d_ff=args.d_ff,
+        dropout=args.dropout,
+        norm_first=args.norm_first,
+        pad_id=pad_id,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="task", required=True)
+    add_sentiment_parser(sub)
+    add_pretrain_parser(sub)
+    add_translation_parser(sub)
+    return parser
 
-    s = sub.add_parser(
-        "sentiment",
-        help="IMDB movie reviews, positive / negative",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_loop_args(s, epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
-    m = s.add_argument_group("model and tokenizer")
+
+def add_encoder_args(m, n_layers: int = 2) -> None:
+    """The sentiment encoder's sizes, shared by `sentiment` and `pretrain`."""
     m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
-    m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
-    m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
     m.add_argument("--d-model", type=int, default=128)
     m.add_argument("--n-heads", type=int, default=4)
-    m.add_argument("--n-layers", type=int, default=2)
+    m.add_argument("--n-layers", type=int, default=n_layers)
     m.add_argument("--d-ff", type=int, default=512)
-    m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
     m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
     m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
     m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
-    m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
-    m.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
-    m.add_argument("--limit", type=int, default=None, help="use only the first N training reviews (smoke tests)")
 
-    t = sub.add_parser(
-        "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
+
+def task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
+    """The sub-command's parser with the training-loop options; returns it and its group for the task's own."""
+    p = sub.add_parser(task, help=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_loop_args(p, **loop_defaults)
+    return p, p.add_argument_group(group)
+
+
+def add_held_out_args(g) -> None:
+    """Which rows the sentiment task holds out for validation (pre-training must not read them either)."""
+    g.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews held out for validation")
+    g.add_argument("--sst2-dir", default=None, help="also read SST-2: folder with train.parquet (sentence, label)")
+    g.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+
+
+def add_sentiment_parser(sub) -> None:
+    summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
+    loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
+    s, m = task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
+    add_encoder_args(m)
+    m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
+    m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
+    m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
+    m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
+    d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
+    add_held_out_args(d)
+    d.add_argument(
+        "--init-from",
+        default=None,
+        help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used",
     )
-    add_loop_args(t, epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
-    m = t.add_argument_group("model and tokenizer")
+    d.add_argument(
+        "--max-tokens", type=int, default=None, help="also cap a batch at this many (padded) tokens: many short texts"
+    )
+    d.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split (smoke tests)")
+
+
+def add_pretrain_parser(sub) -> None:
+    summary = "masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences"
+    loop = dict(epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
+    _, m = task_parser(sub, "pretrain", summary, "model, tokenizer and data", **loop)
+    add_encoder_args(m)
+    m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
+    m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
+    m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
+    m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
+    add_held_out_args(m)
+    m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
+    m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
+
+
+def add_translation_parser(sub) -> None:
+    loop = dict(epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
+    _, m = task_parser(sub, "translation", "Multi30k German -> English", "model and tokenizer", **loop)
     m.add_argument("--vocab-size", type=int, default=8000, help="joint German-English byte-level BPE vocabulary")
     m.add_argument("--d-model", type=int, default=256)
     m.add_argument("--n-heads", type=int, default=4)
@@ -95,14 +163,13 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--bleu-sample", type=int, default=300, help="validation sentences decoded each epoch")
     m.add_argument("--average-last", type=int, default=5, help="average the last N epochs' weights if better")
     m.add_argument("--limit", type=int, default=None, help="use only the first N training pairs (smoke tests)")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .checkpoint import DamagedCheckpoint
-    from .data import DataError, load_splits
-    from .loop import LoopConfig, train
+    from .data import DataError
+    from .loop import BEST, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -118,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     t_start = time.time()
     try:
-        splits = load_splits(args.task, args.data_dir)
+        splits = load_task_data(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -126,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
     if args.task == "sentiment":
         from .sentiment import SentimentTask as Task
+    elif args.task == "pretrain":
+        from .pretrain import PretrainTask as Task
     else:
         from .translation import TranslationTask as Task
     task = Task(args, splits)
@@ -133,11 +202,35 @@ def main(argv: list[str] | None = None) -> int:
     model = task.build_model()
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{type(model).__name__}: {n_params / 1e6:.2f}M parameters, {torch.get_num_threads()} threads")
-    loop = LoopConfig(
+    run_info = {
+        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "parameters": n_params,
+        "machine": machine(),
+        "data": args.data_dir or "hub",
+    }
+    try:
+        summary = train(model, task, loop_config(args), run_info, started=t_start)
+    except DamagedCheckpoint as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary))
+    if args.push_to_hub:
+        from .publish import main as publish_main
+
+        return publish_main([args.task, "--model", str(args.out / BEST), "--repo-id", args.push_to_hub])
+    return 0
+
+
+def loop_config(args):
+    """The training loop's options from the command line."""
+    from .loop import LoopConfig
+
+    return LoopConfig(
         out=args.out,
         epochs=args.epochs,
         lr=args.lr,
         weight_decay=args.weight_decay,
+        embedding_decay=args.embedding_decay,
         warmup=args.warmup,
         schedule=args.schedule,
         clip=args.clip,
@@ -146,28 +239,24 @@ def main(argv: list[str] | None = None) -> int:
         resume=args.resume,
         save_every_min=args.save_every_min,
         max_minutes=args.max_minutes,
+        max_steps=args.max_steps,
         average_last=getattr(args, "average_last", 0),
     )
-    run_info = {
-        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
-        "parameters": n_params,
-        "machine": machine(),
-        "data": args.data_dir or "hub",
-    }
-    try:
-        summary = train(model, task, loop, run_info)
-    except DamagedCheckpoint as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    summary["wall_seconds"] = round(time.time() - t_start, 1)  # this invocation, data loading included
-    if os.environ.get("RANK", "0") == "0":
-        (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary))
-    if args.push_to_hub:
-        from .publish import main as publish_main
 
-        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
-    return 0
+
+def load_task_data(args) -> dict:
+    """The splits a task trains on: IMDB (+ unlabelled reviews for pre-training) (+ SST-2), or Multi30k."""
+    from .data import load_splits
+
+    if args.task == "translation":
+        return load_splits("translation", args.data_dir)
+    if args.task == "pretrain" and not args.no_unlabeled:
+        splits = load_splits("sentiment", args.data_dir, ("train", "unsupervised"))
+    else:
+        splits = load_splits("sentiment", args.data_dir, ("train",))
+    if args.sst2_dir:
+        splits["sst2_train"] = load_splits("sst2", args.sst2_dir)["train"]
+    return splits
 
 
 def machine() -> str:

@@ -1,6 +1,5 @@
 """The translation task: Multi30k German -> English with a Seq2SeqTransformer."""
 
-import json
 import random
 import time
 from pathlib import Path
@@ -9,12 +8,14 @@ import torch
 import torch.nn.functional as F
 
 from pipelines.batching import pad
+from pipelines.common import save_folder
 from pipelines.text import clean_text
-from pipelines.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
+from pipelines.tokenizers_io import BOS, EOS, PAD, train_bpe
 from pipelines.translation import TranslationPipeline
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
 from .batching import bucketed_batches
+from .cli import layer_options
 
 
 def corpus_scores(hyps: list[str], refs: list[str]) -> dict:
@@ -54,16 +55,10 @@ class TranslationTask:
     def build_model(self) -> Seq2SeqTransformer:
         a = self.args
         cfg = Seq2SeqConfig(
-            vocab_size=self.tokenizer.get_vocab_size(),
-            d_model=a.d_model,
-            n_heads=a.n_heads,
+            **layer_options(a, self.tokenizer.get_vocab_size(), PAD),
             n_encoder_layers=a.n_layers,
             n_decoder_layers=a.n_layers,
-            d_ff=a.d_ff,
-            dropout=a.dropout,
             max_len=256,
-            norm_first=a.norm_first,
-            pad_id=PAD,
             bos_id=BOS,
             eos_id=EOS,
         )
@@ -101,7 +96,5 @@ class TranslationTask:
         return corpus_scores(hyps, [self.val_en[i] for i in idx])
 
     def export(self, model, folder: Path) -> None:
-        model.save_pretrained(folder)
-        save_tokenizer(self.tokenizer, folder, model_max_length=model.config.max_len)
         prep = {"beam_size": self.args.beam, "alpha": self.args.alpha}
-        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+        save_folder(model, self.tokenizer, folder, model.config.max_len, prep)

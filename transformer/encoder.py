@@ -1,33 +1,32 @@
-"""A stack of encoder layers over embedded tokens."""
+"""Encoder: a stack of self-attention layers over embedded tokens."""
 
-import math
+from dataclasses import dataclass
 
 import torch
-from torch import nn
 
-from .embeddings import Positions
+from .config import TransformerConfig
 from .layers import EncoderLayer
+from .stack import LayerStack
 
 
-class Encoder(nn.Module):
-    """Embeds (already scaled) token vectors with positions and runs n_layers encoder layers."""
+@dataclass
+class EncoderOutput:
+    memory: torch.Tensor  # (B, Ts, D) the last layer's output
+    src_mask: torch.Tensor | None  # (B, 1, 1, Ts), True = real token
+    attentions: list[torch.Tensor] | None = None  # per layer (B, H, Ts, Ts), when need_weights
 
-    def __init__(self, d_model, n_heads, d_ff, n_layers, dropout, attn_dropout, norm_first, positions, max_len):
-        super().__init__()
-        self.positions = Positions(positions, max_len, d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, attn_dropout, norm_first) for _ in range(n_layers)
-        )
-        # Pre-norm stacks need a final norm; post-norm layers already end in one.
-        self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.scale = math.sqrt(d_model)
 
-    def forward(self, tok: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
-        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> (x (B, T, D), [weights (B, H, T, T)] per layer)."""
-        x = self.dropout(self.positions(tok * self.scale))
+class Encoder(LayerStack):
+    """Scales token vectors by sqrt(d_model), adds positions and runs n_layers encoder layers."""
+
+    def __init__(self, c: TransformerConfig, n_layers: int):
+        super().__init__(c, EncoderLayer, n_layers)
+
+    def forward(self, tok: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False) -> EncoderOutput:
+        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput."""
+        x = self.embed(tok)
         attentions = []
         for layer in self.layers:
-            x, w = layer(x, mask, need_weights)
-            attentions.append(w)
-        return self.final_norm(x), attentions if need_weights else None
+            x, weights = layer(x, mask, need_weights)
+            attentions.append(weights)
+        return EncoderOutput(self.final_norm(x), mask, attentions if need_weights else None)

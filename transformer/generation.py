@@ -4,11 +4,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .seq2seq import EncoderOutput, Seq2SeqTransformer
+from .encoder import EncoderOutput
+from .seq2seq import Seq2SeqTransformer
 
 
 @dataclass
-class BeamHypothesis:
+class Hypothesis:
+    """One output sequence of greedy_decode or beam_search."""
+
     tokens: list[int]  # generated ids, without BOS and EOS
     score: float  # sum of log-probabilities (EOS included when it was produced)
     finished: bool = True  # False when max_len was reached before EOS
@@ -23,7 +26,6 @@ def _strip(seq: list[int], eos_id: int) -> list[int]:
     return seq[: seq.index(eos_id)] if eos_id in seq else seq
 
 
-@torch.no_grad()
 def row_limits(model: Seq2SeqTransformer, src_ids: torch.Tensor) -> torch.Tensor:
     """(B,) each row's default_max_len from its own length: a padded batch then decodes each row exactly
     as a run on that row alone would."""
@@ -31,15 +33,14 @@ def row_limits(model: Seq2SeqTransformer, src_ids: torch.Tensor) -> torch.Tensor
     return ((real * 3) // 2 + 10).clamp(max=model.config.max_len - 1)
 
 
+@torch.no_grad()
 def greedy_decode(
     model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None, limits: torch.Tensor | None = None
-) -> list[BeamHypothesis]:
+) -> list[Hypothesis]:
     """The most likely next token at every step, for each row of src_ids (B, Ts); row b stops after
     limits[b] tokens when limits (B,) is given."""
     c = model.config
-    max_len = max_len or default_max_len(model, src_ids)
-    if limits is not None:
-        max_len = int(limits.max())
+    max_len = int(limits.max()) if limits is not None else max_len or default_max_len(model, src_ids)
     enc = model.encode(src_ids)
     B = src_ids.size(0)
     last = torch.full((B, 1), c.bos_id, dtype=torch.long, device=src_ids.device)
@@ -61,7 +62,7 @@ def greedy_decode(
             break
         last = best[:, None]
     seqs = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
-    return [BeamHypothesis(_strip(s, c.eos_id), float(sc), bool(d)) for s, sc, d in zip(seqs, scores, done)]
+    return [Hypothesis(_strip(s, c.eos_id), float(sc), bool(d)) for s, sc, d in zip(seqs, scores, done)]
 
 
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -77,7 +78,7 @@ def beam_search(
     alpha: float = 0.6,
     max_len: int | None = None,
     limits: torch.Tensor | None = None,
-) -> list[BeamHypothesis]:
+) -> list[Hypothesis]:
     """Batched beam search: the best hypothesis per row of src_ids (B, Ts), ranked by score / penalty.
 
     Finished beams keep their slot and score (they may only 'emit' EOS again), so every step
@@ -86,10 +87,8 @@ def beam_search(
     """
     c = model.config
     K, dev = beam_size, src_ids.device
-    max_len = max_len or default_max_len(model, src_ids)
+    max_len = int(limits.max()) if limits is not None else max_len or default_max_len(model, src_ids)
     B = src_ids.size(0)
-    if limits is not None:
-        max_len = int(limits.max())
     limits = torch.full((B,), max_len, device=dev) if limits is None else limits
     enc = model.encode(src_ids)
     enc = EncoderOutput(enc.memory.repeat_interleave(K, 0), enc.src_mask.repeat_interleave(K, 0))  # (B*K, ...)
@@ -129,6 +128,5 @@ def beam_search(
     best = norm.argmax(-1)  # (B,)
     seqs = history[torch.arange(B, device=dev), best].tolist()
     return [
-        BeamHypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]]))
-        for b, s in enumerate(seqs)
+        Hypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]])) for b, s in enumerate(seqs)
     ]

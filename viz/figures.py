@@ -13,6 +13,11 @@ COLORSCALE = "Blues"
 FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)
 
 
+def as_float32(weights) -> np.ndarray:
+    """The one cast of attention maps (kept as float16 in gr.State) before plotting."""
+    return np.asarray(weights, dtype=np.float32)
+
+
 WEIGHT = "weight 0.%{z:03d}"  # z holds thousandths (see thousandths): 'weight 0.042'
 OVERVIEW_CELLS = 32  # small multiples of longer inputs are drawn in token blocks: a light page
 
@@ -49,6 +54,14 @@ def _slim_template() -> go.layout.Template:
 SLIM_TEMPLATE = _slim_template()
 
 
+def _heatmap(weights: np.ndarray, x: list[str], y: list[str], hover: str, colorbar: bool = True, **kw) -> go.Heatmap:
+    """A heatmap of attention weights from 0 up, with a weight color bar or none (small multiples).
+    The weights travel as thousandths (see thousandths)."""
+    weights = as_float32(weights)
+    scale = dict(colorbar=_colorbar(weights)) if colorbar else dict(showscale=False)
+    return go.Heatmap(z=thousandths(weights), x=x, y=y, zmin=0, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw)
+
+
 def _hover(query: str, key: str, extra: str = "") -> str:
     # %{y} and %{x} are the 'i:token' labels: the token itself, and which occurrence of it.
     return f"{query} %{{y}}<br>{key} %{{x}}<br>{WEIGHT}<extra>{extra}</extra>"
@@ -74,18 +87,7 @@ def attention_heatmap(
     """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset."""
     Tq, Tk = weights.shape
     assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
-    fig = go.Figure(
-        go.Heatmap(
-            z=thousandths(weights),
-            x=k_labels,
-            y=q_labels,
-            zmin=0,
-            colorscale=COLORSCALE,
-            colorbar=_colorbar(weights),
-            hovertemplate=_hover(query, key),
-            hoverongaps=False,
-        )
-    )
+    fig = go.Figure(_heatmap(weights, k_labels, q_labels, _hover(query, key), hoverongaps=False))
     fig.update_xaxes(title_text=f"{key} (attended to)", tickangle=-60, tickfont=dict(size=10), type="category")
     fig.update_yaxes(title_text=f"{query} (attending)", autorange="reversed", tickfont=dict(size=10), type="category")
     height = int(min(820, max(480, 260 + 9 * max(Tq, Tk))))
@@ -122,6 +124,7 @@ def heads_overview(
 ) -> go.Figure:
     """All heads of one layer as small multiples: weights (H, Tq, Tk). Each head has its own color range.
     Inputs longer than max_cells tokens are shown in token blocks (pool_blocks) to keep the figure small."""
+    weights = as_float32(weights)
     H, Tq, Tk = weights.shape
     weights, q_labels, k_labels = pool_blocks(weights, q_labels, k_labels, max_cells)
     if len(q_labels) < Tq or len(k_labels) < Tk:
@@ -140,15 +143,7 @@ def heads_overview(
     small = max(Tq, Tk) <= 20  # tick labels only where they can be read
     for h in range(H):
         fig.add_trace(
-            go.Heatmap(
-                z=thousandths(weights[h]),
-                x=k_labels,
-                y=q_labels,
-                zmin=0,
-                colorscale=COLORSCALE,
-                showscale=False,
-                hovertemplate=_hover(query, key, f"head {h + 1}"),
-            ),
+            _heatmap(weights[h], k_labels, q_labels, _hover(query, key, f"head {h + 1}"), colorbar=False),
             row=h // cols + 1,
             col=h % cols + 1,
         )
@@ -161,17 +156,7 @@ def step_heatmap(weights: np.ndarray, src_labels: list[str], title: str) -> go.F
     """What every head attended to in the source at one decoding step: weights (H, Ts)."""
     H, Ts = weights.shape
     heads = [f"head {h + 1}" for h in range(H)]
-    fig = go.Figure(
-        go.Heatmap(
-            z=thousandths(weights),
-            x=src_labels,
-            y=heads,
-            zmin=0,
-            colorscale=COLORSCALE,
-            colorbar=_colorbar(weights),
-            hovertemplate=f"%{{y}}<br>source %{{x}}<br>{WEIGHT}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_heatmap(weights, src_labels, heads, f"%{{y}}<br>source %{{x}}<br>{WEIGHT}<extra></extra>"))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category", title_text="German token")
     fig.update_yaxes(autorange="reversed", type="category")
     return _layout(fig, title, 200 + 28 * H)

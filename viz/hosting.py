@@ -2,6 +2,8 @@
 that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
 
 import gradio as gr
+
+from pipelines.serving import calling_client
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
 
@@ -38,3 +40,9 @@ def launch_options() -> dict:
 def client_key(request: gr.Request | None):
     """Who is calling, for fairness: the browser tab's or API client's session (None outside a request)."""
     return getattr(request, "session_hash", None) if request is not None else None
+
+
+def run_as(request: gr.Request | None, handler, *args):
+    """handler(*args) with its model calls queued as this request's client's (see pipelines.serving)."""
+    with calling_client(client_key(request)):
+        return handler(*args)
