@@ -180,6 +180,7 @@ def build_demo(sentiment=None, translation=None, *, sentiment_error=None, transl
 def main() -> None:
     from viz.models import load_models
 
+    hosting.tame_malloc()
     sentiment, translation = load_models()
     demo = build_demo(
         sentiment.pipeline,

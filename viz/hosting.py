@@ -1,6 +1,8 @@
 """Settings for hosting the app for months on a small shared machine: bounded memory, no uploads, a queue
 that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
 
+import ctypes
+
 import gradio as gr
 
 from pipelines.serving import calling_client
@@ -46,3 +48,15 @@ def run_as(request: gr.Request | None, handler, *args):
     """handler(*args) with its model calls queued as this request's client's (see pipelines.serving)."""
     with calling_client(client_key(request)):
         return handler(*args)
+
+
+def tame_malloc(arenas: int = 2, mmap_threshold: int = 1 << 20) -> bool:
+    """glibc only: few malloc arenas (one per thread otherwise keeps freed memory per thread) and a fixed
+    mmap threshold, so the large tensors of a batch go back to the system when freed and resident memory
+    stays flat. Call before the models load. False where it does not apply."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+    return bool(libc.mallopt(M_ARENA_MAX, arenas)) and bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold))
