@@ -12,8 +12,9 @@ import gradio as gr  # noqa: E402
 
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
-from viz import handlers, hosting  # noqa: E402
+from viz import explanation_panel, handlers, hosting, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
+from viz.heads_panel import heads_panel  # noqa: E402
 from viz.models import redact_paths  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
@@ -65,9 +66,7 @@ def sentiment_tab(pipe) -> None:
         with gr.Column(scale=2):
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
-    gr.Markdown("### What the prediction leans on")
-    mode = gr.Radio(handlers.HIGHLIGHT_MODES, value="pool", show_label=False, elem_id="sentiment-highlight-mode")
-    highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
+    panel = explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
@@ -79,15 +78,12 @@ def sentiment_tab(pipe) -> None:
         """Classify a review: (probabilities per label, status with any notices)."""
         return hosting.run_as(request, handlers.analyze_review, pipe, review)
 
-    def redraw(view, layer, head, mode):
-        return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
-
-    submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS).then(
-        redraw, [state, layer, head, mode], [highlight, overview, single], **PRIVATE
-    )
+    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS)
+    explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
+    drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
-    mode.change(handlers.sentiment_highlight, [state, mode], [highlight], **PRIVATE)
+    heads_panel(pipe, "sentiment", state, drawn, [review])
 
 
 def translation_tab(pipe) -> None:
@@ -125,6 +121,7 @@ def translation_tab(pipe) -> None:
     with gr.Row():
         step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
         step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
+    explanations = translation_explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
@@ -134,22 +131,21 @@ def translation_tab(pipe) -> None:
         """Translate German to English: (English text, status with any notices)."""
         return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
 
-    def redraw(view, layer, head):
-        """Every plot for a new translation, with the step slider reset to step 1."""
+    def redraw(view, layer, head):  # every plot for a new translation, with the step slider back at 1
         steps = handlers.translation_step(view, layer, 1)
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
     inputs, outputs = [german, decoding, beam_size], [state, english, status]
-    submit.click(translate, inputs, outputs, api_name="translate", **MODEL_EVENTS).then(
-        redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
-    )
+    translated = submit.click(translate, inputs, outputs, api_name="translate", **MODEL_EVENTS)
+    drawn = translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
+    translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
-    layer.change(handlers.translation_step, [state, layer, step], [step_heads, step_topk], **PRIVATE)
-    step.input(
-        handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
-    )
+    step_io = ([state, layer, step], [step_heads, step_topk])
+    layer.change(handlers.translation_step, *step_io, **PRIVATE)
+    step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
+    heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:

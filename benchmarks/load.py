@@ -57,7 +57,9 @@ def rss_mb(pid: int) -> float:
 
 def start_app(port: int) -> subprocess.Popen:
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1"}
-    return subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
@@ -190,7 +192,9 @@ def run(args) -> int:
         print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")
         memory[f"after {args.sequential} sequential calls"] = rss_mb(proc.pid)
         one = report("1 client, alternating", *drive(url, 1, args.single_seconds, reference))
-        many = report(f"{args.clients} clients, half on each endpoint", *drive(url, args.clients, args.seconds, reference))
+        many = report(
+            f"{args.clients} clients, half on each endpoint", *drive(url, args.clients, args.seconds, reference)
+        )
         memory["end"] = rss_mb(proc.pid)
         print(f"\nthroughput with {args.clients} clients: {many / max(one, 1e-9):.1f}x one client's")
         print("resident memory of the app, MB: " + ", ".join(f"{k} {v:.0f}" for k, v in memory.items()))

@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
         view, _, _ = handlers.analyze_review(sentiment.pipeline, BENCH_REVIEW)
         overview, single = handlers.sentiment_figures(view, 0, 0)
         n = len(view.labels)
-        report(f"sentiment ({len(BENCH_REVIEW.split())}-word review, {n} tokens)", {"overview": overview, "single": single})
+        report(
+            f"sentiment ({len(BENCH_REVIEW.split())}-word review, {n} tokens)", {"overview": overview, "single": single}
+        )
         L, H = len(view.attentions), view.attentions[0].shape[0]
         worst = max(
             (sum(figure_bytes(f) for f in handlers.sentiment_figures(view, layer, head)), layer, head)

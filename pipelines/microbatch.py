@@ -103,4 +103,3 @@ class MicroBatcher:
                 call.future.set_exception(result)
             else:
                 call.future.set_result(result)
-

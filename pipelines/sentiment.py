@@ -6,8 +6,12 @@ import torch
 
 from transformer import TransformerClassifier
 
+from . import heads
+from .attribution import METHODS
 from .batching import pad, sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .explanations import explain_review, review_faithfulness
+from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -56,15 +60,23 @@ class SentimentPipeline:
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
-    def __call__(self, text: str) -> SentimentResult:
-        """Classify one review, with every attention map. ValueError when it has no tokens."""
-        result = self.analyze_many([text])[0]
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention: {"self": n_layers}."""
+        return heads.classifier_layers(self.model)
+
+    def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
+        """Classify one text, with every attention map. head_mask: {("self", layer, head): multiplier}, 0
+        switches a head off (this call only). ValueError when it has no tokens."""
+        result = self.analyze_many([text], head_mask)[0]
         if isinstance(result, Exception):
             raise result
         return result
 
     @torch.no_grad()
-    def analyze_many(self, texts: list[str]) -> list[SentimentResult | ValueError]:
+    def analyze_many(
+        self, texts: list[str], head_mask: dict[HeadKey, float] | None = None
+    ) -> list[SentimentResult | ValueError]:
         """__call__ for several texts in one padded batch (a ValueError in place of a text without tokens).
 
         Padding changes nothing: the classifier pools over real tokens only and padded keys get zero weight,
@@ -74,14 +86,15 @@ class SentimentPipeline:
         results: list = [ValueError("the text has no tokens")] * len(texts)
         if not real:
             return results
-        out = self.model(pad([encoded[i][0] for i in real], self.model.config.pad_id), need_weights=True)
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
+        batch = pad([encoded[i][0] for i in real], self.model.config.pad_id)  # (B, T)
+        out = self.model(batch, need_weights=True, head_mask=None if masks is None else masks["self"])
         probs = out.logits.softmax(-1)  # (B, labels)
         for row, i in enumerate(real):
             ids, toks, n = encoded[i]
             T = len(ids)
-            label = self.labels[int(probs[row].argmax())]
             results[i] = SentimentResult(
-                label=label,
+                label=self.labels[int(probs[row].argmax())],
                 probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
                 tokens=toks,
                 attentions=[a[row, :, :T, :T].clone() for a in out.attentions],  # (H, T, T)
@@ -91,14 +104,34 @@ class SentimentPipeline:
             )
         return results
 
+    def head_table(self, text: str) -> list[dict]:
+        """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
+        switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
+        return heads.sentiment_head_table(self, text)
+
+    explanation_methods = METHODS
+
+    def explain(self, text: str, method: str | None = None, target: str | None = None):
+        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
+        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
+        return explain_review(self, text, method, target)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
+        return review_faithfulness(self, explanation)
+
     @torch.no_grad()
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
+    def predict(
+        self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
+    ) -> list[dict[str, float]]:
         """Probabilities for many texts, on the fast path (no attention weights), in input order."""
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
         ids = [head_tail(e.ids, self.max_len, self.head_tokens) or [0] for e in encs]
         out: list[dict[str, float]] = [{}] * len(ids)
         for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            probs = self.model(batch).logits.softmax(-1)
+            probs = self.model(batch, head_mask=None if masks is None else masks["self"]).logits.softmax(-1)
             for i, p in zip(rows, probs):
                 out[i] = {lab: float(x) for lab, x in zip(self.labels, p)}
         return out

@@ -36,7 +36,9 @@ class _Served:
 class ServedSentiment(_Served):
     """A SentimentPipeline whose calls run in batches (pipe.analyze_many)."""
 
-    def __call__(self, text: str):
+    def __call__(self, text: str, head_mask=None):
+        if head_mask:  # a what-if run with heads switched off (rare): not batched
+            return self.pipe(text, head_mask)
         n = len(self.pipe.encode(text)[0])
         return self.batcher.submit(self.pipe.analyze_many, text, client=_CLIENT.get(), bucket=n > SHORT_REVIEW)
 
@@ -44,7 +46,11 @@ class ServedSentiment(_Served):
 class ServedTranslation(_Served):
     """A TranslationPipeline whose calls run in batches (pipe.explain_many) of one beam size."""
 
-    def __call__(self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5):
+    def __call__(
+        self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5, head_mask=None
+    ):
+        if head_mask:  # a what-if run with heads switched off (rare): not batched
+            return self.pipe(text, beam_size, alpha, top_k, head_mask)
         n = len(self.pipe.encode_source([text])[0][0])
         return self.batcher.submit(
             self.pipe.explain_many,

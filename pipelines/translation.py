@@ -1,15 +1,19 @@
 """TranslationPipeline: German text -> English text, with every attention map and each step's top-k."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from transformer import Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
+from transformer import HeadMasks, Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
 from transformer.generation import row_limits
 
+from . import heads
 from .batching import pad, sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .heads import HeadKey
 from .text import clean_text
+from .translation_attribution import TRANSLATION_METHODS
+from .translation_explanations import explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -31,6 +35,7 @@ class TranslationResult:
     steps: list[DecodingStep]
     score: float  # log-probability of the translation
     truncated: bool  # the source was cut to fit the model
+    target_ids: list[int] = field(default_factory=list)  # the produced token ids, one per step
 
 
 class TranslationPipeline:
@@ -62,12 +67,23 @@ class TranslationPipeline:
         ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
-    def search(self, src: torch.Tensor, beam_size: int, alpha: float, limits=None) -> list[Hypothesis]:
+    def search(
+        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: HeadMasks | None = None, limits=None
+    ) -> list[Hypothesis]:
         """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search.
         limits (B,): row b stops after limits[b] tokens (row_limits: as if each row ran alone)."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src, limits=limits)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, limits=limits)
+            return greedy_decode(self.model, src, head_mask=head_mask, limits=limits)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, head_mask=head_mask, limits=limits)
+
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention: {"encoder": ..., "decoder": ..., "cross": ...}."""
+        return heads.translator_layers(self.model)
+
+    def head_masks(self, head_mask: dict[HeadKey, float] | None) -> HeadMasks | None:
+        """{(kind, layer, head): multiplier} -> the model's HeadMasks (ValueError for a head it lacks)."""
+        return heads.head_masks(heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads))
 
     def detokenize(self, ids: list[int]) -> str:
         """Output ids -> English text."""
@@ -79,38 +95,65 @@ class TranslationPipeline:
             return "</s>"
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
+    explanation_methods = TRANSLATION_METHODS
+
+    def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
+        """Attribution of every produced token to the source tokens (and the target prefix), with each
+        cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
+        faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
+        rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
+        Returns a pipelines.translation_explanations.TranslationExplanation."""
+        return explain_translation(self, text, method, contrast, result)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
+        return translation_faithfulness(self, explanation)
+
     @torch.no_grad()
     def translate(
-        self, texts: list[str], beam_size: int | None = None, alpha: float | None = None, batch_size: int = 64
+        self,
+        texts: list[str],
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        batch_size: int = 64,
+        head_mask: dict[HeadKey, float] | None = None,
     ) -> list[str]:
-        """Translations of many sentences (batched, fast path), in input order."""
+        """Translations of many sentences (batched, fast path), in input order; head_mask as in __call__."""
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
+        masks = self.head_masks(head_mask)
         ids, _, _ = self.encode_source(texts)
         out = [""] * len(ids)
         for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self.search(src, beam_size, alpha)):
+            for i, hyp in zip(rows, self.search(src, beam_size, alpha, masks)):
                 out[i] = self.detokenize(hyp.tokens)
         return out
 
+    @torch.no_grad()
     def __call__(
-        self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5
+        self,
+        text: str,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        top_k: int = 5,
+        head_mask: dict[HeadKey, float] | None = None,
     ) -> TranslationResult:
         """Translate one sentence and show how: attentions of every layer and head, and each step's top-k.
-        ValueError when it has no tokens."""
-        result = self.explain_many([text], beam_size, alpha, top_k)[0]
+        head_mask: {(kind, layer, head): multiplier}, kind "encoder", "decoder" or "cross"; 0 switches a head
+        off for this call only (decoding and the attention maps both run with it). ValueError: no tokens."""
+        result = self.explain_many([text], beam_size, alpha, top_k, head_mask)[0]
         if isinstance(result, Exception):
             raise result
         return result
 
     @torch.no_grad()
     def explain_many(
-        self, texts: list[str], beam_size: int | None = None, alpha: float | None = None, top_k: int = 5
+        self, texts: list[str], beam_size=None, alpha=None, top_k: int = 5, head_mask=None
     ) -> list[TranslationResult | ValueError]:
         """__call__ for several sentences in one padded batch (a ValueError in place of one without tokens).
-
-        Rows do not see each other's padding (masked keys get zero weight; the decoder is causal), so each
-        result, cut to its own lengths, is that of a run on its sentence alone."""
+        Rows do not see each other's padding (masked keys get zero weight; the decoder is causal) and each
+        keeps its own length limit, so each result, cut to its lengths, is that of a run on it alone."""
+        masks = self.head_masks(head_mask)
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
         c = self.model.config
@@ -120,12 +163,13 @@ class TranslationPipeline:
         if not real:
             return results
         src = pad([ids[i] for i in real], c.pad_id)  # (B, Ts)
-        hyps = self.search(src, beam_size, alpha, row_limits(self.model, src))  # as if each ran alone
+        hyps = self.search(src, beam_size, alpha, masks, row_limits(self.model, src))
         produced = [h.tokens + ([c.eos_id] if h.finished else []) for h in hyps]
         # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
-        enc = self.model.encode(src, need_weights=True)
-        dec = self.model.decode(pad([[c.bos_id] + p[:-1] for p in produced], c.pad_id), enc, need_weights=True)
+        enc = self.model.encode(src, need_weights=True, head_mask=masks)
+        tgt_in = pad([[c.bos_id] + p[:-1] for p in produced], c.pad_id)  # (B, Tt)
+        dec = self.model.decode(tgt_in, enc, need_weights=True, head_mask=masks)
         topv, topi = dec.logits.softmax(-1).topk(top_k, dim=-1)  # (B, Tt, k)
         for row, i in enumerate(real):
             Ts, Tt = len(ids[i]), max(len(produced[row]), 1)
@@ -134,7 +178,9 @@ class TranslationPipeline:
                 for tok, vs, ts in zip(produced[row], topv[row], topi[row])
             ]
             text_clean = clean_text(texts[i])
-            src_spans = spans(encs[i], text_clean)[: Ts - 1] + [TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))]
+            src_spans = spans(encs[i], text_clean)[: Ts - 1] + [
+                TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
+            ]
             results[i] = TranslationResult(
                 translation=self.detokenize(hyps[row].tokens),
                 source_tokens=src_spans,
@@ -145,5 +191,21 @@ class TranslationPipeline:
                 steps=steps,
                 score=hyps[row].score,
                 truncated=truncated[i],
+                target_ids=produced[row],
             )
         return results
+
+    def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
+        """Log-probability of the output ids `target_ids` (e.g. TranslationResult.target_ids) given the
+        sentence, teacher-forced, with the heads of head_mask switched off."""
+        ids, _, _ = self.encode_source([text])
+        masks = self.head_masks(head_mask)
+        return float(heads.teacher_forced_log_prob(self.model, ids[0], list(target_ids), masks)[0])
+
+    def head_table(
+        self, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+    ) -> list[dict]:
+        """One dict per head (kind "encoder" / "decoder" / "cross", layer, head from 0): attention statistics
+        on this sentence, agreement of cross-attention heads with the attribution (when explain exists) and
+        the effect of switching that head alone off (change of the translation's log-probability)."""
+        return heads.translation_head_table(self, text, beam_size, alpha, agreement)

@@ -2,7 +2,8 @@
 
 import pytest
 import torch
-from test_training import TINY_SENTIMENT, imdb_dir  # noqa: F401  (a fixture)
+from test_training import TINY_SENTIMENT
+from test_training import imdb_dir as imdb_dir  # noqa: F401  (a fixture)
 
 from training.checkpoint import DamagedCheckpoint, load_state
 from training.cli import main as train_main
@@ -47,7 +48,12 @@ def _damage(kind: str, good, path, imdb_dir) -> None:  # noqa: F811
     ],
 )
 def test_resume_from_a_damaged_checkpoint_exits_2_with_one_line(
-    kind, reason, good_checkpoint, imdb_dir, tmp_path, capsys  # noqa: F811
+    kind,
+    reason,
+    good_checkpoint,
+    imdb_dir,
+    tmp_path,
+    capsys,  # noqa: F811
 ):
     out = tmp_path / "run"
     out.mkdir()

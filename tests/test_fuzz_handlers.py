@@ -21,17 +21,23 @@ SPECIAL = st.sampled_from(
      "<", ">", "&", '"', "'", "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<br />", "&lt;",
      "😀", "e\u0301", "\u202e", " "]
 )  # fmt: skip
+MARKUP = st.builds(
+    lambda tag, body: f"<{tag} onload=alert(1)>{body}</{tag}>",
+    st.from_regex(r"[a-z]{1,8}", fullmatch=True),
+    st.text(max_size=50),
+)
 TEXT = st.one_of(
     st.text(ANY_CHAR, max_size=300),
     st.lists(st.one_of(SPECIAL, st.text(max_size=12)), max_size=40).map("".join),
-    st.builds(lambda tag, body: f"<{tag} onload=alert(1)>{body}</{tag}>", st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.text(max_size=50)),
-)  # fmt: skip
+    MARKUP,
+)
 NUMBER = st.one_of(
     st.none(), st.integers(-(10**30), 10**30), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=5),
     st.sampled_from(["3", "2.5", "NaN", "-inf", "", "1e309"]),
 )  # fmt: skip
 HUGE = ["<b>x</b>" * 25_000, "\u200b" * 200_000, "Wort " * 40_000, "\ud800" * 200_000]
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+DECODING = st.one_of(st.sampled_from(handlers.DECODING), st.text(max_size=8), st.none())
 SECONDS = 60  # per handler call at most, on a slow shared CI machine (a few ms to 1 s normally)
 
 
@@ -95,7 +101,7 @@ def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
 
 
 @settings(FUZZ, max_examples=15)  # an untrained model decodes to its length limit: keep CI short
-@given(text=TEXT, decoding=st.one_of(st.sampled_from(handlers.DECODING), st.text(max_size=8), st.none()), beam=NUMBER, layer=NUMBER, head=NUMBER, step=NUMBER)  # fmt: skip
+@given(text=TEXT, decoding=DECODING, beam=NUMBER, layer=NUMBER, head=NUMBER, step=NUMBER)
 @example(text=HUGE[2], decoding="greedy", beam=4, layer=0, head=0, step=10**9)
 @example(text=HUGE[3], decoding="beam search", beam=float("nan"), layer=-1, head=99, step=float("inf"))
 def test_translation_handlers_never_fail(translation, text, decoding, beam, layer, head, step):

@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", type=Path, required=True, help="bundle folder, e.g. assets/sentiment")
     p.add_argument("--test-data", required=True, help="test split file for the one final score")
     p.add_argument("--data-description", default=None, help="what the model was trained on, for metrics.json")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="score another evaluation file too, reported under NAME (e.g. sst2_validation=.../validation.parquet)",
+    )
     return p
 
 
@@ -95,12 +102,22 @@ def write_bundle(a, folder: Path) -> dict:
     if too_big:
         raise ShipError(f"{too_big} over 25 MB")
     metrics = run_metrics(a, score_bundle(a.task, folder, a.test_data))
+    for name, path in (item.split("=", 1) for item in a.also):
+        metrics[name] = {**score_bundle(a.task, folder, path), "split": name}
+    if a.task == "sentiment":
+        from .contrast import PAIRS, evaluate_model
+
+        metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
+    bad = [item for item in a.also if "=" not in item]
+    if bad:
+        print(f"error: --also takes NAME=FILE, got {bad[0]!r}", file=sys.stderr)
+        return 2
     best = a.run / BEST
     if not (best / WEIGHTS).is_file():
         print(f"error: {best} has no {WEIGHTS}: has the run finished an epoch?", file=sys.stderr)

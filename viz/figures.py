@@ -59,7 +59,9 @@ def _heatmap(weights: np.ndarray, x: list[str], y: list[str], hover: str, colorb
     The weights travel as thousandths (see thousandths)."""
     weights = as_float32(weights)
     scale = dict(colorbar=_colorbar(weights)) if colorbar else dict(showscale=False)
-    return go.Heatmap(z=thousandths(weights), x=x, y=y, zmin=0, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw)
+    return go.Heatmap(
+        z=thousandths(weights), x=x, y=y, zmin=0, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw
+    )
 
 
 def _hover(query: str, key: str, extra: str = "") -> str:

@@ -4,10 +4,10 @@ that takes bursts, and who is calling (for the fair batcher). Used by app.py and
 import ctypes
 
 import gradio as gr
-
-from pipelines.serving import calling_client
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
+
+from pipelines.serving import calling_client
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
 MAX_BATCH = 8  # model calls run together at most
