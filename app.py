@@ -10,12 +10,17 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import explanation_panel, handlers, translation_explanation_panel  # noqa: E402
+from pipelines.microbatch import MicroBatcher  # noqa: E402
+from pipelines.serving import served  # noqa: E402
+from viz import explanation_panel, handlers, hosting, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
+from viz.models import redact_paths  # noqa: E402
 
-CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
-QUEUE_SIZE = 32
+CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
+# Model events: every admitted request goes on to the shared batcher, which runs one batch at a time and is
+# fair across clients; gradio's own queue is first come, first served.
+MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
 
 INTRO = """\
@@ -34,7 +39,7 @@ STEP_HELP = (
 def _unavailable(what: str, env_var: str, error: str | None) -> None:
     gr.Markdown(
         f"### The {what} model is not available\n\n"
-        f"It could not be loaded: `{error or 'no model given'}`\n\n"
+        f"It could not be loaded: `{redact_paths(error or 'no model given')}`\n\n"
         f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app. "
         "The other tab works independently."
     )
@@ -45,7 +50,7 @@ def _choices(n: int) -> list[tuple[str, int]]:
 
 
 def sentiment_tab(pipe) -> None:
-    state = gr.State(None)
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
             review = gr.Textbox(
@@ -74,11 +79,11 @@ def sentiment_tab(pipe) -> None:
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
-    def sentiment(review: str):
+    def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        return handlers.analyze_review(pipe, review)
+        return hosting.run_as(request, handlers.analyze_review, pipe, review)
 
-    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment")
+    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS)
     explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
     drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
@@ -105,7 +110,7 @@ def _translation_inputs(pipe):
 
 
 def translation_tab(pipe) -> None:
-    state = gr.State(None)
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
             german, decoding, beam_size, submit = _translation_inputs(pipe)
@@ -128,31 +133,35 @@ def translation_tab(pipe) -> None:
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
 
-    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4):
+    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices)."""
-        return handlers.translate(pipe, german_text, decoding, beam_size)
+        return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
 
-    def redraw(view, layer, head):
-        """Every plot for a new translation, with the step slider reset to step 1."""
+    def redraw(view, layer, head):  # every plot for a new translation, with the step slider back at 1
         steps = handlers.translation_step(view, layer, 1)
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    translated = submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate")
+    inputs, outputs = [german, decoding, beam_size], [state, english, status]
+    translated = submit.click(translate, inputs, outputs, api_name="translate", **MODEL_EVENTS)
     drawn = translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
-    translation_explanation_panel.wire(explanations, pipe, [german, decoding, beam_size], state, step, translated)
+    translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
-    layer.change(handlers.translation_step, [state, layer, step], [step_heads, step_topk], **PRIVATE)
-    step.input(
-        handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
-    )
+    step_io = ([state, layer, step], [step_heads, step_topk])
+    layer.change(handlers.translation_step, *step_io, **PRIVATE)
+    step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
-    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing."""
-    with gr.Blocks(title="How transformers pay attention", analytics_enabled=False) as demo:
+    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
+    Launch it with hosting.launch_options()."""
+    batcher = MicroBatcher(hosting.MAX_BATCH)
+    sentiment, translation = served(sentiment, translation, batcher)
+    with gr.Blocks(
+        title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
+    ) as demo:
         gr.Markdown(INTRO)
         with gr.Tabs():
             with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
@@ -165,13 +174,15 @@ def build_demo(sentiment=None, translation=None, *, sentiment_error=None, transl
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
                     translation_tab(translation)
-    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
+    demo.batcher = batcher  # its counters, for tests and benchmarks
     return demo
 
 
 def main() -> None:
     from viz.models import load_models
 
+    hosting.tame_malloc()
     sentiment, translation = load_models()
     demo = build_demo(
         sentiment.pipeline,
@@ -179,7 +190,7 @@ def main() -> None:
         sentiment_error=sentiment.error,
         translation_error=translation.error,
     )
-    demo.launch()
+    demo.launch(**hosting.launch_options())
 
 
 if __name__ == "__main__":
