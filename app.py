@@ -10,7 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import handlers  # noqa: E402
+from viz import handlers, share_ui  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
@@ -38,7 +38,7 @@ def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
 
-def sentiment_tab(pipe) -> None:
+def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     cfg = pipe.model.config
     state = gr.State(None)
     with gr.Row():
@@ -61,6 +61,7 @@ def sentiment_tab(pipe) -> None:
         with gr.Column(scale=2):
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
+            share = share_ui.share_controls("sentiment")
     gr.Markdown("### What the prediction leans on")
     mode = gr.Radio(handlers.HIGHLIGHT_MODES, value="pool", show_label=False, elem_id="sentiment-highlight-mode")
     highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
@@ -84,9 +85,14 @@ def sentiment_tab(pipe) -> None:
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     mode.change(handlers.sentiment_highlight, [state, mode], [highlight], **PRIVATE)
+    share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
+    share_ui.wire_sentiment_links(
+        demo, pipe, share, review=review, layer=layer, head=head, mode=mode,
+        run=sentiment, outputs=[state, label, status], redraw=redraw, drawn=[highlight, overview, single],
+    )  # fmt: skip
 
 
-def translation_tab(pipe) -> None:
+def translation_tab(pipe, demo: gr.Blocks) -> None:
     cfg = pipe.model.config
     state = gr.State(None)
     with gr.Row():
@@ -109,6 +115,7 @@ def translation_tab(pipe) -> None:
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
+            share = share_ui.share_controls("translation")
     with gr.Row():
         layer = gr.Radio(
             _choices(max(cfg.n_encoder_layers, cfg.n_decoder_layers)),
@@ -151,23 +158,30 @@ def translation_tab(pipe) -> None:
     step.input(
         handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
     )
+    share_ui.translation_compare_panel(pipe, german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
+    share_ui.wire_translation_links(
+        demo, pipe, share, german=german, decoding=decoding, beam=beam_size, layer=layer, head=head, step=step,
+        run=translate, outputs=[state, english, status], redraw=redraw,
+        drawn=[*attention_plots, step, step_heads, step_topk],
+    )  # fmt: skip
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing."""
     with gr.Blocks(title="How transformers pay attention", analytics_enabled=False) as demo:
         gr.Markdown(INTRO)
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
                 else:
-                    sentiment_tab(sentiment)
+                    sentiment_tab(sentiment, demo)
             with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
                 if translation is None:
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
-                    translation_tab(translation)
+                    translation_tab(translation, demo)
+        share_ui.select_tab_on_load(demo, tabs)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
     return demo
 

@@ -35,9 +35,11 @@ class SentimentPipeline:
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
-        model, tok, _, prep = load_folder(TransformerClassifier, name_or_path)
+        model, tok, folder, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
-        return cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
+        pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
+        pipe.source, pipe.folder = str(name_or_path), folder  # which model made a result (export)
+        return pipe
 
     def encode(self, text: str):
         """(kept ids, kept TokenSpans, total token count) for one text."""

@@ -48,3 +48,13 @@ def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
     if any(unicodedata.category(c) == "So" for c in text):
         notices.append("Emoji and symbols are read as several byte pieces each; the model saw few of them in training.")
     return CheckedText(text, None, notices)
+
+
+def beam_width(decoding: object, beam_size: object, default: int = 4) -> int:
+    """The beam size to decode with: 1 for greedy, else beam_size clamped to 1..10 (default when not a number)."""
+    if decoding == "greedy":
+        return 1
+    try:
+        return min(max(int(float(beam_size)), 1), 10)
+    except (TypeError, ValueError, OverflowError):  # None, '', NaN, infinity
+        return default
