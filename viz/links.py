@@ -46,7 +46,7 @@ def to_query(link: ViewLink) -> str:
         params.append(("beam", str(int(link.beam))))
     if link.method:
         params.append(("method", link.method))
-    return urlencode(params)  # quote_plus: UTF-8 percent-encoding, spaces as '+'
+    return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
 
 
 def _index(raw: str | None) -> int | None:
