@@ -39,7 +39,6 @@ def _choices(n: int) -> list[tuple[str, int]]:
 
 
 def sentiment_tab(pipe, demo: gr.Blocks) -> None:
-    cfg = pipe.model.config
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
@@ -67,8 +66,8 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
     gr.Markdown("### Self-attention")
     with gr.Row():
-        layer = gr.Radio(_choices(cfg.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
-        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
@@ -92,38 +91,36 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     )  # fmt: skip
 
 
+def _german_inputs(pipe):
+    """The German sentence, the decoding options and the Translate button, with example sentences."""
+    german = gr.Textbox(
+        label="German sentence",
+        placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
+        lines=2,
+        max_lines=6,
+        elem_id="translation-input",
+    )
+    with gr.Row():
+        default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
+        decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
+        beam_size = gr.Slider(2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam")
+    submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
+    gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+    return german, decoding, beam_size, submit
+
+
 def translation_tab(pipe, demo: gr.Blocks) -> None:
-    cfg = pipe.model.config
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
-            german = gr.Textbox(
-                label="German sentence",
-                placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
-                lines=2,
-                max_lines=6,
-                elem_id="translation-input",
-            )
-            with gr.Row():
-                default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
-                decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
-                beam_size = gr.Slider(
-                    2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam"
-                )
-            submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
-            gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+            german, decoding, beam_size, submit = _german_inputs(pipe)
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
             share = share_ui.share_controls("translation")
     with gr.Row():
-        layer = gr.Radio(
-            _choices(max(cfg.n_encoder_layers, cfg.n_decoder_layers)),
-            value=0,
-            label="Layer",
-            elem_id="translation-layer",
-        )
-        head = gr.Radio(_choices(cfg.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
     gr.Markdown(

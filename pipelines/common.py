@@ -4,9 +4,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer import CheckpointError, load_model, resolve_checkpoint
+from tokenizers import Tokenizer
 
-TOKENIZER_FILES = ("tokenizer.json",)
+from transformer import CheckpointError, load_model, resolve_checkpoint
+from transformer.hub import CONFIG, WEIGHTS
+
+TOKENIZER = "tokenizer.json"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+PREPROCESSING = "preprocessing.json"  # how the pipeline cuts and decodes: max_len, head, labels, beam_size
+MODEL_FILES = (CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG, PREPROCESSING)  # a complete model folder
 
 
 @dataclass
@@ -19,16 +25,12 @@ class TokenSpan:
     end: int
 
 
-def load_folder(model_cls, name_or_path: str, extra_files: tuple[str, ...] = ()):
-    """(model, tokenizer, folder, preprocessing dict) from a local folder or a Hub repo id."""
-    from .tokenizers_io import load_tokenizer
-
-    folder = resolve_checkpoint(
-        name_or_path, required=("config.json", "model.safetensors", *TOKENIZER_FILES, *extra_files)
-    )
+def load_folder(model_cls, name_or_path: str):
+    """(model, tokenizer, preprocessing dict) from a local folder or a Hub repo id."""
+    folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
     model = load_model(model_cls, folder)
     try:
-        tokenizer = load_tokenizer(folder).backend_tokenizer
+        tokenizer = Tokenizer.from_file(str(Path(folder) / TOKENIZER))
     except Exception as e:
         raise CheckpointError(f"{name_or_path}: tokenizer does not load: {e}") from e
     if tokenizer.get_vocab_size() > model.config.vocab_size:
@@ -36,9 +38,18 @@ def load_folder(model_cls, name_or_path: str, extra_files: tuple[str, ...] = ())
             f"{name_or_path}: tokenizer has {tokenizer.get_vocab_size()} tokens but the model only "
             f"{model.config.vocab_size}: they do not belong together"
         )
-    prep_file = Path(folder) / "preprocessing.json"
+    prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
-    return model, tokenizer, Path(folder), prep
+    return model, tokenizer, prep
+
+
+def save_folder(model, tokenizer, folder: Path, model_max_length: int, preprocessing: dict) -> None:
+    """What load_folder reads: config.json and weights, the tokenizer, preprocessing.json."""
+    from .tokenizers_io import save_tokenizer
+
+    model.save_pretrained(folder)
+    save_tokenizer(tokenizer, folder, model_max_length=model_max_length)
+    (Path(folder) / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
 
 
 def spans(encoding, text: str) -> list[TokenSpan]:

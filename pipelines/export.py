@@ -53,7 +53,7 @@ def model_info(pipe) -> dict:
     """Where the model came from (a Hub repo id or a folder, shown relative to the app) and its version:
     the Hub revision when it came from the Hub, and a hash of its weights either way."""
     source = getattr(pipe, "source", None)
-    folder = getattr(pipe, "folder", None)
+    folder = _local_folder(source)
     info = {"source": _public_path(source), "revision": None, "weights_sha256": None}
     if folder is not None:
         match = _SNAPSHOT.search(Path(folder).as_posix())
@@ -61,6 +61,20 @@ def model_info(pipe) -> dict:
         info["weights_sha256"] = _weights_hash(Path(folder) / "model.safetensors")
     info["config"] = to_jsonable(dataclasses.asdict(pipe.model.config))
     return info
+
+
+def _local_folder(source) -> Path | None:
+    """The folder the model was read from: the source itself, or the cached Hub snapshot (no network)."""
+    if source is None:
+        return None
+    if Path(source).is_dir():
+        return Path(source)
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source, local_files_only=True))
+    except Exception:  # not a repo id, or not in the cache: the version stays unknown
+        return None
 
 
 def _public_path(source) -> str | None:

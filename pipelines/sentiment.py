@@ -29,23 +29,32 @@ class SentimentResult:
 class SentimentPipeline:
     """Loads a TransformerClassifier with its tokenizer from a local folder or a Hub repo id."""
 
-    def __init__(self, model: TransformerClassifier, tokenizer, max_len: int, head: int, labels: list[str]):
+    def __init__(self, model: TransformerClassifier, tokenizer, max_len: int, head_tokens: int, labels: list[str]):
         self.model, self.tokenizer = model.eval(), tokenizer
-        self.max_len, self.head, self.labels = max_len, head, labels
+        self.max_len, self.labels = max_len, labels
+        self.head_tokens = head_tokens  # a long review keeps its first head_tokens and last max_len - head_tokens
+
+    @property
+    def n_layers(self) -> int:
+        return self.model.config.n_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
-        model, tok, folder, prep = load_folder(TransformerClassifier, name_or_path)
+        model, tok, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
-        pipe.source, pipe.folder = str(name_or_path), folder  # which model made a result (export)
+        pipe.source = str(name_or_path)  # which model made a result (export)
         return pipe
 
     def encode(self, text: str):
         """(kept ids, kept TokenSpans, total token count) for one text."""
         text = clean_text(text)
         enc = self.tokenizer.encode(text)
-        keep = kept_positions(len(enc.ids), self.max_len, self.head)
+        keep = kept_positions(len(enc.ids), self.max_len, self.head_tokens)
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
@@ -71,7 +80,7 @@ class SentimentPipeline:
     def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
         """Probabilities for many texts, on the fast path (no attention weights), in input order."""
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
-        ids = [head_tail(e.ids, self.max_len, self.head) or [0] for e in encs]
+        ids = [head_tail(e.ids, self.max_len, self.head_tokens) or [0] for e in encs]
         out: list[dict[str, float]] = [{}] * len(ids)
         for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
             probs = self.model(batch).logits.softmax(-1)

@@ -3,12 +3,12 @@
 import re
 import unicodedata
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what clean_text replaces by spaces
 
 
 def clean_text(text: str) -> str:
     """Unicode NFC, control characters removed. Markup like IMDB's <br /> is handled by the tokenizer."""
-    return _CONTROL.sub(" ", unicodedata.normalize("NFC", text))
+    return CONTROL_CHARS.sub(" ", unicodedata.normalize("NFC", text))
 
 
 def head_tail(ids: list[int], max_len: int, head: int) -> list[int]:

@@ -48,10 +48,3 @@ def save_tokenizer(tok: Tokenizer, folder: str | Path, model_max_length: int) ->
         model_max_length=model_max_length,
     )
     fast.save_pretrained(str(folder))
-
-
-def load_tokenizer(folder: str | Path):
-    """The fast tokenizer saved with a model."""
-    from transformers import PreTrainedTokenizerFast
-
-    return PreTrainedTokenizerFast.from_pretrained(str(folder))

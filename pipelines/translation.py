@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer import Seq2SeqTransformer, beam_search, greedy_decode
+from transformer import Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
 
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
@@ -40,11 +40,20 @@ class TranslationPipeline:
         self.beam_size, self.alpha = beam_size, alpha
         self.max_src = model.config.max_len - 1
 
+    @property
+    def n_layers(self) -> int:
+        """The deeper of the encoder and the decoder (the app's layer control covers both)."""
+        return max(self.model.config.n_encoder_layers, self.model.config.n_decoder_layers)
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
+
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
-        model, tok, folder, prep = load_folder(Seq2SeqTransformer, name_or_path)
+        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
-        pipe.source, pipe.folder = str(name_or_path), folder  # which model made a result (export)
+        pipe.source = str(name_or_path)  # which model made a result (export)
         return pipe
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
@@ -54,10 +63,15 @@ class TranslationPipeline:
         ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
-    def _decode(self, src: torch.Tensor, beam_size: int, alpha: float, max_len: int | None):
+    def search(self, src: torch.Tensor, beam_size: int, alpha: float) -> list[Hypothesis]:
+        """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src, max_len=max_len)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, max_len=max_len)
+            return greedy_decode(self.model, src)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha)
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Output ids -> English text."""
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
 
     def token_text(self, token_id: int) -> str:
         c = self.model.config
@@ -75,8 +89,8 @@ class TranslationPipeline:
         ids, _, _ = self.encode_source(texts)
         out = [""] * len(ids)
         for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self._decode(src, beam_size, alpha, None)):
-                out[i] = self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip()
+            for i, hyp in zip(rows, self.search(src, beam_size, alpha)):
+                out[i] = self.detokenize(hyp.tokens)
         return out
 
     @torch.no_grad()
@@ -90,7 +104,7 @@ class TranslationPipeline:
         if len(ids[0]) <= 1:
             raise ValueError("the text has no tokens")
         src = torch.tensor(ids)
-        hyp = self._decode(src, beam_size, alpha, None)[0]
+        hyp = self.search(src, beam_size, alpha)[0]
         c = self.model.config
         produced = hyp.tokens + ([c.eos_id] if hyp.finished else [])
         # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
@@ -109,7 +123,7 @@ class TranslationPipeline:
             TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
         ]
         return TranslationResult(
-            translation=self.tokenizer.decode(hyp.tokens, skip_special_tokens=True).strip(),
+            translation=self.detokenize(hyp.tokens),
             source_tokens=src_spans,
             target_tokens=[s.token for s in steps],
             encoder_attentions=[a[0] for a in enc.attentions],

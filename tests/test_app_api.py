@@ -3,8 +3,8 @@
 import pytest
 from gradio_client import Client
 
+from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz.browser import serve
 
 
 @pytest.fixture(scope="module")

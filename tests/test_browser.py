@@ -6,8 +6,8 @@ never asserted: the CPU here is shared.
 
 import pytest
 
+from benchmarks import browser
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz import browser
 from viz.examples import BENCH_GERMAN, LONG_REVIEW
 
 pytestmark = [

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 import pytest
 from gradio_client import Client
 
+from benchmarks import browser
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz import browser
 
 pytestmark = [
     pytest.mark.browser,

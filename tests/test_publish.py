@@ -438,7 +438,8 @@ def project(tmp_path, monkeypatch):
     (root / "viz").mkdir()
     (root / "viz" / "__init__.py").write_text('"""Figures."""\n')
     (root / "app.py").write_text('import os\nMODEL = os.environ.get("SENTIMENT_MODEL")\n')
-    shutil.copy2(ROOT / "requirements.txt", root / "requirements.txt")
+    for name in ("requirements.txt", "requirements-lib.txt", "requirements-app.txt"):
+        shutil.copy2(ROOT / name, root / name)
     (root / "tests").mkdir()  # not part of the Space
     (root / "tests" / "test_x.py").write_text("")
     monkeypatch.setattr(publish, "PROJECT_ROOT", root)

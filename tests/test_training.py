@@ -240,3 +240,27 @@ def test_push_to_hub_fails_before_training_when_offline(imdb_dir, tmp_path, caps
         )
         == 2
     )
+
+
+def test_param_groups_by_module_type():
+    """Linear weights decay; embedding tables get their own decay; biases, norms, positions, pool query none."""
+    from training.loop import param_groups
+    from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
+
+    model = TransformerClassifier(ClassifierConfig(vocab_size=50, d_model=16, n_layers=1, ngram_buckets=31))
+    groups = {g["name"]: g for g in param_groups(model, 0.01, embedding_decay=0.001)}
+    ids = lambda name: {id(p) for p in groups[name]["params"]}  # noqa: E731
+    assert id(model.tok_emb.weight) in ids("embeddings") and groups["embeddings"]["weight_decay"] == 0.001
+    assert id(model.ngram_emb.table.weight) in ids("embeddings")
+    assert id(model.ngram_emb.proj.weight) in ids("linear weights")
+    norms = [p for m in model.modules() if isinstance(m, torch.nn.LayerNorm) for p in m.parameters()]
+    assert norms and all(id(p) in ids("biases, norms, positions") for p in norms)
+    n_grouped = sum(len(g["params"]) for g in groups.values())
+    assert n_grouped == len(list(model.parameters()))
+    seq = Seq2SeqTransformer(
+        Seq2SeqConfig(vocab_size=50, d_model=16, n_heads=4, n_encoder_layers=1, n_decoder_layers=1)
+    )
+    # tied embeddings: the shared matrix appears once, as an embedding
+    seq_groups = param_groups(seq, 0.01)
+    assert sum(len(g["params"]) for g in seq_groups) == len(list(seq.parameters()))
+    torch.optim.AdamW(seq_groups)  # no parameter in two groups

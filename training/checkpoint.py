@@ -20,7 +20,11 @@ def atomic_folder(write, folder: Path) -> None:
     old = folder.with_name(folder.name + ".old")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    write(tmp)
+    try:
+        write(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # `folder` stays as it was
+        raise
     shutil.rmtree(old, ignore_errors=True)
     if folder.exists():
         os.replace(folder, old)

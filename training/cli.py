@@ -26,6 +26,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--batch-size", type=int, default=batch_size, help="sequences per step (default %(default)s)")
     g.add_argument("--lr", type=float, default=lr, help="peak AdamW learning rate (default %(default)s)")
     g.add_argument("--weight-decay", type=float, default=0.01, help="AdamW weight decay (default %(default)s)")
+    g.add_argument(
+        "--embedding-decay",
+        type=float,
+        default=0.0,
+        help="AdamW weight decay on embedding tables, the hashed n-gram table included (default %(default)s)",
+    )
     g.add_argument("--warmup", type=float, default=warmup, help="warm-up, fraction of all steps (default %(default)s)")
     g.add_argument(
         "--schedule",
@@ -56,29 +62,77 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="task", required=True)
+    add_sentiment_parser(sub)
+    add_pretrain_parser(sub)
+    add_translation_parser(sub)
+    return parser
 
+
+def add_encoder_args(m, n_layers: int = 2) -> None:
+    """The sentiment encoder's sizes, shared by `sentiment` and `pretrain`."""
+    m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
+    m.add_argument("--d-model", type=int, default=128)
+    m.add_argument("--n-heads", type=int, default=4)
+    m.add_argument("--n-layers", type=int, default=n_layers)
+    m.add_argument("--d-ff", type=int, default=512)
+    m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
+    m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
+    m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
+
+
+def add_sentiment_parser(sub) -> None:
     s = sub.add_parser(
         "sentiment",
-        help="IMDB movie reviews, positive / negative",
+        help="movie reviews (IMDB) and sentences (SST-2), positive / negative",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     add_loop_args(s, epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
     m = s.add_argument_group("model and tokenizer")
-    m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
+    add_encoder_args(m)
     m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
     m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
-    m.add_argument("--d-model", type=int, default=128)
-    m.add_argument("--n-heads", type=int, default=4)
-    m.add_argument("--n-layers", type=int, default=2)
-    m.add_argument("--d-ff", type=int, default=512)
     m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
-    m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
-    m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
-    m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
     m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
-    m.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
-    m.add_argument("--limit", type=int, default=None, help="use only the first N training reviews (smoke tests)")
+    d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
+    d.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
+    d.add_argument(
+        "--sst2-dir",
+        default=None,
+        help="also train on SST-2 sentences: folder with train.parquet (columns sentence, label)",
+    )
+    d.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+    d.add_argument(
+        "--init-from",
+        default=None,
+        help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used",
+    )
+    d.add_argument(
+        "--max-tokens", type=int, default=None, help="also cap a batch at this many (padded) tokens: many short texts"
+    )
+    d.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split (smoke tests)")
 
+
+def add_pretrain_parser(sub) -> None:
+    p = sub.add_parser(
+        "pretrain",
+        help="masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_loop_args(p, epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
+    m = p.add_argument_group("model, tokenizer and data")
+    add_encoder_args(m)
+    m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
+    m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
+    m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
+    m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
+    m.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews the sentiment task holds out")
+    m.add_argument("--sst2-dir", default=None, help="also read SST-2's training sentences from this folder")
+    m.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 rows the sentiment task holds out")
+    m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
+    m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
+
+
+def add_translation_parser(sub) -> None:
     t = sub.add_parser(
         "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
     )
@@ -95,13 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--bleu-sample", type=int, default=300, help="validation sentences decoded each epoch")
     m.add_argument("--average-last", type=int, default=5, help="average the last N epochs' weights if better")
     m.add_argument("--limit", type=int, default=None, help="use only the first N training pairs (smoke tests)")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from .data import DataError, load_splits
-    from .loop import LoopConfig, train
+    from .data import DataError
+    from .loop import train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -117,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     t_start = time.time()
     try:
-        splits = load_splits(args.task, args.data_dir)
+        splits = load_task_data(args)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -125,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
     if args.task == "sentiment":
         from .sentiment import SentimentTask as Task
+    elif args.task == "pretrain":
+        from .pretrain import PretrainTask as Task
     else:
         from .translation import TranslationTask as Task
     task = Task(args, splits)
@@ -132,11 +187,31 @@ def main(argv: list[str] | None = None) -> int:
     model = task.build_model()
     n_params = sum(p.numel() for p in model.parameters())
     print(f"{type(model).__name__}: {n_params / 1e6:.2f}M parameters, {torch.get_num_threads()} threads")
-    loop = LoopConfig(
+    run_info = {
+        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "parameters": n_params,
+        "machine": machine(),
+        "data": args.data_dir or "hub",
+    }
+    summary = train(model, task, loop_config(args), run_info, started=t_start)
+    print(json.dumps(summary))
+    if args.push_to_hub:
+        from .publish import main as publish_main
+
+        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
+    return 0
+
+
+def loop_config(args):
+    """The training loop's options from the command line."""
+    from .loop import LoopConfig
+
+    return LoopConfig(
         out=args.out,
         epochs=args.epochs,
         lr=args.lr,
         weight_decay=args.weight_decay,
+        embedding_decay=args.embedding_decay,
         warmup=args.warmup,
         schedule=args.schedule,
         clip=args.clip,
@@ -147,22 +222,21 @@ def main(argv: list[str] | None = None) -> int:
         max_minutes=args.max_minutes,
         average_last=getattr(args, "average_last", 0),
     )
-    run_info = {
-        "command": "python -m training " + shlex.join(sys.argv[1:] if argv is None else argv),
-        "parameters": n_params,
-        "machine": machine(),
-        "data": args.data_dir or "hub",
-    }
-    summary = train(model, task, loop, run_info)
-    summary["wall_seconds"] = round(time.time() - t_start, 1)  # this invocation, data loading included
-    if os.environ.get("RANK", "0") == "0":
-        (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary))
-    if args.push_to_hub:
-        from .publish import main as publish_main
 
-        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
-    return 0
+
+def load_task_data(args) -> dict:
+    """The splits a task trains on: IMDB (+ unlabelled reviews for pre-training) (+ SST-2), or Multi30k."""
+    from .data import load_splits
+
+    if args.task == "translation":
+        return load_splits("translation", args.data_dir)
+    if args.task == "pretrain" and not args.no_unlabeled:
+        splits = load_splits("sentiment", args.data_dir, ("train", "unsupervised"))
+    else:
+        splits = load_splits("sentiment", args.data_dir, ("train",))
+    if args.sst2_dir:
+        splits["sst2_train"] = load_splits("sst2", args.sst2_dir)["train"]
+    return splits
 
 
 def machine() -> str:

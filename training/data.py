@@ -2,22 +2,24 @@
 
 from pathlib import Path
 
-HUB_DATASETS = {"sentiment": "stanfordnlp/imdb", "translation": "bentrevett/multi30k"}
-COLUMNS = {"sentiment": ("text", "label"), "translation": ("de", "en")}
-SPLITS = {"sentiment": ("train", "test"), "translation": ("train", "validation", "test")}
+HUB_DATASETS = {"sentiment": "stanfordnlp/imdb", "translation": "bentrevett/multi30k", "sst2": "stanfordnlp/sst2"}
+COLUMNS = {"sentiment": ("text", "label"), "translation": ("de", "en"), "sst2": ("sentence", "label")}
+SPLITS = {"sentiment": ("train", "test"), "translation": ("train", "validation", "test"), "sst2": ("train",)}
 
 
 class DataError(ValueError):
     """The data set is missing or malformed. Raised before any training starts."""
 
 
-def load_splits(task: str, data_dir: str | None) -> dict:
-    """{split: datasets.Dataset} from `data_dir`/<split>.parquet, or from the Hub data set without it."""
+def load_splits(task: str, data_dir: str | None, splits: tuple[str, ...] | None = None) -> dict:
+    """{split: datasets.Dataset} from `data_dir`/<split>.parquet, or from the Hub data set without it.
+
+    `task` names the data set: "sentiment" (IMDB), "sst2" or "translation" (Multi30k)."""
     import datasets
     import pyarrow.parquet as pq
 
     datasets.disable_progress_bars()
-    splits = SPLITS[task]
+    splits = splits or SPLITS[task]
     if data_dir is not None:
         folder = Path(data_dir)
         if not folder.is_dir():
@@ -59,7 +61,7 @@ def check_split(task: str, name: str, split) -> None:
     missing = [c for c in COLUMNS[task] if c not in split.column_names]
     if missing:
         raise DataError(f"the '{name}' split lacks column(s) {missing}; it has {split.column_names}")
-    if task == "sentiment":
+    if "label" in COLUMNS[task] and name != "unsupervised":
         labels = set(split["label"])
         if not labels <= {0, 1}:
             raise DataError(
@@ -68,7 +70,7 @@ def check_split(task: str, name: str, split) -> None:
         if len(labels) < 2 and name == "train":
             raise DataError(f"the '{name}' split has only label {labels}: a classifier needs both")
     for col in COLUMNS[task]:
-        if col == "label":
+        if col == "label" or col not in split.column_names:
             continue
         bad = sum(1 for t in split[col] if not isinstance(t, str) or not t.strip())
         if bad:

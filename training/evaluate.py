@@ -35,34 +35,53 @@ def chunks(n: int, size: int):
     return [range(s, min(s + size, n)) for s in range(0, n, size)]
 
 
-def evaluate_sentiment(args, ds) -> dict:
+def evaluate_sentiment(model: str, ds, batch_size: int = 64) -> dict:
     from pipelines import SentimentPipeline
 
-    pipe = SentimentPipeline.from_pretrained(args.model)
+    pipe = SentimentPipeline.from_pretrained(model)
     texts, labels = list(ds["text"]), list(ds["label"])
     correct = 0
     for part in tqdm(chunks(len(texts), 512), desc="sentiment", unit="chunk", file=sys.stderr):
-        probs = pipe.predict([texts[i] for i in part], batch_size=args.batch_size)
+        probs = pipe.predict([texts[i] for i in part], batch_size=batch_size)
         for i, p in zip(part, probs):
             correct += int(max(p, key=p.get) == pipe.labels[int(labels[i])])
     return {"accuracy": correct / len(texts), "n": len(texts)}
 
 
-def evaluate_translation(args, ds) -> dict:
+def evaluate_translation(
+    model: str, ds, batch_size: int = 64, beam: int | None = None, alpha: float | None = None, output=None
+) -> dict:
     from pipelines import TranslationPipeline
 
     from .translation import corpus_scores
 
-    pipe = TranslationPipeline.from_pretrained(args.model)
-    beam = pipe.beam_size if args.beam is None else args.beam
+    pipe = TranslationPipeline.from_pretrained(model)
+    beam = pipe.beam_size if beam is None else beam
     de, en = list(ds["de"]), list(ds["en"])
     hyps: list[str] = []
     for part in tqdm(chunks(len(de), 256), desc="translation", unit="chunk", file=sys.stderr):
-        hyps += pipe.translate([de[i] for i in part], beam_size=beam, alpha=args.alpha, batch_size=args.batch_size)
-    if args.output:
-        with open(args.output, "w") as f:
+        hyps += pipe.translate([de[i] for i in part], beam_size=beam, alpha=alpha, batch_size=batch_size)
+    if output:
+        with open(output, "w") as f:
             f.write("\n".join(hyps) + "\n")
-    return {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if args.alpha is None else args.alpha}
+    return {**corpus_scores(hyps, en), "beam": beam, "alpha": pipe.alpha if alpha is None else alpha}
+
+
+def evaluate(task: str, model: str, data: str, limit: int | None = None, **options) -> dict:
+    """Scores of `model` (folder or repo id) on the file `data`: accuracy and n (sentiment), or BLEU, chrF,
+    n, beam and alpha (translation). `options`: batch_size, and for translation beam, alpha, output.
+
+    Raises DataError for a bad file and CheckpointError for a model that does not load.
+    """
+    from .data import DataError, load_table
+
+    columns = ("text", "label") if task == "sentiment" else ("de", "en")
+    ds = load_table(data, columns)
+    if limit:
+        ds = ds.select(range(min(limit, len(ds))))
+    if task == "sentiment" and not set(ds["label"]) <= {0, 1}:
+        raise DataError(f"{data}: labels must be 0 (negative) or 1 (positive)")
+    return (evaluate_sentiment if task == "sentiment" else evaluate_translation)(model, ds, **options)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,19 +90,16 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformer import CheckpointError
 
-    from .data import DataError, load_table
+    from .data import DataError
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    columns = ("text", "label") if args.task == "sentiment" else ("de", "en")
+    options = {"batch_size": args.batch_size}
+    if args.task == "translation":
+        options.update(beam=args.beam, alpha=args.alpha, output=args.output)
+    t0 = time.time()
     try:
-        ds = load_table(args.data, columns)
-        if args.limit:
-            ds = ds.select(range(min(args.limit, len(ds))))
-        if args.task == "sentiment" and not set(ds["label"]) <= {0, 1}:
-            raise DataError(f"{args.data}: labels must be 0 (negative) or 1 (positive)")
-        t0 = time.time()
-        result = (evaluate_sentiment if args.task == "sentiment" else evaluate_translation)(args, ds)
+        result = evaluate(args.task, args.model, args.data, args.limit, **options)
     except (DataError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ every few minutes, --resume after a kill, the best model kept, early stopping. R
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Protocol
 
@@ -24,7 +24,8 @@ class LoopConfig:
     out: Path
     epochs: int = 3
     lr: float = 1e-3
-    weight_decay: float = 0.01
+    weight_decay: float = 0.01  # on Linear weight matrices
+    embedding_decay: float = 0.0  # on embedding tables (token, hashed n-gram)
     warmup: float = 0.05  # fraction of all steps
     schedule: str = "cosine"  # "cosine" | "inverse_sqrt" | "constant"
     clip: float = 1.0
@@ -57,196 +58,281 @@ def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
     return 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
 
 
-def param_groups(model, weight_decay: float) -> list[dict]:
-    """No weight decay on biases, norms and embeddings."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "emb" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+def param_groups(model, weight_decay: float, embedding_decay: float = 0.0) -> list[dict]:
+    """AdamW groups by module type: decay the weight matrices of Linear layers; embedding tables
+    (token, hashed n-gram) get `embedding_decay`; biases, norms, position tables and other vectors none."""
+    embeddings = [m.weight for m in model.modules() if isinstance(m, torch.nn.Embedding)]
+    seen = {id(p) for p in embeddings}  # a tied output projection shares its weight with an embedding
+    matrices, other = [], []
+    for module in model.modules():
+        for name, p in module.named_parameters(recurse=False):
+            if id(p) in seen or not p.requires_grad:
+                continue
+            seen.add(id(p))
+            (matrices if isinstance(module, torch.nn.Linear) and name == "weight" else other).append(p)
+    groups = [
+        {"params": matrices, "weight_decay": weight_decay, "name": "linear weights"},
+        {"params": embeddings, "weight_decay": embedding_decay, "name": "embeddings"},
+        {"params": other, "weight_decay": 0.0, "name": "biases, norms, positions"},
+    ]
+    return [g for g in groups if g["params"]]
 
 
-def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None) -> dict:
-    """Train `model` on `task`; returns the final summary (also in cfg.out/summary.json)."""
-    from accelerate import Accelerator
-    from accelerate.utils import broadcast_object_list, set_seed
+def describe_groups(groups: list[dict]) -> str:
+    """One line for the log: parameter counts and weight decay per group."""
+    return "; ".join(
+        f"{g['name']}: {sum(p.numel() for p in g['params']):,} params, decay {g['weight_decay']}" for g in groups
+    )
 
-    # Without a GPU, cpu=True lets `accelerate launch --multi_gpu` (torchrun) run several CPU processes over gloo.
-    acc = Accelerator(cpu=not torch.cuda.is_available())
-    set_seed(cfg.seed)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    ckpt_path, log_path = out / "checkpoint.pt", out / "metrics.jsonl"
 
-    first_batches = task.train_batches(0)  # also used for epoch 0 below, not built twice
-    steps_per_epoch = math.ceil(len(first_batches) / acc.num_processes)
-    total = steps_per_epoch * cfg.epochs
-    warmup = max(1, int(cfg.warmup * total))
-    opt = torch.optim.AdamW(param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, warmup, cfg.schedule))
-    state = {
-        "epoch": 0,
-        "batch": 0,
-        "step": 0,
-        "best": None,
-        "best_epoch": -1,
-        "bad_epochs": 0,
-        "train_seconds": 0.0,
-        "recent": [],
-    }
+@dataclass
+class LoopState:
+    """Where training stands: everything resume needs besides the model, optimizer, scheduler and RNG."""
 
-    if cfg.resume and ckpt_path.exists():
-        saved = load_state(ckpt_path)
+    epoch: int = 0
+    batch: int = 0  # the next batch of this epoch
+    step: int = 0
+    best: float | None = None
+    best_epoch: int = -1
+    bad_epochs: int = 0
+    train_seconds: float = 0.0
+    recent: list[str] = field(default_factory=list)  # weight files in out/recent/ for --average-last
+
+    @classmethod
+    def from_dict(cls, saved: dict) -> "LoopState":
+        """From checkpoint.pt; keys an older checkpoint has and this version does not know are dropped."""
+        known = {f.name for f in fields(cls)}
+        state = cls(**{k: v for k, v in saved.items() if k in known})
+        if state.recent and not isinstance(state.recent[0], str):  # older checkpoints kept full state dicts
+            state.recent = []
+        return state
+
+
+@dataclass
+class Window:
+    """Running training statistics between two log lines."""
+
+    loss: float = 0.0
+    steps: int = 0
+    tokens: int = 0
+    correct: int = 0
+    count: int = 0
+    t0: float = field(default_factory=time.time)
+
+    def add(self, loss: float, stats: dict) -> None:
+        self.loss += loss
+        self.steps += 1
+        self.tokens += stats.get("tokens", 0)
+        self.correct += stats.get("correct", 0)
+        self.count += stats.get("count", 0)
+
+    def summary(self, processes: int) -> dict:
+        """Mean loss, accuracy and tokens/s (over all processes) since the window opened."""
+        tok_s = self.tokens * processes / max(time.time() - self.t0, 1e-9)
+        return {"loss": self.loss / max(self.steps, 1), "acc": self.correct / max(self.count, 1), "tokens_per_s": tok_s}
+
+
+class Run:
+    """One training run: the accelerator, model, optimizer and schedule, and the run folder's files."""
+
+    def __init__(self, model, task: Task, cfg: LoopConfig):
+        from accelerate import Accelerator
+        from accelerate.utils import set_seed
+
+        # Without a GPU, cpu=True lets `accelerate launch --multi_gpu` (torchrun) run several CPU processes over gloo.
+        self.acc = acc = Accelerator(cpu=not torch.cuda.is_available())
+        set_seed(cfg.seed)
+        self.task, self.cfg, self.state = task, cfg, LoopState()
+        self.out = Path(cfg.out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.ckpt_path, self.log_path = self.out / "checkpoint.pt", self.out / "metrics.jsonl"
+        self.first_batches = task.train_batches(0)  # also used for epoch 0, not built twice
+        self.steps_per_epoch = math.ceil(len(self.first_batches) / acc.num_processes)
+        self.total = self.steps_per_epoch * cfg.epochs
+        warmup = max(1, int(cfg.warmup * self.total))
+        groups = param_groups(model, cfg.weight_decay, cfg.embedding_decay)
+        acc.print("optimizer groups: " + describe_groups(groups))
+        opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, self.total, warmup, cfg.schedule))
+        if cfg.resume:
+            self.resume(model, opt)
+        self.model, self.opt = acc.prepare(model, opt)
+        self.raw = acc.unwrap_model(self.model)
+        self.last_save = time.time()
+
+    def resume(self, model, opt) -> None:
+        if not self.ckpt_path.exists():
+            self.acc.print(f"--resume: no checkpoint at {self.ckpt_path}, starting from scratch")
+            return
+        saved = load_state(self.ckpt_path)
         model.load_state_dict(saved["model"])
         opt.load_state_dict(saved["optimizer"])
-        sched.load_state_dict(saved["scheduler"])
-        state.update(saved["state"])
+        self.sched.load_state_dict(saved["scheduler"])
+        self.state = LoopState.from_dict(saved["state"])
         torch.set_rng_state(saved["rng"])
-        acc.print(f"resumed from {ckpt_path}: epoch {state['epoch']}, batch {state['batch']}, step {state['step']}")
-    elif cfg.resume:
-        acc.print(f"--resume: no checkpoint at {ckpt_path}, starting from scratch")
+        s = self.state
+        self.acc.print(f"resumed from {self.ckpt_path}: epoch {s.epoch}, batch {s.batch}, step {s.step}")
 
-    model, opt = acc.prepare(model, opt)
-    raw = acc.unwrap_model(model)
-
-    def log(record: dict) -> None:
-        if acc.is_main_process:
-            with log_path.open("a") as f:
+    def log(self, record: dict) -> None:
+        if self.acc.is_main_process:
+            with self.log_path.open("a") as f:
                 f.write(json.dumps({**record, "time": round(time.time(), 1)}) + "\n")
 
-    def save() -> None:
-        if acc.is_main_process:
-            atomic_torch_save(
-                {
-                    "model": raw.state_dict(),
-                    "optimizer": opt.state_dict(),
-                    "scheduler": sched.state_dict(),
-                    "state": state,
-                    "rng": torch.get_rng_state(),
-                    "config": {k: str(v) for k, v in asdict(cfg).items()},
-                },
-                ckpt_path,
-            )
-        acc.wait_for_everyone()
+    def save(self) -> None:
+        """checkpoint.pt: what --resume needs, and nothing else."""
+        if self.acc.is_main_process:
+            checkpoint = {
+                "model": self.raw.state_dict(),
+                "optimizer": self.opt.state_dict(),
+                "scheduler": self.sched.state_dict(),
+                "state": asdict(self.state),
+                "rng": torch.get_rng_state(),
+            }
+            atomic_torch_save(checkpoint, self.ckpt_path)
+        self.acc.wait_for_everyone()
+        self.last_save = time.time()
 
-    if state["step"] == 0 and acc.is_main_process:
-        log({"event": "start", **(run_info or {}), "steps_per_epoch": steps_per_epoch, "total_steps": total})
+    def epoch_batches(self, epoch: int) -> list:
+        """This process's share of the epoch's batches."""
+        batches = self.first_batches if epoch == 0 else self.task.train_batches(epoch)
+        self.first_batches = None
+        acc = self.acc
+        return batches[acc.process_index :: acc.num_processes][: self.steps_per_epoch]
 
+    def train_step(self, batch) -> tuple[float, dict]:
+        batch = [t.to(self.acc.device) if torch.is_tensor(t) else t for t in batch]
+        loss, stats = self.task.step(self.model, batch)
+        self.opt.zero_grad(set_to_none=True)
+        self.acc.backward(loss)
+        if self.cfg.clip:
+            self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+        self.opt.step()
+        self.sched.step()
+        return float(loss.detach()), stats
+
+
+def train_epoch(run: Run, epoch: int) -> str | None:
+    """Train from run.state.batch to the end of the epoch; returns why training stopped early, or None."""
+    cfg, state, acc = run.cfg, run.state, run.acc
+    batches = run.epoch_batches(epoch)
+    run.model.train()
+    desc = f"epoch {epoch + 1}/{cfg.epochs}"
+    bar = tqdm(
+        total=len(batches), initial=state.batch, desc=desc, disable=not acc.is_local_main_process, dynamic_ncols=True
+    )
+    window, stopped = Window(), None
+    for i in range(state.batch, len(batches)):
+        t0 = time.time()
+        loss, stats = run.train_step(batches[i])
+        state.step, state.batch = state.step + 1, i + 1
+        state.train_seconds += time.time() - t0
+        window.add(loss, stats)
+        now = window.summary(acc.num_processes)
+        bar.set_postfix(loss=f"{now['loss']:.3f}", acc=f"{now['acc']:.3f}", tok_s=f"{now['tokens_per_s']:,.0f}")
+        bar.update(1)
+        if state.step % cfg.log_every == 0:
+            lr = run.sched.get_last_lr()[0]
+            run.log({"event": "train", "epoch": epoch, "step": state.step, "lr": lr, **now})
+            window = Window()
+        if time.time() - run.last_save > cfg.save_every_min * 60:
+            run.save()
+        if cfg.max_minutes and state.train_seconds > cfg.max_minutes * 60:
+            stopped = f"time budget of {cfg.max_minutes} min reached"
+            break
+    bar.close()
+    if stopped is None:
+        state.epoch, state.batch = state.epoch + 1, 0
+    return stopped
+
+
+def validate(run: Run, epoch: int) -> str | None:
+    """Score, keep the best model, remember weights for averaging; returns an early-stop reason or None.
+
+    Runs on the main process; every process gets its decision.
+    """
+    from accelerate.utils import broadcast_object_list
+
+    decision = [None]
+    if run.acc.is_main_process:
+        decision = [record_validation(run, epoch)]
+    return broadcast_object_list(decision)[0]
+
+
+def record_validation(run: Run, epoch: int) -> str | None:
+    task, cfg, state = run.task, run.cfg, run.state
+    t_eval = time.time()
+    metrics = task.evaluate(run.raw)
+    score = metrics[task.metric]
+    timing = {"eval_seconds": time.time() - t_eval, "train_seconds": state.train_seconds}
+    run.log({"event": "validation", "epoch": epoch, "step": state.step, **metrics, **timing})
+    scores = ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if isinstance(v, float))
+    run.acc.print(f"epoch {epoch + 1}: {scores}")
+    if cfg.average_last:
+        remember_weights(run)
+    if state.best is None or score > state.best:
+        state.best, state.best_epoch, state.bad_epochs = score, epoch, 0
+        atomic_folder(lambda d: task.export(run.raw, d), run.out / "best")
+        return None
+    state.bad_epochs += 1
+    if state.bad_epochs >= cfg.patience:
+        return f"early stop: no better {task.metric} for {cfg.patience} epochs"
+    return None
+
+
+def remember_weights(run: Run) -> None:
+    """Write this epoch's weights once to out/recent/ and keep the last cfg.average_last of them."""
+    folder = run.out / "recent"
+    folder.mkdir(exist_ok=True)
+    name = f"step-{run.state.step}.pt"
+    atomic_torch_save(run.raw.state_dict(), folder / name)
+    recent = [n for n in run.state.recent if n != name] + [name]
+    for old in recent[: -run.cfg.average_last]:
+        (folder / old).unlink(missing_ok=True)
+    run.state.recent = recent[-run.cfg.average_last :]
+
+
+def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, started: float | None = None) -> dict:
+    """Train `model` on `task`; returns the final summary (also in cfg.out/summary.json).
+
+    `started`: when the command started (time.time()), for the summary's wall_seconds.
+    """
+    from accelerate.utils import broadcast_object_list
+
+    run = Run(model, task, cfg)
+    state = run.state
+    if state.step == 0:
+        plan = {"steps_per_epoch": run.steps_per_epoch, "total_steps": run.total}
+        run.log({"event": "start", **(run_info or {}), **plan})
     stopped = None
-    last_save = time.time()
-    while state["epoch"] < cfg.epochs and stopped is None:
-        epoch = state["epoch"]
-        all_batches = first_batches if epoch == 0 else task.train_batches(epoch)
-        first_batches = None
-        batches = all_batches[acc.process_index :: acc.num_processes][:steps_per_epoch]
-        model.train()
-        bar = tqdm(
-            total=len(batches),
-            initial=state["batch"],
-            desc=f"epoch {epoch + 1}/{cfg.epochs}",
-            disable=not acc.is_local_main_process,
-            dynamic_ncols=True,
-        )
-        window = {"loss": 0.0, "tokens": 0, "correct": 0, "count": 0, "t0": time.time(), "steps": 0}
-        for i in range(state["batch"], len(batches)):
-            t0 = time.time()
-            batch = [t.to(acc.device) if torch.is_tensor(t) else t for t in batches[i]]
-            loss, stats = task.step(model, batch)
-            opt.zero_grad(set_to_none=True)
-            acc.backward(loss)
-            if cfg.clip:
-                acc.clip_grad_norm_(model.parameters(), cfg.clip)
-            opt.step()
-            sched.step()
-            state["step"] += 1
-            state["batch"] = i + 1
-            state["train_seconds"] += time.time() - t0
-            window["loss"] += float(loss.detach())
-            window["steps"] += 1
-            for k in ("tokens", "correct", "count"):
-                window[k] += stats.get(k, 0)
-            elapsed = time.time() - window["t0"]
-            tok_s = window["tokens"] * acc.num_processes / max(elapsed, 1e-9)
-            bar.set_postfix(
-                loss=f"{window['loss'] / window['steps']:.3f}",
-                acc=f"{window['correct'] / max(window['count'], 1):.3f}",
-                tok_s=f"{tok_s:,.0f}",
-            )
-            bar.update(1)
-            if state["step"] % cfg.log_every == 0:
-                log(
-                    {
-                        "event": "train",
-                        "epoch": epoch,
-                        "step": state["step"],
-                        "lr": sched.get_last_lr()[0],
-                        "loss": window["loss"] / window["steps"],
-                        "acc": window["correct"] / max(window["count"], 1),
-                        "tokens_per_s": tok_s,
-                    }
-                )
-                window = {"loss": 0.0, "tokens": 0, "correct": 0, "count": 0, "t0": time.time(), "steps": 0}
-            if time.time() - last_save > cfg.save_every_min * 60:
-                save()
-                last_save = time.time()
-            if cfg.max_minutes and state["train_seconds"] > cfg.max_minutes * 60:
-                stopped = f"time budget of {cfg.max_minutes} min reached"
-                break
-        bar.close()
-        if stopped is None:
-            state["epoch"] += 1
-            state["batch"] = 0
-        # Validation, the best model, averaging, early stopping: on the main process.
-        decision = [None]
-        if acc.is_main_process:
-            t_eval = time.time()
-            metrics = task.evaluate(raw)
-            score = metrics[task.metric]
-            log(
-                {
-                    "event": "validation",
-                    "epoch": epoch,
-                    "step": state["step"],
-                    **metrics,
-                    "eval_seconds": time.time() - t_eval,
-                    "train_seconds": state["train_seconds"],
-                }
-            )
-            acc.print(
-                f"epoch {epoch + 1}: " + ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-            )
-            if cfg.average_last:
-                state["recent"] = (state["recent"] + [{k: v.detach().clone() for k, v in raw.state_dict().items()}])[
-                    -cfg.average_last :
-                ]
-            if state["best"] is None or score > state["best"]:
-                state.update(best=score, best_epoch=epoch, bad_epochs=0)
-                atomic_folder(lambda d: task.export(raw, d), out / "best")
-            else:
-                state["bad_epochs"] += 1
-                if state["bad_epochs"] >= cfg.patience:
-                    decision[0] = f"early stop: no better {task.metric} for {cfg.patience} epochs"
-        decision = broadcast_object_list(decision)
-        stopped = stopped or decision[0]
-        model.train()
-        save()
-        last_save = time.time()
-
+    while state.epoch < cfg.epochs and stopped is None:
+        epoch = state.epoch
+        stopped = train_epoch(run, epoch)
+        stopped = stopped or validate(run, epoch)
+        run.model.train()
+        run.save()
     summary = {
         "stopped": stopped or "all epochs done",
-        "epochs_run": state["epoch"],
-        "steps": state["step"],
-        "best_epoch": state["best_epoch"],
-        f"best_{task.metric}": state["best"],
-        "train_seconds": round(state["train_seconds"], 1),
+        "epochs_run": state.epoch,
+        "steps": state.step,
+        "best_epoch": state.best_epoch,
+        f"best_{task.metric}": state.best,
+        "train_seconds": round(state.train_seconds, 1),
     }
-    if acc.is_main_process:
-        if cfg.average_last and len(state["recent"]) > 1:
-            summary.update(average_checkpoints(raw, task, state["recent"], out, state["best"]))
-        log({"event": "end", **summary})
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    if run.acc.is_main_process:
+        finish(run, summary, started)
     return broadcast_object_list([summary])[0]  # every process reports the main process's summary
+
+
+def finish(run: Run, summary: dict, started: float | None) -> None:
+    """Average the last epochs if asked, log the end and write summary.json (the one place that does)."""
+    if run.cfg.average_last and len(run.state.recent) > 1:
+        files = [run.out / "recent" / name for name in run.state.recent]
+        recent = [load_state(f) for f in files if f.is_file()]  # a kill can leave a name without its file
+        summary.update(average_checkpoints(run.raw, run.task, recent, run.out, run.state.best))
+    if started is not None:
+        summary["wall_seconds"] = round(time.time() - started, 1)  # this invocation, data loading included
+    run.log({"event": "end", **summary})
+    (run.out / "summary.json").write_text(json.dumps(summary, indent=2))
 
 
 def average_checkpoints(model, task: Task, recent: list[dict], out: Path, best: float) -> dict:

@@ -9,6 +9,8 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData, SpaceCard, Spa
 
 from transformer.hub import HUB_KWARGS
 
+from .space import is_bundled
+
 FIGURE = "attention.png"
 
 
@@ -154,7 +156,7 @@ def space_card(title: str, sdk_version: str, variables: dict[str, str], python_v
 
     `variables` maps SENTIMENT_MODEL / TRANSLATION_MODEL to a Hub repo id or a folder bundled in the Space.
     """
-    bundled = {v for v in variables.values() if v.startswith("assets/")}  # folders inside the Space
+    bundled = {v for v in variables.values() if is_bundled(v)}  # folders inside the Space
     data = SpaceCardData(
         title=title,
         emoji="🔍",

@@ -15,11 +15,15 @@ unchanged. `--dry-run` stops after assembling the folder.
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
+
+from pipelines.common import MODEL_FILES
+from transformer.hub import REPO_ID
+
+from .space import copy_space_sources, gradio_version, is_bundled, missing_sources
 
 # Exit codes, one per kind of failure (argparse also exits with 2 on bad arguments).
 EXIT_OK = 0
@@ -31,15 +35,9 @@ EXIT_DENIED = 6  # the Hub refused the token (401) or the write (403)
 EXIT_HUB = 7  # any other answer from the Hub
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "preprocessing.json")
 METRICS = "metrics.json"
-SPACE_PACKAGES = ("transformer", "pipelines", "viz")  # copied into the Space when present
 SPACE_VARIABLES = {"sentiment": "SENTIMENT_MODEL", "translation": "TRANSLATION_MODEL"}
 SPACE_TITLE = "How transformers pay attention"
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-# Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; no '-' or '.' at either end; 96 characters at most.
-_NAME = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?"
-REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
 
 
 class PublishError(Exception):
@@ -214,20 +212,10 @@ def build_space_folder(folder: Path, variables: dict[str, str], root: Path | Non
     from .model_card import space_card
 
     root = root or PROJECT_ROOT
-    missing = [p for p in ("app.py", "transformer", "pipelines", "requirements.txt") if not (root / p).exists()]
+    missing = missing_sources(root)
     if missing:
         raise PublishError(EXIT_INPUT, f"the Space needs {', '.join(missing)} in {root}, which is missing")
-    shutil.copy2(root / "app.py", folder / "app.py")
-    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
-    for pkg in SPACE_PACKAGES:
-        if (root / pkg).is_dir():
-            shutil.copytree(root / pkg, folder / pkg, ignore=skip)
-    requirements = (root / "requirements.txt").read_text()
-    # Spaces run on CPU unless upgraded: the CPU wheel of torch saves gigabytes of CUDA libraries.
-    (folder / "requirements.txt").write_text(f"--extra-index-url {TORCH_CPU_INDEX}\n{requirements}")
-    for value in variables.values():
-        if is_bundled(value):
-            shutil.copytree(root / value, folder / value, ignore=skip)
+    requirements = copy_space_sources(root, folder, variables)
     space_card(SPACE_TITLE, gradio_version(requirements), variables).save(folder / "README.md")
     return list_files(folder)
 
@@ -251,17 +239,6 @@ def space_variables(args, root: Path | None = None) -> dict[str, str]:
                 f"or put a complete model folder in {root / 'assets' / task}",
             )
     return variables
-
-
-def is_bundled(value: str) -> bool:
-    """A Space variable naming a model folder inside the Space (assets/<task>), not a Hub repo id."""
-    return value.startswith("assets/")
-
-
-def gradio_version(requirements: str) -> str:
-    """The pinned gradio version of requirements.txt: the Space's sdk_version must match what the app uses."""
-    m = re.search(r"^gradio==([\w.]+)\s*$", requirements, re.M)
-    return m.group(1) if m else "6.31.0"
 
 
 def list_files(folder: Path) -> list[str]:

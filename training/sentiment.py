@@ -1,4 +1,10 @@
-"""The sentiment task: IMDB reviews -> positive / negative with a TransformerClassifier."""
+"""The sentiment task: movie reviews (IMDB) and sentences (SST-2) -> positive / negative.
+
+One TransformerClassifier reads both. Each data set keeps a validation part held out of its `train`
+split; the validation score is the mean of the per-data-set accuracies, so the short SST-2 phrases
+(67k of them) do not drown the 22.5k reviews. `--init-from` starts from a pre-trained encoder
+(`python -m training pretrain`), whose tokenizer is then reused.
+"""
 
 import json
 import random
@@ -7,10 +13,12 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from tokenizers import Tokenizer
 
 from pipelines.batching import pad, sorted_batches
+from pipelines.common import TOKENIZER, save_folder
 from pipelines.text import clean_text, head_tail
-from pipelines.tokenizers_io import PAD, save_tokenizer, train_bpe
+from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
@@ -24,31 +32,57 @@ def encode(tokenizer, texts: list[str], max_len: int, head: int) -> list[list[in
     return [head_tail(e.ids, max_len, head) for e in encs]
 
 
+def split_indices(n: int, val_size: int, seed: int) -> tuple[list[int], list[int]]:
+    """(validation, train) row indices: a seeded shuffle, the first `val_size` rows held out (at most a fifth)."""
+    idx = list(range(n))
+    random.Random(seed).shuffle(idx)
+    n_val = min(val_size, n // 5) if val_size else 0
+    return idx[:n_val], idx[n_val:]
+
+
+def labelled_sets(splits: dict, args) -> dict[str, dict[str, tuple[list[str], list[int]]]]:
+    """{"imdb": {"train": (texts, labels), "validation": ...}, "sst2": {...}} from the loaded splits."""
+    sets = {}
+    for name, key, column, val_size in (
+        ("imdb", "train", "text", args.val_size),
+        ("sst2", "sst2_train", "sentence", getattr(args, "sst2_val_size", 0)),
+    ):
+        if key not in splits:
+            continue
+        texts, labels = list(splits[key][column]), list(splits[key]["label"])
+        val, train = split_indices(len(texts), val_size, args.seed)
+        sets[name] = {
+            "train": ([texts[i] for i in train], [labels[i] for i in train]),
+            "validation": ([texts[i] for i in val], [labels[i] for i in val]),
+        }
+    return sets
+
+
 class SentimentTask:
     metric = "accuracy"
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
-        train = splits["train"]
-        texts, labels = list(train["text"]), list(train["label"])
-        idx = list(range(len(texts)))
-        random.Random(args.seed).shuffle(idx)
-        n_val = min(args.val_size, len(idx) // 5) if args.val_size else 0
-        val_idx, train_idx = idx[:n_val], idx[n_val:]
-
+        self.sets = labelled_sets(splits, args)
         t0 = time.time()
-        corpus = [texts[i] for i in train_idx]
-        self.tokenizer = train_bpe(corpus, args.vocab_size, lowercase=True, strip_html_breaks=True)
-        log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
-        self.train_ids = encode(self.tokenizer, [texts[i] for i in train_idx], args.max_len, args.head)
-        self.train_y = [labels[i] for i in train_idx]
-        self.val_ids = encode(self.tokenizer, [texts[i] for i in val_idx], args.max_len, args.head)
-        self.val_y = [labels[i] for i in val_idx]
+        if getattr(args, "init_from", None):
+            self.tokenizer = Tokenizer.from_file(str(Path(args.init_from) / TOKENIZER))
+            log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens from {args.init_from}")
+        else:
+            corpus = [t for s in self.sets.values() for t in s["train"][0]]
+            self.tokenizer = train_bpe(corpus, args.vocab_size, lowercase=True, strip_html_breaks=True)
+            log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
+        self.train_ids, self.train_y, self.val = [], [], {}
+        for name, s in self.sets.items():
+            ids = encode(self.tokenizer, s["train"][0], args.max_len, args.head)
+            self.train_ids += ids
+            self.train_y += s["train"][1]
+            self.val[name] = (encode(self.tokenizer, s["validation"][0], args.max_len, args.head), s["validation"][1])
+            log(
+                f"{name}: {len(ids)} train / {len(self.val[name][0])} validation texts, "
+                f"mean {sum(map(len, ids)) / max(len(ids), 1):.0f} tokens after cutting to {args.max_len}"
+            )
         self.lengths = [len(s) for s in self.train_ids]
-        log(
-            f"{len(self.train_ids)} train / {len(self.val_ids)} validation reviews, "
-            f"mean {sum(self.lengths) / len(self.lengths):.0f} tokens after cutting to {args.max_len}"
-        )
 
     def build_model(self) -> TransformerClassifier:
         a = self.args
@@ -68,11 +102,14 @@ class SentimentTask:
             ngram_dropout=a.ngram_dropout,
             pad_id=PAD,
         )
+        if getattr(a, "init_from", None):
+            return from_pretrained_encoder(a.init_from, cfg)
         return TransformerClassifier(cfg)
 
     def train_batches(self, epoch: int) -> list:
         out = []
-        for b in bucketed_batches(self.lengths, self.args.batch_size, self.args.seed + epoch):
+        max_tokens = getattr(self.args, "max_tokens", None)
+        for b in bucketed_batches(self.lengths, self.args.batch_size, self.args.seed + epoch, max_tokens):
             out.append((pad([self.train_ids[i] for i in b], PAD), torch.tensor([self.train_y[i] for i in b])))
         return out
 
@@ -88,20 +125,57 @@ class SentimentTask:
 
     @torch.no_grad()
     def evaluate(self, model) -> dict:
-        if not self.val_ids:
+        """Accuracy per data set and their mean (the validation score)."""
+        scores = {name: accuracy(model, ids, y) for name, (ids, y) in self.val.items() if ids}
+        if not scores:
             return {"accuracy": 0.0}
-        return accuracy(model, self.val_ids, self.val_y)
+        out = {"accuracy": sum(s["accuracy"] for s in scores.values()) / len(scores)}
+        for name, s in scores.items():
+            out[f"{name}_accuracy"], out[f"{name}_loss"] = s["accuracy"], s["loss"]
+        return out
 
     def export(self, model, folder: Path) -> None:
-        model.save_pretrained(folder)
-        save_tokenizer(self.tokenizer, folder, model_max_length=self.args.max_len)
         prep = {"max_len": self.args.max_len, "head": self.args.head, "labels": LABELS}
-        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+        save_folder(model, self.tokenizer, folder, self.args.max_len, prep)
+        write_heldout(self.sets, folder.parent)
+
+    def held_out(self) -> dict:
+        return {name: s["validation"] for name, s in self.sets.items()}
+
+
+def write_heldout(sets: dict, run: Path) -> None:
+    """The held-out validation texts of each data set as JSON lines (text, label) in the run folder,
+    for calibration and out-of-domain thresholds fitted on data the model never trained on."""
+    for name, s in sets.items():
+        path = run / f"heldout-{name}.jsonl"
+        if path.exists():
+            continue
+        texts, labels = s["validation"]
+        with path.open("w") as f:
+            for t, y in zip(texts, labels):
+                f.write(json.dumps({"text": t, "label": int(y)}) + "\n")
+
+
+def from_pretrained_encoder(folder: str, cfg: ClassifierConfig) -> TransformerClassifier:
+    """A classifier whose embeddings and encoder come from a pre-trained folder; sizes follow that folder.
+
+    The pooling query and the classification head start fresh."""
+    pre = TransformerClassifier.from_pretrained(folder)
+    p = pre.config
+    shape = ["vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "positions", "norm_first"]
+    shape += ["ngram_buckets", "ngram_order", "ngram_dim"] + (["max_len"] if p.positions == "learned" else [])
+    for field in shape:
+        setattr(cfg, field, getattr(p, field))
+    model = TransformerClassifier(cfg)
+    state = {k: v for k, v in pre.state_dict().items() if not k.startswith(("head.", "pool_query"))}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    assert not unexpected and all(k.startswith(("head.", "pool_query")) for k in missing), (missing, unexpected)
+    return model
 
 
 @torch.no_grad()
 def accuracy(model, ids: list[list[int]], labels: list[int], batch_size: int = 64) -> dict:
-    """Accuracy and mean loss of `model` over pre-tokenized reviews (sorted by length for speed)."""
+    """Accuracy and mean loss of `model` over pre-tokenized texts (sorted by length for speed)."""
     was_training = model.training
     model.eval()
     correct, loss = 0, 0.0

@@ -1,6 +1,5 @@
 """The translation task: Multi30k German -> English with a Seq2SeqTransformer."""
 
-import json
 import random
 import time
 from pathlib import Path
@@ -9,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from pipelines.batching import pad
+from pipelines.common import save_folder
 from pipelines.text import clean_text
-from pipelines.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
+from pipelines.tokenizers_io import BOS, EOS, PAD, train_bpe
 from pipelines.translation import TranslationPipeline
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
@@ -101,7 +101,5 @@ class TranslationTask:
         return corpus_scores(hyps, [self.val_en[i] for i in idx])
 
     def export(self, model, folder: Path) -> None:
-        model.save_pretrained(folder)
-        save_tokenizer(self.tokenizer, folder, model_max_length=model.config.max_len)
         prep = {"beam_size": self.args.beam, "alpha": self.args.alpha}
-        (folder / "preprocessing.json").write_text(json.dumps(prep, indent=2) + "\n")
+        save_folder(model, self.tokenizer, folder, model.config.max_len, prep)

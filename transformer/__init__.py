@@ -2,28 +2,33 @@
 
 from .attention import AttentionOutput, MultiHeadAttention, explicit_attention
 from .classifier import ClassifierOutput, TransformerClassifier
-from .config import ClassifierConfig, Seq2SeqConfig
-from .generation import BeamHypothesis, beam_search, greedy_decode
+from .config import ClassifierConfig, Seq2SeqConfig, TransformerConfig
+from .decoder import Decoder, DecoderCache, DecoderStackOutput
+from .encoder import Encoder, EncoderOutput
+from .generation import Hypothesis, beam_search, greedy_decode
 from .hub import CheckpointError, load_model, resolve_checkpoint
-from .masks import causal_mask, combine, padding_mask
-from .seq2seq import DecoderCache, DecoderOutput, EncoderOutput, Seq2SeqTransformer
+from .masks import causal_mask, padding_mask
+from .seq2seq import DecoderOutput, Seq2SeqTransformer
 
 __all__ = [
     "AttentionOutput",
-    "BeamHypothesis",
     "CheckpointError",
     "ClassifierConfig",
     "ClassifierOutput",
+    "Decoder",
     "DecoderCache",
     "DecoderOutput",
+    "DecoderStackOutput",
+    "Encoder",
     "EncoderOutput",
+    "Hypothesis",
     "MultiHeadAttention",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
     "TransformerClassifier",
+    "TransformerConfig",
     "beam_search",
     "causal_mask",
-    "combine",
     "explicit_attention",
     "greedy_decode",
     "load_model",

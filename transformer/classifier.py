@@ -33,9 +33,7 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-
             self.ngram_emb = HashedNgramEmbedding(
                 c.ngram_buckets, c.ngram_order, c.ngram_dim, c.d_model, c.ngram_dropout
             )
-        self.encoder = Encoder(
-            c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.attn_dropout, c.norm_first, c.positions, c.max_len
-        )
+        self.encoder = Encoder(c, c.n_layers)
         self.pool_query = nn.Parameter(torch.zeros(c.d_model)) if c.pooling == "attention" else None
         self.head = nn.Sequential(nn.Dropout(c.dropout), nn.Linear(c.d_model, c.num_labels))
 
@@ -46,11 +44,12 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-
         if self.ngram_emb is not None:
             # The encoder scales by sqrt(D); divide so n-gram vectors enter at their own scale.
             tok = tok + self.ngram_emb(ids) / self.encoder.scale
-        x, attentions = self.encoder(tok, mask, need_weights)  # (B, T, D)
+        enc = self.encoder(tok, mask, need_weights=need_weights)
+        x = enc.memory  # (B, T, D)
         real = mask[:, 0, 0, :]  # (B, T)
         pool_weights = self.pool_weights(x, real)  # (B, T)
         pooled = (pool_weights.unsqueeze(-1) * x).sum(dim=1)  # (B, D)
-        return ClassifierOutput(self.head(pooled), attentions, pool_weights)
+        return ClassifierOutput(self.head(pooled), enc.attentions, pool_weights)
 
     def pool_weights(self, x: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) bool -> (B, T) weights over real tokens that sum to 1."""

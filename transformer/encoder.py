@@ -1,33 +1,40 @@
-"""A stack of encoder layers over embedded tokens."""
+"""Encoder: a stack of self-attention layers over embedded tokens."""
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from .config import TransformerConfig
 from .embeddings import Positions
 from .layers import EncoderLayer
 
 
+@dataclass
+class EncoderOutput:
+    memory: torch.Tensor  # (B, Ts, D) the last layer's output
+    src_mask: torch.Tensor | None  # (B, 1, 1, Ts), True = real token
+    attentions: list[torch.Tensor] | None = None  # per layer (B, H, Ts, Ts), when need_weights
+
+
 class Encoder(nn.Module):
-    """Embeds (already scaled) token vectors with positions and runs n_layers encoder layers."""
+    """Scales token vectors by sqrt(d_model), adds positions and runs n_layers encoder layers."""
 
-    def __init__(self, d_model, n_heads, d_ff, n_layers, dropout, attn_dropout, norm_first, positions, max_len):
+    def __init__(self, c: TransformerConfig, n_layers: int):
         super().__init__()
-        self.positions = Positions(positions, max_len, d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, attn_dropout, norm_first) for _ in range(n_layers)
-        )
+        self.positions = Positions(c.positions, c.max_len, c.d_model)
+        self.dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(EncoderLayer(c) for _ in range(n_layers))
         # Pre-norm stacks need a final norm; post-norm layers already end in one.
-        self.final_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
-        self.scale = math.sqrt(d_model)
+        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.scale = math.sqrt(c.d_model)
 
-    def forward(self, tok: torch.Tensor, mask: torch.Tensor | None, need_weights: bool = False):
-        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> (x (B, T, D), [weights (B, H, T, T)] per layer)."""
+    def forward(self, tok: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False) -> EncoderOutput:
+        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput."""
         x = self.dropout(self.positions(tok * self.scale))
         attentions = []
         for layer in self.layers:
-            x, w = layer(x, mask, need_weights)
-            attentions.append(w)
-        return self.final_norm(x), attentions if need_weights else None
+            x, weights = layer(x, mask, need_weights)
+            attentions.append(weights)
+        return EncoderOutput(self.final_norm(x), mask, attentions if need_weights else None)

@@ -4,11 +4,14 @@ from dataclasses import dataclass
 
 import torch
 
-from .seq2seq import EncoderOutput, Seq2SeqTransformer
+from .encoder import EncoderOutput
+from .seq2seq import Seq2SeqTransformer
 
 
 @dataclass
-class BeamHypothesis:
+class Hypothesis:
+    """One output sequence of greedy_decode or beam_search."""
+
     tokens: list[int]  # generated ids, without BOS and EOS
     score: float  # sum of log-probabilities (EOS included when it was produced)
     finished: bool = True  # False when max_len was reached before EOS
@@ -24,7 +27,7 @@ def _strip(seq: list[int], eos_id: int) -> list[int]:
 
 
 @torch.no_grad()
-def greedy_decode(model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None) -> list[BeamHypothesis]:
+def greedy_decode(model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None) -> list[Hypothesis]:
     """The most likely next token at every step, for each row of src_ids (B, Ts)."""
     c = model.config
     max_len = max_len or default_max_len(model, src_ids)
@@ -47,7 +50,7 @@ def greedy_decode(model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int
             break
         last = best[:, None]
     seqs = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
-    return [BeamHypothesis(_strip(s, c.eos_id), float(sc), bool(d)) for s, sc, d in zip(seqs, scores, done)]
+    return [Hypothesis(_strip(s, c.eos_id), float(sc), bool(d)) for s, sc, d in zip(seqs, scores, done)]
 
 
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -62,7 +65,7 @@ def beam_search(
     beam_size: int = 4,
     alpha: float = 0.6,
     max_len: int | None = None,
-) -> list[BeamHypothesis]:
+) -> list[Hypothesis]:
     """Batched beam search: the best hypothesis per row of src_ids (B, Ts), ranked by score / penalty.
 
     Finished beams keep their slot and score (they may only 'emit' EOS again), so every step
@@ -107,6 +110,5 @@ def beam_search(
     best = norm.argmax(-1)  # (B,)
     seqs = history[torch.arange(B, device=dev), best].tolist()
     return [
-        BeamHypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]]))
-        for b, s in enumerate(seqs)
+        Hypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]])) for b, s in enumerate(seqs)
     ]

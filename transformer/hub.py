@@ -15,7 +15,9 @@ HUB_KWARGS = dict(
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; no '-' or '.' at either end; 96 characters at most.
+_NAME = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?"
+REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
 
 
 class CheckpointError(RuntimeError):
@@ -24,7 +26,7 @@ class CheckpointError(RuntimeError):
 
 def looks_like_repo_id(name: str) -> bool:
     """'user/model' is a Hub repo id; './x', '/x', 'a/b/c' and existing folders are paths."""
-    return bool(_REPO_ID.match(name)) and not os.path.exists(name) and not name.startswith(".")
+    return bool(REPO_ID.match(name)) and not os.path.exists(name) and not name.startswith(".")
 
 
 def resolve_checkpoint(name_or_path: str | os.PathLike, required: tuple[str, ...] = (CONFIG, WEIGHTS)) -> Path:

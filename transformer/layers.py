@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .config import TransformerConfig
 
 KV = tuple[torch.Tensor, torch.Tensor]
 
@@ -13,9 +14,11 @@ KV = tuple[torch.Tensor, torch.Tensor]
 class FeedForward(nn.Module):
     """Position-wise two-layer MLP."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float):
+    def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.net = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+        self.net = nn.Sequential(
+            nn.Linear(c.d_model, c.d_ff), nn.ReLU(), nn.Dropout(c.dropout), nn.Linear(c.d_ff, c.d_model)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -24,11 +27,11 @@ class FeedForward(nn.Module):
 class Residual(nn.Module):
     """x + dropout(sublayer(x)) with LayerNorm after (post-norm) or before the sublayer (pre-norm)."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+    def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.norm = nn.LayerNorm(d_model)
-        self.dropout = nn.Dropout(dropout)
-        self.norm_first = norm_first
+        self.norm = nn.LayerNorm(c.d_model)
+        self.dropout = nn.Dropout(c.dropout)
+        self.norm_first = c.norm_first
 
     def pre(self, x: torch.Tensor) -> torch.Tensor:
         """What the sublayer reads."""
@@ -40,22 +43,33 @@ class Residual(nn.Module):
         return y if self.norm_first else self.norm(y)
 
 
+def attention(c: TransformerConfig) -> MultiHeadAttention:
+    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout)
+
+
+class EncoderLayerOutput(NamedTuple):
+    x: torch.Tensor  # (B, T, D)
+    weights: torch.Tensor | None  # (B, H, T, T) when asked for
+
+
 class EncoderLayer(nn.Module):
     """Self-attention then feed-forward."""
 
-    def __init__(self, d_model, n_heads, d_ff, dropout, attn_dropout, norm_first):
+    def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attn_dropout)
-        self.ff = FeedForward(d_model, d_ff, dropout)
-        self.res_attn = Residual(d_model, dropout, norm_first)
-        self.res_ff = Residual(d_model, dropout, norm_first)
+        self.self_attn = attention(c)
+        self.ff = FeedForward(c)
+        self.res_attn = Residual(c)
+        self.res_ff = Residual(c)
 
-    def forward(self, x, mask=None, need_weights=False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """x (B, T, D), mask (B, 1, 1, T) -> (x (B, T, D), weights (B, H, T, T) or None)."""
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
+    ) -> EncoderLayerOutput:
+        """x (B, T, D), mask (B, 1, 1, T) -> x (B, T, D) and the weights (B, H, T, T) or None."""
         a = self.self_attn(self.res_attn.pre(x), mask=mask, need_weights=need_weights)
         x = self.res_attn.post(x, a.output)
         x = self.res_ff.post(x, self.ff(self.res_ff.pre(x)))
-        return x, a.weights
+        return EncoderLayerOutput(x, a.weights)
 
 
 class DecoderLayerOutput(NamedTuple):
@@ -69,25 +83,26 @@ class DecoderLayerOutput(NamedTuple):
 class DecoderLayer(nn.Module):
     """Causal self-attention, cross-attention to the encoder output, then feed-forward."""
 
-    def __init__(self, d_model, n_heads, d_ff, dropout, attn_dropout, norm_first):
+    def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(d_model, n_heads, attn_dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, attn_dropout)
-        self.ff = FeedForward(d_model, d_ff, dropout)
-        self.res_self = Residual(d_model, dropout, norm_first)
-        self.res_cross = Residual(d_model, dropout, norm_first)
-        self.res_ff = Residual(d_model, dropout, norm_first)
+        self.self_attn = attention(c)
+        self.cross_attn = attention(c)
+        self.ff = FeedForward(c)
+        self.res_self = Residual(c)
+        self.res_cross = Residual(c)
+        self.res_ff = Residual(c)
 
     def forward(
         self,
         x: torch.Tensor,
         memory: torch.Tensor,
-        self_mask: torch.Tensor | None,
-        cross_mask: torch.Tensor | None,
+        self_mask: torch.Tensor | None = None,
+        cross_mask: torch.Tensor | None = None,
         need_weights: bool = False,
         past_self_kv: KV | None = None,
         past_cross_kv: KV | None = None,
     ) -> DecoderLayerOutput:
+        """x (B, Tq, D) over memory (B, Ts, D); masks broadcast to (B, H, Tq, Tk)."""
         s = self.self_attn(self.res_self.pre(x), mask=self_mask, need_weights=need_weights, past_kv=past_self_kv)
         x = self.res_self.post(x, s.output)
         c = self.cross_attn(

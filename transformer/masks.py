@@ -21,12 +21,3 @@ def causal_mask(tq: int, tk: int, device=None) -> torch.Tensor:
     q_pos = torch.arange(tk - tq, tk, device=device)[:, None]  # (tq, 1)
     k_pos = torch.arange(tk, device=device)[None, :]  # (1, tk)
     return (k_pos <= q_pos)[None, None]
-
-
-def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
-    """Logical AND of the given masks (None means 'attend everywhere')."""
-    out = None
-    for m in masks:
-        if m is not None:
-            out = m if out is None else out & m
-    return out

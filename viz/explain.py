@@ -33,7 +33,7 @@ def attention_rollout(attentions: list[np.ndarray]) -> np.ndarray:
     eye = np.eye(T, dtype=np.float64)
     rollout = eye
     for attn in attentions:  # (H, T, T)
-        a = 0.5 * attn.mean(axis=0) + 0.5 * eye  # the residual stream carries half
+        a = 0.5 * attn.mean(axis=0, dtype=np.float64) + 0.5 * eye  # the residual stream carries half
         a = a / a.sum(axis=-1, keepdims=True)
         rollout = a @ rollout
     return rollout

@@ -12,6 +12,11 @@ COLORSCALE = "Blues"
 FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)
 
 
+def as_float32(weights) -> np.ndarray:
+    """The one cast of attention maps (kept as float16 in gr.State) before plotting."""
+    return np.asarray(weights, dtype=np.float32)
+
+
 def _hover(query: str, key: str, extra: str = "") -> str:
     # %{y} and %{x} are the 'i:token' labels: the token itself, and which occurrence of it.
     return f"{query} %{{y}}<br>{key} %{{x}}<br>weight %{{z:.3f}}<extra>{extra}</extra>"
@@ -34,11 +39,12 @@ def attention_heatmap(
     weights: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, query: str = "query", key: str = "key"
 ) -> go.Figure:
     """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset."""
+    weights = as_float32(weights)
     Tq, Tk = weights.shape
     assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
     fig = go.Figure(
         go.Heatmap(
-            z=weights.astype(np.float32),
+            z=weights,
             x=k_labels,
             y=q_labels,
             zmin=0.0,
@@ -84,6 +90,7 @@ def heads_overview(
 ) -> go.Figure:
     """All heads of one layer as small multiples: weights (H, Tq, Tk). Each head has its own color range.
     Inputs longer than max_cells tokens are shown in token blocks (pool_blocks) to keep the figure small."""
+    weights = as_float32(weights)
     H, Tq, Tk = weights.shape
     weights, q_labels, k_labels = pool_blocks(weights, q_labels, k_labels, max_cells)
     if len(q_labels) < Tq or len(k_labels) < Tk:
@@ -103,7 +110,7 @@ def heads_overview(
     for h in range(H):
         fig.add_trace(
             go.Heatmap(
-                z=weights[h].astype(np.float32),
+                z=weights[h],
                 x=k_labels,
                 y=q_labels,
                 zmin=0.0,
@@ -121,11 +128,12 @@ def heads_overview(
 
 def step_heatmap(weights: np.ndarray, src_labels: list[str], title: str) -> go.Figure:
     """What every head attended to in the source at one decoding step: weights (H, Ts)."""
+    weights = as_float32(weights)
     H, Ts = weights.shape
     heads = [f"head {h + 1}" for h in range(H)]
     fig = go.Figure(
         go.Heatmap(
-            z=weights.astype(np.float32),
+            z=weights,
             x=src_labels,
             y=heads,
             zmin=0.0,

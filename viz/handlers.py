@@ -69,17 +69,17 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
     notices = list(checked.notices)
     cut_after = None
     if result.truncated:
-        cut_after = pipe.head
+        cut_after = pipe.head_tokens
         notices.append(
             f"The review has {result.n_tokens:,} tokens; the model reads {len(result.tokens):,}: the first "
-            f"{pipe.head:,} and the last {len(result.tokens) - pipe.head:,}. The middle is skipped (marked below)."
+            f"{cut_after:,} and the last {len(result.tokens) - cut_after:,}. The middle is skipped (marked below)."
         )
     view = SentimentView(
         text=checked.text,
         spans=[(t.start, t.end) for t in result.tokens],
         labels=explain.axis_labels([t.text for t in result.tokens]),
         attentions=[_half(a) for a in result.attentions],
-        pool_weights=result.pool_weights.float().numpy(),
+        pool_weights=result.pool_weights.numpy(),
         n_skipped=result.n_tokens - len(result.tokens),
         cut_after=cut_after,
     )
@@ -91,8 +91,7 @@ def sentiment_highlight(view: SentimentView | None, mode: str = "pool") -> str:
     """The review with each token shaded by how much the prediction leans on it (escaped HTML)."""
     if view is None:
         return ""
-    attentions = [a.astype(np.float32) for a in view.attentions]
-    weights = explain.token_importance(view.pool_weights, attentions, mode)
+    weights = explain.token_importance(view.pool_weights, view.attentions, mode)
     caption = (
         "Shade = share of the pooled vector the classifier reads (attention pooling over the last layer)."
         if mode != "rollout"
@@ -108,7 +107,7 @@ def sentiment_figures(view: SentimentView | None, layer: int, head: int):
     if view is None:
         return None, None
     layer, head = _layer_head(len(view.attentions), view.attentions[0].shape[0], layer, head)
-    attn = view.attentions[layer].astype(np.float32)  # (H, T, T)
+    attn = view.attentions[layer]  # (H, T, T)
     overview = figures.heads_overview(attn, view.labels, view.labels, f"Layer {layer + 1}: every head")
     single = figures.attention_heatmap(
         attn[head], view.labels, view.labels, f"Layer {layer + 1}, head {head + 1}: row = query token, column = key"
@@ -185,20 +184,20 @@ def translation_figures(view: TranslationView | None, layer: int, head: int):
     where = f"layer {dec_layer + 1}, head {head + 1}"
     tgt, src = view.tgt_labels, view.src_labels
     kw = dict(query="English", key="German")
-    cross = view.cross[dec_layer].astype(np.float32)  # (H, Tt, Ts)
+    cross = view.cross[dec_layer]  # (H, Tt, Ts)
     return (
         figures.heads_overview(cross, tgt, src, f"Cross-attention, layer {dec_layer + 1}: every head", **kw),
         figures.attention_heatmap(
             cross[head], tgt, src, f"Cross-attention, {where}: English step (row) → German token", **kw
         ),
         figures.attention_heatmap(
-            view.encoder[enc_layer][head].astype(np.float32),
+            view.encoder[enc_layer][head],
             src,
             src,
             f"Encoder self-attention, layer {enc_layer + 1}, head {head + 1}",
         ),
         figures.attention_heatmap(
-            view.decoder[dec_layer][head].astype(np.float32),
+            view.decoder[dec_layer][head],
             tgt,
             tgt,
             f"Decoder self-attention, {where} (causal: only earlier steps)",
@@ -216,7 +215,7 @@ def translation_step(view: TranslationView | None, layer: int, step: int):
     produced = steps[t].token
     tok = html.escape(produced, quote=False)
     heat = figures.step_heatmap(
-        view.cross[layer][:, t, :].astype(np.float32),
+        view.cross[layer][:, t, :],
         view.src_labels,
         f"Step {t + 1} of {len(steps)} (produced “{tok}”): layer {layer + 1}, every head",
     )

@@ -4,12 +4,11 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from pipelines.text import clean_text
+from pipelines.text import CONTROL_CHARS, clean_text
 
 MAX_REVIEW_CHARS = 20_000
 MAX_GERMAN_CHARS = 1_000
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # the characters clean_text replaces
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][^<>]*>")
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB's line breaks: expected, not worth a notice
 
@@ -33,7 +32,7 @@ def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
             f"(the app reads at most {max_chars:,})."
         )
         text = text[:max_chars]
-    n_control = len(_CONTROL.findall(text))
+    n_control = len(CONTROL_CHARS.findall(text))
     text = clean_text(text)
     if not text.strip():
         if not isinstance(raw, str) or not raw:

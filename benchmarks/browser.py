@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"  # $CHROMIUM wins
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -38,8 +38,8 @@ _REDRAWN_JS = """id => {
 
 def chromium_missing() -> str | None:
     """Why a browser run cannot happen here, or None when chromium and playwright are installed."""
-    if not (Path(CHROMIUM).exists() or shutil.which("chromium")):
-        return f"chromium is not installed at {CHROMIUM} (apt-get install chromium)"
+    if not Path(CHROMIUM).exists():
+        return f"chromium is not installed at {CHROMIUM} (apt-get install chromium, or set $CHROMIUM)"
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -66,9 +66,8 @@ def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000
 
     profile = Path(profile_dir)
     env = {**os.environ, "XDG_CONFIG_HOME": str(profile / "config"), "XDG_CACHE_HOME": str(profile / "cache")}
-    executable = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, env=env)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=env)
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
             page.set_default_timeout(TIMEOUT_MS)

@@ -1,0 +1,49 @@
+"""`python -m training.ship`: the fp16 bundle, scored by calling the evaluation function, written atomically."""
+
+import json
+import shutil
+
+import torch
+from safetensors.torch import load_file
+from tiny_models import FIXTURES
+
+from training.ship import main as ship_main
+
+
+def fake_run(tmp_path, sentiment_dir):
+    """A run folder as `python -m training` leaves it: best/, metrics.jsonl, summary.json."""
+    run = tmp_path / "run"
+    shutil.copytree(sentiment_dir, run / "best")
+    records = [
+        {"event": "start", "command": "python -m training sentiment ...", "data": "tiny", "parameters": 1},
+        {"event": "validation", "epoch": 0, "accuracy": 0.5},
+    ]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "summary.json").write_text(json.dumps({"best_epoch": 0, "wall_seconds": 3.0, "train_seconds": 2.0}))
+    return run
+
+
+def test_ship_bundles_fp16_weights_and_the_test_score(tmp_path, sentiment_dir, capsys):
+    run, to = fake_run(tmp_path, sentiment_dir), tmp_path / "assets" / "sentiment"
+    data = str(FIXTURES / "imdb_tiny.jsonl")
+    assert ship_main(["sentiment", "--run", str(run), "--to", str(to), "--test-data", data]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    metrics = json.loads((to / "metrics.json").read_text())
+    assert metrics["test"] == printed and printed["split"] == "test" and printed["data"] == data
+    assert printed["n"] == 40 and 0.0 <= printed["accuracy"] <= 1.0
+    assert metrics["wall_seconds"] == 3.0 and metrics["validation"]["accuracy"] == 0.5
+    weights = load_file(to / "model.safetensors")
+    assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float16}
+    assert sorted(p.name for p in to.parent.iterdir()) == ["sentiment"]  # no .tmp or .old left
+
+
+def test_a_failed_ship_leaves_the_previous_bundle(tmp_path, sentiment_dir, capsys):
+    run, to = fake_run(tmp_path, sentiment_dir), tmp_path / "assets" / "sentiment"
+    to.mkdir(parents=True)
+    (to / "marker").write_text("previous bundle")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "x"}\n')  # no label column
+    assert ship_main(["sentiment", "--run", str(run), "--to", str(to), "--test-data", str(bad)]) == 2
+    assert "label" in capsys.readouterr().err
+    assert (to / "marker").read_text() == "previous bundle"
+    assert sorted(p.name for p in to.parent.iterdir()) == ["sentiment"]

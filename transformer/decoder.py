@@ -1,0 +1,88 @@
+"""Decoder: a stack of causal self-attention + cross-attention layers, with a key/value cache."""
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .embeddings import Positions
+from .layers import KV, DecoderLayer
+from .masks import causal_mask
+
+
+@dataclass
+class DecoderCache:
+    """Per-layer keys and values: self-attention grows by one step per call, cross-attention is fixed."""
+
+    self_kv: list[KV] = field(default_factory=list)
+    cross_kv: list[KV] = field(default_factory=list)
+
+    @property
+    def length(self) -> int:
+        return self.self_kv[0][0].size(2) if self.self_kv else 0
+
+    def reorder(self, index: torch.Tensor) -> "DecoderCache":
+        """Select batch rows (beam search): index (B',) into the batch dimension."""
+        pick = lambda kv: (kv[0].index_select(0, index), kv[1].index_select(0, index))  # noqa: E731
+        return DecoderCache([pick(kv) for kv in self.self_kv], [pick(kv) for kv in self.cross_kv])
+
+
+@dataclass
+class DecoderStackOutput:
+    hidden: torch.Tensor  # (B, Tq, D) the last layer's output, before the output projection
+    cache: DecoderCache | None = None  # when use_cache
+    self_attentions: list[torch.Tensor] | None = None  # per layer (B, H, Tq, Tt), when need_weights
+    cross_attentions: list[torch.Tensor] | None = None  # per layer (B, H, Tq, Ts), when need_weights
+
+
+class Decoder(nn.Module):
+    """A stack of decoder layers; the cache makes step-by-step decoding cost O(T) per step."""
+
+    def __init__(self, c: TransformerConfig, n_layers: int):
+        super().__init__()
+        self.positions = Positions(c.positions, c.max_len, c.d_model)
+        self.dropout = nn.Dropout(c.dropout)
+        self.layers = nn.ModuleList(DecoderLayer(c) for _ in range(n_layers))
+        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
+        self.scale = math.sqrt(c.d_model)
+
+    def forward(
+        self,
+        tok: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        tgt_pad_mask: torch.Tensor | None = None,
+        cache: DecoderCache | None = None,
+        use_cache: bool = False,
+        need_weights: bool = False,
+    ) -> DecoderStackOutput:
+        """tok (B, Tq, D) target vectors (only the new ones with a cache) over memory (B, Ts, D)."""
+        past = cache.length if cache is not None else 0
+        Tq = tok.size(1)
+        self_mask = causal_mask(Tq, past + Tq, tok.device)  # (1, 1, Tq, Tt)
+        if tgt_pad_mask is not None:
+            self_mask = self_mask & tgt_pad_mask  # (B, 1, Tq, Tt)
+        x = self.dropout(self.positions(tok * self.scale, offset=past))
+        out = DecoderStackOutput(x, DecoderCache() if use_cache else None, [], [])
+        for i, layer in enumerate(self.layers):
+            step = layer(
+                x,
+                memory,
+                self_mask,
+                src_mask,
+                need_weights,
+                past_self_kv=cache.self_kv[i] if cache is not None else None,
+                past_cross_kv=cache.cross_kv[i] if cache is not None else None,
+            )
+            x = step.x
+            out.self_attentions.append(step.self_weights)
+            out.cross_attentions.append(step.cross_weights)
+            if use_cache:
+                out.cache.self_kv.append(step.self_kv)
+                out.cache.cross_kv.append(step.cross_kv)
+        out.hidden = self.final_norm(x)
+        if not need_weights:
+            out.self_attentions = out.cross_attentions = None
+        return out
