@@ -21,11 +21,12 @@ COPY_JS = """(url) => {
 }"""
 # A copy of the first input to edit, when the second box is still empty.
 PREFILL_JS = "(first, second) => (second && second.trim()) ? second : first"
-GERMAN_PAIRS = [
-    ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", "Eine Frau fährt mit dem Fahrrad die Straße entlang."),
-    ("Zwei Hunde spielen im Schnee.", "Zwei Hunde spielen im Sand."),
-    ("Ein Kind springt in einen Pool.", "Ein Kind springt nicht in einen Pool."),
-]
+GERMAN_PAIRS = [  # (first, second, button label)
+    ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", "Eine Frau fährt mit dem Fahrrad die Straße entlang.",
+     "Mann → Frau"),
+    ("Zwei Hunde spielen im Schnee.", "Zwei Hunde spielen im Sand.", "Schnee → Sand"),
+    ("Ein Kind springt in einen Pool.", "Ein Kind springt nicht in einen Pool.", "+ nicht"),
+]  # fmt: skip
 
 
 @dataclass
@@ -213,7 +214,11 @@ def translation_compare_panel(pipe, *, german, decoding, beam, layer, head) -> N
     )
     button = gr.Button("Compare", variant="secondary", elem_id="translation-compare-submit")
     examples = gr.Examples(
-        examples=[list(p) for p in GERMAN_PAIRS], inputs=[german, second], label="Sentence pairs", **PRIVATE
+        examples=[[a, b] for a, b, _ in GERMAN_PAIRS],
+        inputs=[german, second],
+        example_labels=[label for _, _, label in GERMAN_PAIRS],
+        label="Sentence pairs (one click fills both sentences and compares them)",
+        **PRIVATE,
     )
     state, output, diff = _compare_outputs("translation")
 
