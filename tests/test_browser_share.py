@@ -11,6 +11,7 @@ from gradio_client import Client
 
 from benchmarks import browser
 from pipelines import SentimentPipeline, TranslationPipeline
+from viz.examples import contrast_pairs
 
 pytestmark = [
     pytest.mark.browser,
@@ -42,6 +43,15 @@ def heatmap_drawn(page, elem_id: str) -> None:
     page.wait_for_selector(f"#{elem_id} .heatmaplayer image", timeout=browser.TIMEOUT_MS)
 
 
+def open_review_link(page, app_url: str, **view) -> str:
+    """Open a link to REVIEW (and the given view) unless the page shows it already; returns the query."""
+    query = urlencode({"tab": "sentiment", "text": REVIEW, **view})
+    if page.url != f"{app_url}?{query}":
+        page.goto(f"{app_url}?{query}")
+    heatmap_drawn(page, "sentiment-attention")
+    return query
+
+
 def download(page, click_selector: str) -> Path:
     with page.expect_download(timeout=browser.TIMEOUT_MS) as info:
         page.locator(click_selector).click()
@@ -49,9 +59,7 @@ def download(page, click_selector: str) -> Path:
 
 
 def test_a_link_opens_the_review_and_its_view_without_typing(page, app_url):
-    query = urlencode({"tab": "sentiment", "text": REVIEW, "layer": 2, "head": 3, "method": "rollout"})
-    page.goto(f"{app_url}?{query}")
-    heatmap_drawn(page, "sentiment-attention")
+    query = open_review_link(page, app_url, layer=2, head=3, method="rollout")
     assert page.locator("#sentiment-input textarea").input_value() == REVIEW
     label = page.locator("#sentiment-label [data-testid=label-output-value]").text_content().strip()
     assert label in ("positive", "negative") and label in page.locator("#sentiment-status").text_content()
@@ -64,6 +72,7 @@ def test_a_link_opens_the_review_and_its_view_without_typing(page, app_url):
 
 
 def test_download_data_agrees_with_the_api(page, app_url):
+    open_review_link(page, app_url, layer=2, head=3, method="rollout")
     path, name = download(page, "#sentiment-download")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert name.startswith("attention-sentiment-") and name.endswith(".json")
@@ -77,7 +86,8 @@ def test_download_data_agrees_with_the_api(page, app_url):
 
 
 @pytest.mark.parametrize("title,suffix", [("Download plot as a PNG", ".png"), ("Download plot as SVG", ".svg")])
-def test_every_plot_saves_png_and_svg(page, title, suffix):
+def test_every_plot_saves_png_and_svg(page, app_url, title, suffix):
+    open_review_link(page, app_url, layer=2, head=3, method="rollout")
     page.locator("#sentiment-attention .nsewdrag").first.hover()
     path, name = download(page, f'#sentiment-attention .modebar-btn[data-title="{title}"]')
     assert name == f"sentiment-attention{suffix}"
@@ -85,7 +95,8 @@ def test_every_plot_saves_png_and_svg(page, title, suffix):
     assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in head
 
 
-def test_a_comparison_shows_two_labels_and_the_aligned_diff(page):
+def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
+    open_review_link(page, app_url, layer=2, head=3, method="rollout")
     second = page.locator("#sentiment-compare-input textarea")
     second.fill("")
     second.click()  # an empty second box takes a copy of the first, to edit
@@ -100,6 +111,17 @@ def test_a_comparison_shows_two_labels_and_the_aligned_diff(page):
     assert "layer 2, head 3" in browser.plot_title(page, "sentiment-compare-diff")
     assert page.locator("#sentiment-compare-output ins").count() > 0  # inserted tokens are marked
     assert page.locator("#sentiment-compare-output b").count() == 0  # the markup is shown, never run
+
+    # A contrast pair: one click fills both reviews and compares them.
+    first, second_text, kind = contrast_pairs()[0]
+    before = page.locator("#sentiment-compare-output").inner_html()
+    page.get_by_role("button", name=f"{kind}: {first[:40]}").click()
+    page.wait_for_function(
+        "t => document.querySelector('#sentiment-compare-input textarea').value === t", arg=second_text
+    )
+    page.wait_for_function("html => document.querySelector('#sentiment-compare-output').innerHTML !== html", arg=before)
+    assert page.locator("#sentiment-input textarea").input_value() == first
+    assert page.locator("#sentiment-compare-output .compare-label").count() == 2
 
 
 def test_a_translation_link_and_comparison(page, app_url):

@@ -1,7 +1,8 @@
 """Downloads: the "download data" JSON file of a tab, and PNG + SVG buttons on every plotly figure.
 
 The JSON is built by pipelines.export on demand (the model runs once more, on the text in the box), so no
-analysis pays for an export nobody asked for. Files go to one temporary folder and are removed after an hour.
+analysis pays for an export nobody asked for. Files go to one temporary folder; Gradio copies each into its
+own cache as the handler returns, so ours are removed two minutes later (at the next export).
 """
 
 import json
@@ -17,7 +18,7 @@ from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
 EXPORT_DIR = Path(tempfile.gettempdir()) / "attention-demo-exports"
-KEEP_SECONDS = 3600
+KEEP_SECONDS = 120
 
 # Plotly's own mode bar, on every figure of the page: the camera button saves a PNG (at twice the size, for
 # slides), and a second button saves an SVG. Gradio draws figures with window.Plotly.react(gd, data, layout,

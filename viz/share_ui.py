@@ -64,11 +64,11 @@ def _file(path: str | None, message: str):
 
 def _wire_buttons(controls: ShareControls, share_fn, share_inputs, download_fn, download_inputs) -> None:
     controls.share.click(share_fn, [controls.link, *share_inputs], [controls.link], js=BASE_JS, **PRIVATE).then(
-        None, [controls.link], None, js=COPY_JS
+        None, [controls.link], None, js=COPY_JS, **PRIVATE
     )
     click = downloads.CLICK_DOWNLOAD_JS % controls.file.elem_id
     controls.download.click(download_fn, download_inputs, [controls.file], **PRIVATE).then(
-        None, [controls.file], None, js=click
+        None, [controls.file], None, js=click, **PRIVATE
     )
 
 
@@ -194,7 +194,7 @@ def sentiment_compare_panel(pipe, *, review, submit, layer, head) -> None:
         return compare.compare_reviews(pipe, a, b, layer, head)
 
     for trigger in (second.focus, submit.click):
-        trigger(None, [review, second], [second], js=PREFILL_JS)
+        trigger(None, [review, second], [second], js=PREFILL_JS, **PRIVATE)
     button.click(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
     examples.load_input_event.then(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
     _redraw_diff_on(layer, head, state, diff)
@@ -225,7 +225,7 @@ def translation_compare_panel(pipe, *, german, decoding, beam, layer, head) -> N
     def run(a, b, decoding, beam, layer, head):
         return compare.compare_translations(pipe, a, b, decoding, beam, layer, head)
 
-    second.focus(None, [german, second], [second], js=PREFILL_JS)
+    second.focus(None, [german, second], [second], js=PREFILL_JS, **PRIVATE)
     inputs = [german, second, decoding, beam, layer, head]
     button.click(run, inputs, [state, output, diff], **PRIVATE)
     examples.load_input_event.then(run, inputs, [state, output, diff], **PRIVATE)
