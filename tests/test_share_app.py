@@ -75,8 +75,14 @@ def test_a_link_for_the_other_tab_or_without_text_changes_nothing(demo):
 
 def test_a_translation_link_restores_decoding_layer_head_and_step(demo):
     fn = load_fn(demo, "translation-input")
-    params = dict(tab="translation", text="Zwei Hunde.", decoding="greedy", layer="2", head="4", step="2")
+    params = dict(
+        tab="translation", text="Zwei Hunde.", decoding="beam search", beam="3", layer="2", head="4", step="2"
+    )
     values = dict(zip([o.elem_id or id(o) for o in fn.outputs], fn.fn(request(**params))))
+    assert values["translation-beam"] == 3 and "beam search, 3 beams" in values["translation-status"]
+    params.update(decoding="greedy", beam="99")  # out of the slider's range: its default
+    values = dict(zip([o.elem_id or id(o) for o in fn.outputs], fn.fn(request(**params))))
+    assert values["translation-beam"] == 2
     assert values["translation-decoding"] == "greedy" and "greedy decoding" in values["translation-status"]
     assert (values["translation-layer"], values["translation-head"]) == (1, 3)
     assert "layer 2, head 4" in values["translation-attention"].layout.title.text

@@ -94,4 +94,6 @@ def share_url(base: str, link: ViewLink) -> tuple[str | None, str]:
             f"under {MAX_QUERY_CHARS:,} so that every server accepts them. Shorten the text, or use “Download data”."
         )
     base = (base or "").split("?", 1)[0].split("#", 1)[0]
-    return f"{base}?{query}", "Link copied to the clipboard: opening it runs the model once and shows this view."
+    return f"{base}?{query}", (
+        "Also on the clipboard where the browser allows it. Opening the link runs the model once and shows this view."
+    )
