@@ -39,6 +39,17 @@ def report(name: str, first: float, times: list[float]) -> None:
     )
 
 
+def bench_tab(page, url: str, tab: str, submit, other, name: str, runs: int, screenshot: Path | None) -> None:
+    """Time `submit` on one tab, print the line, and save the tab's screenshot if asked."""
+    browser.open_tab(page, url, tab)
+    first, times = time_clicks(lambda: submit(page), lambda: other(page), runs)
+    report(name, first, times)
+    if screenshot:
+        if tab == "Translation":
+            browser.step_forward(page, 2)  # show a step that has a history
+        print("saved", browser.screenshot(page, screenshot))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed clicks per task (after one first click)")
@@ -66,27 +77,29 @@ def main(argv: list[str] | None = None) -> int:
     url = browser.serve(demo)
     try:
         with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile) as page:
+            shots = args.screenshots
             if sentiment.pipeline is not None:
-                browser.open_tab(page, url, "Sentiment")
-                first, times = time_clicks(
-                    lambda: browser.analyze_review(page, BENCH_REVIEW),
-                    lambda: browser.analyze_review(page, "A short review."),
+                bench_tab(
+                    page,
+                    url,
+                    "Sentiment",
+                    lambda p: browser.analyze_review(p, BENCH_REVIEW),
+                    lambda p: browser.analyze_review(p, "A short review."),
+                    f"sentiment ({len(BENCH_REVIEW.split())}-word review)",
                     args.runs,
+                    shots and shots / "screenshot-sentiment.png",
                 )
-                report(f"sentiment ({len(BENCH_REVIEW.split())}-word review)", first, times)
-                if args.screenshots:
-                    print("saved", browser.screenshot(page, args.screenshots / "screenshot-sentiment.png"))
             if translation.pipeline is not None:
-                browser.open_tab(page, url, "Translation")
-                first, times = time_clicks(
-                    lambda: browser.translate(page, BENCH_GERMAN),
-                    lambda: browser.translate(page, "Ein Hund."),
+                bench_tab(
+                    page,
+                    url,
+                    "Translation",
+                    lambda p: browser.translate(p, BENCH_GERMAN),
+                    lambda p: browser.translate(p, "Ein Hund."),
+                    f"translation ({len(BENCH_GERMAN.split())}-word sentence, default decoding)",
                     args.runs,
+                    shots and shots / "screenshot-translation.png",
                 )
-                report(f"translation ({len(BENCH_GERMAN.split())}-word sentence, default decoding)", first, times)
-                if args.screenshots:
-                    browser.step_forward(page, 2)  # show a step that has a history
-                    print("saved", browser.screenshot(page, args.screenshots / "screenshot-translation.png"))
     finally:
         demo.close()
     return 0

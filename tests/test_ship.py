@@ -37,6 +37,18 @@ def test_ship_bundles_fp16_weights_and_the_test_score(tmp_path, sentiment_dir, c
     assert sorted(p.name for p in to.parent.iterdir()) == ["sentiment"]  # no .tmp or .old left
 
 
+def test_ship_scores_extra_files_and_the_contrast_set(tmp_path, sentiment_dir, capsys):
+    run, to = fake_run(tmp_path, sentiment_dir), tmp_path / "assets" / "sentiment"
+    data = str(FIXTURES / "imdb_tiny.jsonl")
+    args = ["sentiment", "--run", str(run), "--to", str(to), "--test-data", data, "--also", f"reviews={data}"]
+    assert ship_main(args) == 0
+    metrics = json.loads((to / "metrics.json").read_text())
+    assert metrics["reviews"]["split"] == "reviews" and metrics["reviews"]["accuracy"] == metrics["test"]["accuracy"]
+    contrast = metrics["contrast"]
+    assert contrast["pairs"] >= 100 and 0 <= contrast["pairs_flipped"] <= contrast["pairs"]
+    assert ship_main([*args[:-1], "no-equals-sign"]) == 2
+
+
 def test_a_failed_ship_leaves_the_previous_bundle(tmp_path, sentiment_dir, capsys):
     run, to = fake_run(tmp_path, sentiment_dir), tmp_path / "assets" / "sentiment"
     to.mkdir(parents=True)

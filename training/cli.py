@@ -49,6 +49,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt after a kill")
     g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
     g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
+    g.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
+    )
     g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     g.add_argument("--norm-first", action="store_true", help="pre-norm layers instead of post-norm")
     g.add_argument(
@@ -56,6 +62,19 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
         metavar="USER/NAME",
         default=None,
         help="publish the best model to this Hub repo when training ends",
+    )
+
+
+def layer_options(args, vocab_size: int, pad_id: int) -> dict:
+    """The TransformerConfig fields that both tasks take from the command line."""
+    return dict(
+        vocab_size=vocab_size,
+        d_model=args.d_model,
+        n_heads=args.n_heads,
+        d_ff=args.d_ff,
+        dropout=args.dropout,
+        norm_first=args.norm_first,
+        pad_id=pad_id,
     )
 
 
@@ -80,27 +99,31 @@ def add_encoder_args(m, n_layers: int = 2) -> None:
     m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
 
 
+def task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
+    """The sub-command's parser with the training-loop options; returns it and its group for the task's own."""
+    p = sub.add_parser(task, help=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_loop_args(p, **loop_defaults)
+    return p, p.add_argument_group(group)
+
+
+def add_held_out_args(g) -> None:
+    """Which rows the sentiment task holds out for validation (pre-training must not read them either)."""
+    g.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews held out for validation")
+    g.add_argument("--sst2-dir", default=None, help="also read SST-2: folder with train.parquet (sentence, label)")
+    g.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+
+
 def add_sentiment_parser(sub) -> None:
-    s = sub.add_parser(
-        "sentiment",
-        help="movie reviews (IMDB) and sentences (SST-2), positive / negative",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_loop_args(s, epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
-    m = s.add_argument_group("model and tokenizer")
+    summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
+    loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
+    s, m = task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
     add_encoder_args(m)
     m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
     m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
     m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
     m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
     d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
-    d.add_argument("--val-size", type=int, default=2500, help="reviews held out of train for validation")
-    d.add_argument(
-        "--sst2-dir",
-        default=None,
-        help="also train on SST-2 sentences: folder with train.parquet (columns sentence, label)",
-    )
-    d.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+    add_held_out_args(d)
     d.add_argument(
         "--init-from",
         default=None,
@@ -113,31 +136,22 @@ def add_sentiment_parser(sub) -> None:
 
 
 def add_pretrain_parser(sub) -> None:
-    p = sub.add_parser(
-        "pretrain",
-        help="masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_loop_args(p, epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
-    m = p.add_argument_group("model, tokenizer and data")
+    summary = "masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences"
+    loop = dict(epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
+    _, m = task_parser(sub, "pretrain", summary, "model, tokenizer and data", **loop)
     add_encoder_args(m)
     m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
     m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
     m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
     m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
-    m.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews the sentiment task holds out")
-    m.add_argument("--sst2-dir", default=None, help="also read SST-2's training sentences from this folder")
-    m.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 rows the sentiment task holds out")
+    add_held_out_args(m)
     m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
     m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
 
 
 def add_translation_parser(sub) -> None:
-    t = sub.add_parser(
-        "translation", help="Multi30k German -> English", formatter_class=argparse.ArgumentDefaultsHelpFormatter
-    )
-    add_loop_args(t, epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
-    m = t.add_argument_group("model and tokenizer")
+    loop = dict(epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
+    _, m = task_parser(sub, "translation", "Multi30k German -> English", "model and tokenizer", **loop)
     m.add_argument("--vocab-size", type=int, default=8000, help="joint German-English byte-level BPE vocabulary")
     m.add_argument("--d-model", type=int, default=256)
     m.add_argument("--n-heads", type=int, default=4)
@@ -154,7 +168,7 @@ def add_translation_parser(sub) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .data import DataError
-    from .loop import train
+    from .loop import BEST, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -198,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.push_to_hub:
         from .publish import main as publish_main
 
-        return publish_main([args.task, "--model", str(args.out / "best"), "--repo-id", args.push_to_hub])
+        return publish_main([args.task, "--model", str(args.out / BEST), "--repo-id", args.push_to_hub])
     return 0
 
 
@@ -220,6 +234,7 @@ def loop_config(args):
         resume=args.resume,
         save_every_min=args.save_every_min,
         max_minutes=args.max_minutes,
+        max_steps=args.max_steps,
         average_last=getattr(args, "average_last", 0),
     )
 

@@ -18,6 +18,13 @@ from tqdm.auto import tqdm
 
 from .checkpoint import atomic_folder, atomic_torch_save, load_state
 
+# The files of a run folder (--out).
+CHECKPOINT = "checkpoint.pt"  # what --resume needs
+METRICS_LOG = "metrics.jsonl"  # one JSON record per event: start, train, validation, end
+SUMMARY = "summary.json"  # the end record, written once when training ends
+BEST = "best"  # the best model folder
+RECENT = "recent"  # the last epochs' weights, for --average-last
+
 
 @dataclass
 class LoopConfig:
@@ -35,6 +42,7 @@ class LoopConfig:
     save_every_min: float = 10.0
     log_every: int = 50
     max_minutes: float | None = None  # stop cleanly after this much training time
+    max_steps: int | None = None  # stop cleanly after this many steps (the schedule still spans all epochs)
     average_last: int = 0  # average the weights of the last N epochs into the final model
 
 
@@ -145,7 +153,7 @@ class Run:
         self.task, self.cfg, self.state = task, cfg, LoopState()
         self.out = Path(cfg.out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.ckpt_path, self.log_path = self.out / "checkpoint.pt", self.out / "metrics.jsonl"
+        self.ckpt_path, self.log_path = self.out / CHECKPOINT, self.out / METRICS_LOG
         self.first_batches = task.train_batches(0)  # also used for epoch 0, not built twice
         self.steps_per_epoch = math.ceil(len(self.first_batches) / acc.num_processes)
         self.total = self.steps_per_epoch * cfg.epochs
@@ -239,6 +247,9 @@ def train_epoch(run: Run, epoch: int) -> str | None:
         if cfg.max_minutes and state.train_seconds > cfg.max_minutes * 60:
             stopped = f"time budget of {cfg.max_minutes} min reached"
             break
+        if cfg.max_steps and state.step >= cfg.max_steps:
+            stopped = f"step budget of {cfg.max_steps} steps reached"
+            break
     bar.close()
     if stopped is None:
         state.epoch, state.batch = state.epoch + 1, 0
@@ -271,7 +282,7 @@ def record_validation(run: Run, epoch: int) -> str | None:
         remember_weights(run)
     if state.best is None or score > state.best:
         state.best, state.best_epoch, state.bad_epochs = score, epoch, 0
-        atomic_folder(lambda d: task.export(run.raw, d), run.out / "best")
+        atomic_folder(lambda d: task.export(run.raw, d), run.out / BEST)
         return None
     state.bad_epochs += 1
     if state.bad_epochs >= cfg.patience:
@@ -281,7 +292,7 @@ def record_validation(run: Run, epoch: int) -> str | None:
 
 def remember_weights(run: Run) -> None:
     """Write this epoch's weights once to out/recent/ and keep the last cfg.average_last of them."""
-    folder = run.out / "recent"
+    folder = run.out / RECENT
     folder.mkdir(exist_ok=True)
     name = f"step-{run.state.step}.pt"
     atomic_torch_save(run.raw.state_dict(), folder / name)
@@ -326,13 +337,13 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
 def finish(run: Run, summary: dict, started: float | None) -> None:
     """Average the last epochs if asked, log the end and write summary.json (the one place that does)."""
     if run.cfg.average_last and len(run.state.recent) > 1:
-        files = [run.out / "recent" / name for name in run.state.recent]
+        files = [run.out / RECENT / name for name in run.state.recent]
         recent = [load_state(f) for f in files if f.is_file()]  # a kill can leave a name without its file
         summary.update(average_checkpoints(run.raw, run.task, recent, run.out, run.state.best))
     if started is not None:
         summary["wall_seconds"] = round(time.time() - started, 1)  # this invocation, data loading included
     run.log({"event": "end", **summary})
-    (run.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (run.out / SUMMARY).write_text(json.dumps(summary, indent=2))
 
 
 def average_checkpoints(model, task: Task, recent: list[dict], out: Path, best: float) -> dict:
@@ -343,7 +354,7 @@ def average_checkpoints(model, task: Task, recent: list[dict], out: Path, best: 
     metrics = task.evaluate(model)
     result = {"averaged_epochs": len(recent), f"averaged_{task.metric}": metrics[task.metric]}
     if metrics[task.metric] > best:
-        atomic_folder(lambda d: task.export(model, d), out / "best")
+        atomic_folder(lambda d: task.export(model, d), out / BEST)
         result["kept"] = "average"
     else:
         result["kept"] = "best single epoch"

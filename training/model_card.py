@@ -225,8 +225,14 @@ def _bullets(items: list[str]) -> str:
 
 def _usage(info: TaskInfo, repo_id: str) -> str:
     return (
-        "With the project's code on the Python path (the `pipelines` and `transformer` packages, and "
-        "`pip install -r requirements.txt`):\n\n"
+        "Install the project's library (the `transformer` and `pipelines` packages; they need only torch, "
+        "huggingface_hub, safetensors and tokenizers) from a checkout of the project's code, or straight from "
+        "its git repository:\n\n"
+        "```bash\n"
+        "pip install .                                   # in a checkout\n"
+        'pip install "attention-demo @ git+<repository URL>"  # or from git; [app] adds the Gradio app\n'
+        "```\n\n"
+        "Then:\n\n"
         "```python\n"
         f"from pipelines import {info.pipeline_class}\n\n"
         f'pipe = {info.pipeline_class}.from_pretrained("{repo_id}")\n'

@@ -22,6 +22,7 @@ from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
+from .cli import layer_options
 
 LABELS = ["negative", "positive"]
 
@@ -87,20 +88,14 @@ class SentimentTask:
     def build_model(self) -> TransformerClassifier:
         a = self.args
         cfg = ClassifierConfig(
-            vocab_size=self.tokenizer.get_vocab_size(),
-            d_model=a.d_model,
-            n_heads=a.n_heads,
+            **layer_options(a, self.tokenizer.get_vocab_size(), PAD),
             n_layers=a.n_layers,
-            d_ff=a.d_ff,
-            dropout=a.dropout,
             max_len=a.max_len,
             pooling=a.pooling,
-            norm_first=a.norm_first,
             ngram_buckets=a.ngram_buckets,
             ngram_order=a.ngram_order,
             ngram_dim=a.ngram_dim,
             ngram_dropout=a.ngram_dropout,
-            pad_id=PAD,
         )
         if getattr(a, "init_from", None):
             return from_pretrained_encoder(a.init_from, cfg)

@@ -16,6 +16,7 @@ from pathlib import Path
 from pipelines.common import WEIGHTS
 
 from .checkpoint import atomic_folder
+from .loop import BEST, METRICS_LOG, SUMMARY
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
 
@@ -44,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", type=Path, required=True, help="bundle folder, e.g. assets/sentiment")
     p.add_argument("--test-data", required=True, help="test split file for the one final score")
     p.add_argument("--data-description", default=None, help="what the model was trained on, for metrics.json")
+    p.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="score another evaluation file too, reported under NAME (e.g. sst2_validation=.../validation.parquet)",
+    )
     return p
 
 
@@ -64,10 +72,10 @@ def score_bundle(task: str, folder: Path, test_data: str) -> dict:
 
 def run_metrics(a, test: dict) -> dict:
     """metrics.json: how the run was made (metrics.jsonl, summary.json) and the test scores."""
-    records = [json.loads(line) for line in (a.run / "metrics.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (a.run / METRICS_LOG).read_text().splitlines()]
     start = next(r for r in records if r["event"] == "start")
     validations = [r for r in records if r["event"] == "validation"]
-    summary = json.loads((a.run / "summary.json").read_text()) if (a.run / "summary.json").is_file() else {}
+    summary = json.loads((a.run / SUMMARY).read_text()) if (a.run / SUMMARY).is_file() else {}
     return {
         "task": a.task,
         "command": start["command"],
@@ -85,7 +93,7 @@ def run_metrics(a, test: dict) -> dict:
 
 def write_bundle(a, folder: Path) -> dict:
     """Fill `folder` with the fp16 model, score it and write metrics.json; returns the metrics."""
-    best = a.run / "best"
+    best = a.run / BEST
     for f in best.iterdir():
         if f.name not in (WEIGHTS, "README.md"):
             shutil.copy2(f, folder / f.name)
@@ -94,13 +102,23 @@ def write_bundle(a, folder: Path) -> dict:
     if too_big:
         raise ShipError(f"{too_big} over 25 MB")
     metrics = run_metrics(a, score_bundle(a.task, folder, a.test_data))
+    for name, path in (item.split("=", 1) for item in a.also):
+        metrics[name] = {**score_bundle(a.task, folder, path), "split": name}
+    if a.task == "sentiment":
+        from .contrast import PAIRS, evaluate_model
+
+        metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    best = a.run / "best"
+    bad = [item for item in a.also if "=" not in item]
+    if bad:
+        print(f"error: --also takes NAME=FILE, got {bad[0]!r}", file=sys.stderr)
+        return 2
+    best = a.run / BEST
     if not (best / WEIGHTS).is_file():
         print(f"error: {best} has no {WEIGHTS}: has the run finished an epoch?", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from pipelines.translation import TranslationPipeline
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
 from .batching import bucketed_batches
+from .cli import layer_options
 
 
 def corpus_scores(hyps: list[str], refs: list[str]) -> dict:
@@ -54,16 +55,10 @@ class TranslationTask:
     def build_model(self) -> Seq2SeqTransformer:
         a = self.args
         cfg = Seq2SeqConfig(
-            vocab_size=self.tokenizer.get_vocab_size(),
-            d_model=a.d_model,
-            n_heads=a.n_heads,
+            **layer_options(a, self.tokenizer.get_vocab_size(), PAD),
             n_encoder_layers=a.n_layers,
             n_decoder_layers=a.n_layers,
-            d_ff=a.d_ff,
-            dropout=a.dropout,
             max_len=256,
-            norm_first=a.norm_first,
-            pad_id=PAD,
             bos_id=BOS,
             eos_id=EOS,
         )

@@ -7,7 +7,7 @@ from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
 from .config import ClassifierConfig
-from .embeddings import HashedNgramEmbedding
+from .embeddings import HashedNgramEmbedding, token_embedding
 from .encoder import Encoder
 from .hub import HUB_KWARGS
 from .masks import padding_mask
@@ -26,8 +26,7 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-
     def __init__(self, config: ClassifierConfig):
         super().__init__()
         self.config = c = config
-        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
-        nn.init.normal_(self.tok_emb.weight, std=c.d_model**-0.5)
+        self.tok_emb = token_embedding(c.vocab_size, c.d_model, c.pad_id)
         self.ngram_emb = None
         if c.ngram_buckets:
             self.ngram_emb = HashedNgramEmbedding(

@@ -1,15 +1,13 @@
 """Decoder: a stack of causal self-attention + cross-attention layers, with a key/value cache."""
 
-import math
 from dataclasses import dataclass, field
 
 import torch
-from torch import nn
 
 from .config import TransformerConfig
-from .embeddings import Positions
 from .layers import KV, DecoderLayer
 from .masks import causal_mask
+from .stack import LayerStack
 
 
 @dataclass
@@ -37,16 +35,11 @@ class DecoderStackOutput:
     cross_attentions: list[torch.Tensor] | None = None  # per layer (B, H, Tq, Ts), when need_weights
 
 
-class Decoder(nn.Module):
+class Decoder(LayerStack):
     """A stack of decoder layers; the cache makes step-by-step decoding cost O(T) per step."""
 
     def __init__(self, c: TransformerConfig, n_layers: int):
-        super().__init__()
-        self.positions = Positions(c.positions, c.max_len, c.d_model)
-        self.dropout = nn.Dropout(c.dropout)
-        self.layers = nn.ModuleList(DecoderLayer(c) for _ in range(n_layers))
-        self.final_norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
-        self.scale = math.sqrt(c.d_model)
+        super().__init__(c, DecoderLayer, n_layers)
 
     def forward(
         self,
@@ -64,7 +57,7 @@ class Decoder(nn.Module):
         self_mask = causal_mask(Tq, past + Tq, tok.device)  # (1, 1, Tq, Tt)
         if tgt_pad_mask is not None:
             self_mask = self_mask & tgt_pad_mask  # (B, 1, Tq, Tt)
-        x = self.dropout(self.positions(tok * self.scale, offset=past))
+        x = self.embed(tok, offset=past)
         out = DecoderStackOutput(x, DecoderCache() if use_cache else None, [], [])
         for i, layer in enumerate(self.layers):
             step = layer(

@@ -16,6 +16,13 @@ def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
     return table
 
 
+def token_embedding(vocab_size: int, d_model: int, pad_id: int) -> nn.Embedding:
+    """A token table with N(0, 1/d_model) rows: after the sqrt(d_model) scaling they have unit size."""
+    emb = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+    nn.init.normal_(emb.weight, std=d_model**-0.5)
+    return emb
+
+
 class Positions(nn.Module):
     """Adds a position vector to each token vector; `offset` shifts positions for cached decoding."""
 

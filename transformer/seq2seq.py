@@ -8,6 +8,7 @@ from torch import nn
 
 from .config import Seq2SeqConfig
 from .decoder import Decoder, DecoderCache
+from .embeddings import token_embedding
 from .encoder import Encoder, EncoderOutput
 from .hub import HUB_KWARGS
 from .masks import padding_mask
@@ -27,9 +28,8 @@ class Seq2SeqTransformer(nn.Module, PyTorchModelHubMixin, pipeline_tag="translat
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
         self.config = c = config
-        self.src_emb = nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
-        nn.init.normal_(self.src_emb.weight, std=c.d_model**-0.5)
-        self.tgt_emb = self.src_emb if c.tie_embeddings else nn.Embedding(c.vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.src_emb = token_embedding(c.vocab_size, c.d_model, c.pad_id)
+        self.tgt_emb = self.src_emb if c.tie_embeddings else token_embedding(c.vocab_size, c.d_model, c.pad_id)
         self.encoder = Encoder(c, c.n_encoder_layers)
         self.decoder = Decoder(c, c.n_decoder_layers)
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)

@@ -17,6 +17,14 @@ def as_float32(weights) -> np.ndarray:
     return np.asarray(weights, dtype=np.float32)
 
 
+def _heatmap(weights: np.ndarray, x: list[str], y: list[str], hover: str, colorbar: bool = True, **kw) -> go.Heatmap:
+    """A heatmap of attention weights from 0 up, with a weight color bar or none (small multiples)."""
+    scale = dict(colorbar=dict(title=dict(text="weight"), thickness=12)) if colorbar else dict(showscale=False)
+    return go.Heatmap(
+        z=as_float32(weights), x=x, y=y, zmin=0.0, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw
+    )
+
+
 def _hover(query: str, key: str, extra: str = "") -> str:
     # %{y} and %{x} are the 'i:token' labels: the token itself, and which occurrence of it.
     return f"{query} %{{y}}<br>{key} %{{x}}<br>weight %{{z:.3f}}<extra>{extra}</extra>"
@@ -39,21 +47,9 @@ def attention_heatmap(
     weights: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, query: str = "query", key: str = "key"
 ) -> go.Figure:
     """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset."""
-    weights = as_float32(weights)
     Tq, Tk = weights.shape
     assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
-    fig = go.Figure(
-        go.Heatmap(
-            z=weights,
-            x=k_labels,
-            y=q_labels,
-            zmin=0.0,
-            colorscale=COLORSCALE,
-            colorbar=dict(title=dict(text="weight"), thickness=12),
-            hovertemplate=_hover(query, key),
-            hoverongaps=False,
-        )
-    )
+    fig = go.Figure(_heatmap(weights, k_labels, q_labels, _hover(query, key), hoverongaps=False))
     fig.update_xaxes(title_text=f"{key} (attended to)", tickangle=-60, tickfont=dict(size=10), type="category")
     fig.update_yaxes(title_text=f"{query} (attending)", autorange="reversed", tickfont=dict(size=10), type="category")
     height = int(min(820, max(480, 260 + 9 * max(Tq, Tk))))
@@ -109,15 +105,7 @@ def heads_overview(
     small = max(Tq, Tk) <= 20  # tick labels only where they can be read
     for h in range(H):
         fig.add_trace(
-            go.Heatmap(
-                z=weights[h],
-                x=k_labels,
-                y=q_labels,
-                zmin=0.0,
-                colorscale=COLORSCALE,
-                showscale=False,
-                hovertemplate=_hover(query, key, f"head {h + 1}"),
-            ),
+            _heatmap(weights[h], k_labels, q_labels, _hover(query, key, f"head {h + 1}"), colorbar=False),
             row=h // cols + 1,
             col=h % cols + 1,
         )
@@ -128,20 +116,9 @@ def heads_overview(
 
 def step_heatmap(weights: np.ndarray, src_labels: list[str], title: str) -> go.Figure:
     """What every head attended to in the source at one decoding step: weights (H, Ts)."""
-    weights = as_float32(weights)
     H, Ts = weights.shape
     heads = [f"head {h + 1}" for h in range(H)]
-    fig = go.Figure(
-        go.Heatmap(
-            z=weights,
-            x=src_labels,
-            y=heads,
-            zmin=0.0,
-            colorscale=COLORSCALE,
-            colorbar=dict(title=dict(text="weight"), thickness=12),
-            hovertemplate="%{y}<br>source %{x}<br>weight %{z:.3f}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_heatmap(weights, src_labels, heads, "%{y}<br>source %{x}<br>weight %{z:.3f}<extra></extra>"))
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category", title_text="German token")
     fig.update_yaxes(autorange="reversed", type="category")
     return _layout(fig, title, 200 + 28 * H)

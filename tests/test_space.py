@@ -1,0 +1,107 @@
+"""The Space folder starts with only its own requirements installed (requirements-lib.txt + requirements-app.txt).
+
+The app runs in a fresh interpreter from the assembled Space folder, where every module that only the
+training stack brings (transformers, datasets, sacrebleu, accelerate, ...) fails to import, as it would
+on a Space that installed nothing else; the project's own `training/`, `benchmarks/` and `tests/` are
+not on its path.
+"""
+
+import importlib.metadata as md
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from packaging.requirements import Requirement
+
+from training.publish import build_space_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pinned(*files: str) -> list[str]:
+    """Distribution names pinned in requirement files (following -r)."""
+    names = []
+    for name in files:
+        for line in (ROOT / name).read_text().splitlines():
+            line = line.split("#")[0].strip()
+            if line.startswith("-r "):
+                names += pinned(line[3:].strip())
+            elif line and not line.startswith("-"):
+                names.append(Requirement(line).name)
+    return names
+
+
+def closure(names: list[str]) -> set[str]:
+    """The distributions `names` install, with their dependencies (no extras), as installed here."""
+    norm = lambda n: n.lower().replace("_", "-").replace(".", "-")  # noqa: E731
+    seen, todo = set(), [norm(n) for n in names]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for req in md.requires(name) or []:
+            r = Requirement(req)
+            if r.marker is None or r.marker.evaluate({"extra": ""}):
+                todo.append(norm(r.name))
+    return seen
+
+
+def modules_only_training_brings() -> list[str]:
+    """Top-level import names that come only with requirements.txt's extra (training) distributions."""
+    extra = closure(pinned("requirements.txt")) - closure(pinned("requirements-lib.txt", "requirements-app.txt"))
+    norm = lambda n: n.lower().replace("_", "-").replace(".", "-")  # noqa: E731
+    return sorted(
+        module
+        for module, dists in md.packages_distributions().items()
+        if all(norm(d) in extra for d in dists) and module.isidentifier()
+    )
+
+
+APP_IN_SPACE = """
+import importlib.abc, json, sys
+blocked = set(json.loads(sys.argv[1]))
+class NotInSpace(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in blocked:
+            raise ModuleNotFoundError(f"{name} is not installed in the Space", name=name)
+sys.meta_path.insert(0, NotInSpace())
+sys.path.insert(0, ".")
+import app
+from viz.models import load_models
+sentiment, translation = load_models()
+assert sentiment.pipeline and translation.pipeline, (sentiment.error, translation.error)
+demo = app.build_demo(sentiment.pipeline, translation.pipeline)
+_, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+import urllib.request
+assert urllib.request.urlopen(url, timeout=60).status == 200
+print(json.dumps({"label": sentiment.pipeline("A fine film.").label, "url": url,
+                  "training_loaded": sorted(m for m in sys.modules if m.partition(".")[0] in blocked)}))
+demo.close()
+"""
+
+
+def test_training_modules_are_blocked_and_the_app_needs_none_of_them():
+    blocked = modules_only_training_brings()
+    assert {"datasets", "sacrebleu", "accelerate", "transformers", "pyarrow"} <= set(blocked)
+    assert not {"torch", "gradio", "tokenizers", "huggingface_hub", "plotly", "numpy"} & set(blocked)
+
+
+def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, translation_dir):
+    variables = {"SENTIMENT_MODEL": str(sentiment_dir), "TRANSLATION_MODEL": str(translation_dir)}
+    space = tmp_path / "space"
+    space.mkdir()
+    files = build_space_folder(space, variables, root=ROOT)
+    assert not [f for f in files if f.split("/")[0] in ("training", "benchmarks", "tests")]
+    reqs = (space / "requirements.txt").read_text()
+    assert "gradio==" in reqs and "torch==" in reqs and "datasets" not in reqs and "transformers" not in reqs
+    env = {"HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PATH": "/usr/bin:/bin", **variables}
+    env["GRADIO_TEMP_DIR"] = str(tmp_path / "gradio")
+    cmd = [sys.executable, "-I", "-c", APP_IN_SPACE, json.dumps(modules_only_training_brings())]
+    proc = subprocess.run(cmd, cwd=space, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
+    result = json.loads(lines[-1])
+    assert result["label"] in ("negative", "positive") and result["training_loaded"] == []
