@@ -10,8 +10,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import handlers, share_ui  # noqa: E402
+from viz import explanation_panel, handlers, share_ui, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
+from viz.heads_panel import heads_panel  # noqa: E402
 
 CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
 QUEUE_SIZE = 32
@@ -61,9 +62,7 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
             share = share_ui.share_controls("sentiment")
-    gr.Markdown("### What the prediction leans on")
-    mode = gr.Radio(handlers.HIGHLIGHT_MODES, value="pool", show_label=False, elem_id="sentiment-highlight-mode")
-    highlight = gr.HTML(elem_id="sentiment-highlight", js_on_load=None)
+    panel = explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
@@ -75,20 +74,14 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
         """Classify a review: (probabilities per label, status with any notices)."""
         return handlers.analyze_review(pipe, review)
 
-    def redraw(view, layer, head, mode):
-        return (handlers.sentiment_highlight(view, mode), *handlers.sentiment_figures(view, layer, head))
-
-    submit.click(sentiment, [review], [state, label, status], api_name="sentiment").then(
-        redraw, [state, layer, head, mode], [highlight, overview, single], **PRIVATE
-    )
+    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment")
+    explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
+    drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
-    mode.change(handlers.sentiment_highlight, [state, mode], [highlight], **PRIVATE)
+    heads_panel(pipe, "sentiment", state, drawn, [review])
     share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
-    share_ui.wire_sentiment_links(
-        demo, pipe, share, review=review, layer=layer, head=head, mode=mode,
-        run=sentiment, outputs=[state, label, status], redraw=redraw, drawn=[highlight, overview, single],
-    )  # fmt: skip
+    share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
 
 
 def _german_inputs(pipe):
@@ -131,6 +124,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     with gr.Row():
         step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
         step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
+    explanations = translation_explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
@@ -146,21 +140,21 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate").then(
-        redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE
-    )
+    translated = submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate")
+    drawn = translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
+    translation_explanation_panel.wire(explanations, pipe, [german, decoding, beam_size], state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
     layer.change(handlers.translation_step, [state, layer, step], [step_heads, step_topk], **PRIVATE)
     step.input(
         handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
     )
-    share_ui.translation_compare_panel(pipe, german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
+    heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
+    inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
+    share_ui.translation_compare_panel(pipe, **inputs)
     share_ui.wire_translation_links(
-        demo, pipe, share, german=german, decoding=decoding, beam=beam_size, layer=layer, head=head, step=step,
-        run=translate, outputs=[state, english, status], redraw=redraw,
-        drawn=[*attention_plots, step, step_heads, step_topk],
-    )  # fmt: skip
+        demo, pipe, share, **inputs, state=state, drawn=drawn, step=[step, step_heads, step_topk]
+    )
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:

@@ -167,6 +167,6 @@ def translation_record(pipe, text: str, beam_size: int | None = None, method: st
             "decoder": to_jsonable(result.decoder_attentions),
             "cross": to_jsonable(result.cross_attentions),
         },
-        "explanation": _optional(pipe, "explain", text, method=method),
-        "head_table": _optional(pipe, "head_table", text),
+        "explanation": _optional(pipe, "explain", text, method=method, result=result),  # of this very translation
+        "head_table": _optional(pipe, "head_table", text, beam_size=beam),
     }

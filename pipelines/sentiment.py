@@ -6,8 +6,12 @@ import torch
 
 from transformer import TransformerClassifier
 
+from . import heads
+from .attribution import METHODS
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .explanations import explain_review, review_faithfulness
+from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
 
@@ -58,12 +62,19 @@ class SentimentPipeline:
         toks = spans(enc, text)
         return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
 
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention: {"self": n_layers}."""
+        return heads.classifier_layers(self.model)
+
     @torch.no_grad()
-    def __call__(self, text: str) -> SentimentResult:
+    def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
+        """Classify one text. head_mask: {("self", layer, head): multiplier}, 0 switches a head off (this call only)."""
         ids, toks, n = self.encode(text)
         if not ids:
             raise ValueError("the text has no tokens")
-        out = self.model(torch.tensor([ids]), need_weights=True)
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
+        out = self.model(torch.tensor([ids]), need_weights=True, head_mask=None if masks is None else masks["self"])
         probs = out.logits[0].softmax(-1)
         label = self.labels[int(probs.argmax())]
         return SentimentResult(
@@ -76,14 +87,34 @@ class SentimentPipeline:
             n_tokens=n,
         )
 
+    def head_table(self, text: str) -> list[dict]:
+        """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
+        switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
+        return heads.sentiment_head_table(self, text)
+
+    explanation_methods = METHODS
+
+    def explain(self, text: str, method: str | None = None, target: str | None = None):
+        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
+        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
+        return explain_review(self, text, method, target)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
+        return review_faithfulness(self, explanation)
+
     @torch.no_grad()
-    def predict(self, texts: list[str], batch_size: int = 64) -> list[dict[str, float]]:
+    def predict(
+        self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
+    ) -> list[dict[str, float]]:
         """Probabilities for many texts, on the fast path (no attention weights), in input order."""
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
         encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
         ids = [head_tail(e.ids, self.max_len, self.head_tokens) or [0] for e in encs]
         out: list[dict[str, float]] = [{}] * len(ids)
         for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            probs = self.model(batch).logits.softmax(-1)
+            probs = self.model(batch, head_mask=None if masks is None else masks["self"]).logits.softmax(-1)
             for i, p in zip(rows, probs):
                 out[i] = {lab: float(x) for lab, x in zip(self.labels, p)}
         return out

@@ -1,14 +1,18 @@
 """TranslationPipeline: German text -> English text, with every attention map and each step's top-k."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from transformer import Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
+from transformer import HeadMasks, Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
 
+from . import heads
 from .batching import sorted_batches
 from .common import TokenSpan, load_folder, spans
+from .heads import HeadKey
 from .text import clean_text
+from .translation_attribution import TRANSLATION_METHODS
+from .translation_explanations import explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -30,6 +34,7 @@ class TranslationResult:
     steps: list[DecodingStep]
     score: float  # log-probability of the translation
     truncated: bool  # the source was cut to fit the model
+    target_ids: list[int] = field(default_factory=list)  # the produced token ids, one per step
 
 
 class TranslationPipeline:
@@ -63,11 +68,22 @@ class TranslationPipeline:
         ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
-    def search(self, src: torch.Tensor, beam_size: int, alpha: float) -> list[Hypothesis]:
+    def search(
+        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: HeadMasks | None = None
+    ) -> list[Hypothesis]:
         """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha)
+            return greedy_decode(self.model, src, head_mask=head_mask)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, head_mask=head_mask)
+
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention: {"encoder": ..., "decoder": ..., "cross": ...}."""
+        return heads.translator_layers(self.model)
+
+    def head_masks(self, head_mask: dict[HeadKey, float] | None) -> HeadMasks | None:
+        """{(kind, layer, head): multiplier} -> the model's HeadMasks (ValueError for a head it lacks)."""
+        return heads.head_masks(heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads))
 
     def detokenize(self, ids: list[int]) -> str:
         """Output ids -> English text."""
@@ -79,39 +95,67 @@ class TranslationPipeline:
             return "</s>"
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
+    explanation_methods = TRANSLATION_METHODS
+
+    def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
+        """Attribution of every produced token to the source tokens (and the target prefix), with each
+        cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
+        faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
+        rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
+        Returns a pipelines.translation_explanations.TranslationExplanation."""
+        return explain_translation(self, text, method, contrast, result)
+
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
+        return translation_faithfulness(self, explanation)
+
     @torch.no_grad()
     def translate(
-        self, texts: list[str], beam_size: int | None = None, alpha: float | None = None, batch_size: int = 64
+        self,
+        texts: list[str],
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        batch_size: int = 64,
+        head_mask: dict[HeadKey, float] | None = None,
     ) -> list[str]:
-        """Translations of many sentences (batched, fast path), in input order."""
+        """Translations of many sentences (batched, fast path), in input order; head_mask as in __call__."""
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
+        masks = self.head_masks(head_mask)
         ids, _, _ = self.encode_source(texts)
         out = [""] * len(ids)
         for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            for i, hyp in zip(rows, self.search(src, beam_size, alpha)):
+            for i, hyp in zip(rows, self.search(src, beam_size, alpha, masks)):
                 out[i] = self.detokenize(hyp.tokens)
         return out
 
     @torch.no_grad()
     def __call__(
-        self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5
+        self,
+        text: str,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        top_k: int = 5,
+        head_mask: dict[HeadKey, float] | None = None,
     ) -> TranslationResult:
-        """Translate one sentence and show how: attentions of every layer and head, and each step's top-k."""
+        """Translate one sentence and show how: attentions of every layer and head, and each step's top-k.
+        head_mask: {(kind, layer, head): multiplier}, kind "encoder", "decoder" or "cross"; 0 switches a head
+        off for this call only (decoding and the attention maps both run with it)."""
+        masks = self.head_masks(head_mask)
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
         ids, encs, truncated = self.encode_source([text])
         if len(ids[0]) <= 1:
             raise ValueError("the text has no tokens")
         src = torch.tensor(ids)
-        hyp = self.search(src, beam_size, alpha)[0]
+        hyp = self.search(src, beam_size, alpha, masks)[0]
         c = self.model.config
         produced = hyp.tokens + ([c.eos_id] if hyp.finished else [])
         # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
         tgt_in = torch.tensor([[c.bos_id] + produced[:-1]]) if produced else torch.tensor([[c.bos_id]])
-        enc = self.model.encode(src, need_weights=True)
-        dec = self.model.decode(tgt_in, enc, need_weights=True)
+        enc = self.model.encode(src, need_weights=True, head_mask=masks)
+        dec = self.model.decode(tgt_in, enc, need_weights=True, head_mask=masks)
         probs = dec.logits[0].softmax(-1)  # (Tt, V)
         topv, topi = probs.topk(top_k, dim=-1)
         steps = [
@@ -132,4 +176,20 @@ class TranslationPipeline:
             steps=steps,
             score=hyp.score,
             truncated=truncated[0],
+            target_ids=produced,
         )
+
+    def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
+        """Log-probability of the output ids `target_ids` (e.g. TranslationResult.target_ids) given the
+        sentence, teacher-forced, with the heads of head_mask switched off."""
+        ids, _, _ = self.encode_source([text])
+        masks = self.head_masks(head_mask)
+        return float(heads.teacher_forced_log_prob(self.model, ids[0], list(target_ids), masks)[0])
+
+    def head_table(
+        self, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+    ) -> list[dict]:
+        """One dict per head (kind "encoder" / "decoder" / "cross", layer, head from 0): attention statistics
+        on this sentence, agreement of cross-attention heads with the attribution (when explain exists) and
+        the effect of switching that head alone off (change of the translation's log-probability)."""
+        return heads.translation_head_table(self, text, beam_size, alpha, agreement)

@@ -70,6 +70,16 @@ def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
     browser.choose(page, "sentiment-head", "3", redraws=("sentiment-attention",))
     assert "Layer 2, head 3" in browser.plot_title(page, "sentiment-attention")
     assert page.locator("#sentiment-highlight .tok").count() > 20
+    # Explanations: a diverging legend, faithfulness beside it, and switching methods redraws both.
+    page.wait_for_selector("#sentiment-highlight .attr-legend-bar")
+    page.wait_for_selector("#sentiment-deletion-curve .scatterlayer .trace")
+    assert "random" in page.locator("#sentiment-faithfulness").text_content()
+    page.locator("#sentiment-highlight-mode").get_by_label("Occlusion (leave one word out)").check()
+    page.wait_for_function(
+        """() => ['sentiment-highlight', 'sentiment-faithfulness'].every(id =>
+             (document.querySelector('#' + id) || {}).textContent.includes('Occlusion'))"""
+    )
+    assert "against" in page.locator("#sentiment-highlight .attr-legend").text_content()
     shot = browser.screenshot(page, tmp_path / "screenshot-sentiment.png")
     assert_png(shot)
 
@@ -99,4 +109,9 @@ def test_translation_tab(page, app_url, tmp_path, record_property):
     browser.choose(page, "translation-layer", "2", redraws=("translation-attention", "translation-step-heads"))
     assert "layer 2" in browser.plot_title(page, "translation-attention")
     assert "Step 3 of" in browser.plot_title(page, "translation-step-heads")  # the step is kept
+    # Attribution over the source with every head's agreement, and its faithfulness, follow the translation.
+    page.wait_for_selector("#translation-attribution .heatmaplayer image")
+    page.wait_for_selector("#translation-head-agreement .heatmaplayer image")
+    page.wait_for_function("() => document.querySelector('#translation-faithfulness').textContent.includes('random')")
+    assert "which German tokens drove" in browser.plot_title(page, "translation-attribution")
     assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))

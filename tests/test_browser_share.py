@@ -99,6 +99,7 @@ def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
     open_review_link(page, app_url, layer=2, head=3, method="rollout")
     second = page.locator("#sentiment-compare-input textarea")
     second.fill("")
+    page.locator("#sentiment-input textarea").focus()  # focus elsewhere, then come back as a user would
     second.click()  # an empty second box takes a copy of the first, to edit
     page.wait_for_function("() => document.querySelector('#sentiment-compare-input textarea').value.length > 0")
     assert second.input_value() == REVIEW

@@ -55,7 +55,11 @@ def test_sentiment_export_matches_the_pipeline(sentiment):
         len(result.tokens),
     )
     np.testing.assert_allclose(data["pool_weights"], result.pool_weights.numpy(), atol=1e-5)
-    assert data["explanation"] is None and data["head_table"] is None  # this pipeline has neither (yet)
+    explanation = sentiment.explain(text)  # the default method: deterministic for these methods
+    assert data["explanation"]["method"] == explanation.method and data["explanation"]["target"] == explanation.target
+    np.testing.assert_allclose(data["explanation"]["scores"], np.asarray(explanation.scores, dtype=float), atol=1e-5)
+    table = sentiment.head_table(text)
+    assert [(r["layer"], r["head"]) for r in data["head_table"]] == [(r["layer"], r["head"]) for r in table]
 
 
 def test_translation_export_matches_the_pipeline(translation):
@@ -74,6 +78,8 @@ def test_translation_export_matches_the_pipeline(translation):
         assert_maps(data["attentions"][kind], maps)
     assert [s["token"] for s in data["steps"]] == [s.token for s in result.steps]
     assert data["steps"][0]["top_k"][0][1] == pytest.approx(result.steps[0].top_k[0][1], abs=1e-6)
+    assert data["explanation"] is not None and "error" not in data["explanation"]
+    assert {r["kind"] for r in data["head_table"]} == {"encoder", "decoder", "cross"}
 
 
 def test_model_info_names_the_model_without_server_paths(sentiment, sentiment_dir):

@@ -52,19 +52,26 @@ def test_every_new_event_is_private(demo):
     assert public == {"sentiment", "translate"}
 
 
-def test_a_sentiment_link_runs_the_model_and_draws_the_chosen_view(demo):
+def outputs_of(fn, values) -> dict:
+    return dict(zip([o.elem_id or id(o) for o in fn.outputs], values))
+
+
+def presses_button_after(demo, fn, button_id: str) -> bool:
+    """The load event is followed by a js step that presses the tab's own button."""
+    follow = [f for f in demo.fns.values() if f.trigger_after == fn._id and f.js]
+    return any(f"#{button_id}" in f.js for f in follow)
+
+
+def test_a_sentiment_link_fills_the_view_then_presses_analyse(demo):
     fn = load_fn(demo, "sentiment-input")
     params = dict(tab="sentiment", text="Ein <b>gutes</b> Film!", layer="2", head="3", method="rollout")
-    values = dict(zip([o.elem_id or id(o) for o in fn.outputs], fn.fn(request(**params))))
+    values = outputs_of(fn, fn.fn(request(**params)))
     assert values["sentiment-input"] == "Ein <b>gutes</b> Film!"
-    assert (
-        values["sentiment-layer"] == 1
-        and values["sentiment-head"] == 2
-        and values["sentiment-highlight-mode"] == "rollout"
-    )
-    assert "Layer 2, head 3" in values["sentiment-attention"].layout.title.text
-    assert set(values["sentiment-label"]) == {"negative", "positive"}
-    assert "attention rollout" in values["sentiment-highlight"]
+    assert values["sentiment-layer"] == 1 and values["sentiment-head"] == 2
+    assert values["sentiment-highlight-mode"] == "rollout"
+    assert presses_button_after(demo, fn, "sentiment-submit")
+    values = outputs_of(fn, fn.fn(request(tab="sentiment", text="x", layer="9", method="no-such-method")))
+    assert values["sentiment-layer"] == gr.skip() and values["sentiment-highlight-mode"] == gr.skip()
 
 
 def test_a_link_for_the_other_tab_or_without_text_changes_nothing(demo):
@@ -73,21 +80,31 @@ def test_a_link_for_the_other_tab_or_without_text_changes_nothing(demo):
         assert all(v == gr.skip() for v in fn.fn(request(**params)))
 
 
-def test_a_translation_link_restores_decoding_layer_head_and_step(demo):
+def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
     fn = load_fn(demo, "translation-input")
     params = dict(
         tab="translation", text="Zwei Hunde.", decoding="beam search", beam="3", layer="2", head="4", step="2"
     )
-    values = dict(zip([o.elem_id or id(o) for o in fn.outputs], fn.fn(request(**params))))
-    assert values["translation-beam"] == 3 and "beam search, 3 beams" in values["translation-status"]
-    params.update(decoding="greedy", beam="99")  # out of the slider's range: its default
-    values = dict(zip([o.elem_id or id(o) for o in fn.outputs], fn.fn(request(**params))))
-    assert values["translation-beam"] == 2
-    assert values["translation-decoding"] == "greedy" and "greedy decoding" in values["translation-status"]
-    assert (values["translation-layer"], values["translation-head"]) == (1, 3)
-    assert "layer 2, head 4" in values["translation-attention"].layout.title.text
-    assert "Step 2 of" in values["translation-step-heads"].layout.title.text
-    assert values["translation-step"].value == 2
+    values = fn.fn(request(**params))
+    named = outputs_of(fn, values)
+    assert named["translation-input"] == "Zwei Hunde." and named["translation-decoding"] == "beam search"
+    assert (named["translation-beam"], named["translation-layer"], named["translation-head"]) == (3, 1, 3)
+    assert values[-1] == 1  # the step (0-based), applied once the run is drawn
+    assert presses_button_after(demo, fn, "translation-submit")
+    values = outputs_of(fn, fn.fn(request(tab="translation", text="Ein Hund.", beam="99")))
+    assert values["translation-beam"] == gr.skip()  # out of the slider's range
+
+
+def test_the_linked_step_is_applied_once(translation_dir):
+    from viz import handlers
+    from viz.share_ui import _apply_step
+
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    view, _, _ = handlers.translate(pipe, "Zwei Hunde.", "greedy", 4)
+    slider, heads, topk, pending = _apply_step(view, 1, 2)
+    assert slider.value == 3 and pending is None
+    assert "Step 3 of" in heads.layout.title.text and "layer 2" in heads.layout.title.text
+    assert _apply_step(view, 0, None) == (gr.skip(), gr.skip(), gr.skip(), None)
 
 
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):

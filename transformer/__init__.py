@@ -6,6 +6,7 @@ from .config import ClassifierConfig, Seq2SeqConfig, TransformerConfig
 from .decoder import Decoder, DecoderCache, DecoderStackOutput
 from .encoder import Encoder, EncoderOutput
 from .generation import Hypothesis, beam_search, greedy_decode
+from .head_mask import HeadMasks
 from .hub import CheckpointError, load_model, resolve_checkpoint
 from .masks import causal_mask, padding_mask
 from .seq2seq import DecoderOutput, Seq2SeqTransformer
@@ -21,6 +22,7 @@ __all__ = [
     "DecoderStackOutput",
     "Encoder",
     "EncoderOutput",
+    "HeadMasks",
     "Hypothesis",
     "MultiHeadAttention",
     "Seq2SeqConfig",

@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .head_mask import head_multiplier
+
 
 class AttentionOutput(NamedTuple):
     output: torch.Tensor  # (B, Tq, D)
@@ -43,12 +45,15 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
         past_kv: tuple[torch.Tensor, torch.Tensor] | None = None,
         static_kv: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> AttentionOutput:
         """Attend from x_q (B, Tq, D) to x_kv (B, Tk, D); x_kv=None means self-attention.
 
         mask: bool, True = attend, broadcastable to (B, H, Tq, Tk).
         past_kv: cached (k, v) of shape (B, H, Tpast, hs). With static_kv (cross-attention) they are
         reused as they are and x_kv is ignored; otherwise the new keys and values are appended.
+        head_mask: (H,) or (B, H) multipliers on each head's output before the output projection (0 = off),
+        for this call only. The weights returned are those the head computed, before the mask.
         """
         B, Tq, D = x_q.shape
         q = self._split_heads(self.q_proj(x_q))  # (B, H, Tq, hs)
@@ -68,6 +73,8 @@ class MultiHeadAttention(nn.Module):
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             weights = None
+        if head_mask is not None:
+            out = out * head_multiplier(head_mask.to(out.dtype), self.n_heads)  # (B, H, Tq, hs)
         out = out.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
         return AttentionOutput(self.out_proj(out), weights, (k, v))
 

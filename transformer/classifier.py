@@ -9,6 +9,7 @@ from torch import nn
 from .config import ClassifierConfig
 from .embeddings import HashedNgramEmbedding, token_embedding
 from .encoder import Encoder
+from .head_mask import StackMask
 from .hub import HUB_KWARGS
 from .masks import padding_mask
 
@@ -36,14 +37,15 @@ class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-
         self.pool_query = nn.Parameter(torch.zeros(c.d_model)) if c.pooling == "attention" else None
         self.head = nn.Sequential(nn.Dropout(c.dropout), nn.Linear(c.d_model, c.num_labels))
 
-    def forward(self, ids: torch.Tensor, need_weights: bool = False) -> ClassifierOutput:
-        """ids (B, T), right- or left-padded with pad_id -> ClassifierOutput."""
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None) -> ClassifierOutput:
+        """ids (B, T), right- or left-padded with pad_id -> ClassifierOutput.
+        head_mask: (L, H) or (L, B, H) multipliers on each layer's heads (0 = off), this call only."""
         mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
         tok = self.tok_emb(ids)  # (B, T, D)
         if self.ngram_emb is not None:
             # The encoder scales by sqrt(D); divide so n-gram vectors enter at their own scale.
             tok = tok + self.ngram_emb(ids) / self.encoder.scale
-        enc = self.encoder(tok, mask, need_weights=need_weights)
+        enc = self.encoder(tok, mask, need_weights=need_weights, head_mask=head_mask)
         x = enc.memory  # (B, T, D)
         real = mask[:, 0, 0, :]  # (B, T)
         pool_weights = self.pool_weights(x, real)  # (B, T)

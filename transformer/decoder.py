@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .config import TransformerConfig
+from .head_mask import StackMask, layer_mask
 from .layers import KV, DecoderLayer
 from .masks import causal_mask
 from .stack import LayerStack
@@ -50,8 +51,11 @@ class Decoder(LayerStack):
         cache: DecoderCache | None = None,
         use_cache: bool = False,
         need_weights: bool = False,
+        head_mask: StackMask = None,
+        cross_head_mask: StackMask = None,
     ) -> DecoderStackOutput:
-        """tok (B, Tq, D) target vectors (only the new ones with a cache) over memory (B, Ts, D)."""
+        """tok (B, Tq, D) target vectors (only the new ones with a cache) over memory (B, Ts, D).
+        head_mask / cross_head_mask: per layer (H,) or (B, H) multipliers on the self- / cross-attention heads."""
         past = cache.length if cache is not None else 0
         Tq = tok.size(1)
         self_mask = causal_mask(Tq, past + Tq, tok.device)  # (1, 1, Tq, Tt)
@@ -68,6 +72,8 @@ class Decoder(LayerStack):
                 need_weights,
                 past_self_kv=cache.self_kv[i] if cache is not None else None,
                 past_cross_kv=cache.cross_kv[i] if cache is not None else None,
+                head_mask=layer_mask(head_mask, i),
+                cross_head_mask=layer_mask(cross_head_mask, i),
             )
             x = step.x
             out.self_attentions.append(step.self_weights)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import torch
 
 from .config import TransformerConfig
+from .head_mask import StackMask, layer_mask
 from .layers import EncoderLayer
 from .stack import LayerStack
 
@@ -22,11 +23,18 @@ class Encoder(LayerStack):
     def __init__(self, c: TransformerConfig, n_layers: int):
         super().__init__(c, EncoderLayer, n_layers)
 
-    def forward(self, tok: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False) -> EncoderOutput:
-        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput."""
+    def forward(
+        self,
+        tok: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        head_mask: StackMask = None,
+    ) -> EncoderOutput:
+        """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput.
+        head_mask: per layer (H,) or (B, H) multipliers on the heads' outputs, e.g. a (L, H) tensor."""
         x = self.embed(tok)
         attentions = []
-        for layer in self.layers:
-            x, weights = layer(x, mask, need_weights)
+        for i, layer in enumerate(self.layers):
+            x, weights = layer(x, mask, need_weights, head_mask=layer_mask(head_mask, i))
             attentions.append(weights)
         return EncoderOutput(self.final_norm(x), mask, attentions if need_weights else None)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 import torch
 
 from .encoder import EncoderOutput
+from .head_mask import HeadMasks
 from .seq2seq import Seq2SeqTransformer
 
 
@@ -27,18 +28,20 @@ def _strip(seq: list[int], eos_id: int) -> list[int]:
 
 
 @torch.no_grad()
-def greedy_decode(model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None) -> list[Hypothesis]:
-    """The most likely next token at every step, for each row of src_ids (B, Ts)."""
+def greedy_decode(
+    model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None, head_mask: HeadMasks | None = None
+) -> list[Hypothesis]:
+    """The most likely next token at every step, for each row of src_ids (B, Ts); head_mask switches heads off."""
     c = model.config
     max_len = max_len or default_max_len(model, src_ids)
-    enc = model.encode(src_ids)
+    enc = model.encode(src_ids, head_mask=head_mask)
     B = src_ids.size(0)
     last = torch.full((B, 1), c.bos_id, dtype=torch.long, device=src_ids.device)
     done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
     scores = torch.zeros(B, device=src_ids.device)
     out, cache = [], None
     for _ in range(max_len):
-        step = model.decode(last, enc, cache=cache, use_cache=True)
+        step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=head_mask)
         cache = step.cache
         logp = step.logits[:, -1].log_softmax(-1)  # (B, V)
         best = logp.argmax(-1)  # (B,)
@@ -65,8 +68,10 @@ def beam_search(
     beam_size: int = 4,
     alpha: float = 0.6,
     max_len: int | None = None,
+    head_mask: HeadMasks | None = None,
 ) -> list[Hypothesis]:
     """Batched beam search: the best hypothesis per row of src_ids (B, Ts), ranked by score / penalty.
+    head_mask switches heads off (per-row masks follow their row into its beams).
 
     Finished beams keep their slot and score (they may only 'emit' EOS again), so every step
     compares finished and growing hypotheses by their length-normalised score.
@@ -75,7 +80,8 @@ def beam_search(
     K, dev = beam_size, src_ids.device
     max_len = max_len or default_max_len(model, src_ids)
     B = src_ids.size(0)
-    enc = model.encode(src_ids)
+    enc = model.encode(src_ids, head_mask=head_mask)
+    beam_mask = head_mask.repeat_rows(K) if head_mask is not None else None  # (L, B*K, H) where per row
     enc = EncoderOutput(enc.memory.repeat_interleave(K, 0), enc.src_mask.repeat_interleave(K, 0))  # (B*K, ...)
 
     raw = torch.full((B, K), float("-inf"), device=dev)
@@ -86,7 +92,7 @@ def beam_search(
     last = torch.full((B * K, 1), c.bos_id, dtype=torch.long, device=dev)
     cache = None
     for _ in range(max_len):
-        step = model.decode(last, enc, cache=cache, use_cache=True)
+        step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=beam_mask)
         logp = step.logits[:, -1].log_softmax(-1).view(B, K, -1)  # (B, K, V)
         V = logp.size(-1)
         stay = torch.full_like(logp, float("-inf"))

@@ -63,10 +63,15 @@ class EncoderLayer(nn.Module):
         self.res_ff = Residual(c)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> EncoderLayerOutput:
-        """x (B, T, D), mask (B, 1, 1, T) -> x (B, T, D) and the weights (B, H, T, T) or None."""
-        a = self.self_attn(self.res_attn.pre(x), mask=mask, need_weights=need_weights)
+        """x (B, T, D), mask (B, 1, 1, T) -> x (B, T, D) and the weights (B, H, T, T) or None.
+        head_mask: (H,) or (B, H) multipliers on the heads' outputs, this call only."""
+        a = self.self_attn(self.res_attn.pre(x), mask=mask, need_weights=need_weights, head_mask=head_mask)
         x = self.res_attn.post(x, a.output)
         x = self.res_ff.post(x, self.ff(self.res_ff.pre(x)))
         return EncoderLayerOutput(x, a.weights)
@@ -101,9 +106,14 @@ class DecoderLayer(nn.Module):
         need_weights: bool = False,
         past_self_kv: KV | None = None,
         past_cross_kv: KV | None = None,
+        head_mask: torch.Tensor | None = None,
+        cross_head_mask: torch.Tensor | None = None,
     ) -> DecoderLayerOutput:
-        """x (B, Tq, D) over memory (B, Ts, D); masks broadcast to (B, H, Tq, Tk)."""
-        s = self.self_attn(self.res_self.pre(x), mask=self_mask, need_weights=need_weights, past_kv=past_self_kv)
+        """x (B, Tq, D) over memory (B, Ts, D); masks broadcast to (B, H, Tq, Tk).
+        head_mask / cross_head_mask: (H,) or (B, H) multipliers on the self- / cross-attention heads' outputs."""
+        s = self.self_attn(
+            self.res_self.pre(x), mask=self_mask, need_weights=need_weights, past_kv=past_self_kv, head_mask=head_mask
+        )
         x = self.res_self.post(x, s.output)
         c = self.cross_attn(
             self.res_cross.pre(x),
@@ -112,6 +122,7 @@ class DecoderLayer(nn.Module):
             need_weights=need_weights,
             past_kv=past_cross_kv,
             static_kv=True,
+            head_mask=cross_head_mask,
         )
         x = self.res_cross.post(x, c.output)
         x = self.res_ff.post(x, self.ff(self.res_ff.pre(x)))

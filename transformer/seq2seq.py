@@ -10,6 +10,7 @@ from .config import Seq2SeqConfig
 from .decoder import Decoder, DecoderCache
 from .embeddings import token_embedding
 from .encoder import Encoder, EncoderOutput
+from .head_mask import HeadMasks
 from .hub import HUB_KWARGS
 from .masks import padding_mask
 
@@ -36,10 +37,13 @@ class Seq2SeqTransformer(nn.Module, PyTorchModelHubMixin, pipeline_tag="translat
         if c.tie_embeddings:
             self.lm_head.weight = self.tgt_emb.weight
 
-    def encode(self, src_ids: torch.Tensor, need_weights: bool = False) -> EncoderOutput:
-        """src_ids (B, Ts) -> EncoderOutput."""
+    def encode(
+        self, src_ids: torch.Tensor, need_weights: bool = False, head_mask: HeadMasks | None = None
+    ) -> EncoderOutput:
+        """src_ids (B, Ts) -> EncoderOutput. head_mask.encoder switches encoder heads off for this call."""
         src_mask = padding_mask(src_ids, self.config.pad_id)  # (B, 1, 1, Ts)
-        return self.encoder(self.src_emb(src_ids), src_mask, need_weights=need_weights)
+        enc_mask = head_mask.encoder if head_mask is not None else None
+        return self.encoder(self.src_emb(src_ids), src_mask, need_weights=need_weights, head_mask=enc_mask)
 
     def decode(
         self,
@@ -48,8 +52,11 @@ class Seq2SeqTransformer(nn.Module, PyTorchModelHubMixin, pipeline_tag="translat
         cache: DecoderCache | None = None,
         use_cache: bool = False,
         need_weights: bool = False,
+        head_mask: HeadMasks | None = None,
     ) -> DecoderOutput:
-        """One decoder pass. tgt_ids (B, Tq): the whole target prefix, or with a cache only the new tokens."""
+        """One decoder pass. tgt_ids (B, Tq): the whole target prefix, or with a cache only the new tokens.
+        head_mask.decoder / .cross switch decoder self- / cross-attention heads off for this call."""
+        head_mask = head_mask or HeadMasks()
         tgt_pad_mask = None
         if cache is None and (tgt_ids == self.config.pad_id).any():
             tgt_pad_mask = padding_mask(tgt_ids, self.config.pad_id)  # (B, 1, 1, Tt)
@@ -61,9 +68,19 @@ class Seq2SeqTransformer(nn.Module, PyTorchModelHubMixin, pipeline_tag="translat
             cache=cache,
             use_cache=use_cache,
             need_weights=need_weights,
+            head_mask=head_mask.decoder,
+            cross_head_mask=head_mask.cross,
         )
         return DecoderOutput(self.lm_head(dec.hidden), dec.cache, dec.self_attentions, dec.cross_attentions)
 
-    def forward(self, src_ids: torch.Tensor, tgt_ids: torch.Tensor, need_weights: bool = False) -> DecoderOutput:
-        """Teacher forcing: logits (B, Tt, V) for next tokens after each tgt_ids position."""
-        return self.decode(tgt_ids, self.encode(src_ids, need_weights), need_weights=need_weights)
+    def forward(
+        self,
+        src_ids: torch.Tensor,
+        tgt_ids: torch.Tensor,
+        need_weights: bool = False,
+        head_mask: HeadMasks | None = None,
+    ) -> DecoderOutput:
+        """Teacher forcing: logits (B, Tt, V) for next tokens after each tgt_ids position.
+        head_mask: multipliers on the heads of each kind of attention (HeadMasks), this call only."""
+        enc = self.encode(src_ids, need_weights, head_mask=head_mask)
+        return self.decode(tgt_ids, enc, need_weights=need_weights, head_mask=head_mask)

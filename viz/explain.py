@@ -7,6 +7,8 @@ import html
 
 import numpy as np
 
+from pipelines.attribution import attention_rollout  # one rollout, computed in pipelines/
+
 MAX_LABEL_CHARS = 16
 
 
@@ -24,19 +26,6 @@ def axis_labels(tokens: list[str]) -> list[str]:
     Escaped because plotly reads a few HTML tags (<b>, <a>, <br>) in labels; it shows &lt; as '<'.
     """
     return [f"{i}:{html.escape(display_token(t), quote=False)}" for i, t in enumerate(tokens)]
-
-
-def attention_rollout(attentions: list[np.ndarray]) -> np.ndarray:
-    """(T, T) attention rollout (Abnar & Zuidema 2020): head-averaged maps with the residual, multiplied
-    through the layers. Row i says how much position i at the top draws on each input token."""
-    T = attentions[0].shape[-1]
-    eye = np.eye(T, dtype=np.float64)
-    rollout = eye
-    for attn in attentions:  # (H, T, T)
-        a = 0.5 * attn.mean(axis=0, dtype=np.float64) + 0.5 * eye  # the residual stream carries half
-        a = a / a.sum(axis=-1, keepdims=True)
-        rollout = a @ rollout
-    return rollout
 
 
 def token_importance(pool_weights: np.ndarray, attentions: list[np.ndarray], mode: str) -> np.ndarray:

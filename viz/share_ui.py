@@ -1,8 +1,9 @@
 """Share, download and compare controls of both tabs, wired into the Gradio app.
 
 app.py calls share_controls() where the buttons go, then wire_*_links() and *_compare_panel() with the
-tab's components. The model runs are the tab's own functions (passed in), so a link opens exactly the view a
-click would give. The logic lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare (diffs).
+tab's components. Opening a link fills the tab's inputs and presses its own button, so a link runs exactly
+what a click runs (prediction, explanation, heads, plots) and opens the view a click would give. The logic
+lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare (diffs).
 """
 
 from dataclasses import dataclass
@@ -72,9 +73,9 @@ def _wire_buttons(controls: ShareControls, share_fn, share_inputs, download_fn, 
     )
 
 
-def _choice(value: int | None, radio: gr.Radio) -> int:
-    """A 0-based layer or head from a link if the radio offers it, else the radio's current default."""
-    return value if value is not None and 0 <= value < len(radio.choices) else radio.value
+def _choice(value: int | None, radio: gr.Radio):
+    """A 0-based layer or head from a link if the radio offers it, else no change."""
+    return value if value is not None and 0 <= value < len(radio.choices) else gr.skip()
 
 
 def select_tab_on_load(demo: gr.Blocks, tabs: gr.Tabs) -> None:
@@ -87,41 +88,57 @@ def select_tab_on_load(demo: gr.Blocks, tabs: gr.Tabs) -> None:
     demo.load(selected, None, tabs, **PRIVATE)
 
 
-def wire_sentiment_links(
-    demo, pipe, controls: ShareControls, *, review, layer, head, mode, run, outputs, redraw, drawn
-):
-    """Copy link, download, and opening a link. run(text) -> values for `outputs` (state, label, status);
-    redraw(state, layer, head, mode) -> values for `drawn` (the highlight and the plots)."""
+def _press_js(task: str) -> str:
+    """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click."""
+    return f"""() => {{
+  const q = new URLSearchParams(window.location.search);
+  const tab = (q.get('tab') || '').trim().toLowerCase() === 'translation' ? 'translation' : 'sentiment';
+  if (tab !== '{task}' || !(q.get('text') || '').trim()) return;
+  let tries = 0;  // the tab opened by the link may still be mounting
+  const press = () => {{
+    const button = document.querySelector('#{task}-submit');
+    if (button) button.click(); else if (++tries < 200) setTimeout(press, 50);
+  }};
+  press();
+}}"""
 
-    def share(base, text, layer, head, mode):
-        return _link_box(*links.share_url(base, links.ViewLink("sentiment", text or "", layer, head, method=mode)))
 
-    def download(text, mode):
-        method = mode if mode in (getattr(pipe, "explanation_methods", None) or ()) else None
-        return _file(*downloads.sentiment_download(pipe, text, method))
+def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
+    link = links.from_query(dict(request.query_params)) if request else None
+    return link if link is not None and link.tab == task else None
 
-    _wire_buttons(controls, share, [review, layer, head, mode], download, [review, mode])
-    modes = [value for _, value in mode.choices]
-    n_out = len(outputs) + 4 + len(drawn)
+
+def wire_sentiment_links(demo, pipe, controls: ShareControls, *, review, layer, head, method) -> None:
+    """Copy link, download, and opening a link: it fills the review, layer, head and explanation method,
+    then presses 'Analyse sentiment' (#sentiment-submit)."""
+
+    def share(base, text, layer, head, method):
+        return _link_box(*links.share_url(base, links.ViewLink("sentiment", text or "", layer, head, method=method)))
+
+    def download(text, method):
+        chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
+        return _file(*downloads.sentiment_download(pipe, text, chosen))
+
+    _wire_buttons(controls, share, [review, layer, head, method], download, [review, method])
+    methods = [value for _, value in method.choices]
 
     def restore(request: gr.Request):
-        link = links.from_query(dict(request.query_params)) if request else None
-        if link is None or link.tab != "sentiment":
-            return [gr.skip()] * n_out
-        results = run(link.text)
-        chosen_layer, chosen_head = _choice(link.layer, layer), _choice(link.head, head)
-        chosen_mode = link.method if link.method in modes else mode.value
-        figures = redraw(results[0], chosen_layer, chosen_head, chosen_mode)
-        return [*results, link.text, chosen_layer, chosen_head, chosen_mode, *figures]
+        link = _link(request, "sentiment")
+        if link is None:
+            return [gr.skip()] * 4
+        chosen = link.method if link.method in methods else gr.skip()
+        return link.text, _choice(link.layer, layer), _choice(link.head, head), chosen
 
-    demo.load(restore, None, [*outputs, review, layer, head, mode, *drawn], **PRIVATE)
+    demo.load(restore, None, [review, layer, head, method], **PRIVATE).then(
+        None, None, None, js=_press_js("sentiment"), **PRIVATE
+    )
 
 
 def wire_translation_links(
-    demo, pipe, controls: ShareControls, *, german, decoding, beam, layer, head, step, run, outputs, redraw, drawn
+    demo, pipe, controls: ShareControls, *, german, decoding, beam, layer, head, state, drawn, step
 ):
-    """As wire_sentiment_links for the translation tab; `drawn` ends with the step slider and its two plots,
-    which a link's step moves to (run(text, decoding, beam); redraw(state, layer, head))."""
+    """As wire_sentiment_links for the translation tab (decoding and beam size too); a link's decoding step is
+    applied once the run it starts is drawn (`drawn`). step: the step slider and the two plots it drives."""
 
     def share(base, text, decoding, beam, layer, head, step):
         link = links.ViewLink("translation", text or "", layer, head, int(step or 1) - 1, decoding, beam)
@@ -130,29 +147,31 @@ def wire_translation_links(
     def download(text, decoding, beam):
         return _file(*downloads.translation_download(pipe, text, decoding, beam))
 
-    _wire_buttons(controls, share, [german, decoding, beam, layer, head, step], download, [german, decoding, beam])
-    n_out = len(outputs) + 5 + len(drawn)
+    _wire_buttons(controls, share, [german, decoding, beam, layer, head, step[0]], download, [german, decoding, beam])
+    pending_step = gr.State(None)
 
     def restore(request: gr.Request):
-        link = links.from_query(dict(request.query_params)) if request else None
-        if link is None or link.tab != "translation":
-            return [gr.skip()] * n_out
-        chosen_decoding = link.decoding or decoding.value
-        chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else beam.value
-        results = run(link.text, chosen_decoding, chosen_beam)
-        chosen_layer, chosen_head = _choice(link.layer, layer), _choice(link.head, head)
-        figures = list(redraw(results[0], chosen_layer, chosen_head))
-        if link.step and results[0] is not None:
-            slider = handlers.step_slider(results[0])
-            chosen_step = min(link.step + 1, slider.maximum)
-            figures[-3:] = [
-                gr.Slider(minimum=1, maximum=slider.maximum, value=chosen_step, step=1, interactive=True),
-                *handlers.translation_step(results[0], chosen_layer, chosen_step),
-            ]
-        inputs = [link.text, chosen_decoding, chosen_beam, chosen_layer, chosen_head]
-        return [*results, *inputs, *figures]
+        link = _link(request, "translation")
+        if link is None:
+            return [gr.skip()] * 6
+        chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
+        chosen = (link.text, link.decoding or gr.skip(), chosen_beam, _choice(link.layer, layer))
+        return *chosen, _choice(link.head, head), link.step
 
-    demo.load(restore, None, [*outputs, german, decoding, beam, layer, head, *drawn], **PRIVATE)
+    demo.load(restore, None, [german, decoding, beam, layer, head, pending_step], **PRIVATE).then(
+        None, None, None, js=_press_js("translation"), **PRIVATE
+    )
+    drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **PRIVATE)
+
+
+def _apply_step(view, layer, pending: int | None):
+    """Move the step slider (and its plots) to the step a link asked for, once; nothing otherwise."""
+    if pending is None or view is None:
+        return gr.skip(), gr.skip(), gr.skip(), None
+    maximum = handlers.step_slider(view).maximum
+    chosen = min(pending + 1, maximum)
+    slider = gr.Slider(minimum=1, maximum=maximum, value=chosen, step=1, interactive=True)
+    return slider, *handlers.translation_step(view, layer, chosen), None
 
 
 def _compare_outputs(task: str):

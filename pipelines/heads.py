@@ -1,0 +1,222 @@
+"""Switching heads off and the head table: per-call head masks from {(kind, layer, head): multiplier},
+and each head's effect measured in one batched pass with a (B, H) mask per layer (row b: head b off).
+
+Kinds: "self" for the classifier; "encoder", "decoder" (self-attention) and "cross" for the translator.
+Layers and heads count from 0.
+"""
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+
+from transformer import HeadMasks
+
+from .head_stats import agreement as rank_agreement
+from .head_stats import punctuation_keys, stats_rows
+
+HeadKey = tuple[str, int, int]
+SENTIMENT_KINDS = ("self",)
+TRANSLATION_KINDS = ("encoder", "decoder", "cross")
+MAX_ROWS = 32  # rows per batched pass when measuring every head's effect
+
+
+def head_keys(layers: Mapping[str, int], n_heads: int) -> list[HeadKey]:
+    """Every (kind, layer, head), kinds in the given order, then layers, then heads."""
+    return [(kind, layer, head) for kind, n in layers.items() for layer in range(n) for head in range(n_heads)]
+
+
+def _check_key(key, layers: Mapping[str, int], n_heads: int) -> HeadKey:
+    try:
+        kind, layer, head = key
+        layer, head = int(layer), int(head)
+    except (TypeError, ValueError):
+        raise ValueError(f"a head is named by (kind, layer, head), got {key!r}") from None
+    if kind not in layers:
+        raise ValueError(f"unknown kind of attention {kind!r}: this model has {', '.join(layers)}")
+    if not (0 <= layer < layers[kind] and 0 <= head < n_heads):
+        raise ValueError(f"no head {key!r}: {kind} has layers 0..{layers[kind] - 1} and heads 0..{n_heads - 1}")
+    return kind, layer, head
+
+
+def mask_tensors(
+    head_mask: Mapping[HeadKey, float] | None, layers: Mapping[str, int], n_heads: int
+) -> dict[str, torch.Tensor] | None:
+    """{(kind, layer, head): multiplier} -> {kind: (L, H) multipliers, 1 where not given}; None for no mask."""
+    if not head_mask:
+        return None
+    out = {kind: torch.ones(n, n_heads) for kind, n in layers.items()}
+    for key, value in head_mask.items():
+        kind, layer, head = _check_key(key, layers, n_heads)
+        out[kind][layer, head] = float(value)
+    return out
+
+
+def single_head_off(keys: list[HeadKey], layers: Mapping[str, int], n_heads: int) -> dict[str, torch.Tensor]:
+    """{kind: (L, N, H)} batch masks where row n switches off head keys[n] and nothing else."""
+    out = {kind: torch.ones(n, len(keys), n_heads) for kind, n in layers.items()}
+    for row, (kind, layer, head) in enumerate(keys):
+        out[kind][layer, row, head] = 0.0
+    return out
+
+
+def _chunks(keys: list[HeadKey]):
+    for start in range(0, len(keys), MAX_ROWS):
+        yield keys[start : start + MAX_ROWS]
+
+
+# --- the classifier ------------------------------------------------------------------------------------
+
+
+def classifier_layers(model) -> dict[str, int]:
+    return {"self": model.config.n_layers}
+
+
+@torch.no_grad()
+def classifier_effects(model, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
+    """(probability of `label` with every head on, {head: change of that probability with the head off})."""
+    layers, H = classifier_layers(model), model.config.n_heads
+    intact = float(model(torch.tensor([ids])).logits[0].softmax(-1)[label])
+    effects = {}
+    for keys in _chunks(head_keys(layers, H)):
+        masks = single_head_off(keys, layers, H)
+        batch = torch.tensor([ids]).expand(len(keys), -1)  # (N, T): the same input once per head
+        probs = model(batch, head_mask=masks["self"]).logits.softmax(-1)[:, label]  # (N,)
+        effects.update({k: float(p) - intact for k, p in zip(keys, probs)})
+    return intact, effects
+
+
+def sentiment_head_table(pipe, text: str) -> list[dict]:
+    """The head table of the classifier on one text: statistics of each head's attention and its effect
+    (change of the predicted label's probability when that head alone is off)."""
+    result = pipe(text)
+    ids = [t.id for t in result.tokens]
+    tokens = [t.text for t in result.tokens]
+    maps = [a.float().numpy() for a in result.attentions]
+    # The classifier reads no special tokens: its 'end' is the last token of the text.
+    rows = stats_rows("self", maps, end_key=len(tokens) - 1, punct=punctuation_keys(tokens))
+    _, effects = classifier_effects(pipe.model, ids, pipe.labels.index(result.label))
+    for row in rows:
+        row["effect"] = effects[(row["kind"], row["layer"], row["head"])]
+    return rows
+
+
+# --- the translator ------------------------------------------------------------------------------------
+
+
+def translator_layers(model) -> dict[str, int]:
+    c = model.config
+    return {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers}
+
+
+def head_masks(masks: Mapping[str, torch.Tensor] | None) -> HeadMasks | None:
+    return None if masks is None else HeadMasks(masks["encoder"], masks["decoder"], masks["cross"])
+
+
+@torch.no_grad()
+def teacher_forced_log_prob(model, src_ids: list[int], produced: list[int], masks: HeadMasks | None, rows: int = 1):
+    """(rows,) log-probability of the token ids `produced` (EOS included if it is there) given the source,
+    in one teacher-forced pass; masks may hold a (L, rows, H) mask per kind, one row per variant."""
+    if not produced:
+        return torch.zeros(rows)
+    c = model.config
+    src = torch.tensor([src_ids]).expand(rows, -1)  # (rows, Ts)
+    tgt_in = torch.tensor([[c.bos_id] + produced[:-1]]).expand(rows, -1)  # (rows, Tt)
+    logp = model(src, tgt_in, head_mask=masks).logits.log_softmax(-1)  # (rows, Tt, V)
+    gold = torch.tensor(produced)[None, :, None].expand(rows, -1, -1)  # (rows, Tt, 1)
+    return logp.gather(-1, gold)[..., 0].sum(-1)
+
+
+def translator_effects(model, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
+    """(log-probability of the produced translation with every head on, {head: its change with the head off})."""
+    layers, H = translator_layers(model), model.config.n_heads
+    intact = float(teacher_forced_log_prob(model, src_ids, produced, None)[0])
+    effects = {}
+    for keys in _chunks(head_keys(layers, H)):
+        masks = head_masks(single_head_off(keys, layers, H))
+        logp = teacher_forced_log_prob(model, src_ids, produced, masks, rows=len(keys))
+        effects.update({k: float(v) - intact for k, v in zip(keys, logp)})
+    return intact, effects
+
+
+def _explain(pipe, text: str, result):
+    """pipe.explain on this result (no new decoding where explain accepts it), by a gradient method when the
+    default would be attention itself."""
+    methods = getattr(pipe, "explanation_methods", ())
+    method = "gradient_x_input" if "gradient_x_input" in methods else None
+    try:
+        return pipe.explain(text, method=method, result=result)
+    except TypeError:
+        return pipe.explain(text)
+
+
+def _cross_agreement(pipe, text: str, result) -> dict[HeadKey, float] | None:
+    """Agreement of each cross-attention head with the attribution of pipe.explain (where it exists): the
+    mean over target tokens of the rank correlation between the head's attention and |attribution|."""
+    if not hasattr(pipe, "explain"):
+        return None
+    try:
+        scores = np.asarray(_explain(pipe, text, result).scores, dtype=np.float64)  # (Tt, Ts)
+    except Exception:  # an explanation that fails must not take the head table down
+        return None
+    out = {}
+    for layer, cross in enumerate(result.cross_attentions):  # (H, Tt, Ts)
+        if scores.shape != tuple(cross.shape[1:]):
+            return None
+        for head, value in enumerate(rank_agreement(cross.float().numpy(), scores)):
+            out[("cross", layer, head)] = None if np.isnan(value) else float(value)
+    return out
+
+
+def translation_head_table(
+    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+) -> list[dict]:
+    """The head table of the translator on one sentence: statistics of each head's attention, agreement of
+    cross-attention heads with the attribution (None without one), and each head's effect (change of the
+    log-probability of the produced translation, teacher-forced, when that head alone is off)."""
+    result = pipe(text, beam_size=beam_size, alpha=alpha)
+    src_ids = [t.id for t in result.source_tokens]
+    produced = result.target_ids
+    src_text = [t.text for t in result.source_tokens[:-1]] + ["</s>"]
+    tgt_keys = ["<s>"] + result.target_tokens[:-1]  # what the decoder reads: BOS, then its own output
+    end_src = len(src_text) - 1
+    src_punct, tgt_punct = punctuation_keys(src_text), punctuation_keys(tgt_keys)
+    np_maps = lambda maps: [a.float().numpy() for a in maps]  # noqa: E731
+    rows = (
+        stats_rows("encoder", np_maps(result.encoder_attentions), end_src, src_punct)
+        + stats_rows("decoder", np_maps(result.decoder_attentions), 0, tgt_punct)  # 'end': the start token
+        + stats_rows("cross", np_maps(result.cross_attentions), end_src, src_punct)
+    )
+    _, effects = translator_effects(pipe.model, src_ids, produced)
+    agree = (_cross_agreement(pipe, text, result) if agreement else None) or {}
+    for row in rows:
+        key = (row["kind"], row["layer"], row["head"])
+        row["agreement"] = agree.get(key)
+        row["effect"] = effects[key]
+    return rows
+
+
+# --- over many inputs (the benchmark) ----------------------------------------------------------------
+
+
+def summarize_tables(tables: list[list[dict]]) -> list[dict]:
+    """Head tables of many inputs -> one row per head: mean and standard deviation of every number,
+    (effect_mean, effect_std, entropy_mean, ...), and the mean of |effect|. None where a number is undefined."""
+    out = []
+    for rows in zip(*tables):  # the same head across inputs
+        head = {k: rows[0][k] for k in ("kind", "layer", "head")}
+        for name in rows[0]:
+            if name in head:
+                continue
+            values = np.array([r[name] for r in rows if r[name] is not None], dtype=np.float64)
+            head[f"{name}_mean"] = float(values.mean()) if len(values) else None
+            head[f"{name}_std"] = float(values.std()) if len(values) else None
+        head["abs_effect_mean"] = float(np.mean([abs(r["effect"]) for r in rows]))
+        out.append(head)
+    return out
+
+
+def least_effective(summary: list[dict], k: int) -> dict[HeadKey, float]:
+    """A head mask switching off the k heads with the smallest mean |effect|."""
+    order = sorted(summary, key=lambda r: r["abs_effect_mean"])
+    return {(r["kind"], r["layer"], r["head"]): 0.0 for r in order[:k]}

@@ -1,0 +1,110 @@
+"""The heads panel in a real headless chromium, on the tiny models: head table and grid after a run, a click
+on a grid cell opens that head's map, the table sorts by a column, and heads are switched off."""
+
+import time
+
+import pytest
+
+from benchmarks import browser
+from pipelines import SentimentPipeline, TranslationPipeline
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+
+COLUMN_JS = """([id, col]) => Array.from(document.querySelectorAll('#' + id + ' .virtual-row'))
+  .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
+  .map(r => r.querySelector('[data-col="' + col + '"]').innerText.trim())"""
+
+
+@pytest.fixture(scope="module")
+def app_url(sentiment_dir, translation_dir):
+    from app import build_demo
+
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
+    )
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
+        yield page
+
+
+def click_cell(page, task: str, row: int, col: int) -> str:
+    """Click a cell of the layer x head grid; the title of the head heatmap it opens."""
+    plot = f"{task}-heads-heatmap"
+    browser.mark_plot(page, plot)
+    page.locator(f"#{task}-heads-grid [data-testid=cell-{row}-{col}]").click()
+    browser.wait_redrawn(page, plot)
+    return browser.plot_title(page, plot)
+
+
+def switch_off(page, task: str, clicked: str, also: str) -> str:
+    """Add the clicked head to the switched-off set, tick another head, run; the comparison's text."""
+    boxes = page.locator(f"#{task}-heads-off")
+    page.locator(f"#{task}-heads-add").click()
+    page.wait_for_function(
+        "([id, label]) => Array.from(document.querySelectorAll('#' + id + ' label'))"
+        ".some(l => l.innerText.trim() === label && l.querySelector('input').checked)",
+        arg=[f"{task}-heads-off", clicked],
+    )
+    boxes.get_by_label(also, exact=True).check()
+    page.locator(f"#{task}-heads-run").click()
+    compare = page.locator(f"#{task}-heads-compare .heads-compare")
+    compare.wait_for()
+    return compare.text_content()
+
+
+def column(page, elem_id: str, col: int) -> list[str]:
+    """The cells of one column of a gr.Dataframe, top to bottom as displayed."""
+    return page.evaluate(COLUMN_JS, [elem_id, col])
+
+
+def wait_until(condition, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def test_sentiment_heads(page, app_url):
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, "A warm, funny film. The acting is great, the plot a bore.")
+    page.locator("#sentiment-heads-grid [data-testid=cell-1-3]").wait_for()
+    assert "8 heads measured" in page.locator("#sentiment-heads-status").text_content()
+    assert "layer 2, head 3" in click_cell(page, "sentiment", 1, 3)
+
+    effects = [float(v) for v in column(page, "sentiment-heads-table", 3)]
+    assert len(effects) == 8
+    header = page.locator("#sentiment-heads-table [data-testid=header-3]")
+    assert "effect" in header.text_content()
+    header.hover()
+    header.locator("button[aria-label='Open cell menu']").click()
+    page.get_by_text("Sort ascending").click()
+    expected = [f"{v:.3f}" for v in sorted(effects)]
+    wait_until(lambda: column(page, "sentiment-heads-table", 3) == expected)
+
+    text = switch_off(page, "sentiment", "layer 2 · head 3", "layer 1 · head 1")
+    assert "Switching off layer 1 · head 1 and layer 2 · head 3" in text
+    assert "intact" in text and "heads off" in text and "points" in text
+
+
+def test_translation_heads(page, app_url):
+    browser.open_tab(page, app_url, "Translation")
+    browser.translate(page, "Ein Mann fährt Fahrrad.", decoding="greedy")
+    page.locator("#translation-heads-grid [data-testid=cell-4-2]").wait_for()
+    assert "24 heads measured" in page.locator("#translation-heads-status").text_content()
+    assert "Cross-attention, layer 1, head 2" in click_cell(page, "translation", 4, 2)
+    assert "Encoder self-attention, layer 2, head 1" in click_cell(page, "translation", 1, 1)
+    assert "Cross-attention, layer 1, head 2" in click_cell(page, "translation", 4, 2)
+
+    text = switch_off(page, "translation", "cross 1 · head 2", "decoder 2 · head 4")
+    assert "Switching off decoder 2 · head 4 and cross 1 · head 2" in text
+    assert "English" in text and "log-probability" in text

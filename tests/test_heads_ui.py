@@ -1,0 +1,95 @@
+"""The heads panel's handlers on the tiny models: table, grid, a click, switching heads off."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz import handlers, heads
+
+REVIEW = "A warm, funny film. The acting is great!"
+GERMAN = "Ein Mann fährt Fahrrad."
+
+
+@pytest.fixture(scope="module")
+def sentiment(sentiment_dir):
+    return SentimentPipeline.from_pretrained(str(sentiment_dir))
+
+
+@pytest.fixture(scope="module")
+def translation(translation_dir):
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+def click(grid, row: int, col: int):
+    """What gradio passes for a click on a grid cell (gr.SelectData's fields)."""
+    return SimpleNamespace(index=[row, col], row_value=list(grid.data.iloc[row]))
+
+
+def test_sentiment_table_grid_and_click(sentiment):
+    view, grid, table, status = heads.head_table(sentiment, "sentiment", REVIEW)
+    assert "8 heads measured" in status and "predicted label's probability" in status
+    assert list(grid.data.columns) == ["", "head 1", "head 2", "head 3", "head 4"]
+    assert list(grid.data.iloc[:, 0]) == ["layer 1", "layer 2"]  # counted from 1 in the UI
+    assert grid.data.iloc[1, 3] == pytest.approx(view.rows[6]["effect"])  # layer 2, head 3
+    assert "background-color" in table.to_html() and "background-color" in grid.to_html()  # coloured
+    cols = list(table.data.columns)
+    assert cols[:4] == ["attention", "layer", "head", "effect"] and "agreement" not in cols
+    assert table.data["layer"].tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
+
+    value = heads.selected_head(view, click(grid, 1, 3))
+    assert value == "self:1:2"
+    assert heads.selected_head(view, click(grid, 1, 0)) is None  # the name column
+    state, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    fig = heads.head_heatmap(state, view, value)
+    assert "layer 2, head 3" in fig.layout.title.text and "effect" in fig.layout.title.text
+    assert fig.data[0].z.shape == (len(state.labels), len(state.labels))
+    assert heads.add_head(["self:0:0"], value) == ["self:0:0", value]
+    assert heads.add_head([value], value) == [value]
+
+
+def test_sentiment_switch_off_spells_out_the_change(sentiment):
+    view, *_ = heads.head_table(sentiment, "sentiment", REVIEW)
+    chosen = ["self:0:0", "self:1:3"]
+    out = heads.switch_off(sentiment, view, chosen)
+    intact = sentiment(REVIEW)
+    off = sentiment(REVIEW, head_mask=heads.parse_heads(chosen))
+    assert "Switching off layer 1 · head 1 and layer 2 · head 4" in out
+    assert f"{intact.probabilities['positive']:.1%}" in out and f"{off.probabilities['positive']:.1%}" in out
+    assert ("flips" in out) == (off.label != intact.label)
+    assert "Choose at least one head" in heads.switch_off(sentiment, view, [])
+    assert "Run the model first" in heads.switch_off(sentiment, None, chosen)
+
+
+def test_translation_table_click_and_switch_off(translation):
+    view, grid, table, status = heads.head_table(translation, "translation", GERMAN, "greedy", 4)
+    assert "24 heads measured" in status and view.beam_size == 1
+    assert list(grid.data.iloc[:, 0]) == ["encoder 1", "encoder 2", "decoder 1", "decoder 2", "cross 1", "cross 2"]
+    state, english, _ = handlers.translate(translation, GERMAN, "greedy", 4)
+    for row, kind, (q, k) in [
+        (0, "encoder", ("src", "src")),
+        (3, "decoder", ("tgt", "tgt")),
+        (5, "cross", ("tgt", "src")),
+    ]:
+        value = heads.selected_head(view, click(grid, row, 2))
+        assert value == f"{kind}:{row % 2}:1"
+        fig = heads.head_heatmap(state, view, value)
+        labels = {"src": state.src_labels, "tgt": state.tgt_labels}
+        assert list(fig.data[0].y) == labels[q] and list(fig.data[0].x) == labels[k]
+    out = heads.switch_off(translation, view, ["cross:0:0", "cross:1:1"])
+    off = translation(GERMAN, beam_size=1, head_mask=heads.parse_heads(["cross:0:0", "cross:1:1"]))
+    assert "Switching off cross 1 · head 1 and cross 2 · head 2" in out and "log-probability" in out
+    assert f"{off.score:.2f}" in out
+    assert ("unchanged" in out) == (off.translation == english)
+
+
+def test_word_diff_marks_changes_and_escapes():
+    out = heads._word_diff("a dog runs <b>", "a cat runs <b>")
+    assert "<del" in out and ">dog</del>" in out and ">cat</ins>" in out and "&lt;b&gt;" in out and "<b>" not in out
+
+
+def test_bad_input_gives_a_message_not_a_traceback(sentiment, translation):
+    view, grid, table, status = heads.head_table(sentiment, "sentiment", "   ")
+    assert view is None and grid is None and "empty" in status
+    view, grid, table, status = heads.head_table(translation, "translation", "", "greedy", 4)
+    assert view is None and "German sentence" in status

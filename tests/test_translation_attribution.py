@@ -1,0 +1,101 @@
+"""Translation attributions on the tiny model: shapes, causality, completeness of integrated gradients,
+per-head agreement, contrastive steps and faithfulness."""
+
+import numpy as np
+import pytest
+import torch
+
+from pipelines import TranslationPipeline
+from pipelines.gradients import seq2seq_step_log_probs
+from pipelines.translation_attribution import rank_correlation
+
+GERMAN = "Ein Mann fährt mit dem Fahrrad."
+
+
+@pytest.fixture(scope="module")
+def pipe(translation_dir):
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+@pytest.fixture(scope="module")
+def result(pipe):
+    return pipe(GERMAN, beam_size=1)
+
+
+def test_step_log_probs_equal_the_model(pipe, result):
+    src = torch.tensor([[t.id for t in result.source_tokens]])
+    tgt = torch.tensor([[pipe.model.config.bos_id] + result.target_ids[:-1]])
+    T = tgt.size(1)
+    with torch.no_grad():
+        full = pipe.model(src, tgt).logits[0].log_softmax(-1)  # (T, V)
+        ours = seq2seq_step_log_probs(
+            pipe.model,
+            pipe.model.src_emb(src.expand(T, -1)),
+            src.expand(T, -1),
+            pipe.model.tgt_emb(tgt.expand(T, -1)),
+            torch.arange(T),
+        )
+    assert torch.allclose(ours, full, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["attention", "gradient_x_input", "integrated_gradients"])
+def test_every_produced_token_gets_a_row_over_the_source(pipe, result, method):
+    expl = pipe.explain(GERMAN, method, result=result)
+    Tt, Ts = len(result.target_tokens), len(result.source_tokens)
+    assert expl.method == method and expl.target_tokens == result.target_tokens
+    assert expl.scores.shape == (Tt, Ts) and expl.prefix_scores.shape == (Tt, Tt)
+    assert np.isfinite(expl.scores).all()
+    assert np.allclose(np.triu(expl.prefix_scores, k=1), 0.0)  # step t reads <s> and outputs before t only
+    L, H = len(result.cross_attentions), result.cross_attentions[0].shape[0]
+    assert expl.head_agreement.shape == (L, H) and (np.abs(expl.head_agreement) <= 1 + 1e-6).all()
+
+
+def test_integrated_gradients_are_complete_within_the_reported_delta(pipe, result):
+    expl = pipe.explain(GERMAN, "integrated_gradients", result=result)
+    src = torch.tensor([expl.src_ids])
+    tgt = torch.tensor([[pipe.model.config.bos_id] + expl.produced[:-1]])
+    T = tgt.size(1)
+    s_emb, t_emb = pipe.model.src_emb(src.expand(T, -1)), pipe.model.tgt_emb(tgt.expand(T, -1))
+    with torch.no_grad():
+        f = lambda s, t: seq2seq_step_log_probs(pipe.model, s, src.expand(T, -1), t, torch.arange(T))  # noqa: E731
+        rows = torch.arange(T)
+        tok = torch.tensor(expl.produced)
+        diff = f(s_emb, t_emb)[rows, tok] - f(torch.zeros_like(s_emb), torch.zeros_like(t_emb))[rows, tok]
+    total = expl.scores.sum(1) + expl.prefix_scores.sum(1)
+    np.testing.assert_allclose(total - diff.numpy(), expl.deltas, atol=1e-3)
+    assert expl.steps == 32 and np.abs(expl.deltas).max() < 0.05 * np.abs(diff.numpy()).max() + 0.01
+
+
+def test_rank_correlation():
+    a = np.array([0.1, 0.5, 0.2, 0.9])
+    assert rank_correlation(a, a * 3) == pytest.approx(1.0) and rank_correlation(a, -a) == pytest.approx(-1.0)
+    assert rank_correlation(a, np.ones(4)) == 0.0
+
+
+def test_contrast_explains_one_step_against_an_alternative(pipe, result):
+    step = 1
+    alternatives = [tok for tok, _ in result.steps[step].top_k if tok != result.steps[step].token]
+    plain = pipe.explain(GERMAN, "gradient_x_input", result=result)
+    expl = pipe.explain(GERMAN, "gradient_x_input", contrast={step: alternatives[0]}, result=result)
+    assert expl.contrast == {step: alternatives[0]}
+    assert not np.allclose(expl.scores[step], plain.scores[step])
+    others = [t for t in range(len(expl.produced)) if t != step]
+    np.testing.assert_allclose(expl.scores[others], plain.scores[others], atol=1e-5)
+    with pytest.raises(ValueError, match="top-5"):
+        pipe.explain(GERMAN, "gradient_x_input", contrast={step: "zzzz-not-a-token"}, result=result)
+    with pytest.raises(ValueError, match="outside"):
+        pipe.explain(GERMAN, "gradient_x_input", contrast={99: alternatives[0]}, result=result)
+
+
+def test_faithfulness_per_step_and_against_random(pipe, result):
+    expl = pipe.explain(GERMAN, "gradient_x_input", result=result)
+    report = pipe.faithfulness(expl)
+    assert report.per_step.shape == (len(expl.produced),) and np.isfinite(report.per_step).all()
+    for f in (report.method, report.random):
+        assert -1 <= f.comprehensiveness <= 1 and -1 <= f.sufficiency <= 1 and f.curve.shape == (6,)
+
+
+def test_unknown_method_is_refused(pipe, result):
+    assert set(pipe.explanation_methods) == {"attention", "gradient_x_input", "integrated_gradients"}
+    with pytest.raises(ValueError, match="unknown method"):
+        pipe.explain(GERMAN, "occlusion", result=result)

@@ -1,0 +1,164 @@
+"""Drawing signed attributions: words shaded on a diverging scale with a legend, the faithfulness numbers
+beside them, and the deletion curve. Everything typed by the user goes through html.escape.
+
+Subword pieces are merged into words (pipelines.words: pieces with nothing between them that join letters,
+digits or apostrophes); a word's score is the sum of its pieces' scores, since attributions add up.
+"""
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipelines.attribution import METHOD_NAMES
+from pipelines.words import word_scores
+
+from .explain import _gap, display_token
+from .figures import FONT
+
+SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
+AGAINST = (220, 38, 38)  # red: pushes away from it
+RANDOM_COLOR = "#9ca3af"
+
+
+def _rgba(score: float, scale: float) -> str:
+    r, g, b = SUPPORT if score >= 0 else AGAINST
+    alpha = 0.85 * min(abs(score) / scale, 1.0) ** 0.7 if scale > 0 else 0.0
+    return f"rgba({r},{g},{b},{alpha:.3f})"
+
+
+def word_spans(spans: list[tuple[int, int]], words: np.ndarray, scores: np.ndarray) -> list[tuple[int, int, float]]:
+    """(start, end, summed score) per word, in text order; pieces that cover no characters are left out."""
+    totals = word_scores(scores, words)
+    out: dict[int, list] = {}
+    for (s, e), w in zip(spans, words):
+        if e > s:
+            seg = out.setdefault(int(w), [s, e, float(totals[w])])
+            seg[0], seg[1] = min(seg[0], s), max(seg[1], e)
+    return [tuple(v) for v in out.values()]
+
+
+def _render(text: str, segs, scale: float, start: int, end: int, signed: bool) -> str:
+    out, pos = [], start
+    for s, e, w in segs:
+        out.append(_gap(text[pos:s]))
+        tip = f"{w:+.3f}" if signed else f"{100 * w:.2f}%"
+        out.append(
+            f'<span class="tok" title="{tip}" style="background:{_rgba(w, scale)};border-radius:3px;padding:1px 0">'
+            f"{html.escape(text[s:e])}</span>"
+        )
+        pos = max(pos, e)
+    out.append(_gap(text[pos:end]))
+    return "".join(out)
+
+
+def legend_html(target: str, scale: float, signed: bool) -> str:
+    """The colour bar: red (against) through white to blue (supports), with the value at each end."""
+    t = html.escape(target)
+    blue, red = "rgba({},{},{},0.85)".format(*SUPPORT), "rgba({},{},{},0.85)".format(*AGAINST)
+    if signed:
+        bar, left, right = (
+            f"linear-gradient(to right,{red},white,{blue})",
+            f"−{scale:.2g} against “{t}”",
+            f"+{scale:.2g} supports “{t}”",
+        )
+    else:
+        bar, left, right = (
+            f"linear-gradient(to right,white,{blue})",
+            "0",
+            f"{100 * scale:.2g}% of the weight (unsigned)",
+        )
+    return (
+        '<div class="attr-legend" style="display:flex;align-items:center;gap:8px;font-size:0.85em;margin:4px 0 8px">'
+        f"<span>{left}</span>"
+        '<span class="attr-legend-bar" style="display:inline-block;width:180px;height:12px;'
+        f'border:1px solid #d1d5db;border-radius:3px;background:{bar}"></span>'
+        f"<span>{right}</span></div>"
+    )
+
+
+def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0) -> str:
+    """The review with each word shaded by its attribution toward `target`, a legend, and the top words."""
+    signed = method not in ("attention", "rollout")
+    cut = len(spans) if cut_after is None else cut_after
+    head = word_spans(spans[:cut], words[:cut], scores[:cut])
+    tail = word_spans(spans[cut:], words[cut:], scores[cut:])
+    segs = head + tail
+    scale = max((abs(w) for _, _, w in segs), default=0.0)
+    if cut_after is None:
+        body = _render(text, segs, scale, 0, len(text), signed)
+    else:
+        head_end, tail_start = (head[-1][1] if head else 0), (tail[0][0] if tail else len(text))
+        body = (
+            _render(text, head, scale, 0, head_end, signed)
+            + f' <span style="color:#6b7280;font-style:italic">[… {n_skipped:,} tokens in the middle are '
+            "not read by the model …]</span> " + _render(text, tail, scale, tail_start, len(text), signed)
+        )
+    ranked = sorted(segs, key=lambda seg: -seg[2])
+    fmt = (lambda w: f"{w:+.2f}") if signed else (lambda w: f"{100 * w:.1f}%")
+    top = " · ".join(f"“{html.escape(display_token(text[s:e]))}” {fmt(w)}" for s, e, w in ranked[:6])
+    lines = [f"<b>Supports “{html.escape(target)}” most:</b> {top}"]
+    if signed:
+        against = [seg for seg in ranked[::-1][:6] if seg[2] < 0]
+        worst = " · ".join(f"“{html.escape(display_token(text[s:e]))}” {fmt(w)}" for s, e, w in against)
+        lines.append(f"<b>Speaks against it most:</b> {worst or 'nothing'}")
+    caption = f"{METHOD_NAMES.get(method, method)}: each word's score toward “{target}”. Hover a word for its value."
+    return (
+        '<div class="token-highlight">'
+        f'<p style="margin:0 0 2px;color:#6b7280;font-size:0.9em">{html.escape(caption)}</p>'
+        f"{legend_html(target, scale, signed)}"
+        '<div class="token-text" style="white-space:pre-wrap;line-height:1.9;font-size:15px;max-height:26em;'
+        'overflow-y:auto;padding:8px 10px;border:1px solid #e5e7eb;border-radius:8px">'
+        f"{body}</div>" + "".join(f'<p style="margin:6px 0 0;font-size:0.9em">{line}</p>' for line in lines) + "</div>"
+    )
+
+
+def faithfulness_markdown(report, explanation, default: dict | None = None) -> str:
+    """The faithfulness numbers on this input beside the random baseline, in Markdown."""
+    m, r = report.method, report.random
+    beats = [m.comprehensiveness > r.comprehensiveness, m.sufficiency < r.sufficiency]
+    verdict = {2: "beats random on both", 1: "beats random on one of the two", 0: "does not beat random"}[sum(beats)]
+    lines = [
+        f"**How faithful is this view on your review?** {METHOD_NAMES.get(explanation.method, explanation.method)} "
+        f"{verdict}.",
+        "",
+        "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
+        "| --- | --- | --- |",
+        f"| this method | {m.comprehensiveness:.3f} | {m.sufficiency:.3f} |",
+        f"| random (mean of 3) | {r.comprehensiveness:.3f} | {r.sufficiency:.3f} |",
+        "",
+        f"Comprehensiveness: how much p(“{html.escape(explanation.target)}”) drops when the top 1, 5, 10, 20, "
+        "50% of tokens are deleted "
+        "(mean); sufficiency: how much it drops when only those are kept (ERASER, DeYoung et al. 2020).",
+    ]
+    if explanation.delta is not None:
+        lines.append(f"Integrated gradients: {explanation.steps} steps, convergence delta {explanation.delta:+.4f}.")
+    lines.append(f"Computed in {explanation.seconds:.2f} s; faithfulness in {report.seconds:.2f} s.")
+    if default:
+        lines.append(f"Default method: **{METHOD_NAMES.get(default['method'], default['method'])}**. {default['why']}")
+    return "\n".join(lines)
+
+
+def deletion_curve(report, target: str, method: str) -> go.Figure:
+    """p(target) as the top 0, 1, 5, 10, 20, 50% of tokens are deleted: this ranking and random ones."""
+    x = [0, *report.method.levels]
+    fig = go.Figure()
+    name = METHOD_NAMES.get(method, method)
+    fig.add_scatter(x=x, y=report.method.curve, mode="lines+markers", name=name, line=dict(color="rgb(37,99,235)"))
+    fig.add_scatter(
+        x=x, y=report.random.curve, mode="lines+markers", name="random", line=dict(color=RANDOM_COLOR, dash="dash")
+    )
+    fig.update_layout(
+        title=dict(
+            text=f"Deletion curve: p(“{html.escape(target)}”) as the top tokens are deleted", x=0, font=dict(size=14)
+        ),
+        xaxis=dict(title="% of tokens deleted (highest scores first)", tickvals=x),
+        yaxis=dict(title=f"p({html.escape(target)})", range=[0, 1.02]),
+        height=320,
+        margin=dict(l=10, r=10, t=50, b=10),
+        font=FONT,
+        plot_bgcolor="white",
+        legend=dict(orientation="h", y=-0.3),
+    )
+    fig.update_traces(hovertemplate="%{x}% deleted: p = %{y:.3f}")
+    return fig

@@ -1,0 +1,105 @@
+"""The sentiment tab's explanation panel: a method picker, the review shaded by signed attributions with a
+legend, and beside it how faithful that view is on this very review (numbers and a deletion curve).
+
+The prediction is shown first; the explanation and its faithfulness follow in their own events, so a slow
+method (occlusion, integrated gradients) never holds the label back, and gradio shows its progress.
+"""
+
+import logging
+from dataclasses import dataclass
+
+import gradio as gr
+
+from pipelines.attribution import METHOD_NAMES, METHODS
+from pipelines.explanations import default_method
+
+from . import attributions
+
+log = logging.getLogger(__name__)
+PRIVATE = dict(api_visibility="private")
+
+
+def method_choices(default: str) -> list[tuple[str, str]]:
+    return [(METHOD_NAMES[m] + (" (default)" if m == default else ""), m) for m in METHODS]
+
+
+def explain(pipe, view, method: str):
+    """(explanation for gr.State, highlighted review HTML) for the analysed review in `view`."""
+    if view is None:
+        return None, ""
+    try:
+        expl = pipe.explain(view.text, method or None)
+    except Exception:
+        log.exception("explanation failed")
+        return None, "<p>⚠️ Sorry, this explanation could not be computed for this review.</p>"
+    html = attributions.attribution_html(
+        view.text,
+        [(t.start, t.end) for t in expl.tokens],
+        expl.words,
+        expl.scores,
+        expl.target,
+        expl.method,
+        view.cut_after,
+        view.n_skipped,
+    )
+    return expl, html
+
+
+def faithfulness(pipe, expl):
+    """(faithfulness Markdown, deletion-curve figure) of an explanation on its own review."""
+    if expl is None:
+        return "", None
+    try:
+        report = pipe.faithfulness(expl)
+    except Exception:
+        log.exception("faithfulness failed")
+        return "⚠️ Sorry, the faithfulness of this explanation could not be measured.", None
+    default = default_method("sentiment")
+    text = attributions.faithfulness_markdown(report, expl, default)
+    return text, attributions.deletion_curve(report, expl.target, expl.method)
+
+
+@dataclass
+class ExplanationPanel:
+    method: gr.Radio
+    highlight: gr.HTML
+    faithfulness: gr.Markdown
+    curve: gr.Plot
+    explained: gr.State
+
+
+def build() -> ExplanationPanel:
+    """Lay out the panel (inside a gr.Blocks context)."""
+    default = default_method("sentiment")
+    gr.Markdown("### What drives the prediction")
+    method = gr.Radio(
+        method_choices(default["method"]),
+        value=default["method"],
+        label="Explanation method (blue = supports the predicted label, red = speaks against it)",
+        elem_id="sentiment-highlight-mode",
+    )
+    with gr.Row():
+        with gr.Column(scale=3):
+            highlight = gr.HTML(elem_id="sentiment-highlight")
+        with gr.Column(scale=2):
+            faith = gr.Markdown(elem_id="sentiment-faithfulness")
+            curve = gr.Plot(show_label=False, elem_id="sentiment-deletion-curve")
+    return ExplanationPanel(method, highlight, faith, curve, gr.State(None))
+
+
+def wire(panel: ExplanationPanel, pipe, view_state: gr.State, predicted):
+    """Explain after `predicted` (the event that fills view_state) and whenever the method changes.
+    Returns the event that draws the highlight, for the app to chain its own redraws on."""
+
+    def run_explain(view, method):
+        return explain(pipe, view, method)
+
+    def run_faithfulness(expl):
+        return faithfulness(pipe, expl)
+
+    outs, faith_outs = [panel.explained, panel.highlight], [panel.faithfulness, panel.curve]
+    drawn = predicted.then(run_explain, [view_state, panel.method], outs, **PRIVATE)
+    drawn.then(run_faithfulness, [panel.explained], faith_outs, **PRIVATE)
+    changed = panel.method.change(run_explain, [view_state, panel.method], outs, **PRIVATE)
+    changed.then(run_faithfulness, [panel.explained], faith_outs, **PRIVATE)
+    return drawn

@@ -1,0 +1,325 @@
+"""The heads panel's handlers: the head table (sortable, coloured), the compact layer x head grid, one
+head's heatmap on a click, and running the model with chosen heads switched off, side by side with the
+intact model. Plain functions from inputs to values; layers and heads are shown counted from 1."""
+
+import difflib
+import html
+import logging
+import time
+from dataclasses import dataclass
+
+import gradio as gr
+import numpy as np
+import pandas as pd
+
+from . import figures
+from .handlers import _status
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text
+
+log = logging.getLogger(__name__)
+KIND_NAMES = {"self": "layer", "encoder": "encoder", "decoder": "decoder", "cross": "cross"}
+KIND_TITLES = {
+    "self": "Self-attention",
+    "encoder": "Encoder self-attention",
+    "decoder": "Decoder self-attention",
+    "cross": "Cross-attention",
+}
+SHARES = ("previous", "itself", "end", "punctuation", "agreement")
+COLUMNS = {  # row key -> table header
+    "kind": "attention",
+    "layer": "layer",
+    "head": "head",
+    "effect": "effect",
+    "entropy": "entropy",
+    "distance": "distance",
+    "previous": "on previous",
+    "itself": "on itself",
+    "end": "on end",
+    "punctuation": "on punctuation",
+    "agreement": "agreement",
+}
+
+
+@dataclass
+class HeadsView:
+    """The head table of one run, kept in gr.State with what is needed to run the model again."""
+
+    task: str  # "sentiment" | "translation"
+    text: str
+    beam_size: int | None  # translation only
+    rows: list[dict]  # pipelines' head table: 0-based layer and head
+    effect_of: str  # what 'effect' measures, in words
+
+
+def head_value(kind: str, layer: int, head: int) -> str:
+    """A head's id in checkboxes and state: 'kind:layer:head', 0-based."""
+    return f"{kind}:{layer}:{head}"
+
+
+def head_label(kind: str, layer: int, head: int) -> str:
+    """A head's name in the UI, 1-based: 'layer 1 · head 2' or 'cross 1 · head 2'."""
+    return f"{KIND_NAMES[kind]} {layer + 1} · head {head + 1}"
+
+
+def head_choices(layers: dict[str, int], n_heads: int) -> list[tuple[str, str]]:
+    """(label, value) for every head, for a CheckboxGroup."""
+    return [
+        (head_label(kind, layer, head), head_value(kind, layer, head))
+        for kind, n in layers.items()
+        for layer in range(n)
+        for head in range(n_heads)
+    ]
+
+
+def parse_heads(values: list[str] | None) -> dict[tuple[str, int, int], float]:
+    """Checkbox values 'kind:layer:head' -> a head mask {(kind, layer, head): 0.0} for the pipelines."""
+    mask = {}
+    for value in values or []:
+        kind, layer, head = str(value).split(":")
+        mask[(kind, int(layer), int(head))] = 0.0
+    return mask
+
+
+# --- colours ---------------------------------------------------------------------------------------------
+
+
+def _shade(value, vmax: float, rgb: tuple[int, int, int]) -> str:
+    if value is None or not np.isfinite(value) or vmax <= 0:
+        return ""
+    alpha = 0.75 * min(abs(float(value)) / vmax, 1.0) ** 0.7
+    return f"background-color: rgba({rgb[0]},{rgb[1]},{rgb[2]},{alpha:.2f})"
+
+
+def _effect_css(value, vmax: float) -> str:
+    """Orange where switching the head off lowers the output (the head helps it), blue where it raises it."""
+    if value is None or not np.isfinite(value):
+        return ""
+    return _shade(value, vmax, (234, 88, 12) if value < 0 else (37, 99, 235))
+
+
+def _vmax(values) -> float:
+    finite = [abs(float(v)) for v in values if v is not None and np.isfinite(v)]
+    return max(finite, default=0.0)
+
+
+def table_styler(rows: list[dict]):
+    """The head table as a coloured pandas Styler (1-based layer and head); the UI sorts it by column."""
+    keys = [k for k in COLUMNS if any(k in r for r in rows)]
+    if not any(r.get("agreement") is not None for r in rows):
+        keys = [k for k in keys if k != "agreement"]
+    frame = pd.DataFrame([{k: r.get(k) for k in keys} for r in rows], columns=keys, dtype=object)
+    frame["layer"] = frame["layer"] + 1
+    frame["head"] = frame["head"] + 1
+    numeric = [k for k in keys if k not in ("kind", "layer", "head")]
+    frame[numeric] = frame[numeric].astype(float)
+    styler = frame.rename(columns=COLUMNS).style.format(precision=3, na_rep="–")
+    effect_max = _vmax(frame["effect"])
+    styler = styler.map(lambda v: _effect_css(v, effect_max), subset=[COLUMNS["effect"]])
+    for key in numeric:
+        if key in SHARES:
+            styler = styler.map(lambda v: _shade(v, 1.0, (13, 148, 136)), subset=[COLUMNS[key]])
+        elif key != "effect":
+            vmax = _vmax(frame[key])
+            styler = styler.map(lambda v, m=vmax: _shade(v, m, (107, 114, 128)), subset=[COLUMNS[key]])
+    return styler.hide(axis="index")
+
+
+def grid_styler(rows: list[dict]):
+    """The compact grid: one row per (kind, layer), one column per head, cells = effect, coloured."""
+    n_heads = max(r["head"] for r in rows) + 1
+    lines: dict[str, list] = {}
+    for r in rows:
+        lines.setdefault(f"{KIND_NAMES[r['kind']]} {r['layer'] + 1}", [None] * n_heads)[r["head"]] = r["effect"]
+    frame = pd.DataFrame(
+        [[name, *effects] for name, effects in lines.items()], columns=["", *[f"head {h + 1}" for h in range(n_heads)]]
+    )
+    vmax = _vmax(r["effect"] for r in rows)
+    heads = list(frame.columns[1:])
+    return frame.style.format(precision=3, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
+
+
+# --- handlers --------------------------------------------------------------------------------------------
+
+
+def _beam(decoding: str | None, beam_size) -> int:
+    return 1 if decoding == "greedy" else min(max(int(beam_size or 1), 1), 10)
+
+
+def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None):
+    """Measure every head on the text: (HeadsView, grid, table, status Markdown). The model runs here."""
+    limit, what = (MAX_REVIEW_CHARS, "review") if task == "sentiment" else (MAX_GERMAN_CHARS, "German sentence")
+    checked = check_text(text, limit, what)
+    if checked.text is None:
+        return None, None, None, _status([], checked.error)
+    beam = _beam(decoding, beam_size) if task == "translation" else None
+    start = time.perf_counter()
+    try:
+        if task == "sentiment":
+            rows = pipe.head_table(checked.text)
+        else:
+            rows = pipe.head_table(checked.text, beam_size=beam)
+    except ValueError:
+        return None, None, None, _status([], "The model found no words to read in this text.")
+    except Exception:
+        log.exception("head table failed")
+        return None, None, None, _status([], "Sorry, the heads could not be measured on this text.")
+    seconds = time.perf_counter() - start
+    effect_of = "the predicted label's probability" if task == "sentiment" else "the translation's log-probability"
+    view = HeadsView(task, checked.text, beam, rows, effect_of)
+    top = min(rows, key=lambda r: r["effect"])
+    lines = [
+        f"{len(rows)} heads measured in {seconds:.2f} s. **Effect** = change of {effect_of} when that head "
+        f"alone is switched off (orange: the output falls without it, blue: it rises). Largest drop: "
+        f"**{head_label(top['kind'], top['layer'], top['head'])}** ({top['effect']:+.3f}).",
+        "Click a cell of the grid for that head's attention map; sort the table by clicking a column header.",
+    ]
+    return view, grid_styler(rows), table_styler(rows), "\n\n".join(lines)
+
+
+def selected_head(heads: HeadsView | None, evt: gr.SelectData) -> str | None:
+    """The head a click in the grid points at ('kind:layer:head'), or None (the name column, no table)."""
+    if heads is None or evt is None:
+        return None
+    row_value, col = evt.row_value, evt.index[1] if isinstance(evt.index, list | tuple) else None
+    if not row_value or not col:
+        return None
+    name, layer = str(row_value[0]).rsplit(" ", 1)
+    kind = {v: k for k, v in KIND_NAMES.items()}[name]
+    return head_value(kind, int(layer) - 1, int(col) - 1)
+
+
+def _row(heads: HeadsView, value: str) -> dict | None:
+    kind, layer, head = value.split(":")
+    return next((r for r in heads.rows if (r["kind"], r["layer"], r["head"]) == (kind, int(layer), int(head))), None)
+
+
+def head_heatmap(view, heads: HeadsView | None, value: str | None):
+    """One head's attention map from the last result (sentiment or translation view); None without one."""
+    if view is None or heads is None or not value:
+        return None
+    kind, layer, head = value.split(":")
+    layer, head = int(layer), int(head)
+    row = _row(heads, value)
+    if kind == "self":
+        attn, q_labels, k_labels, names = view.attentions[layer], view.labels, view.labels, ("query", "key")
+    else:
+        maps = {"encoder": view.encoder, "decoder": view.decoder, "cross": view.cross}[kind]
+        attn = maps[layer]
+        q_labels = view.src_labels if kind == "encoder" else view.tgt_labels
+        k_labels = view.tgt_labels if kind == "decoder" else view.src_labels
+        names = ("English", "German") if kind == "cross" else ("query", "key")
+    stats = f"effect {row['effect']:+.3f} · entropy {row['entropy']:.2f}" if row else ""
+    title = f"{KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}: {stats}"
+    return figures.attention_heatmap(
+        attn[head].astype(np.float32), q_labels, k_labels, title, query=names[0], key=names[1]
+    )
+
+
+def add_head(selected: list[str] | None, value: str | None) -> list[str]:
+    """The switched-off set with the clicked head added (a click in the grid, then 'switch it off')."""
+    selected = list(selected or [])
+    if value and value not in selected:
+        selected.append(value)
+    return selected
+
+
+# --- switching heads off -----------------------------------------------------------------------------------
+
+
+def _names(mask: dict) -> str:
+    order = list(KIND_NAMES)  # the model's order: encoder, decoder, cross
+    names = [head_label(*key) for key in sorted(mask, key=lambda k: (order.index(k[0]), k[1], k[2]))]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _cell(text: str) -> str:
+    return f'<td style="padding:4px 10px">{text}</td>'
+
+
+def _header(*names: str) -> str:
+    return "".join(f'<th style="padding:4px 10px;text-align:left">{n}</th>' for n in names)
+
+
+def sentiment_comparison(intact, off, mask: dict) -> str:
+    """HTML: the intact prediction and the one with the heads off, side by side, the change spelled out."""
+    head = _header("", "intact", "heads off", "change")
+    body = "".join(
+        "<tr>"
+        + _cell(html.escape(label))
+        + _cell(f"{p:.1%}")
+        + _cell(f"{off.probabilities[label]:.1%}")
+        + _cell(f"{100 * (off.probabilities[label] - p):+.1f} points")
+        + "</tr>"
+        for label, p in intact.probabilities.items()
+    )
+    before, after = intact.confidence, off.probabilities[intact.label]
+    if off.label != intact.label:
+        verdict = (
+            f"the prediction flips from <b>{intact.label}</b> ({before:.1%}) to <b>{off.label}</b> "
+            f"({off.confidence:.1%})"
+        )
+    else:
+        verdict = (
+            f"the prediction stays <b>{intact.label}</b>; its probability goes from {before:.1%} to "
+            f"{after:.1%} ({100 * (after - before):+.1f} points)"
+        )
+    return (
+        f'<div class="heads-compare"><p>Switching off {html.escape(_names(mask))}: {verdict}.</p>'
+        f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>'
+    )
+
+
+def _word_diff(old: str, new: str) -> str:
+    """The new translation with words that changed marked: removed struck through, added underlined."""
+    a, b = old.split(), new.split()
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(html.escape(" ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(f'<del style="color:#b91c1c">{html.escape(" ".join(a[i1:i2]))}</del>')
+        if j2 > j1:
+            out.append(f'<ins style="color:#15803d;font-weight:600">{html.escape(" ".join(b[j1:j2]))}</ins>')
+    return " ".join(out)
+
+
+def translation_comparison(intact, off, old_logp_off: float, mask: dict) -> str:
+    """HTML: the intact translation and the one decoded again with the heads off, the change spelled out."""
+    same = off.translation == intact.translation
+    verdict = (
+        "the translation is unchanged"
+        if same
+        else f"the translation changes ({_word_diff(intact.translation, off.translation)})"
+    )
+    rows = [
+        ("intact", html.escape(intact.translation) or "<i>(empty)</i>", f"{intact.score:.2f}"),
+        ("heads off", html.escape(off.translation) or "<i>(empty)</i>", f"{off.score:.2f}"),
+    ]
+    body = "".join(f"<tr>{_cell(a)}{_cell(b)}{_cell(c)}</tr>" for a, b, c in rows)
+    head = _header("", "English", "log-prob")
+    return (
+        f'<div class="heads-compare"><p>Switching off {html.escape(_names(mask))}: {verdict}. With these heads '
+        f"off, the intact translation's log-probability goes from {intact.score:.2f} to {old_logp_off:.2f} "
+        f"({old_logp_off - intact.score:+.2f}).</p>"
+        f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>'
+    )
+
+
+def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str:
+    """Run the model again with the chosen heads off: HTML comparing it with the intact model."""
+    if heads is None:
+        return "<p>Run the model first: the heads are measured on its last input.</p>"
+    mask = parse_heads(selected)
+    if not mask:
+        return "<p>Choose at least one head to switch off (tick it, or click it in the grid).</p>"
+    try:
+        if heads.task == "sentiment":
+            return sentiment_comparison(pipe(heads.text), pipe(heads.text, head_mask=mask), mask)
+        intact = pipe(heads.text, beam_size=heads.beam_size)
+        off = pipe(heads.text, beam_size=heads.beam_size, head_mask=mask)
+        old_logp_off = pipe.score(heads.text, intact.target_ids, head_mask=mask)
+        return translation_comparison(intact, off, old_logp_off, mask)
+    except Exception:
+        log.exception("switching heads off failed")
+        return "<p>Sorry, the model failed with these heads off. Please try another set.</p>"

@@ -1,0 +1,56 @@
+"""The heads panel of a tab: head table and grid after each run, a click for one head's map, and the
+model run again with chosen heads switched off. Laid out here so app.py only calls heads_panel()."""
+
+import gradio as gr
+
+from . import heads
+
+PRIVATE = dict(api_visibility="private")
+HELP = {
+    "sentiment": "Each head of the classifier, measured on this review. **Effect**: how much the predicted "
+    "label's probability changes when that head alone is switched off.",
+    "translation": "Each head of the translator (encoder self-attention, decoder self-attention, "
+    "cross-attention), measured on this sentence. **Effect**: how much the log-probability of the produced "
+    "translation changes (teacher-forced) when that head alone is switched off. **Agreement**: rank "
+    "correlation of a cross-attention head with the attribution of each English token to the German ones.",
+}
+COLUMNS_HELP = (
+    "Entropy in nats (0 = all weight on one token); distance in tokens (cross-attention: from the diagonal); "
+    "*on …*: the average share of attention on the previous token, on the token itself, on the end token "
+    "(`</s>` of the German sentence; `<s>` for the decoder; the last token for the classifier) and on punctuation."
+)
+
+
+def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) -> None:
+    """Add the panel; it measures the heads after `run_event` (the tab's model run) on `inputs`
+    (the text, and for translation the decoding and beam size)."""
+    p = f"{task}-heads"
+    layers, n_heads = pipe.head_layers, pipe.n_heads
+    state, clicked = gr.State(None), gr.State(None)
+    gr.Markdown(f"### What each head does\n{HELP[task]}")
+    status = gr.Markdown(elem_id=f"{p}-status")
+    with gr.Row():
+        with gr.Column(scale=2):
+            grid = gr.Dataframe(label="Effect, layer × head (click a cell)", interactive=False, elem_id=f"{p}-grid")
+            add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
+        heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap", scale=3)
+    table = gr.Dataframe(label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table")
+    gr.Markdown(COLUMNS_HELP)
+    gr.Markdown("#### Switch heads off")
+    chosen = gr.CheckboxGroup(heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off")
+    run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")
+    compare = gr.HTML(elem_id=f"{p}-compare")
+
+    def measure(*args):
+        return heads.head_table(pipe, task, *args)
+
+    run_event.then(measure, inputs, [state, grid, table, status], **PRIVATE)
+    grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(
+        heads.head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
+    )
+    add.click(heads.add_head, [chosen, clicked], [chosen], **PRIVATE)
+
+    def switch_off(heads_view, selected):
+        return heads.switch_off(pipe, heads_view, selected)
+
+    run.click(switch_off, [state, chosen], [compare], **PRIVATE)

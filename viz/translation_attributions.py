@@ -1,0 +1,92 @@
+"""Figures for translation attributions: produced tokens by source tokens on a diverging scale, the
+agreement of every cross-attention head with the attribution, and the faithfulness numbers."""
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipelines.translation_attribution import TRANSLATION_METHODS
+
+from .explain import axis_labels
+from .figures import _layout
+
+NAMES = dict(
+    zip(TRANSLATION_METHODS, ["Cross-attention (mean of every head)", "Gradient × input", "Integrated gradients"])
+)
+
+
+def attribution_heatmap(expl) -> go.Figure:
+    """scores (Tt, Ts): red = against, blue = supports the produced token (contrastive rows: rather than
+    the alternative). Unsigned attention is drawn in blues from zero."""
+    src = axis_labels([t.text for t in expl.source_tokens[:-1]] + ["</s>"])
+    tgt = axis_labels(expl.target_tokens)
+    for t, alt in expl.contrast.items():
+        tgt[t] += f" (vs {html.escape(alt, quote=False)})"
+    signed = expl.method != "attention"
+    scale = float(np.abs(expl.scores).max()) or 1.0
+    heat = go.Heatmap(
+        z=expl.scores.astype(np.float32),
+        x=src,
+        y=tgt,
+        colorscale="RdBu" if signed else "Blues",
+        zmin=-scale if signed else 0.0,
+        zmax=scale,
+        colorbar=dict(title=dict(text="supports ↑<br>against ↓" if signed else "weight"), thickness=12),
+        hovertemplate="English %{y}<br>German %{x}<br>score %{z:+.3f}<extra></extra>",
+    )
+    fig = go.Figure(heat)
+    fig.update_xaxes(title_text="German token", tickangle=-60, tickfont=dict(size=10), type="category")
+    fig.update_yaxes(title_text="English step", autorange="reversed", tickfont=dict(size=10), type="category")
+    title = f"{NAMES[expl.method]}: which German tokens drove each English token"
+    return _layout(fig, title, int(min(760, max(420, 220 + 18 * len(tgt)))))
+
+
+def agreement_heatmap(expl) -> go.Figure:
+    """(L, H) mean rank correlation between each head's cross-attention and the attribution's magnitude."""
+    a = expl.head_agreement
+    L, H = a.shape
+    fig = go.Figure(
+        go.Heatmap(
+            z=a,
+            x=[f"head {h + 1}" for h in range(H)],
+            y=[f"layer {i + 1}" for i in range(L)],
+            zmin=-1,
+            zmax=1,
+            colorscale="RdBu",
+            text=[[f"{v:+.2f}" for v in row] for row in a],
+            texttemplate="%{text}",
+            colorbar=dict(title=dict(text="rank corr."), thickness=12),
+            hovertemplate="%{y}, %{x}<br>rank correlation %{z:+.2f}<extra></extra>",
+        )
+    )
+    fig.update_yaxes(autorange="reversed", type="category")
+    fig.update_xaxes(type="category")
+    return _layout(fig, f"Which heads follow the evidence: agreement with {NAMES[expl.method].lower()}", 320)
+
+
+def faithfulness_markdown(report, expl) -> str:
+    m, r = report.method, report.random
+    best = np.unravel_index(int(np.argmax(expl.head_agreement)), expl.head_agreement.shape)
+    lines = [
+        f"**How faithful is this view on your sentence?** Over the {len(expl.produced)} steps, deleting the "
+        "top-scored German tokens (1, 5, 10, 20, 50%) and keeping only them (ERASER, teacher-forced):",
+        "",
+        "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
+        "| --- | --- | --- |",
+        f"| {NAMES[expl.method]} | {m.comprehensiveness:.3f} | {m.sufficiency:.3f} |",
+        f"| random (mean of 3) | {r.comprehensiveness:.3f} | {r.sufficiency:.3f} |",
+        "",
+        f"The head that agrees best: layer {best[0] + 1}, head {best[1] + 1} "
+        f"(rank correlation {expl.head_agreement[best]:+.2f}).",
+    ]
+    if expl.deltas is not None:
+        lines.append(
+            f"Integrated gradients: {expl.steps} steps, largest |convergence delta| {np.abs(expl.deltas).max():.4f}."
+        )
+    if expl.contrast:
+        pairs = ", ".join(
+            f"step {t + 1}: “{expl.target_tokens[t]}” rather than “{alt}”" for t, alt in expl.contrast.items()
+        )
+        lines.append(f"Contrastive: {pairs} (attribution of the difference of the two log-probabilities).")
+    return "\n".join(lines)

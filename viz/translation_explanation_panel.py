@@ -1,0 +1,110 @@
+"""The translation tab's explanation panel: which German tokens drove each English token (gradient x input,
+integrated gradients, or mean cross-attention), every head's agreement with that, faithfulness, and a
+contrastive step ("this token rather than that one", from the step's top-5 alternatives).
+
+It runs after the translation is shown, in its own events (gradio shows their progress), and decodes the
+sentence again with the same settings so that it explains exactly the translation on screen.
+"""
+
+import logging
+from dataclasses import dataclass
+
+import gradio as gr
+
+from pipelines.explanations import default_method
+from pipelines.translation_attribution import TRANSLATION_METHODS
+
+from . import translation_attributions as figs
+from .inputs import MAX_GERMAN_CHARS, check_text
+
+log = logging.getLogger(__name__)
+PRIVATE = dict(api_visibility="private")
+NO_CONTRAST = "(no contrast)"
+
+
+def _beam(decoding: str, beam_size) -> int:
+    return 1 if decoding == "greedy" else min(max(int(beam_size or 1), 1), 10)
+
+
+def explain(pipe, text: str, decoding: str, beam_size, method: str, step=None, alternative: str | None = None):
+    """(explanation for gr.State, attribution heatmap, head-agreement heatmap) for the translated sentence;
+    with an alternative, step (1-based, as on the slider) is explained against it."""
+    checked = check_text(text, MAX_GERMAN_CHARS, "German sentence")
+    if checked.text is None:
+        return None, None, None
+    contrast = None
+    if alternative and alternative != NO_CONTRAST and step:
+        contrast = {int(step) - 1: alternative}
+    try:
+        result = pipe(checked.text, beam_size=_beam(decoding, beam_size))
+        expl = pipe.explain(checked.text, method or None, contrast=contrast, result=result)
+    except Exception:
+        log.exception("translation explanation failed")
+        return None, None, None
+    return expl, figs.attribution_heatmap(expl), figs.agreement_heatmap(expl)
+
+
+def faithfulness(pipe, expl) -> str:
+    if expl is None:
+        return ""
+    try:
+        return figs.faithfulness_markdown(pipe.faithfulness(expl), expl)
+    except Exception:
+        log.exception("translation faithfulness failed")
+        return "⚠️ Sorry, the faithfulness of this explanation could not be measured."
+
+
+def alternatives(view, step) -> gr.Dropdown:
+    """The contrast choices at a step: its top-5 tokens other than the one produced."""
+    if view is None:
+        return gr.Dropdown(choices=[NO_CONTRAST], value=NO_CONTRAST)
+    t = min(max(int(step or 1), 1), len(view.steps)) - 1
+    alts = [tok for tok, _ in view.steps[t].top_k if tok != view.steps[t].token]
+    return gr.Dropdown(choices=[NO_CONTRAST, *alts], value=NO_CONTRAST)
+
+
+@dataclass
+class TranslationExplanationPanel:
+    method: gr.Radio
+    contrast: gr.Dropdown
+    attribution: gr.Plot
+    agreement: gr.Plot
+    faithfulness: gr.Markdown
+    explained: gr.State
+
+
+def build() -> TranslationExplanationPanel:
+    """Lay out the panel (inside a gr.Blocks context)."""
+    default = default_method("translation")
+    names = [(figs.NAMES[m] + (" (default)" if m == default["method"] else ""), m) for m in TRANSLATION_METHODS]
+    gr.Markdown("### Which German tokens drove each English token")
+    with gr.Row():
+        method = gr.Radio(names, value=default["method"], label="Attribution", elem_id="translation-explain-method")
+        contrast = gr.Dropdown(
+            [NO_CONTRAST],
+            value=NO_CONTRAST,
+            label="At the slider's step: the produced token rather than…",
+            elem_id="translation-contrast",
+        )
+    with gr.Row():
+        attribution = gr.Plot(show_label=False, elem_id="translation-attribution")
+        agreement = gr.Plot(show_label=False, elem_id="translation-head-agreement")
+    faith = gr.Markdown(elem_id="translation-faithfulness")
+    return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, gr.State(None))
+
+
+def wire(panel: TranslationExplanationPanel, pipe, inputs: list, view_state: gr.State, step: gr.Slider, translated):
+    """Explain after `translated` and whenever the method, the step or the contrast changes.
+    inputs: the German text, decoding and beam size components."""
+
+    def run(text, decoding, beam_size, method, step_value, alternative):
+        return explain(pipe, text, decoding, beam_size, method, step_value, alternative)
+
+    def run_faithfulness(expl):
+        return faithfulness(pipe, expl)
+
+    args = [*inputs, panel.method, step, panel.contrast]
+    outs = [panel.explained, panel.attribution, panel.agreement]
+    for event in (translated.then, panel.method.change, panel.contrast.change):
+        event(run, args, outs, **PRIVATE).then(run_faithfulness, [panel.explained], [panel.faithfulness], **PRIVATE)
+    step.change(alternatives, [view_state, step], [panel.contrast], **PRIVATE)
