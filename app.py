@@ -25,6 +25,11 @@ Two small transformers written from scratch and trained for this demo. Run one, 
 Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
 """
 
+STEP_HELP = (
+    "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
+    "where every head of the chosen layer looked in the German sentence, and what came next."
+)
+
 
 def _unavailable(what: str, env_var: str, error: str | None) -> None:
     gr.Markdown(
@@ -84,8 +89,8 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
 
 
-def _german_inputs(pipe):
-    """The German sentence, the decoding options and the Translate button, with example sentences."""
+def _translation_inputs(pipe):
+    """The German input, the decoding options, the button and the examples: (german, decoding, beam, submit)."""
     german = gr.Textbox(
         label="German sentence",
         placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
@@ -106,7 +111,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     state = gr.State(None)
     with gr.Row():
         with gr.Column(scale=3):
-            german, decoding, beam_size, submit = _german_inputs(pipe)
+            german, decoding, beam_size, submit = _translation_inputs(pipe)
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
@@ -116,10 +121,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
         head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
-    gr.Markdown(
-        "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
-        "where every head of the chosen layer looked in the German sentence, and what came next."
-    )
+    gr.Markdown(STEP_HELP)
     step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
     with gr.Row():
         step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
