@@ -12,7 +12,7 @@ import gradio as gr  # noqa: E402
 
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
-from viz import explanation_panel, handlers, hosting, translation_explanation_panel  # noqa: E402
+from viz import explanation_panel, handlers, hosting, share_ui, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.models import redact_paths  # noqa: E402
@@ -49,7 +49,7 @@ def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
 
-def sentiment_tab(pipe) -> None:
+def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
@@ -71,6 +71,7 @@ def sentiment_tab(pipe) -> None:
         with gr.Column(scale=2):
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
+            share = share_ui.share_controls("sentiment")
     panel = explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
@@ -89,6 +90,8 @@ def sentiment_tab(pipe) -> None:
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     heads_panel(pipe, "sentiment", state, drawn, [review])
+    share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
+    share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
 
 
 def _translation_inputs(pipe):
@@ -109,7 +112,7 @@ def _translation_inputs(pipe):
     return german, decoding, beam_size, submit
 
 
-def translation_tab(pipe) -> None:
+def translation_tab(pipe, demo: gr.Blocks) -> None:
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
@@ -117,6 +120,7 @@ def translation_tab(pipe) -> None:
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
+            share = share_ui.share_controls("translation")
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
         head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
@@ -152,6 +156,11 @@ def translation_tab(pipe) -> None:
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
+    inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
+    share_ui.translation_compare_panel(pipe, **inputs)
+    share_ui.wire_translation_links(
+        demo, pipe, share, **inputs, state=state, drawn=drawn, step=[step, step_heads, step_topk]
+    )
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
@@ -163,17 +172,18 @@ def build_demo(sentiment=None, translation=None, *, sentiment_error=None, transl
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:
         gr.Markdown(INTRO)
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
                 else:
-                    sentiment_tab(sentiment)
+                    sentiment_tab(sentiment, demo)
             with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
                 if translation is None:
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
-                    translation_tab(translation)
+                    translation_tab(translation, demo)
+        share_ui.select_tab_on_load(demo, tabs)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
     return demo

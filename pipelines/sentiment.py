@@ -50,7 +50,9 @@ class SentimentPipeline:
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
         model, tok, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
-        return cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
+        pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), prep.get("labels", ["negative", "positive"]))
+        pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
 
     def encode(self, text: str):
         """(kept ids, kept TokenSpans, total token count) for one text."""

@@ -58,7 +58,9 @@ class TranslationPipeline:
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
         model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
-        return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
+        pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6))
+        pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
         """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""

@@ -89,3 +89,10 @@ def to_int(value: object, default: int) -> int:
 
 def clamp(value: object, low: int, high: int, default: int) -> int:
     return min(max(to_int(value, default), low), high)
+
+
+def beam_width(decoding: object, beam_size: object, default: int = 4) -> int:
+    """The beam size to decode with: 1 for greedy, else beam_size clamped to 1..8 (default when not a number)."""
+    if decoding == "greedy":
+        return 1
+    return clamp(beam_size, 1, 8, default)
