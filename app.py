@@ -10,12 +10,17 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from viz import explanation_panel, handlers, translation_explanation_panel  # noqa: E402
+from pipelines.microbatch import MicroBatcher  # noqa: E402
+from pipelines.serving import served  # noqa: E402
+from viz import explanation_panel, handlers, hosting, share_ui, translation_explanation_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
+from viz.models import redact_paths  # noqa: E402
 
-CONCURRENCY = 2  # model runs at once: the models use every core, more would only queue inside torch
-QUEUE_SIZE = 32
+CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
+# Model events: every admitted request goes on to the shared batcher, which runs one batch at a time and is
+# fair across clients; gradio's own queue is first come, first served.
+MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
 
 INTRO = """\
@@ -25,11 +30,16 @@ Two small transformers written from scratch and trained for this demo. Run one, 
 Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
 """
 
+STEP_HELP = (
+    "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
+    "where every head of the chosen layer looked in the German sentence, and what came next."
+)
+
 
 def _unavailable(what: str, env_var: str, error: str | None) -> None:
     gr.Markdown(
         f"### The {what} model is not available\n\n"
-        f"It could not be loaded: `{error or 'no model given'}`\n\n"
+        f"It could not be loaded: `{redact_paths(error or 'no model given')}`\n\n"
         f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app. "
         "The other tab works independently."
     )
@@ -39,8 +49,8 @@ def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
 
-def sentiment_tab(pipe) -> None:
-    state = gr.State(None)
+def sentiment_tab(pipe, demo: gr.Blocks) -> None:
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
             review = gr.Textbox(
@@ -61,6 +71,7 @@ def sentiment_tab(pipe) -> None:
         with gr.Column(scale=2):
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
+            share = share_ui.share_controls("sentiment")
     panel = explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row():
@@ -69,16 +80,18 @@ def sentiment_tab(pipe) -> None:
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
-    def sentiment(review: str):
+    def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        return handlers.analyze_review(pipe, review)
+        return hosting.run_as(request, handlers.analyze_review, pipe, review)
 
-    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment")
+    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS)
     explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
     drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     heads_panel(pipe, "sentiment", state, drawn, [review])
+    share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
+    share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
 
 
 def _translation_inputs(pipe):
@@ -99,23 +112,21 @@ def _translation_inputs(pipe):
     return german, decoding, beam_size, submit
 
 
-def translation_tab(pipe) -> None:
-    state = gr.State(None)
+def translation_tab(pipe, demo: gr.Blocks) -> None:
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
             german, decoding, beam_size, submit = _translation_inputs(pipe)
         with gr.Column(scale=2):
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
+            share = share_ui.share_controls("translation")
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
         head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
-    gr.Markdown(
-        "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
-        "where every head of the chosen layer looked in the German sentence, and what came next."
-    )
+    gr.Markdown(STEP_HELP)
     step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
     with gr.Row():
         step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
@@ -126,50 +137,62 @@ def translation_tab(pipe) -> None:
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
 
-    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4):
+    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices)."""
-        return handlers.translate(pipe, german_text, decoding, beam_size)
+        return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
 
-    def redraw(view, layer, head):
-        """Every plot for a new translation, with the step slider reset to step 1."""
+    def redraw(view, layer, head):  # every plot for a new translation, with the step slider back at 1
         steps = handlers.translation_step(view, layer, 1)
         return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    translated = submit.click(translate, [german, decoding, beam_size], [state, english, status], api_name="translate")
+    inputs, outputs = [german, decoding, beam_size], [state, english, status]
+    translated = submit.click(translate, inputs, outputs, api_name="translate", **MODEL_EVENTS)
     drawn = translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
-    translation_explanation_panel.wire(explanations, pipe, [german, decoding, beam_size], state, step, translated)
+    translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
-    layer.change(handlers.translation_step, [state, layer, step], [step_heads, step_topk], **PRIVATE)
-    step.input(
-        handlers.translation_step, [state, layer, step], [step_heads, step_topk], trigger_mode="always_last", **PRIVATE
-    )
+    step_io = ([state, layer, step], [step_heads, step_topk])
+    layer.change(handlers.translation_step, *step_io, **PRIVATE)
+    step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
+    inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
+    share_ui.translation_compare_panel(pipe, **inputs)
+    share_ui.wire_translation_links(
+        demo, pipe, share, **inputs, state=state, drawn=drawn, step=[step, step_heads, step_topk]
+    )
 
 
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
-    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing."""
-    with gr.Blocks(title="How transformers pay attention", analytics_enabled=False) as demo:
+    """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
+    Launch it with hosting.launch_options()."""
+    batcher = MicroBatcher(hosting.MAX_BATCH)
+    sentiment, translation = served(sentiment, translation, batcher)
+    with gr.Blocks(
+        title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
+    ) as demo:
         gr.Markdown(INTRO)
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
                 else:
-                    sentiment_tab(sentiment)
+                    sentiment_tab(sentiment, demo)
             with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
                 if translation is None:
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
-                    translation_tab(translation)
-    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_SIZE)
+                    translation_tab(translation, demo)
+        share_ui.select_tab_on_load(demo, tabs)
+    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
+    demo.batcher = batcher  # its counters, for tests and benchmarks
     return demo
 
 
 def main() -> None:
     from viz.models import load_models
 
+    hosting.tame_malloc()
     sentiment, translation = load_models()
     demo = build_demo(
         sentiment.pipeline,
@@ -177,7 +200,7 @@ def main() -> None:
         sentiment_error=sentiment.error,
         translation_error=translation.error,
     )
-    demo.launch()
+    demo.launch(**hosting.launch_options())
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from transformer import TransformerClassifier
 
 from . import heads
 from .attribution import METHODS
-from .batching import sorted_batches
+from .batching import pad, sorted_batches
 from .calibration import Temperature
 from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
@@ -70,7 +70,9 @@ class SentimentPipeline:
         labels = prep.get("labels", ["negative", "positive"])
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         calibration = Temperature.from_preprocessing(prep)
-        return cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+        pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+        pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
 
     def preprocessing(self) -> dict:
         """What preprocessing.json holds for this pipeline: cutting, labels, temperature, domain statistics."""
@@ -102,28 +104,48 @@ class SentimentPipeline:
         """Layers per kind of attention: {"self": n_layers}."""
         return heads.classifier_layers(self.model)
 
-    @torch.no_grad()
     def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
-        """Classify one text. head_mask: {("self", layer, head): multiplier}, 0 switches a head off (this call only)."""
-        ids, toks, n = self.encode(text)
-        if not ids:
-            raise ValueError("the text has no tokens")
+        """Classify one text, with every attention map. head_mask: {("self", layer, head): multiplier}, 0
+        switches a head off (this call only). ValueError when it has no tokens."""
+        result = self.analyze_many([text], head_mask)[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    @torch.no_grad()
+    def analyze_many(
+        self, texts: list[str], head_mask: dict[HeadKey, float] | None = None
+    ) -> list[SentimentResult | ValueError]:
+        """__call__ for several texts in one padded batch (a ValueError in place of a text without tokens).
+
+        Padding changes nothing: the classifier pools over real tokens only and padded keys get zero weight,
+        so each row's maps, cut to its own length, are those of a run on that text alone."""
+        encoded = [self.encode(t) for t in texts]
+        real = [i for i, (ids, _, _) in enumerate(encoded) if ids]
+        results: list = [ValueError("the text has no tokens")] * len(texts)
+        if not real:
+            return results
         masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
-        out = self.model(torch.tensor([ids]), need_weights=True, head_mask=None if masks is None else masks["self"])
-        probs = self.calibration.scale(out.logits, [len(ids)])[0].softmax(-1)
-        label = self.labels[int(probs.argmax())]
-        out_of_domain, domain_score = self.domain_check(ids)
-        return SentimentResult(
-            label=label,
-            probabilities={lab: float(p) for lab, p in zip(self.labels, probs)},
-            tokens=toks,
-            attentions=[a[0] for a in out.attentions],
-            pool_weights=out.pool_weights[0],
-            truncated=n > len(ids),
-            n_tokens=n,
-            out_of_domain=out_of_domain,
-            domain_score=domain_score,
-        )
+        batch = pad([encoded[i][0] for i in real], self.model.config.pad_id)  # (B, T)
+        out = self.model(batch, need_weights=True, head_mask=None if masks is None else masks["self"])
+        lengths = [len(encoded[i][0]) for i in real]
+        probs = self.calibration.scale(out.logits, lengths).softmax(-1)  # (B, labels), calibrated
+        for row, i in enumerate(real):
+            ids, toks, n = encoded[i]
+            T = len(ids)
+            out_of_domain, domain_score = self.domain_check(ids)
+            results[i] = SentimentResult(
+                label=self.labels[int(probs[row].argmax())],
+                probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
+                tokens=toks,
+                attentions=[a[row, :, :T, :T].clone() for a in out.attentions],  # (H, T, T)
+                pool_weights=out.pool_weights[row, :T].clone(),
+                truncated=n > T,
+                n_tokens=n,
+                out_of_domain=out_of_domain,
+                domain_score=domain_score,
+            )
+        return results
 
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of

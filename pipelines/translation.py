@@ -5,9 +5,10 @@ from dataclasses import dataclass, field
 import torch
 
 from transformer import HeadMasks, Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
+from transformer.generation import row_limits
 
 from . import heads
-from .batching import sorted_batches
+from .batching import pad, sorted_batches
 from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
@@ -72,7 +73,9 @@ class TranslationPipeline:
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
         model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
-        return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
+        pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
+        pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
 
     def save_pretrained(self, folder) -> None:
         """Save model, tokenizer and preprocessing.json (decoding and domain statistics) for from_pretrained."""
@@ -96,12 +99,13 @@ class TranslationPipeline:
         return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
 
     def search(
-        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: HeadMasks | None = None
+        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: HeadMasks | None = None, limits=None
     ) -> list[Hypothesis]:
-        """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search."""
+        """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search.
+        limits (B,): row b stops after limits[b] tokens (row_limits: as if each row ran alone)."""
         if beam_size <= 1:
-            return greedy_decode(self.model, src, head_mask=head_mask)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, head_mask=head_mask)
+            return greedy_decode(self.model, src, head_mask=head_mask, limits=limits)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, head_mask=head_mask, limits=limits)
 
     @property
     def head_layers(self) -> dict[str, int]:
@@ -179,49 +183,65 @@ class TranslationPipeline:
     ) -> TranslationResult:
         """Translate one sentence and show how: attentions of every layer and head, and each step's top-k.
         head_mask: {(kind, layer, head): multiplier}, kind "encoder", "decoder" or "cross"; 0 switches a head
-        off for this call only (decoding and the attention maps both run with it)."""
+        off for this call only (decoding and the attention maps both run with it). ValueError: no tokens."""
+        result = self.explain_many([text], beam_size, alpha, top_k, head_mask)[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    @torch.no_grad()
+    def explain_many(
+        self, texts: list[str], beam_size=None, alpha=None, top_k: int = 5, head_mask=None
+    ) -> list[TranslationResult | ValueError]:
+        """__call__ for several sentences in one padded batch (a ValueError in place of one without tokens).
+        Rows do not see each other's padding (masked keys get zero weight; the decoder is causal) and each
+        keeps its own length limit, so each result, cut to its lengths, is that of a run on it alone."""
         masks = self.head_masks(head_mask)
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
-        ids, encs, truncated = self.encode_source([text])
-        if len(ids[0]) <= 1:
-            raise ValueError("the text has no tokens")
-        src = torch.tensor(ids)
-        hyp = self.search(src, beam_size, alpha, masks)[0]
         c = self.model.config
-        produced = hyp.tokens + ([c.eos_id] if hyp.finished else [])
-        # One teacher-forced pass over the chosen output gives, row by row, exactly what the decoder
+        ids, encs, truncated = self.encode_source(texts)
+        real = [i for i in range(len(texts)) if len(ids[i]) > 1]
+        results: list = [ValueError("the text has no tokens")] * len(texts)
+        if not real:
+            return results
+        src = pad([ids[i] for i in real], c.pad_id)  # (B, Ts)
+        hyps = self.search(src, beam_size, alpha, masks, row_limits(self.model, src))
+        produced = [h.tokens + ([c.eos_id] if h.finished else []) for h in hyps]
+        # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
-        tgt_in = torch.tensor([[c.bos_id] + produced[:-1]]) if produced else torch.tensor([[c.bos_id]])
         enc = self.model.encode(src, need_weights=True, head_mask=masks)
+        tgt_in = pad([[c.bos_id] + p[:-1] for p in produced], c.pad_id)  # (B, Tt)
         dec = self.model.decode(tgt_in, enc, need_weights=True, head_mask=masks)
-        probs = dec.logits[0].softmax(-1)  # (Tt, V)
-        topv, topi = probs.topk(top_k, dim=-1)
-        steps = [
-            DecodingStep(self.token_text(tok), [(self.token_text(int(i)), float(v)) for v, i in zip(vs, is_)])
-            for tok, vs, is_ in zip(produced, topv, topi)
-        ]
-        mean_lp = hyp.score / max(1, len(produced))
-        out_of_domain, domain_score = self.domain_check(ids[0], mean_lp)
-        text_clean = clean_text(text)
-        src_spans = spans(encs[0], text_clean)[: len(ids[0]) - 1] + [
-            TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
-        ]
-        return TranslationResult(
-            translation=self.detokenize(hyp.tokens),
-            source_tokens=src_spans,
-            target_tokens=[s.token for s in steps],
-            encoder_attentions=[a[0] for a in enc.attentions],
-            decoder_attentions=[a[0] for a in dec.self_attentions],
-            cross_attentions=[a[0] for a in dec.cross_attentions],
-            steps=steps,
-            score=hyp.score,
-            truncated=truncated[0],
-            target_ids=produced,
-            mean_logprob=mean_lp,
-            out_of_domain=out_of_domain,
-            domain_score=domain_score,
-        )
+        topv, topi = dec.logits.softmax(-1).topk(top_k, dim=-1)  # (B, Tt, k)
+        for row, i in enumerate(real):
+            Ts, Tt = len(ids[i]), max(len(produced[row]), 1)
+            steps = [
+                DecodingStep(self.token_text(tok), [(self.token_text(int(t)), float(v)) for v, t in zip(vs, ts)])
+                for tok, vs, ts in zip(produced[row], topv[row], topi[row])
+            ]
+            mean_lp = hyps[row].score / max(1, len(produced[row]))
+            out_of_domain, domain_score = self.domain_check(ids[i], mean_lp)
+            text_clean = clean_text(texts[i])
+            src_spans = spans(encs[i], text_clean)[: Ts - 1] + [
+                TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
+            ]
+            results[i] = TranslationResult(
+                translation=self.detokenize(hyps[row].tokens),
+                source_tokens=src_spans,
+                target_tokens=[s.token for s in steps],
+                encoder_attentions=[a[row, :, :Ts, :Ts].clone() for a in enc.attentions],
+                decoder_attentions=[a[row, :, :Tt, :Tt].clone() for a in dec.self_attentions],
+                cross_attentions=[a[row, :, :Tt, :Ts].clone() for a in dec.cross_attentions],
+                steps=steps,
+                score=hyps[row].score,
+                truncated=truncated[i],
+                target_ids=produced[row],
+                mean_logprob=mean_lp,
+                out_of_domain=out_of_domain,
+                domain_score=domain_score,
+            )
+        return results
 
     def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
         """Log-probability of the output ids `target_ids` (e.g. TranslationResult.target_ids) given the

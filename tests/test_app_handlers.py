@@ -151,11 +151,12 @@ def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
         label.split(":", 1)[1] == explain.display_token(s) for label, s in zip(x, (review[a:b] for a, b in view.spans))
     )
     tpl = single.data[0].hovertemplate
-    assert "query %{y}" in tpl and "key %{x}" in tpl and "weight %{z" in tpl
-    np.testing.assert_allclose(np.asarray(single.data[0].z), view.attentions[1][2].astype(np.float32))
+    assert "query %{y}" in tpl and "key %{x}" in tpl and "weight 0.%{z" in tpl
+    weights = view.attentions[1][2].astype(np.float32)
+    np.testing.assert_allclose(np.asarray(single.data[0].z) / 1000, np.minimum(weights, 0.999), atol=5e-4)
     assert "Layer 2, head 3" in single.layout.title.text
     H = view.attentions[1].shape[0]
-    assert len(overview.data) == H and all("weight %{z" in tr.hovertemplate for tr in overview.data)
+    assert len(overview.data) == H and all("weight 0.%{z" in tr.hovertemplate for tr in overview.data)
     assert single.layout.dragmode == "zoom"
 
 
@@ -175,8 +176,8 @@ def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mas
     assert (
         len(fig.data) == 4 and np.asarray(fig.data[0].z).shape == (100, 100) and "blocks of 3" in fig.layout.title.text
     )
-    short = figures.heads_overview(attn[:, :50, :50], labels[:50], labels[:50], "Layer 1")
-    assert np.asarray(short.data[0].z).shape == (50, 50)  # short inputs keep every token
+    short = figures.heads_overview(attn[:, :30, :30], labels[:30], labels[:30], "Layer 1")
+    assert np.asarray(short.data[0].z).shape == (30, 30)  # short inputs keep every token
 
 
 def test_layer_and_head_out_of_range_are_clamped(sentiment):
@@ -209,6 +210,8 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
         if sources & {blocks["sentiment-layer"]._id, blocks["sentiment-head"]._id}:
             assert blocks["sentiment-input"] not in fn.inputs
             assert fn.api_visibility == "private"
+            if blocks["sentiment-attention"] not in fn.outputs:
+                continue  # the comparison's diff plot follows layer and head too (tests/test_compare_app.py)
             overview, single = fn.fn(view, 1, 3)
             assert "Layer 2, head 4" in single.layout.title.text
             triggered += 1
@@ -227,8 +230,9 @@ def test_translation_gives_text_status_and_every_figure(translation):
     assert (len(y), len(x)) == (Tt, Ts) and len(set(x)) == Ts and len(set(y)) == Tt
     assert x[0].endswith(":Ein") and x[-1] == f"{Ts - 1}:&lt;/s&gt;"
     assert "English %{y}" in cross.data[0].hovertemplate and "German %{x}" in cross.data[0].hovertemplate
-    assert "weight %{z" in cross.data[0].hovertemplate
-    np.testing.assert_allclose(np.asarray(cross.data[0].z), view.cross[1][2].astype(np.float32))
+    assert "weight 0.%{z" in cross.data[0].hovertemplate
+    weights = np.minimum(view.cross[1][2].astype(np.float32), 0.999)
+    np.testing.assert_allclose(np.asarray(cross.data[0].z) / 1000, weights, atol=5e-4)  # sent in thousandths
     assert len(cross_all.data) == view.cross[1].shape[0]
     assert heatmap_labels(enc) == (view.src_labels, view.src_labels)
     assert heatmap_labels(dec) == (view.tgt_labels, view.tgt_labels)
@@ -241,7 +245,8 @@ def test_translation_step_figures(translation):
     heads, topk = handlers.translation_step(view, 0, 2)
     H, Ts = view.cross[0].shape[0], len(view.src_labels)
     assert np.asarray(heads.data[0].z).shape == (H, Ts) and list(heads.data[0].x) == view.src_labels
-    np.testing.assert_allclose(np.asarray(heads.data[0].z), view.cross[0][:, 1, :].astype(np.float32))
+    weights = np.minimum(view.cross[0][:, 1, :].astype(np.float32), 0.999)
+    np.testing.assert_allclose(np.asarray(heads.data[0].z) / 1000, weights, atol=5e-4)
     assert "Step 2 of" in heads.layout.title.text
     bars = topk.data[0]
     assert len(bars.y) == len(set(bars.y)) == 5

@@ -113,5 +113,5 @@ def test_translation_tab(page, app_url, tmp_path, record_property):
     page.wait_for_selector("#translation-attribution .heatmaplayer image")
     page.wait_for_selector("#translation-head-agreement .heatmaplayer image")
     page.wait_for_function("() => document.querySelector('#translation-faithfulness').textContent.includes('random')")
-    assert "which German tokens drove" in browser.plot_title(page, "translation-attribution")
+    assert "English step × German token" in browser.plot_title(page, "translation-attribution")
     assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))

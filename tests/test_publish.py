@@ -447,10 +447,11 @@ def project(tmp_path, monkeypatch):
 
 
 def expected_space_files(root: Path) -> set[str]:
-    code = {
+    code = {  # the packages' modules and data files (pipelines/default_methods.json), not their caches
         p.relative_to(root).as_posix()
         for pkg in ("transformer", "pipelines", "viz")
-        for p in (root / pkg).rglob("*.py")
+        for p in (root / pkg).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
     }
     return code | {"app.py", "requirements.txt", "README.md"}
 

@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import torch
@@ -32,5 +33,61 @@ def atomic_folder(write, folder: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
+class DamagedCheckpoint(Exception):
+    """A checkpoint that cannot be resumed from. str() is one line that names the file."""
+
+
+RESUME_KEYS = ("model", "optimizer", "scheduler", "state", "rng")
+_ADVICE = "delete it to start over, or pass another --out"
+
+
 def load_state(path: Path) -> dict:
-    return torch.load(path, map_location="cpu", weights_only=True)
+    """What torch.save wrote to path, tensors and plain data only (weights_only=True: never runs code).
+
+    Raises DamagedCheckpoint for an unreadable, empty, truncated or foreign file.
+    """
+    try:
+        with warnings.catch_warnings():  # a garbage file makes torch warn about pickle protocols first
+            warnings.simplefilter("ignore")
+            saved = torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as e:
+        raise DamagedCheckpoint(f"{path}: cannot be read ({e.strerror or type(e).__name__})") from None
+    except Exception:  # torch's own message would advise unsafe loading: never pass it on
+        what = "the file is empty" if Path(path).stat().st_size == 0 else "truncated or not a training checkpoint"
+        raise DamagedCheckpoint(f"{path}: damaged checkpoint ({what}); {_ADVICE}") from None
+    return saved
+
+
+def _mismatch(model, weights: dict) -> str | None:
+    """Why `weights` does not fit `model` (missing, unexpected or differently shaped tensors), or None."""
+    own = model.state_dict()
+    missing, unexpected = own.keys() - weights.keys(), weights.keys() - own.keys()
+    shaped = [k for k in own.keys() & weights.keys() if getattr(weights[k], "shape", None) != own[k].shape]
+    if not (missing or unexpected or shaped):
+        return None
+    parts = [f"{len(v)} {name}" for name, v in (("missing", missing), ("unexpected", unexpected)) if v]
+    parts += [f"{len(shaped)} of another shape (e.g. {sorted(shaped)[0]})"] if shaped else []
+    return "weights for another architecture: " + ", ".join(parts) + " tensors"
+
+
+def restore(path: Path, model, optimizer, scheduler, parse_state=dict):
+    """Load a checkpoint into model, optimizer and scheduler and the RNG; returns parse_state(saved loop state).
+
+    Raises DamagedCheckpoint (one line, naming the file) when it cannot be resumed from.
+    """
+    saved = load_state(path)
+    missing = [k for k in RESUME_KEYS if k not in saved] if isinstance(saved, dict) else list(RESUME_KEYS)
+    if missing:
+        raise DamagedCheckpoint(f"{path}: incomplete checkpoint (no {', '.join(missing)}); {_ADVICE}")
+    if not isinstance(saved["model"], dict) or (why := _mismatch(model, saved["model"])):
+        raise DamagedCheckpoint(f"{path}: {why or 'no model weights'}; {_ADVICE}")
+    try:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
+        torch.set_rng_state(saved["rng"])
+        state = parse_state(saved["state"])
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
+        raise DamagedCheckpoint(f"{path}: optimizer or training state does not fit ({first}); {_ADVICE}") from None
+    return state

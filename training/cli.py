@@ -167,6 +167,7 @@ def add_translation_parser(sub) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from .checkpoint import DamagedCheckpoint
     from .data import DataError
     from .loop import BEST, train
 
@@ -207,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "data": args.data_dir or "hub",
     }
-    summary = train(model, task, loop_config(args), run_info, started=t_start)
+    try:
+        summary = train(model, task, loop_config(args), run_info, started=t_start)
+    except DamagedCheckpoint as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(json.dumps(summary))
     if args.push_to_hub:
         from .publish import main as publish_main

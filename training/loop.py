@@ -16,7 +16,7 @@ from typing import Protocol
 import torch
 from tqdm.auto import tqdm
 
-from .checkpoint import atomic_folder, atomic_torch_save, load_state
+from .checkpoint import atomic_folder, atomic_torch_save, load_state, restore
 
 # The files of a run folder (--out).
 CHECKPOINT = "checkpoint.pt"  # what --resume needs
@@ -172,12 +172,8 @@ class Run:
         if not self.ckpt_path.exists():
             self.acc.print(f"--resume: no checkpoint at {self.ckpt_path}, starting from scratch")
             return
-        saved = load_state(self.ckpt_path)
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        self.sched.load_state_dict(saved["scheduler"])
-        self.state = LoopState.from_dict(saved["state"])
-        torch.set_rng_state(saved["rng"])
+        # DamagedCheckpoint (one line naming the file): the command exits 2
+        self.state = restore(self.ckpt_path, model, opt, self.sched, LoopState.from_dict)
         s = self.state
         self.acc.print(f"resumed from {self.ckpt_path}: epoch {s.epoch}, batch {s.batch}, step {s.step}")
 

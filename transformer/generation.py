@@ -27,29 +27,43 @@ def _strip(seq: list[int], eos_id: int) -> list[int]:
     return seq[: seq.index(eos_id)] if eos_id in seq else seq
 
 
+def row_limits(model: Seq2SeqTransformer, src_ids: torch.Tensor) -> torch.Tensor:
+    """(B,) each row's default_max_len from its own length: a padded batch then decodes each row exactly
+    as a run on that row alone would."""
+    real = (src_ids != model.config.pad_id).sum(1)  # (B,)
+    return ((real * 3) // 2 + 10).clamp(max=model.config.max_len - 1)
+
+
 @torch.no_grad()
 def greedy_decode(
-    model: Seq2SeqTransformer, src_ids: torch.Tensor, max_len: int | None = None, head_mask: HeadMasks | None = None
+    model: Seq2SeqTransformer,
+    src_ids: torch.Tensor,
+    max_len: int | None = None,
+    head_mask: HeadMasks | None = None,
+    limits: torch.Tensor | None = None,
 ) -> list[Hypothesis]:
-    """The most likely next token at every step, for each row of src_ids (B, Ts); head_mask switches heads off."""
+    """The most likely next token at every step, for each row of src_ids (B, Ts); head_mask switches heads off;
+    row b stops after limits[b] tokens when limits (B,) is given."""
     c = model.config
-    max_len = max_len or default_max_len(model, src_ids)
+    max_len = int(limits.max()) if limits is not None else max_len or default_max_len(model, src_ids)
     enc = model.encode(src_ids, head_mask=head_mask)
     B = src_ids.size(0)
     last = torch.full((B, 1), c.bos_id, dtype=torch.long, device=src_ids.device)
     done = torch.zeros(B, dtype=torch.bool, device=src_ids.device)
     scores = torch.zeros(B, device=src_ids.device)
     out, cache = [], None
-    for _ in range(max_len):
+    limits = torch.full((B,), max_len, device=src_ids.device) if limits is None else limits
+    for i in range(max_len):
         step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=head_mask)
         cache = step.cache
         logp = step.logits[:, -1].log_softmax(-1)  # (B, V)
         best = logp.argmax(-1)  # (B,)
-        scores += torch.where(done, 0.0, logp.gather(1, best[:, None])[:, 0])
-        best = best.masked_fill(done, c.eos_id)
+        live = ~done & (i < limits)  # rows still decoding
+        scores += torch.where(live, logp.gather(1, best[:, None])[:, 0], 0.0)
+        best = best.masked_fill(~live, c.eos_id)
         out.append(best)
-        done |= best == c.eos_id
-        if done.all():
+        done |= live & (best == c.eos_id)
+        if not (~done & (i + 1 < limits)).any():
             break
         last = best[:, None]
     seqs = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
@@ -69,17 +83,17 @@ def beam_search(
     alpha: float = 0.6,
     max_len: int | None = None,
     head_mask: HeadMasks | None = None,
+    limits: torch.Tensor | None = None,
 ) -> list[Hypothesis]:
     """Batched beam search: the best hypothesis per row of src_ids (B, Ts), ranked by score / penalty.
-    head_mask switches heads off (per-row masks follow their row into its beams).
-
-    Finished beams keep their slot and score (they may only 'emit' EOS again), so every step
-    compares finished and growing hypotheses by their length-normalised score.
-    """
+    head_mask switches heads off (per-row masks follow their row into its beams). Finished beams keep their
+    slot and score (they may only 'emit' EOS again), so every step compares finished and growing hypotheses
+    by their length-normalised score. With limits (B,), row b stops after limits[b] steps (beams frozen)."""
     c = model.config
     K, dev = beam_size, src_ids.device
-    max_len = max_len or default_max_len(model, src_ids)
+    max_len = int(limits.max()) if limits is not None else max_len or default_max_len(model, src_ids)
     B = src_ids.size(0)
+    limits = torch.full((B,), max_len, device=dev) if limits is None else limits
     enc = model.encode(src_ids, head_mask=head_mask)
     beam_mask = head_mask.repeat_rows(K) if head_mask is not None else None  # (L, B*K, H) where per row
     enc = EncoderOutput(enc.memory.repeat_interleave(K, 0), enc.src_mask.repeat_interleave(K, 0))  # (B*K, ...)
@@ -91,7 +105,8 @@ def beam_search(
     history = torch.empty(B, K, 0, dtype=torch.long, device=dev)
     last = torch.full((B * K, 1), c.bos_id, dtype=torch.long, device=dev)
     cache = None
-    for _ in range(max_len):
+    keep = torch.arange(K, device=dev).expand(B, K)  # a frozen row's beams stay where they are
+    for i in range(max_len):
         step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=beam_mask)
         logp = step.logits[:, -1].log_softmax(-1).view(B, K, -1)  # (B, K, V)
         V = logp.size(-1)
@@ -102,15 +117,17 @@ def beam_search(
         cand_len = (lengths + (~finished).long())[..., None]  # (B, K, 1)
         cand_norm = cand_raw / length_penalty(cand_len, alpha)
         top = cand_norm.view(B, K * V).topk(K, dim=-1).indices  # (B, K)
+        frozen = (i >= limits)[:, None]  # (B, 1) rows past their own limit
+        top = torch.where(frozen, keep * V + c.eos_id, top)
         beam, tok = top // V, top % V
-        raw = cand_raw.view(B, K * V).gather(1, top)
-        lengths = cand_len.expand(B, K, V).reshape(B, K * V).gather(1, top)
-        finished = finished.gather(1, beam) | (tok == c.eos_id)
+        raw = torch.where(frozen, raw, cand_raw.view(B, K * V).gather(1, top))
+        lengths = torch.where(frozen, lengths, cand_len.expand(B, K, V).reshape(B, K * V).gather(1, top))
+        finished = torch.where(frozen, finished, finished.gather(1, beam) | (tok == c.eos_id))
         history = torch.cat([history.gather(1, beam[..., None].expand(-1, -1, history.size(2))), tok[..., None]], 2)
         flat = (beam + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) rows to keep
         cache = step.cache.reorder(flat)
         last = tok.view(B * K, 1)
-        if finished.all():
+        if (finished | (i + 1 >= limits)[:, None]).all():
             break
     norm = raw / length_penalty(lengths, alpha)
     best = norm.argmax(-1)  # (B,)

@@ -1,4 +1,8 @@
-"""Example inputs: movie reviews (short and long, clear and mixed) and Multi30k-style German captions."""
+"""Example inputs: movie reviews (short and long, clear and mixed), Multi30k-style German captions, and
+contrast pairs for the comparison."""
+
+import json
+from pathlib import Path
 
 LONG_REVIEW = """\
 I went into this film knowing almost nothing about it except that it was a small, slow science-fiction \
@@ -53,6 +57,10 @@ REVIEWS: list[tuple[str, str]] = [
         "What a treat: a thriller with no thrills, a romance with no chemistry and a twist you can see coming "
         "from the opening credits. The best part was the popcorn. Truly unforgettable, and I mean that as a warning.",
     ),
+    ("Sentence, positive", "A quiet, beautifully acted film that stays with you."),
+    ("Sentence, negation", "The movie was not good at all."),
+    ("Sentence, contrast", "Great cast, but a hollow story."),
+    ("Sentence, 'yet'", "It is long, yet never boring."),
     ("Long (about 300 words)", LONG_REVIEW),
 ]
 
@@ -69,3 +77,42 @@ GERMAN: list[str] = [
 # Fixed inputs for the latency benchmark: a ~300-word review and a 15-word German sentence.
 BENCH_REVIEW = LONG_REVIEW
 BENCH_GERMAN = "Ein älterer Mann mit grauem Bart sitzt auf einer Bank und liest eine alte Zeitung."
+
+# One-click contrast pairs for the comparison (first, second, what changed). benchmarks/contrast_pairs.jsonl,
+# the hand-made contrast set, replaces these when it is there (contrast_pairs()).
+CONTRAST_PAIRS: list[tuple[str, str, str]] = [
+    ("The acting was good.", "The acting was not good.", "negation"),
+    (
+        "A funny, clever film with a great cast.",
+        "A dull, clumsy film with a great cast.",
+        "adjectives",
+    ),
+    (
+        "I expected to hate it, but I loved every minute.",
+        "I expected to love it, but I hated every minute.",
+        "swap",
+    ),
+    (
+        "The plot is predictable and the ending is weak.",
+        "The plot is predictable but the ending is superb.",
+        "contrast",
+    ),
+]
+CONTRAST_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "contrast_pairs.jsonl"
+
+
+def contrast_pairs(path: Path = CONTRAST_FILE, limit: int = 12) -> list[tuple[str, str, str]]:
+    """(first review, second review, button label) pairs: from the hand-made contrast set when it exists and
+    reads cleanly (one of each kind first, then the rest, up to `limit`), else CONTRAST_PAIRS."""
+    try:
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        pairs = [(r["a"], r["b"], str(r.get("kind") or "pair")) for r in rows if r.get("a") and r.get("b")]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return CONTRAST_PAIRS[:limit]
+    if not pairs:
+        return CONTRAST_PAIRS[:limit]
+    first_of_kind: dict[str, tuple[str, str, str]] = {}
+    for pair in pairs:
+        first_of_kind.setdefault(pair[2], pair)
+    firsts = list(first_of_kind.values())
+    return (firsts + [p for p in pairs if p not in firsts])[:limit]

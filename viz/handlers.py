@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import gradio as gr
 import numpy as np
 
+from pipelines.microbatch import TooManyRequests
+
 from . import explain, figures
 from . import notices as notices_
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text, clamp, plural
 
 log = logging.getLogger(__name__)
 HIGHLIGHT_MODES = [
@@ -21,6 +23,8 @@ HIGHLIGHT_MODES = [
     ("Attention rollout (traced to the input)", "rollout"),
 ]
 DECODING = ["beam search", "greedy"]
+BUSY = "You have many requests waiting already. Please wait for them to finish, then try again."
+MAX_BEAM = 8  # the slider's maximum; API clients are held to it too
 
 
 def _status(lines: list[str], error: str | None = None) -> str:
@@ -36,7 +40,7 @@ def _half(attn) -> np.ndarray:
 
 def _layer_head(n_layers: int, n_heads: int, layer, head) -> tuple[int, int]:
     """Clamp layer and head choices (ints, or strings from an API client) into range."""
-    return min(max(int(layer or 0), 0), n_layers - 1), min(max(int(head or 0), 0), n_heads - 1)
+    return clamp(layer, 0, n_layers - 1, 0), clamp(head, 0, n_heads - 1, 0)
 
 
 # --- sentiment ------------------------------------------------------------------------------------------
@@ -64,6 +68,8 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
         result = pipe(checked.text)
     except ValueError:
         return None, None, _status(checked.notices, "The model found no words to read in this text.")
+    except TooManyRequests:
+        return None, None, _status(checked.notices, BUSY)
     except Exception:
         log.exception("sentiment failed")
         return None, None, _status(checked.notices, "Sorry, the model failed on this text. Please try another one.")
@@ -143,11 +149,13 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
     checked = check_text(german_text, MAX_GERMAN_CHARS, "German sentence")
     if checked.text is None:
         return None, "", _status([], checked.error)
-    beam = 1 if decoding == "greedy" else min(max(int(beam_size or 1), 1), 10)
+    beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, getattr(pipe, "beam_size", 4))
     try:
         result = pipe(checked.text, beam_size=beam)
     except ValueError:
         return None, "", _status(checked.notices, "The model found no words to read in this text.")
+    except TooManyRequests:
+        return None, "", _status(checked.notices, BUSY)
     except Exception:
         log.exception("translation failed")
         msg = "Sorry, the model failed on this text. Please try another one."
@@ -172,7 +180,7 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
         cross=[_half(a) for a in result.cross_attentions],
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
-    summary = f"{len(result.steps)} steps, {how}; {notices_.translation_confidence(result.mean_logprob)}"
+    summary = f"{plural(len(result.steps), 'step')}, {how}; {notices_.translation_confidence(result.mean_logprob)}"
     ood = notices_.translation_notice(result)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
@@ -214,7 +222,7 @@ def translation_step(view: TranslationView | None, layer: int, step: int):
         return None, None
     steps = view.steps
     layer, _ = _layer_head(len(view.cross), 1, layer, 0)
-    t = min(max(int(step or 1), 1), len(steps)) - 1
+    t = clamp(step, 1, len(steps), 1) - 1
     produced = steps[t].token
     tok = html.escape(produced, quote=False)
     heat = figures.step_heatmap(

@@ -1,5 +1,7 @@
-"""Checking what a user typed or pasted: length caps, empty input, control characters, markup, emoji."""
+"""Checking what a user typed or pasted: length caps, empty input, invisible and control characters,
+lone surrogates, markup, emoji, and numbers sent by API clients."""
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -9,8 +11,12 @@ from pipelines.text import CONTROL_CHARS, clean_text
 MAX_REVIEW_CHARS = 20_000
 MAX_GERMAN_CHARS = 1_000
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][^<>]*>")
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB's line breaks: expected, not worth a notice
+# Characters that draw nothing although Unicode calls them letters or symbols (fillers, a blank pattern).
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
 
 
 @dataclass
@@ -20,6 +26,26 @@ class CheckedText:
     text: str | None
     error: str | None = None
     notices: list[str] = field(default_factory=list)
+
+
+def plural(n: int, word: str) -> str:
+    """'1 token', '2 tokens', '1,234 tokens'."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
+def is_visible(c: str) -> bool:
+    """False for whitespace, control and format characters (zero-width space, BOM, soft hyphen...) and fillers."""
+    return not c.isspace() and c not in _BLANK_LETTERS and unicodedata.category(c) not in _INVISIBLE_CATEGORIES
+
+
+def fix_surrogates(text: str) -> tuple[str, int]:
+    """Join surrogate pairs into their character and replace lone surrogates (not valid text) by U+FFFD."""
+    n_surrogates = len(_SURROGATE.findall(text))
+    if not n_surrogates:
+        return text, 0
+    fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    n_pairs = len(text) - len(fixed)  # each joined pair is one character shorter
+    return fixed, n_surrogates - 2 * n_pairs
 
 
 def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
@@ -32,18 +58,41 @@ def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
             f"(the app reads at most {max_chars:,})."
         )
         text = text[:max_chars]
+    text, n_lone = fix_surrogates(text)
     n_control = len(CONTROL_CHARS.findall(text))
     text = clean_text(text)
-    if not text.strip():
+    if not any(is_visible(c) for c in text):
         if not isinstance(raw, str) or not raw:
             return CheckedText(None, f"Please type or paste a {what} first, or pick one of the examples.")
         return CheckedText(
             None, f"The {what} is empty: it holds only spaces or invisible characters. Please type some words."
         )
+    if n_lone:
+        notices.append(f"{plural(n_lone, 'broken character')} (not valid Unicode) replaced by �.")
     if n_control:
-        notices.append(f"{n_control:,} control character{'s' if n_control > 1 else ''} replaced by spaces.")
+        notices.append(f"{plural(n_control, 'control character')} replaced by spaces.")
     if _TAG.search(_BREAK.sub(" ", text)):
         notices.append("The text contains HTML-like tags: they are read as plain text and shown as text, never run.")
     if any(unicodedata.category(c) == "So" for c in text):
         notices.append("Emoji and symbols are read as several byte pieces each; the model saw few of them in training.")
     return CheckedText(text, None, notices)
+
+
+def to_int(value: object, default: int) -> int:
+    """An int from whatever an API client sent (int, float, numeric string); default for NaN, inf or junk."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return default
+    return int(number) if math.isfinite(number) else default
+
+
+def clamp(value: object, low: int, high: int, default: int) -> int:
+    return min(max(to_int(value, default), low), high)
+
+
+def beam_width(decoding: object, beam_size: object, default: int = 4) -> int:
+    """The beam size to decode with: 1 for greedy, else beam_size clamped to 1..8 (default when not a number)."""
+    if decoding == "greedy":
+        return 1
+    return clamp(beam_size, 1, 8, default)

@@ -2,12 +2,15 @@
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_SOURCES = {"SENTIMENT_MODEL": "assets/sentiment", "TRANSLATION_MODEL": "assets/translation"}
 log = logging.getLogger(__name__)
+# An absolute path (POSIX or Windows) of two or more parts; only its last part is kept.
+_ABS_PATH = re.compile(r"(?:(?<![\w.~-])/|\b[A-Za-z]:\\)(?:[^\s/\\:'\"`,;()]+[/\\])+([^\s/\\:'\"`,;()]*)")
 
 
 @dataclass
@@ -53,3 +56,10 @@ def load_models() -> tuple[LoadedModel, LoadedModel]:
     from pipelines import SentimentPipeline, TranslationPipeline
 
     return load_pipeline(SentimentPipeline, "SENTIMENT_MODEL"), load_pipeline(TranslationPipeline, "TRANSLATION_MODEL")
+
+
+def redact_paths(message: str) -> str:
+    """A message safe to show visitors: paths under the repo made relative, other absolute paths cut to
+    '…/last-part'. The full message stays in the server log."""
+    message = message.replace(str(ROOT) + os.sep, "")
+    return _ABS_PATH.sub(lambda m: "…/" + m.group(1), message)

@@ -12,7 +12,9 @@ TRANSLATION_OUT_OF_DOMAIN = (
 
 def sentiment_summary(label: str, confidence: float, n_tokens: int) -> str:
     """'**positive** (83.4%) · fairly sure · 40 tokens read': the calibrated probability, also in words."""
-    return f"**{label}** ({confidence:.1%}) · {confidence_words(confidence)} · {n_tokens:,} tokens read"
+    from .inputs import plural
+
+    return f"**{label}** ({confidence:.1%}) · {confidence_words(confidence)} · {plural(n_tokens, 'token')} read"
 
 
 def sentiment_notice(result) -> str | None:

@@ -38,7 +38,7 @@ def attribution_heatmap(expl) -> go.Figure:
     fig = go.Figure(heat)
     fig.update_xaxes(title_text="German token", tickangle=-60, tickfont=dict(size=10), type="category")
     fig.update_yaxes(title_text="English step", autorange="reversed", tickfont=dict(size=10), type="category")
-    title = f"{NAMES[expl.method]}: which German tokens drove each English token"
+    title = f"{NAMES[expl.method]}: English step × German token"
     return _layout(fig, title, int(min(760, max(420, 220 + 18 * len(tgt)))))
 
 
@@ -62,7 +62,7 @@ def agreement_heatmap(expl) -> go.Figure:
     )
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(type="category")
-    return _layout(fig, f"Which heads follow the evidence: agreement with {NAMES[expl.method].lower()}", 320)
+    return _layout(fig, "Each head's agreement with it (rank correlation)", 320)
 
 
 def faithfulness_markdown(report, expl) -> str:

@@ -1,0 +1,210 @@
+"""Load test: start the app (python app.py) on a free port and drive both public endpoints from many clients.
+
+    python benchmarks/load.py --clients 32 --seconds 300       # the hosting check (about 7 minutes)
+    python benchmarks/load.py --quick                           # a short run, as CI does (tests/test_load.py)
+
+Phases: warm-up (each input once, sequentially: the reference answers), --sequential calls one after another
+(a new session each), one client for --single-seconds (the one-client rate), then --clients clients for
+--seconds, half on /sentiment (reviews of about 300 words) and half on /translate (15-word German sentences,
+default decoding). Prints requests, failures (errors, warnings, answers that differ from the sequential
+reference), p50/p95 per endpoint, throughput, and the app's resident memory at start, after warm-up, after
+the sequential calls and at the end (with the peak). Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL or assets/.
+"""
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.browser import free_port  # noqa: E402
+from viz.examples import BENCH_GERMAN, LONG_REVIEW  # noqa: E402
+
+_PARAGRAPHS = LONG_REVIEW.split("\n\n")
+REVIEWS = ["\n\n".join(_PARAGRAPHS[i:] + _PARAGRAPHS[:i]) for i in range(3)]  # ~300 words each
+GERMAN = [
+    BENCH_GERMAN,
+    "Zwei junge Frauen in bunten Kleidern tanzen auf einer Straße vor einem kleinen roten Café.",
+    "Ein Junge mit einer roten Mütze spielt mit seinem Hund im Schnee vor dem Haus.",
+]
+TASKS = {"/sentiment": REVIEWS, "/translate": GERMAN}
+
+
+@dataclass
+class Tally:
+    """Seconds per successful call and failures, per endpoint."""
+
+    seconds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in TASKS})
+    failures: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in TASKS})
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of a process in MB (VmRSS)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def start_app(port: int) -> subprocess.Popen:
+    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1"}
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "app.py")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+
+
+def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
+    import httpx
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the app exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            if httpx.get(url + "config", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"the app did not start within {timeout:.0f} s")
+
+
+def answer(result) -> str:
+    """What must not change between a call under load and the same call alone: the label or the English."""
+    first = result[0]
+    return first.get("label", "") if isinstance(first, dict) else str(first)
+
+
+def call(client, api: str, text: str, reference: dict, tally: Tally) -> None:
+    start = time.perf_counter()
+    try:
+        result = client.predict(text, api_name=api)
+        problem = "warning: " + result[1][:80] if "⚠️" in result[1] else None
+        if problem is None and reference and answer(result) != reference[(api, text)]:
+            problem = f"differs from the sequential answer for {text[:30]!r}"
+    except Exception as e:  # a failed request is counted, never fatal
+        problem = f"{type(e).__name__}: {str(e)[:80]}"
+    with tally.lock:
+        if problem:
+            tally.failures[api].append(problem)
+        else:
+            tally.seconds[api].append(time.perf_counter() - start)
+
+
+def drive(url: str, clients: int, seconds: float, reference: dict) -> tuple[Tally, float]:
+    """`clients` threads, each its own session, calling one endpoint in a loop until `seconds` pass."""
+    from gradio_client import Client
+
+    tally, end = Tally(), time.monotonic() + seconds
+    apis = list(TASKS)
+
+    def loop(i: int) -> None:
+        client = Client(url, verbose=False, analytics_enabled=False)
+        api, n = apis[i % len(apis)] if clients > 1 else None, 0
+        while time.monotonic() < end:
+            this = api or apis[n % len(apis)]  # a lone client alternates the endpoints
+            call(client, this, TASKS[this][(i + n) % len(TASKS[this])], reference, tally)
+            n += 1
+
+    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(clients)]
+    start = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return tally, time.monotonic() - start
+
+
+def sequential(url: str, n: int, reference: dict | None = None) -> dict:
+    """n calls one after another, each from a new session; returns {(api, text): answer}."""
+    from gradio_client import Client
+
+    client, answers = Client(url, verbose=False, analytics_enabled=False), {}
+    jobs = [(api, text) for api, texts in TASKS.items() for text in texts]
+    for i in range(n):
+        api, text = jobs[i % len(jobs)]
+        client.session_hash = uuid.uuid4().hex
+        answers[(api, text)] = answer(client.predict(text, api_name=api))
+    return answers
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else (values or [0])[0]
+
+
+def report(name: str, tally: Tally, wall: float) -> float:
+    print(f"\n{name}: {wall:.0f} s")
+    print("| endpoint | requests | failures | p50 s | p95 s | max s |\n| --- | ---: | ---: | ---: | ---: | ---: |")
+    for api in TASKS:
+        ok, bad = tally.seconds[api], tally.failures[api]
+        if ok or bad:
+            p50, p95 = (statistics.median(ok), percentile(ok, 95)) if ok else (0, 0)
+            print(f"| {api} | {len(ok) + len(bad)} | {len(bad)} | {p50:.2f} | {p95:.2f} | {max(ok or [0]):.2f} |")
+    for api, bad in tally.failures.items():
+        for problem in sorted(set(bad))[:5]:
+            print(f"  {api} failure: {problem}")
+    rate = sum(len(v) for v in tally.seconds.values()) / wall
+    print(f"throughput: {rate:.2f} successful requests/s")
+    return rate
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=32, help="concurrent clients, half on each endpoint")
+    parser.add_argument("--seconds", type=float, default=300, help="length of the concurrent phase")
+    parser.add_argument("--single-seconds", type=float, default=30, help="length of the one-client phase")
+    parser.add_argument("--sequential", type=int, default=1000, help="sequential calls, a new session each")
+    parser.add_argument("--quick", action="store_true", help="4 clients for 6 s, 4 s alone, 6 sequential calls")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.clients, args.seconds, args.single_seconds, args.sequential = 4, 6, 4, 6
+    return run(args)
+
+
+def run(args) -> int:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    proc = start_app(port)
+    memory, peak = {}, [0.0]
+    sampling = threading.Event()
+
+    def sample() -> None:
+        while not sampling.wait(1.0):
+            peak[0] = max(peak[0], rss_mb(proc.pid))
+
+    try:
+        wait_ready(url, proc)
+        memory["start"] = rss_mb(proc.pid)
+        threading.Thread(target=sample, daemon=True).start()
+        reference = sequential(url, 2 * sum(len(t) for t in TASKS.values()))
+        memory["after warm-up"] = rss_mb(proc.pid)
+        t0 = time.monotonic()
+        sequential(url, args.sequential)
+        print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")
+        memory[f"after {args.sequential} sequential calls"] = rss_mb(proc.pid)
+        one = report("1 client, alternating", *drive(url, 1, args.single_seconds, reference))
+        many = report(
+            f"{args.clients} clients, half on each endpoint", *drive(url, args.clients, args.seconds, reference)
+        )
+        memory["end"] = rss_mb(proc.pid)
+        print(f"\nthroughput with {args.clients} clients: {many / max(one, 1e-9):.1f}x one client's")
+        print("resident memory of the app, MB: " + ", ".join(f"{k} {v:.0f}" for k, v in memory.items()))
+        print(f"peak {max(peak[0], *memory.values()):.0f} MB (sampled every second)")
+    finally:
+        sampling.set()
+        proc.terminate()
+        proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Share, download and compare in a real headless chromium, on the tiny models: a link opens a view without
+typing, "Download data" saves JSON that agrees with the API, plots save PNG and SVG, a comparison shows two
+labels (or two translations)."""
+
+import json
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from gradio_client import Client
+
+from benchmarks import browser
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz.examples import contrast_pairs
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+REVIEW = "A warm, funny film – „wunderbar“ <b>really</b> 🎬"
+
+
+@pytest.fixture(scope="module")
+def app_url(sentiment_dir, translation_dir):
+    from app import build_demo
+
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
+    )
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
+        yield page
+
+
+def heatmap_drawn(page, elem_id: str) -> None:
+    page.wait_for_selector(f"#{elem_id} .heatmaplayer image", timeout=browser.TIMEOUT_MS)
+
+
+def open_review_link(page, app_url: str, **view) -> str:
+    """Open a link to REVIEW (and the given view) unless the page shows it already; returns the query."""
+    query = urlencode({"tab": "sentiment", "text": REVIEW, **view})
+    if page.url != f"{app_url}?{query}":
+        page.goto(f"{app_url}?{query}")
+    heatmap_drawn(page, "sentiment-attention")
+    return query
+
+
+def download(page, click_selector: str) -> Path:
+    with page.expect_download(timeout=browser.TIMEOUT_MS) as info:
+        page.locator(click_selector).click()
+    return Path(info.value.path()), info.value.suggested_filename
+
+
+def test_a_link_opens_the_review_and_its_view_without_typing(page, app_url):
+    query = open_review_link(page, app_url, layer=2, head=3, method="rollout")
+    assert page.locator("#sentiment-input textarea").input_value() == REVIEW
+    label = page.locator("#sentiment-label [data-testid=label-output-value]").text_content().strip()
+    assert label in ("positive", "negative") and label in page.locator("#sentiment-status").text_content()
+    assert "Layer 2, head 3" in browser.plot_title(page, "sentiment-attention")
+    assert page.locator("#sentiment-highlight-mode input[value=rollout]").is_checked()
+
+    page.locator("#sentiment-share").click()
+    page.wait_for_function("() => document.querySelector('#sentiment-share-link textarea').value.startsWith('http')")
+    assert page.locator("#sentiment-share-link textarea").input_value() == f"{app_url}?{query}".replace("%20", "+")
+
+
+def test_download_data_agrees_with_the_api(page, app_url):
+    open_review_link(page, app_url, layer=2, head=3, method="rollout")
+    path, name = download(page, "#sentiment-download")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert name.startswith("attention-sentiment-") and name.endswith(".json")
+    label, _ = Client(app_url, verbose=False, analytics_enabled=False).predict(REVIEW, api_name="/sentiment")
+    assert data["input"]["text"] == REVIEW and data["prediction"]["label"] == label["label"]
+    for c in label["confidences"]:
+        assert data["prediction"]["probabilities"][c["label"]] == pytest.approx(c["confidence"], abs=1e-5)
+    n = len(data["tokens"])
+    assert len(data["attentions"]["self"]) == 2 and len(data["attentions"]["self"][0]) == 4
+    assert len(data["attentions"]["self"][1][3]) == n and len(data["attentions"]["self"][1][3][0]) == n
+
+
+@pytest.mark.parametrize("title,suffix", [("Download plot as a PNG", ".png"), ("Download plot as SVG", ".svg")])
+def test_every_plot_saves_png_and_svg(page, app_url, title, suffix):
+    open_review_link(page, app_url, layer=2, head=3, method="rollout")
+    page.locator("#sentiment-attention .nsewdrag").first.hover()
+    path, name = download(page, f'#sentiment-attention .modebar-btn[data-title="{title}"]')
+    assert name == f"sentiment-attention{suffix}"
+    head = path.read_bytes()[:200]
+    assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in head
+
+
+def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
+    open_review_link(page, app_url, layer=2, head=3, method="rollout")
+    second = page.locator("#sentiment-compare-input textarea")
+    second.fill("")
+    page.locator("#sentiment-input textarea").focus()  # focus elsewhere, then come back as a user would
+    second.click()  # an empty second box takes a copy of the first, to edit
+    page.wait_for_function("() => document.querySelector('#sentiment-compare-input textarea').value.length > 0")
+    assert second.input_value() == REVIEW
+    second.fill("A dull, clumsy film – „langweilig“ <b>really</b> 🎬")
+    page.locator("#sentiment-compare-submit").click()
+    page.wait_for_selector("#sentiment-compare-output .compare-label")
+    labels = page.locator("#sentiment-compare-output .compare-label").all_text_contents()
+    assert len(labels) == 2 and set(labels) <= {"positive", "negative"}
+    heatmap_drawn(page, "sentiment-compare-diff")
+    assert "layer 2, head 3" in browser.plot_title(page, "sentiment-compare-diff")
+    assert page.locator("#sentiment-compare-output ins").count() > 0  # inserted tokens are marked
+    assert page.locator("#sentiment-compare-output b").count() == 0  # the markup is shown, never run
+
+    # A contrast pair: one click fills both reviews and compares them.
+    first, second_text, kind = contrast_pairs()[0]
+    before = page.locator("#sentiment-compare-output").inner_html()
+    page.get_by_role("button", name=f"{kind}: {first[:40]}").click()
+    page.wait_for_function(
+        "t => document.querySelector('#sentiment-compare-input textarea').value === t", arg=second_text
+    )
+    page.wait_for_function("html => document.querySelector('#sentiment-compare-output').innerHTML !== html", arg=before)
+    assert page.locator("#sentiment-input textarea").input_value() == first
+    assert page.locator("#sentiment-compare-output .compare-label").count() == 2
+
+
+def test_a_translation_link_and_comparison(page, app_url):
+    query = urlencode({"tab": "translation", "text": "Zwei Hunde spielen.", "decoding": "greedy", "step": 2})
+    page.goto(f"{app_url}?{query}")
+    heatmap_drawn(page, "translation-step-heads")
+    assert page.locator("#translation-input textarea").input_value() == "Zwei Hunde spielen."
+    assert "greedy decoding" in page.locator("#translation-status").text_content()
+    assert "Step 2 of" in browser.plot_title(page, "translation-step-heads")
+
+    page.locator("#translation-compare-input textarea").fill("Drei Hunde spielen.")
+    page.locator("#translation-compare-submit").click()
+    page.wait_for_selector("#translation-compare-output .compare-label")
+    assert page.locator("#translation-compare-output .compare-label").count() == 2
+    heatmap_drawn(page, "translation-compare-diff")
+    assert "Cross-attention" in browser.plot_title(page, "translation-compare-diff")

@@ -1,0 +1,83 @@
+"""`--resume` from a damaged checkpoint: one line that names the file, exit code 2, never unsafe advice."""
+
+import pytest
+import torch
+from test_training import TINY_SENTIMENT
+from test_training import imdb_dir as imdb_dir  # noqa: F401  (a fixture)
+
+from training.checkpoint import DamagedCheckpoint, load_state
+from training.cli import main as train_main
+
+
+@pytest.fixture(scope="module")
+def good_checkpoint(imdb_dir, tmp_path_factory):  # noqa: F811
+    out = tmp_path_factory.mktemp("run")
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), *TINY_SENTIMENT, "--max-minutes", "1e-9"]
+    assert train_main(args) == 0
+    return out / "checkpoint.pt"
+
+
+def _damage(kind: str, good, path, imdb_dir) -> None:  # noqa: F811
+    data = good.read_bytes()
+    if kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "garbage":
+        path.write_bytes(b"\x80\x04not a checkpoint at all" * 50)
+    elif kind == "missing keys":
+        saved = torch.load(good, weights_only=True)
+        del saved["optimizer"], saved["rng"]
+        torch.save(saved, path)
+    elif kind == "another architecture":
+        args = ["sentiment", "--data-dir", str(imdb_dir), "--out", str(path.parent), *TINY_SENTIMENT]
+        assert train_main([*args, "--d-model", "48", "--max-minutes", "1e-9"]) == 0
+    elif kind == "pickled code":
+        torch.save({"model": {}, "x": DamagedCheckpoint("not a tensor")}, path)  # a class: refused by weights_only
+
+
+@pytest.mark.parametrize(
+    "kind, reason",
+    [
+        ("truncated", "truncated or not a training checkpoint"),
+        ("empty", "the file is empty"),
+        ("garbage", "truncated or not a training checkpoint"),
+        ("pickled code", "truncated or not a training checkpoint"),
+        ("missing keys", "incomplete checkpoint (no optimizer, rng)"),
+        ("another architecture", "weights for another architecture"),
+    ],
+)
+def test_resume_from_a_damaged_checkpoint_exits_2_with_one_line(
+    kind,
+    reason,
+    good_checkpoint,
+    imdb_dir,
+    tmp_path,
+    capsys,  # noqa: F811
+):
+    out = tmp_path / "run"
+    out.mkdir()
+    path = out / "checkpoint.pt"
+    _damage(kind, good_checkpoint, path, imdb_dir)
+    capsys.readouterr()
+    code = train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), *TINY_SENTIMENT, "--resume"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.startswith(f"error: {path}: ") and reason in err and "\n" not in err
+    assert "weights_only" not in err and "Traceback" not in err and "delete it" in err
+
+
+def test_load_state_raises_only_damaged_checkpoint(tmp_path, good_checkpoint):
+    assert set(load_state(good_checkpoint)) >= {"model", "optimizer", "scheduler", "state", "rng"}
+    with pytest.raises(DamagedCheckpoint, match="cannot be read"):
+        load_state(tmp_path / "nope.pt")
+    torch.save([1, 2, 3], tmp_path / "list.pt")
+    assert load_state(tmp_path / "list.pt") == [1, 2, 3]  # any safe file loads; restore checks what resuming needs
+
+
+def test_garbage_checkpoint_gives_no_warning_lines(tmp_path, recwarn):
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(b"\x80\x04not a checkpoint at all" * 50)
+    with pytest.raises(DamagedCheckpoint):
+        load_state(path)
+    assert not recwarn.list

@@ -1,0 +1,134 @@
+"""Comparing two inputs: token alignment, the aligned attention diff, and the comparison on the tiny models."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.compare import align_tokens, aligned_diff, compare_sentiment, compare_translation, shared_share
+from viz import compare as compare_view
+
+
+def kinds(alignment) -> list[tuple[str, str]]:
+    return [(t.kind, t.text) for t in alignment]
+
+
+def test_identical_sequences_share_every_token():
+    al = align_tokens([5, 6, 7], [5, 6, 7], ["a", "b", "c"], ["a", "b", "c"])
+    assert [(t.a_index, t.b_index) for t in al] == [(0, 0), (1, 1), (2, 2)] and shared_share(al) == 1.0
+
+
+def test_inserted_deleted_and_replaced_tokens_are_marked():
+    a = "the acting was good .".split()
+    b = "the acting was not good at all .".split()
+    assert kinds(align_tokens(a, b)) == [
+        ("shared", "the"), ("shared", "acting"), ("shared", "was"), ("inserted", "not"), ("shared", "good"),
+        ("inserted", "at"), ("inserted", "all"), ("shared", "."),
+    ]  # fmt: skip
+    al = align_tokens("a funny film".split(), "a dull film".split())
+    assert kinds(al) == [("shared", "a"), ("deleted", "funny"), ("inserted", "dull"), ("shared", "film")]
+    assert (al[1].a_index, al[1].b_index, al[2].a_index, al[2].b_index) == (1, None, None, 1)
+
+
+def test_repeated_tokens_align_in_order():
+    """Frequent tokens ('the', ',') must not be dropped as junk: difflib's autojunk is off."""
+    a = ["the"] * 250 + ["end"]
+    b = ["the"] * 250 + ["finish"]
+    al = align_tokens(a, b)
+    assert sum(t.kind == "shared" for t in al) == 250
+    assert kinds(al)[-2:] == [("deleted", "end"), ("inserted", "finish")]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=30), st.lists(st.integers(0, 5), max_size=30))
+def test_alignment_covers_both_sequences_in_order(a, b):
+    al = align_tokens(a, b)
+    assert [t.a_index for t in al if t.a_index is not None] == list(range(len(a)))
+    assert [t.b_index for t in al if t.b_index is not None] == list(range(len(b)))
+    assert all(a[t.a_index] == b[t.b_index] for t in al if t.kind == "shared")
+
+
+def test_diff_subtracts_shared_cells_and_leaves_gaps_elsewhere():
+    a = "x y z".split()
+    b = "x new y z".split()
+    al = align_tokens(a, b)  # x, +new, y, z
+    rng = np.random.default_rng(0)
+    map_a, map_b = rng.random((3, 3)), rng.random((4, 4))
+    diff = aligned_diff(map_a, map_b, al, al)
+    assert diff.shape == (4, 4)
+    assert np.isnan(diff[1]).all() and np.isnan(diff[:, 1]).all()  # the inserted token's row and column
+    # By hand: B's 'y' is row/column 2, A's 'y' is 1; B's 'z' is 3, A's 'z' is 2.
+    assert diff[2, 3] == pytest.approx(map_b[2, 3] - map_a[1, 2], abs=1e-6)
+    assert diff[0, 0] == pytest.approx(map_b[0, 0] - map_a[0, 0], abs=1e-6)
+    assert np.isfinite(diff[np.ix_([0, 2, 3], [0, 2, 3])]).all()
+
+
+def test_diff_of_rectangular_maps_aligns_rows_and_columns_separately():
+    rows = align_tokens(["two", "dogs"], ["three", "dogs"])  # English steps
+    cols = align_tokens(["zwei", "hunde", "</s>"], ["drei", "hunde", "</s>"])  # German tokens
+    map_a, map_b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(2, 3) * 2
+    diff = aligned_diff(map_a, map_b, rows, cols)
+    assert diff.shape == (3, 4)  # -two, +three, dogs  x  -zwei, +drei, hunde, </s>
+    assert diff[2, 2] == map_b[1, 1] - map_a[1, 1] and diff[2, 3] == map_b[1, 2] - map_a[1, 2]
+    assert np.isnan(diff[:2]).all() and np.isnan(diff[:, :2]).all()
+
+
+@pytest.fixture(scope="module")
+def sentiment(sentiment_dir):
+    return SentimentPipeline.from_pretrained(str(sentiment_dir))
+
+
+@pytest.fixture(scope="module")
+def translation(translation_dir):
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+def test_sentiment_comparison_matches_two_single_runs(sentiment):
+    a, b = "The acting was good.", "The acting was not good."
+    cmp = compare_sentiment(sentiment, a, b)
+    ra, rb = sentiment(a), sentiment(b)
+    assert cmp.a.probabilities == pytest.approx(ra.probabilities) and cmp.b.probabilities == pytest.approx(
+        rb.probabilities
+    )
+    assert cmp.change()["positive"] == pytest.approx(rb.probabilities["positive"] - ra.probabilities["positive"])
+    assert "".join(t.text for t in cmp.tokens if t.kind == "inserted") == "not"  # one or more subword pieces
+    assert {t.kind for t in cmp.tokens} == {"shared", "inserted"}
+    diff = cmp.attention_diff(1, 2)
+    T = len(cmp.tokens)
+    assert diff.shape == (T, T)
+    shared = [n for n, t in enumerate(cmp.tokens) if t.kind == "shared"]
+    i, j = shared[0], shared[-1]
+    expected = (
+        rb.attentions[1][2][cmp.tokens[i].b_index, cmp.tokens[j].b_index]
+        - ra.attentions[1][2][cmp.tokens[i].a_index, cmp.tokens[j].a_index]
+    )
+    assert diff[i, j] == pytest.approx(float(expected), abs=1e-6)
+
+
+def test_translation_comparison_aligns_source_and_output(translation):
+    cmp = compare_translation(translation, "Zwei Hunde spielen im Schnee.", "Drei Hunde spielen im Schnee.", 1)
+    assert cmp.source[-1].text == "</s>" and cmp.source[-1].kind == "shared"
+    assert {t.kind for t in cmp.source} == {"shared", "deleted", "inserted"}
+    assert [t.text for t in cmp.target if t.b_index is not None] == cmp.b.target_tokens
+    assert cmp.cross_diff(0, 1).shape == (len(cmp.target), len(cmp.source))
+
+
+def test_compare_handler_shows_both_labels_and_redraws_without_running(sentiment):
+    view, html_out, fig = compare_view.compare_reviews(sentiment, "A fine film.", "A <b>fine</b> film!", 1, 2)
+    assert html_out.count('class="compare-label"') == 2 and "<b>fine</b>" not in html_out  # markup escaped
+    assert "layer 2, head 3" in fig.layout.title.text
+    labels = list(fig.data[0].x)
+    assert len(set(labels)) == len(labels) and any(":+" in x for x in labels)
+    redrawn = compare_view.diff_figure(view, 0, 0)
+    assert "layer 1, head 1" in redrawn.layout.title.text
+    assert compare_view.diff_figure(view, 99, -5).layout.title.text.startswith("Self-attention, layer 2, head 1")
+
+
+def test_compare_handler_answers_bad_input_with_a_message(sentiment, translation):
+    view, message, fig = compare_view.compare_reviews(sentiment, "A fine film.", "   ")
+    assert view is None and fig is None and "second review" in message and "empty" in message
+    view, message, fig = compare_view.compare_translations(translation, "", "Ein Hund.", "greedy", float("nan"))
+    assert view is None and "first German sentence" in message
+    view, out, fig = compare_view.compare_translations(translation, "Ein Hund.", "Zwei Hunde.", "greedy", float("nan"))
+    assert out.count('class="compare-label"') == 2 and "Cross-attention" in fig.layout.title.text

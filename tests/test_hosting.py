@@ -1,0 +1,82 @@
+"""Hosting the app: no uploads, bounded session state, a queue that takes a burst of 130 requests in batches."""
+
+import threading
+import uuid
+
+import httpx
+import pytest
+from gradio_client import Client
+
+from benchmarks.browser import serve
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz import hosting
+
+
+@pytest.fixture(scope="module")
+def app(sentiment_dir, translation_dir):
+    from app import build_demo
+
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
+    )
+    url = serve(demo)
+    try:
+        yield demo, url
+    finally:
+        demo.close()
+
+
+def test_uploads_are_refused_and_nothing_is_stored(app, tmp_path):
+    demo, url = app
+    before = set(demo.upload_file_set)
+    for path in ("gradio_api/upload", "gradio_api/upload/", "upload"):
+        r = httpx.post(url + path, files={"files": ("big.bin", b"x" * 3_000_000)}, timeout=30)
+        assert r.status_code in (403, 404) and "big.bin" not in r.text
+    assert set(demo.upload_file_set) == before
+
+
+def test_session_state_is_bounded_and_expires(app):
+    demo, url = app
+    model_events = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
+    states = [b for fn in model_events for b in fn.outputs if type(b).__name__ == "State"]
+    assert len(states) == 2 and all(s.time_to_live == hosting.STATE_TTL_S for s in states)  # the results
+    assert demo.state_holder.capacity == hosting.SESSIONS  # launched with hosting.launch_options()
+    demo.state_holder.capacity = 3  # the same bound, reached sooner
+    client = Client(url, verbose=False, analytics_enabled=False)
+    try:
+        for i in range(8):  # as many API clients, one call each
+            client.session_hash = uuid.uuid4().hex
+            args = ("A fine film.",) if i % 2 else ("Ein Hund.", "greedy", 2)
+            label, status = client.predict(*args, api_name="/sentiment" if i % 2 else "/translate")
+            assert status and "⚠️" not in status
+        assert len(demo.state_holder.session_data) <= 3
+    finally:
+        demo.state_holder.capacity = hosting.SESSIONS
+
+
+def test_a_burst_of_130_requests_is_admitted_and_batched(app):
+    demo, url = app
+    clients = [Client(url, verbose=False, analytics_enabled=False, max_workers=20) for _ in range(13)]
+    runs_before = demo.batcher.batches_run
+    jobs = []
+    for i in range(130):  # 13 clients with 10 requests each, all sent at once
+        args = ("A fine film.",) if i % 2 else ("Ein Hund läuft.", "greedy", 2)
+        jobs.append(clients[i % 13].submit(*args, api_name="/sentiment" if i % 2 else "/translate"))
+    results = [job.result(timeout=300) for job in jobs]
+    assert len(results) == 130 and all(status and "⚠️" not in status for _, status in results)
+    assert demo.batcher.batches_run - runs_before < 130 and demo.batcher.largest_batch > 1
+
+
+def test_the_fair_batcher_refuses_a_client_that_floods_it(app):
+    demo, url = app
+    client = Client(url, verbose=False, analytics_enabled=False, max_workers=80)
+    old = demo.batcher.max_pending
+    demo.batcher.max_pending = 2
+    try:
+        text = "Zwei Hunde spielen im Schnee. " * 2
+        jobs = [client.submit(text, "beam search", 8, api_name="/translate") for _ in range(12)]
+        statuses = [job.result(timeout=300)[1] for job in jobs]
+    finally:
+        demo.batcher.max_pending = old
+    assert any("many requests waiting" in s for s in statuses) and any("⚠️" not in s for s in statuses)
+    assert threading.active_count() < hosting.QUEUE_SIZE + 60

@@ -1,0 +1,86 @@
+"""Input the app must survive: invisible-only text, NaN and junk numbers, lone surrogates; no server paths
+in messages; counts in words ('1 token')."""
+
+import logging
+import math
+
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz import handlers
+from viz.inputs import check_text, fix_surrogates, plural
+
+INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200b\ufeff\u2060\u00ad\u3164 \u2800\u115f"]
+
+
+@pytest.fixture(scope="module")
+def sentiment(sentiment_dir):
+    return SentimentPipeline.from_pretrained(str(sentiment_dir))
+
+
+@pytest.fixture(scope="module")
+def translation(translation_dir):
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_invisible_only_text_is_empty_for_both_tasks(sentiment, translation, text):
+    view, probs, status = handlers.analyze_review(sentiment, text)
+    assert view is None and probs is None and "empty" in status and "invisible" in status
+    view, english, status = handlers.translate(translation, text, "greedy", 2)
+    assert view is None and english == "" and "empty" in status
+
+
+def test_invisible_characters_inside_words_still_run(sentiment):
+    view, probs, _ = handlers.analyze_review(sentiment, "A good\u200b film\u00ad.")
+    assert view is not None and probs is not None
+
+
+@pytest.mark.parametrize("beam", [math.nan, math.inf, -math.inf, "NaN", "four", None, [3], 1e300, -5, 99])
+def test_any_beam_size_gives_a_translation(translation, beam):
+    view, english, status = handlers.translate(translation, "Ein Hund läuft.", "beam search", beam)
+    assert view is not None and isinstance(english, str) and "⚠️" not in status
+    beams = 1 if "greedy" in status else int(status.split("beam search, ")[1].split(" beams")[0])
+    assert 1 <= beams <= handlers.MAX_BEAM
+
+
+@pytest.mark.parametrize("value", [math.nan, "x", None, 1e300, -3, "2"])
+def test_redraws_take_any_layer_head_and_step(sentiment, translation, value):
+    view, _, _ = handlers.analyze_review(sentiment, "A fine film.")
+    assert all(fig is not None for fig in handlers.sentiment_figures(view, value, value))
+    tview, _, _ = handlers.translate(translation, "Ein Hund läuft.", "greedy", 2)
+    assert all(fig is not None for fig in handlers.translation_figures(tview, value, value))
+    assert all(fig is not None for fig in handlers.translation_step(tview, value, value))
+
+
+def test_lone_surrogates_are_replaced_with_a_notice_and_nothing_logged(sentiment, translation, caplog):
+    assert fix_surrogates("a\ud800b") == ("a\ufffdb", 1)
+    assert fix_surrogates("\ud83d\ude00") == ("😀", 0)  # a pair sent as two code units is one character
+    with caplog.at_level(logging.WARNING):
+        view, probs, status = handlers.analyze_review(sentiment, "A great \ud800 film \udfff.")
+        assert probs is not None and "2 broken characters" in status
+        assert "\ud800" not in view.text and "\ufffd" in view.text
+        handlers.sentiment_highlight(view).encode("utf-8")  # valid text all the way to the page
+        view, english, status = handlers.translate(translation, "Ein \udc00 Hund.", "greedy", 2)
+        assert view is not None and "1 broken character " in status
+        status.encode("utf-8")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_one_token_and_one_step_are_singular(sentiment):
+    assert plural(1, "token") == "1 token" and plural(2_000, "token") == "2,000 tokens"
+    assert check_text("\x00x", 100, "review").notices == ["1 control character replaced by spaces."]
+    view, _, status = handlers.analyze_review(sentiment, "a")
+    n = len(view.labels)
+    assert f"{plural(n, 'token')} read" in status and "1 tokens" not in status
+
+
+def test_unavailable_model_message_shows_no_server_paths():
+    from app import build_demo
+    from viz.models import ROOT
+
+    errors = [f"{ROOT}/assets/sentiment: no config.json", "/srv/private/models/translation: Errno 2: '/srv/x/y.json'"]
+    demo = build_demo(None, None, sentiment_error=errors[0], translation_error=errors[1])
+    texts = " ".join(b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown")
+    assert "assets/sentiment: no config.json" in texts and "…/translation" in texts and "…/y.json" in texts
+    assert str(ROOT) not in texts and "/srv/" not in texts

@@ -1,0 +1,81 @@
+"""Links that restore a view: the URL round trip (Unicode, markup, length limit) and forgiving parsing."""
+
+from urllib.parse import urlsplit
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from viz.links import MAX_QUERY_CHARS, ViewLink, from_query, share_url, to_query
+
+BASE = "http://127.0.0.1:7860/"
+
+
+def round_trip(link: ViewLink) -> ViewLink:
+    url, _ = share_url(BASE, link)
+    assert url is not None and url.startswith(BASE + "?")
+    return from_query(urlsplit(url).query)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Überraschend gut: „Die Brücke“ – 5/5 ★ 🎬",  # German, typographic quotes, symbols, emoji
+        "<script>alert('x')</script> & <img src=x onerror=alert(1)> %20 + ? # = ;",  # markup and URL syntax
+        "line one\nline two\ttabbed  double  spaces ",
+        "日本語のレビュー、とても良い。",
+    ],
+)
+def test_text_and_view_survive_the_round_trip(text):
+    link = ViewLink("translation", text, layer=1, head=3, step=4, decoding="greedy", beam=5)
+    assert round_trip(link) == link
+    link = ViewLink("sentiment", text, layer=0, head=2, method="rollout")
+    assert round_trip(link) == link
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=300).filter(str.strip))
+def test_any_text_round_trips(text):
+    assert round_trip(ViewLink("sentiment", text)).text == text
+
+
+def test_indices_are_one_based_in_the_link():
+    query = to_query(ViewLink("translation", "Ein Hund.", layer=0, head=3, step=2))
+    assert "layer=1" in query and "head=4" in query and "step=3" in query
+    assert "decoding" not in query and "beam" not in query  # defaults are left out
+
+
+def test_markup_is_encoded_in_the_link():
+    url, _ = share_url(BASE, ViewLink("sentiment", '<b onclick="x">hi</b>'))
+    assert "<" not in url and '"' not in url and " " not in url
+
+
+def test_too_long_text_is_refused_with_the_reason():
+    fits = "a" * (MAX_QUERY_CHARS - 30)
+    url, _ = share_url(BASE, ViewLink("sentiment", fits))
+    assert url is not None and len(urlsplit(url).query) <= MAX_QUERY_CHARS
+    url, message = share_url(BASE, ViewLink("sentiment", "ü" * 1_500))  # 1,500 characters, 9,000 encoded
+    assert url is None
+    assert "too long for a link" in message and f"{MAX_QUERY_CHARS:,}" in message and "Download data" in message
+
+
+def test_a_lone_surrogate_does_not_break_the_link():
+    assert round_trip(ViewLink("sentiment", "bad \ud800 half")).text == "bad ? half"
+
+
+def test_nothing_to_share_says_so():
+    url, message = share_url(BASE, ViewLink("sentiment", "   "))
+    assert url is None and "Type or pick" in message
+
+
+def test_the_page_address_loses_its_old_query():
+    url, _ = share_url("http://host/app/?tab=translation&text=old#frag", ViewLink("sentiment", "new"))
+    assert url == "http://host/app/?tab=sentiment&text=new"
+
+
+def test_broken_values_fall_back_to_defaults():
+    link = from_query("tab=evil&text=Fine+film&layer=abc&head=0&step=-3&beam=9999&decoding=sampling&method=")
+    assert link == ViewLink("sentiment", "Fine film")
+    assert from_query({"tab": "translation", "layer": "2"}) is None  # no text: nothing to restore
+    assert from_query("") is None
+    assert from_query({"text": "x", "layer": " 3 "}).layer == 2

@@ -1,0 +1,127 @@
+"""Batched inference: many callers, one model run at a time, batches equal to single runs, fair to clients."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.microbatch import MicroBatcher, TooManyRequests
+
+TEXTS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", "Wow", ""]
+GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", "Ja", ""]
+
+
+@pytest.fixture(scope="module")
+def sentiment(sentiment_dir):
+    return SentimentPipeline.from_pretrained(str(sentiment_dir))
+
+
+@pytest.fixture(scope="module")
+def translation(translation_dir):
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+def test_a_sentiment_batch_equals_single_runs(sentiment):
+    batch = sentiment.analyze_many(TEXTS)
+    assert isinstance(batch[-1], ValueError)  # no tokens: an error in its place, the others still run
+    for text, got in zip(TEXTS[:-1], batch):
+        alone = sentiment(text)
+        assert got.label == alone.label and got.tokens == alone.tokens
+        assert got.probabilities == pytest.approx(alone.probabilities, abs=1e-5)
+        torch.testing.assert_close(got.pool_weights, alone.pool_weights, atol=1e-5, rtol=0)
+        for a, b in zip(got.attentions, alone.attentions):
+            assert a.shape == b.shape
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_a_translation_batch_equals_single_runs(translation, beam):
+    batch = translation.explain_many(GERMAN, beam_size=beam)
+    assert isinstance(batch[-1], ValueError)
+    for text, got in zip(GERMAN[:-1], batch):
+        alone = translation(text, beam_size=beam)
+        assert got.translation == alone.translation and got.target_tokens == alone.target_tokens
+        assert got.score == pytest.approx(alone.score, abs=1e-4)
+        assert [s.token for s in got.steps] == [s.token for s in alone.steps]
+        for name in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+            for a, b in zip(getattr(got, name), getattr(alone, name)):
+                assert a.shape == b.shape
+                torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+class SlowRunner:
+    """A runner that records its batches and checks that no two runs overlap."""
+
+    def __init__(self, seconds: float = 0.02):
+        self.seconds, self.batches, self.starts, self.running, self.overlaps = seconds, [], [], 0, 0
+        self.lock = threading.Lock()
+
+    def __call__(self, items, scale=1):
+        with self.lock:
+            self.running += 1
+            self.overlaps += self.running > 1
+        self.starts.append(time.monotonic())
+        time.sleep(self.seconds)
+        self.batches.append(list(items))
+        with self.lock:
+            self.running -= 1
+        return [ValueError(f"bad {x}") if x == "bad" else (x, scale) for x in items]
+
+
+def run_threads(calls) -> dict:
+    """Start one thread per (key, function); wait; {key: result or exception}."""
+    out = {}
+
+    def target(key, fn):
+        try:
+            out[key] = fn()
+        except Exception as e:
+            out[key] = e
+
+    threads = [threading.Thread(target=target, args=call) for call in calls]
+    for t in threads:
+        t.start()
+        time.sleep(0.001)
+    for t in threads:
+        t.join(timeout=30)
+    return out
+
+
+def test_concurrent_calls_share_batches_and_never_overlap():
+    runner, batcher = SlowRunner(), MicroBatcher(max_batch_size=8)
+    calls = [(i, lambda i=i: batcher.submit(runner, i, client=i % 5, scale=2)) for i in range(40)]
+    calls.append(("bad", lambda: batcher.submit(runner, "bad", client="x", scale=2)))
+    out = run_threads(calls)
+    assert all(out[i] == (i, 2) for i in range(40))  # every caller gets its own item's result
+    assert isinstance(out["bad"], ValueError) and "bad bad" in str(out["bad"])  # only that caller
+    assert runner.overlaps == 0 and len(runner.batches) < 41 and batcher.largest_batch > 1
+    assert max(len(b) for b in runner.batches) <= 8
+
+
+def test_options_that_differ_never_share_a_batch():
+    runner, batcher = SlowRunner(), MicroBatcher()
+    out = run_threads([(i, lambda i=i: batcher.submit(runner, i, client=i, scale=1 + i % 2)) for i in range(12)])
+    assert all(out[i] == (i, 1 + i % 2) for i in range(12))
+    assert all(len({x % 2 for x in batch}) == 1 for batch in runner.batches)
+
+
+def test_one_clients_flood_cannot_starve_another_client():
+    runner, batcher = SlowRunner(seconds=0.05), MicroBatcher(max_batch_size=4, max_pending_per_client=100)
+    flood = [(f"a{i}", lambda i=i: batcher.submit(runner, f"a{i}", client="A", bucket="long")) for i in range(40)]
+    came = []
+    late = [("b", lambda: (came.append(time.monotonic()), batcher.submit(runner, "b", client="B", bucket="short"))[1])]
+    out = run_threads(flood + late)
+    assert out["b"] == ("b", 1)
+    served_at = next(n for n, batch in enumerate(runner.batches) if "b" in batch)
+    started_before = sum(came[0] < t for t in runner.starts[:served_at])
+    assert started_before <= 1  # at most one batch of A's starts between B's arrival and B's batch
+    assert served_at < len(runner.batches) - 2  # while A still had many calls waiting
+
+
+def test_a_client_with_too_many_waiting_calls_is_refused():
+    runner, batcher = SlowRunner(seconds=0.2), MicroBatcher(max_pending_per_client=3)
+    out = run_threads([(i, lambda i=i: batcher.submit(runner, i, client="A")) for i in range(8)])
+    refused = [k for k, v in out.items() if isinstance(v, TooManyRequests)]
+    assert refused and all(out[k] == (k, 1) for k in out if k not in refused)

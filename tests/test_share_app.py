@@ -1,0 +1,133 @@
+"""Share, download and compare wired into the built app (called directly, no server): elem_ids, a link
+opening a view, the copy-link handler, and the contrast pairs."""
+
+import json
+from types import SimpleNamespace
+from urllib.parse import urlsplit
+
+import gradio as gr
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from viz import links
+from viz.examples import CONTRAST_PAIRS, contrast_pairs
+
+ELEM_IDS = [
+    f"{task}-{name}"
+    for task in ("sentiment", "translation")
+    for name in ("share", "download", "compare-input", "compare-submit", "compare-output")
+]
+
+
+@pytest.fixture(scope="module")
+def demo(sentiment_dir, translation_dir):
+    from app import build_demo
+
+    return build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
+    )
+
+
+def blocks(demo) -> dict:
+    return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+
+
+def load_fn(demo, outputs_elem_id: str):
+    """The page-load event that writes into the given component (the link restorer of its tab)."""
+    target = blocks(demo)[outputs_elem_id]
+    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][1] == "load" and target in f.outputs]
+    return fn
+
+
+def request(**params) -> SimpleNamespace:
+    return SimpleNamespace(query_params=params)
+
+
+def test_the_issue_elem_ids_exist(demo):
+    assert set(ELEM_IDS) <= set(blocks(demo))
+
+
+def test_every_new_event_is_private(demo):
+    public = {f.api_name for f in demo.fns.values() if f.api_visibility == "public"}
+    assert public == {"sentiment", "translate"}
+
+
+def outputs_of(fn, values) -> dict:
+    return dict(zip([o.elem_id or id(o) for o in fn.outputs], values))
+
+
+def presses_button_after(demo, fn, button_id: str) -> bool:
+    """The load event is followed by a js step that presses the tab's own button."""
+    follow = [f for f in demo.fns.values() if f.trigger_after == fn._id and f.js]
+    return any(f"#{button_id}" in f.js for f in follow)
+
+
+def test_a_sentiment_link_fills_the_view_then_presses_analyse(demo):
+    fn = load_fn(demo, "sentiment-input")
+    params = dict(tab="sentiment", text="Ein <b>gutes</b> Film!", layer="2", head="3", method="rollout")
+    values = outputs_of(fn, fn.fn(request(**params)))
+    assert values["sentiment-input"] == "Ein <b>gutes</b> Film!"
+    assert values["sentiment-layer"] == 1 and values["sentiment-head"] == 2
+    assert values["sentiment-highlight-mode"] == "rollout"
+    assert presses_button_after(demo, fn, "sentiment-submit")
+    values = outputs_of(fn, fn.fn(request(tab="sentiment", text="x", layer="9", method="no-such-method")))
+    assert values["sentiment-layer"] == gr.skip() and values["sentiment-highlight-mode"] == gr.skip()
+
+
+def test_a_link_for_the_other_tab_or_without_text_changes_nothing(demo):
+    fn = load_fn(demo, "sentiment-input")
+    for params in ({}, {"tab": "translation", "text": "Ein Hund."}, {"tab": "sentiment", "text": "  "}):
+        assert all(v == gr.skip() for v in fn.fn(request(**params)))
+
+
+def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
+    fn = load_fn(demo, "translation-input")
+    params = dict(
+        tab="translation", text="Zwei Hunde.", decoding="beam search", beam="3", layer="2", head="4", step="2"
+    )
+    values = fn.fn(request(**params))
+    named = outputs_of(fn, values)
+    assert named["translation-input"] == "Zwei Hunde." and named["translation-decoding"] == "beam search"
+    assert (named["translation-beam"], named["translation-layer"], named["translation-head"]) == (3, 1, 3)
+    assert values[-1] == 1  # the step (0-based), applied once the run is drawn
+    assert presses_button_after(demo, fn, "translation-submit")
+    values = outputs_of(fn, fn.fn(request(tab="translation", text="Ein Hund.", beam="99")))
+    assert values["translation-beam"] == gr.skip()  # out of the slider's range
+
+
+def test_the_linked_step_is_applied_once(translation_dir):
+    from viz import handlers
+    from viz.share_ui import _apply_step
+
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    view, _, _ = handlers.translate(pipe, "Zwei Hunde.", "greedy", 4)
+    slider, heads, topk, pending = _apply_step(view, 1, 2)
+    assert slider.value == 3 and pending is None
+    assert "Step 3 of" in heads.layout.title.text and "layer 2" in heads.layout.title.text
+    assert _apply_step(view, 0, None) == (gr.skip(), gr.skip(), gr.skip(), None)
+
+
+def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
+    share = blocks(demo)["sentiment-share"]
+    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]
+    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool")
+    link = links.from_query(urlsplit(box.value).query)
+    assert link == links.ViewLink("sentiment", "Großartig! <script>x</script>", layer=1, head=0, method="pool")
+    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool")
+    assert too_long.value.startswith("⚠️") and "too long for a link" in too_long.value
+
+
+def test_contrast_pairs_come_from_the_file_when_it_is_there(tmp_path):
+    path = tmp_path / "contrast_pairs.jsonl"
+    rows = [
+        {"a": "good", "b": "not good", "label_a": 1, "label_b": 0, "kind": "negation"},
+        {"a": "fine", "b": "not fine", "label_a": 1, "label_b": 0, "kind": "negation"},
+        {"a": "great", "b": "awful", "label_a": 1, "label_b": 0, "kind": "antonym"},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    first_of_each_kind_first = [("good", "not good", "negation"), ("great", "awful", "antonym")]
+    assert contrast_pairs(path) == [*first_of_each_kind_first, ("fine", "not fine", "negation")]
+    assert contrast_pairs(path, limit=1) == [("good", "not good", "negation")]
+    path.write_text("{broken json\n")
+    assert contrast_pairs(path) == CONTRAST_PAIRS
+    assert contrast_pairs(tmp_path / "missing.jsonl") == CONTRAST_PAIRS

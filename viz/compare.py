@@ -1,0 +1,175 @@
+"""Compare two inputs in the app: both predictions side by side and the aligned attention diff.
+
+The model runs only in compare_reviews / compare_translations; the small views they return (float16 maps,
+kept in gr.State) let layer and head changes redraw the diff without running it again.
+"""
+
+import html
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+
+from pipelines.compare import AlignedToken, aligned_diff, compare_sentiment, compare_translation
+
+from .explain import display_token
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
+
+log = logging.getLogger(__name__)
+MARK = {"shared": "", "deleted": "−", "inserted": "+"}
+MAX_SHOWN_TOKENS = 400  # the token diff line is cut after this many tokens (the plot keeps all)
+FAILED = "Sorry, the model failed on one of these texts. Please try others."
+
+
+@dataclass
+class CompareView:
+    """One comparison, kept in gr.State: aligned rows/columns and the two inputs' maps per layer (float16)."""
+
+    rows: list[AlignedToken]  # queries: the review's tokens, or the English steps
+    cols: list[AlignedToken]  # keys: the review's tokens, or the German tokens
+    a: list[np.ndarray]  # per layer (H, Qa, Ka)
+    b: list[np.ndarray]  # per layer (H, Qb, Kb)
+    what: str  # 'Self-attention' or 'Cross-attention'
+
+
+def _half(maps) -> list[np.ndarray]:
+    return [m.detach().to("cpu").half().numpy() for m in maps]
+
+
+def _checked(text_a, text_b, max_chars: int, what: str) -> tuple[str | None, str | None, str | None]:
+    """(text A, text B, error message)."""
+    a = check_text(text_a, max_chars, f"first {what}")
+    b = check_text(text_b, max_chars, f"second {what}")
+    error = a.error or b.error
+    return a.text, b.text, (f"⚠️ {html.escape(error)}" if error else None)
+
+
+def aligned_labels(tokens: list[AlignedToken]) -> list[str]:
+    """Unique, escaped axis labels: 'n:token', with '−' for a token only in A and '+' for one only in B."""
+    return [f"{n}:{MARK[t.kind]}{html.escape(display_token(t.text), quote=False)}" for n, t in enumerate(tokens)]
+
+
+def diff_figure(view: "CompareView | None", layer, head) -> go.Figure | None:
+    """Heatmap of B minus A for one layer and head over the aligned tokens; gaps where a token is missing."""
+    if view is None:
+        return None
+    n_layers, n_heads = len(view.a), view.a[0].shape[0]
+    layer, head = min(max(int(layer or 0), 0), n_layers - 1), min(max(int(head or 0), 0), n_heads - 1)
+    diff = aligned_diff(view.a[layer][head], view.b[layer][head], view.rows, view.cols)
+    limit = float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 1.0
+    x, y = aligned_labels(view.cols), aligned_labels(view.rows)
+    fig = go.Figure(
+        go.Heatmap(
+            z=diff,
+            x=x,
+            y=y,
+            zmid=0.0,
+            zmin=-limit,
+            zmax=limit,
+            colorscale="RdBu_r",
+            hoverongaps=False,
+            colorbar=dict(title=dict(text="B − A"), thickness=12),
+            hovertemplate="query %{y}<br>key %{x}<br>B − A %{z:+.3f}<extra></extra>",
+        )  # fmt: skip
+    )
+    fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category", title_text="key (attended to)")
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=10), type="category", title_text="query")
+    title = (
+        f"{view.what}, layer {layer + 1}, head {head + 1}: second input minus first (red = more attention in the "
+        "second); −token only in the first, +token only in the second (grey: nothing to compare)"
+    )
+    height = int(min(820, max(480, 260 + 9 * max(len(x), len(y)))))
+    fig.update_layout(
+        title=dict(text=title, x=0, xanchor="left", font=dict(size=14)),
+        height=height, margin=dict(l=10, r=10, t=70, b=10), plot_bgcolor="#e5e7eb",
+        hoverlabel=dict(bgcolor="white", font_size=13),
+    )  # fmt: skip
+    return fig
+
+
+def token_diff_html(tokens: list[AlignedToken], caption: str) -> str:
+    """The aligned tokens in a line: deleted ones struck through, inserted ones underlined (escaped)."""
+    parts = []
+    for t in tokens[:MAX_SHOWN_TOKENS]:
+        text = html.escape(display_token(t.text), quote=False)
+        parts.append({"shared": text, "deleted": f"<del>{text}</del>", "inserted": f"<ins>{text}</ins>"}[t.kind])
+    more = f" … (+{len(tokens) - MAX_SHOWN_TOKENS:,} tokens)" if len(tokens) > MAX_SHOWN_TOKENS else ""
+    return f'<div class="compare-tokens"><span class="compare-caption">{caption}</span> {" ".join(parts)}{more}</div>'
+
+
+def _side(title: str, value: str, detail: str) -> str:
+    return (
+        f'<div class="compare-side"><div class="compare-title">{title}</div>'
+        f'<div class="compare-label">{html.escape(value)}</div><div class="compare-detail">{detail}</div></div>'
+    )
+
+
+STYLE = (
+    "<style>.compare-sides{display:flex;gap:1rem;flex-wrap:wrap}.compare-side{flex:1;min-width:14rem;"
+    "border:1px solid #d1d5db;border-radius:8px;padding:.6rem}.compare-label{font-size:1.3rem;font-weight:600}"
+    ".compare-tokens{margin-top:.6rem;line-height:1.8}.compare-tokens del{color:#b91c1c}"
+    ".compare-tokens ins{color:#15803d}.compare-caption{color:#6b7280}</style>"
+)
+
+
+def _sentiment_html(cmp) -> str:
+    a, b = cmp.a, cmp.b
+    label = a.label  # how the first review's label moved
+    change = cmp.change()[label]
+    summary = (
+        f"<p class='compare-change'>P({html.escape(label)}): {a.probabilities[label]:.1%} → "
+        f"{b.probabilities[label]:.1%} ({change * 100:+.1f} points)"
+        f"{'; the label flips' if a.label != b.label else ''}.</p>"
+    )
+    sides = "".join(
+        _side(name, r.label, f"{r.confidence:.1%} · {len(r.tokens):,} tokens read")
+        for name, r in (("First", a), ("Second", b))
+    )
+    tokens = token_diff_html(cmp.tokens, "Tokens: <del>only in the first</del>, <ins>only in the second</ins>:")
+    return f'{STYLE}<div class="compare-sides">{sides}</div>{summary}{tokens}'
+
+
+def compare_reviews(pipe, text_a: str, text_b: str, layer=0, head=0):
+    """Run the classifier on two reviews: (state, side-by-side HTML, diff figure for the layer and head)."""
+    a, b, error = _checked(text_a, text_b, MAX_REVIEW_CHARS, "review")
+    if error:
+        return None, error, None
+    try:
+        cmp = compare_sentiment(pipe, a, b)
+    except ValueError:
+        return None, "⚠️ The model found no words to read in one of the reviews.", None
+    except Exception:
+        log.exception("comparison failed")
+        return None, f"⚠️ {FAILED}", None
+    view = CompareView(cmp.tokens, cmp.tokens, _half(cmp.a.attentions), _half(cmp.b.attentions), "Self-attention")
+    return view, _sentiment_html(cmp), diff_figure(view, layer, head)
+
+
+def _translation_html(cmp) -> str:
+    sides = "".join(
+        _side(name, r.translation or "(no words)", f"log-probability {r.score:.2f} · {len(r.steps)} steps")
+        for name, r in (("First", cmp.a), ("Second", cmp.b))
+    )
+    german = token_diff_html(cmp.source, "German: <del>only in the first</del>, <ins>only in the second</ins>:")
+    english = token_diff_html(cmp.target, "English:")
+    return f'{STYLE}<div class="compare-sides">{sides}</div>{german}{english}'
+
+
+def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search", beam_size=4, layer=0, head=0):
+    """Translate two German sentences with the same decoding: (state, side-by-side HTML, cross-attention diff)."""
+    a, b, error = _checked(text_a, text_b, MAX_GERMAN_CHARS, "German sentence")
+    if error:
+        return None, error, None
+    beam = beam_width(decoding, beam_size)
+    try:
+        cmp = compare_translation(pipe, a, b, beam)
+    except ValueError:
+        return None, "⚠️ The model found no words to read in one of the sentences.", None
+    except Exception:
+        log.exception("comparison failed")
+        return None, f"⚠️ {FAILED}", None
+    view = CompareView(
+        cmp.target, cmp.source, _half(cmp.a.cross_attentions), _half(cmp.b.cross_attentions), "Cross-attention"
+    )
+    return view, _translation_html(cmp), diff_figure(view, layer, head)

@@ -1,0 +1,62 @@
+"""Settings for hosting the app for months on a small shared machine: bounded memory, no uploads, a queue
+that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
+
+import ctypes
+
+import gradio as gr
+from starlette.middleware import Middleware
+from starlette.responses import PlainTextResponse
+
+from pipelines.serving import calling_client
+
+QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
+MAX_BATCH = 8  # model calls run together at most
+STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
+SESSIONS = 32  # results of at most this many sessions are kept (about 4 MB each at most): memory stays flat
+DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary files go after 10 minutes
+
+
+class RefuseUploads:
+    """ASGI middleware: the app takes no files, so every upload is refused before its body is read."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["path"].rstrip("/").endswith("/upload"):
+            response = PlainTextResponse("This app takes no file uploads.", status_code=403)
+            return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def launch_options() -> dict:
+    """Keyword arguments for demo.launch()."""
+    return dict(
+        max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
+        state_session_capacity=SESSIONS,
+        max_threads=QUEUE_SIZE + 40,  # every admitted request may wait in the batcher, redraws still run
+        app_kwargs={"middleware": [Middleware(RefuseUploads)]},
+    )
+
+
+def client_key(request: gr.Request | None):
+    """Who is calling, for fairness: the browser tab's or API client's session (None outside a request)."""
+    return getattr(request, "session_hash", None) if request is not None else None
+
+
+def run_as(request: gr.Request | None, handler, *args):
+    """handler(*args) with its model calls queued as this request's client's (see pipelines.serving)."""
+    with calling_client(client_key(request)):
+        return handler(*args)
+
+
+def tame_malloc(arenas: int = 2, mmap_threshold: int = 1 << 20) -> bool:
+    """glibc only: few malloc arenas (one per thread otherwise keeps freed memory per thread) and a fixed
+    mmap threshold, so the large tensors of a batch go back to the system when freed and resident memory
+    stays flat. Call before the models load. False where it does not apply."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
+    return bool(libc.mallopt(M_ARENA_MAX, arenas)) and bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold))

@@ -1,0 +1,99 @@
+"""Links that restore a view: the tab, the input text and the controls, as URL query parameters.
+
+    ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout
+    ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3
+
+Layer, head and step are 1-based, as the app shows them. Text is UTF-8 percent-encoded, so any Unicode and
+any markup survive the round trip; it is only ever put back into a text box, never rendered as HTML.
+A link whose query would pass MAX_QUERY_CHARS is refused with a message: many servers and proxies reject
+request lines over 8 KB (nginx's default), and a link that breaks is worse than none.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import parse_qsl, urlencode
+
+TABS = ("sentiment", "translation")
+DECODINGS = ("beam search", "greedy")
+MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
+MAX_INDEX = 64  # layers, heads and steps beyond this are not real choices: ignore them
+
+
+@dataclass
+class ViewLink:
+    """What a link restores. Indices are 0-based here (as the app's controls use them), None = default."""
+
+    tab: str = "sentiment"
+    text: str = ""
+    layer: int | None = None
+    head: int | None = None
+    step: int | None = None  # translation: 0-based decoding step
+    decoding: str | None = None  # translation: 'beam search' or 'greedy'
+    beam: int | None = None  # translation: beam size
+    method: str | None = None  # sentiment: how tokens are highlighted / explained
+
+
+def to_query(link: ViewLink) -> str:
+    """The query string (without '?') for a view; default controls are left out to keep links short."""
+    params: list[tuple[str, str]] = [("tab", link.tab), ("text", link.text)]
+    for name in ("layer", "head", "step"):
+        value = getattr(link, name)
+        if value is not None:
+            params.append((name, str(int(value) + 1)))
+    if link.decoding:
+        params.append(("decoding", link.decoding))
+    if link.beam is not None:
+        params.append(("beam", str(int(link.beam))))
+    if link.method:
+        params.append(("method", link.method))
+    return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
+
+
+def _index(raw: str | None) -> int | None:
+    """A 1-based index from a link as 0-based, or None when it is missing or not a sensible number."""
+    try:
+        value = int(str(raw).strip())
+    except (TypeError, ValueError):
+        return None
+    return value - 1 if 1 <= value <= MAX_INDEX else None
+
+
+def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
+    """The view a link asks for, or None when it names no input text. Unknown or broken values fall back
+    to the defaults rather than failing: a link typed by hand must still open something sensible."""
+    if isinstance(params, str):
+        params = dict(parse_qsl(params.lstrip("?"), keep_blank_values=True))
+    text = params.get("text") or ""
+    if not text.strip():
+        return None
+    tab = (params.get("tab") or "sentiment").strip().lower()
+    decoding = (params.get("decoding") or "").strip().lower()
+    beam = _index(params.get("beam"))
+    method = (params.get("method") or "").strip()
+    return ViewLink(
+        tab=tab if tab in TABS else "sentiment",
+        text=text,
+        layer=_index(params.get("layer")),
+        head=_index(params.get("head")),
+        step=_index(params.get("step")),
+        decoding=decoding if decoding in DECODINGS else None,
+        beam=None if beam is None else beam + 1,
+        method=method[:40] or None,
+    )
+
+
+def share_url(base: str, link: ViewLink) -> tuple[str | None, str]:
+    """(the full link, a message for the user); the link is None when there is nothing to share or the
+    text is too long for a link. base is the page's address without query (from the browser)."""
+    if not link.text.strip():
+        return None, "Type or pick an input first: the link carries the text and the view."
+    query = to_query(link)
+    if len(query) > MAX_QUERY_CHARS:
+        return None, (
+            f"This text is too long for a link: it needs {len(query):,} characters of address, and links are kept "
+            f"under {MAX_QUERY_CHARS:,} so that every server accepts them. Shorten the text, or use “Download data”."
+        )
+    base = (base or "").split("?", 1)[0].split("#", 1)[0]
+    return f"{base}?{query}", (
+        "Also on the clipboard where the browser allows it. Opening the link runs the model once and shows this view."
+    )

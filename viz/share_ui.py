@@ -1,0 +1,251 @@
+"""Share, download and compare controls of both tabs, wired into the Gradio app.
+
+app.py calls share_controls() where the buttons go, then wire_*_links() and *_compare_panel() with the
+tab's components. Opening a link fills the tab's inputs and presses its own button, so a link runs exactly
+what a click runs (prediction, explanation, heads, plots) and opens the view a click would give. The logic
+lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare (diffs).
+"""
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from . import compare, downloads, handlers, links
+from .examples import contrast_pairs
+
+PRIVATE = dict(api_visibility="private")
+# The browser knows the page's own address (on a Space: the *.hf.space one); Python builds the rest.
+BASE_JS = "(link, ...rest) => [window.location.origin + window.location.pathname, ...rest]"
+COPY_JS = """(url) => {
+  if (url && url.startsWith('http') && navigator.clipboard) navigator.clipboard.writeText(url).catch(() => {});
+  return url;
+}"""
+# A copy of the first input to edit, when the second box is still empty.
+PREFILL_JS = "(first, second) => (second && second.trim()) ? second : first"
+GERMAN_PAIRS = [  # (first, second, button label)
+    ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", "Eine Frau fährt mit dem Fahrrad die Straße entlang.",
+     "Mann → Frau"),
+    ("Zwei Hunde spielen im Schnee.", "Zwei Hunde spielen im Sand.", "Schnee → Sand"),
+    ("Ein Kind springt in einen Pool.", "Ein Kind springt nicht in einen Pool.", "+ nicht"),
+]  # fmt: skip
+
+
+@dataclass
+class ShareControls:
+    share: gr.Button
+    link: gr.Textbox
+    download: gr.Button
+    file: gr.File
+
+
+def share_controls(task: str) -> ShareControls:
+    """'Copy link' and 'Download data' buttons with the link box and the file they fill (elem_ids
+    '{task}-share', '{task}-download', '{task}-share-link', '{task}-download-file')."""
+    gr.HTML("", js_on_load=downloads.PLOT_BUTTONS_JS, container=False, padding=False, elem_classes=["plot-dl"])
+    with gr.Row():
+        share = gr.Button("🔗 Copy link to this view", size="sm", elem_id=f"{task}-share")
+        download = gr.Button("⬇ Download data (JSON)", size="sm", elem_id=f"{task}-download")
+    link = gr.Textbox(
+        label="Link to this view", interactive=False, buttons=["copy"], max_lines=3, elem_id=f"{task}-share-link"
+    )
+    file = gr.File(label="Data", interactive=False, visible=False, elem_id=f"{task}-download-file")
+    return ShareControls(share, link, download, file)
+
+
+def _link_box(url: str | None, message: str) -> gr.Textbox:
+    return gr.Textbox(value=url or f"⚠️ {message}", info=message if url else None)
+
+
+def _file(path: str | None, message: str):
+    if path is None:
+        gr.Warning(message)
+        return gr.File(value=None, visible=False)
+    return gr.File(value=path, visible=True)
+
+
+def _wire_buttons(controls: ShareControls, share_fn, share_inputs, download_fn, download_inputs) -> None:
+    controls.share.click(share_fn, [controls.link, *share_inputs], [controls.link], js=BASE_JS, **PRIVATE).then(
+        None, [controls.link], None, js=COPY_JS, **PRIVATE
+    )
+    click = downloads.CLICK_DOWNLOAD_JS % controls.file.elem_id
+    controls.download.click(download_fn, download_inputs, [controls.file], **PRIVATE).then(
+        None, [controls.file], None, js=click, **PRIVATE
+    )
+
+
+def _choice(value: int | None, radio: gr.Radio):
+    """A 0-based layer or head from a link if the radio offers it, else no change."""
+    return value if value is not None and 0 <= value < len(radio.choices) else gr.skip()
+
+
+def select_tab_on_load(demo: gr.Blocks, tabs: gr.Tabs) -> None:
+    """Open the tab a link names."""
+
+    def selected(request: gr.Request):
+        link = links.from_query(dict(request.query_params)) if request else None
+        return gr.Tabs(selected=link.tab) if link else gr.skip()
+
+    demo.load(selected, None, tabs, **PRIVATE)
+
+
+def _press_js(task: str) -> str:
+    """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click."""
+    return f"""() => {{
+  const q = new URLSearchParams(window.location.search);
+  const tab = (q.get('tab') || '').trim().toLowerCase() === 'translation' ? 'translation' : 'sentiment';
+  if (tab !== '{task}' || !(q.get('text') || '').trim()) return;
+  let tries = 0;  // the tab opened by the link may still be mounting
+  const press = () => {{
+    const button = document.querySelector('#{task}-submit');
+    if (button) button.click(); else if (++tries < 200) setTimeout(press, 50);
+  }};
+  press();
+}}"""
+
+
+def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
+    link = links.from_query(dict(request.query_params)) if request else None
+    return link if link is not None and link.tab == task else None
+
+
+def wire_sentiment_links(demo, pipe, controls: ShareControls, *, review, layer, head, method) -> None:
+    """Copy link, download, and opening a link: it fills the review, layer, head and explanation method,
+    then presses 'Analyse sentiment' (#sentiment-submit)."""
+
+    def share(base, text, layer, head, method):
+        return _link_box(*links.share_url(base, links.ViewLink("sentiment", text or "", layer, head, method=method)))
+
+    def download(text, method):
+        chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
+        return _file(*downloads.sentiment_download(pipe, text, chosen))
+
+    _wire_buttons(controls, share, [review, layer, head, method], download, [review, method])
+    methods = [value for _, value in method.choices]
+
+    def restore(request: gr.Request):
+        link = _link(request, "sentiment")
+        if link is None:
+            return [gr.skip()] * 4
+        chosen = link.method if link.method in methods else gr.skip()
+        return link.text, _choice(link.layer, layer), _choice(link.head, head), chosen
+
+    demo.load(restore, None, [review, layer, head, method], **PRIVATE).then(
+        None, None, None, js=_press_js("sentiment"), **PRIVATE
+    )
+
+
+def wire_translation_links(
+    demo, pipe, controls: ShareControls, *, german, decoding, beam, layer, head, state, drawn, step
+):
+    """As wire_sentiment_links for the translation tab (decoding and beam size too); a link's decoding step is
+    applied once the run it starts is drawn (`drawn`). step: the step slider and the two plots it drives."""
+
+    def share(base, text, decoding, beam, layer, head, step):
+        link = links.ViewLink("translation", text or "", layer, head, int(step or 1) - 1, decoding, beam)
+        return _link_box(*links.share_url(base, link))
+
+    def download(text, decoding, beam):
+        return _file(*downloads.translation_download(pipe, text, decoding, beam))
+
+    _wire_buttons(controls, share, [german, decoding, beam, layer, head, step[0]], download, [german, decoding, beam])
+    pending_step = gr.State(None)
+
+    def restore(request: gr.Request):
+        link = _link(request, "translation")
+        if link is None:
+            return [gr.skip()] * 6
+        chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
+        chosen = (link.text, link.decoding or gr.skip(), chosen_beam, _choice(link.layer, layer))
+        return *chosen, _choice(link.head, head), link.step
+
+    demo.load(restore, None, [german, decoding, beam, layer, head, pending_step], **PRIVATE).then(
+        None, None, None, js=_press_js("translation"), **PRIVATE
+    )
+    drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **PRIVATE)
+
+
+def _apply_step(view, layer, pending: int | None):
+    """Move the step slider (and its plots) to the step a link asked for, once; nothing otherwise."""
+    if pending is None or view is None:
+        return gr.skip(), gr.skip(), gr.skip(), None
+    maximum = handlers.step_slider(view).maximum
+    chosen = min(pending + 1, maximum)
+    slider = gr.Slider(minimum=1, maximum=maximum, value=chosen, step=1, interactive=True)
+    return slider, *handlers.translation_step(view, layer, chosen), None
+
+
+def _compare_outputs(task: str):
+    output = gr.HTML(elem_id=f"{task}-compare-output")
+    diff = gr.Plot(show_label=False, elem_id=f"{task}-compare-diff")
+    return gr.State(None), output, diff
+
+
+def _redraw_diff_on(layer, head, state, diff) -> None:
+    for control in (layer, head):
+        control.change(compare.diff_figure, [state, layer, head], [diff], **PRIVATE)
+
+
+def sentiment_compare_panel(pipe, *, review, submit, layer, head) -> None:
+    """A second review (a copy of the first to edit), both predictions side by side, the change in probability,
+    and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run."""
+    gr.Markdown(
+        "### Compare two reviews\nChange a word or two and see what it does: both predictions, the change in "
+        "probability, and for the chosen layer and head how attention moved over the tokens both reviews share."
+    )
+    second = gr.Textbox(
+        label="Second review (click it for a copy of the first, then edit)",
+        lines=3,
+        max_lines=10,
+        elem_id="sentiment-compare-input",
+    )
+    button = gr.Button("Compare", variant="secondary", elem_id="sentiment-compare-submit")
+    pairs = contrast_pairs()
+    examples = gr.Examples(
+        examples=[[a, b] for a, b, _ in pairs],
+        inputs=[review, second],
+        example_labels=[f"{kind}: {a[:40]}" for a, _, kind in pairs],
+        label="Contrast pairs (one click fills both reviews and compares them)",
+        **PRIVATE,
+    )
+    state, output, diff = _compare_outputs("sentiment")
+
+    def run(a, b, layer, head):
+        return compare.compare_reviews(pipe, a, b, layer, head)
+
+    for trigger in (second.focus, submit.click):
+        trigger(None, [review, second], [second], js=PREFILL_JS, **PRIVATE)
+    button.click(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
+    examples.load_input_event.then(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
+    _redraw_diff_on(layer, head, state, diff)
+
+
+def translation_compare_panel(pipe, *, german, decoding, beam, layer, head) -> None:
+    """A second German sentence, both translations side by side, and the aligned cross-attention diff."""
+    gr.Markdown(
+        "### Compare two sentences\nTranslate a second German sentence with the same decoding: both translations, "
+        "and for the chosen layer and head how cross-attention moved over the tokens both share."
+    )
+    second = gr.Textbox(
+        label="Second German sentence (click it for a copy of the first, then edit)",
+        lines=2,
+        max_lines=6,
+        elem_id="translation-compare-input",
+    )
+    button = gr.Button("Compare", variant="secondary", elem_id="translation-compare-submit")
+    examples = gr.Examples(
+        examples=[[a, b] for a, b, _ in GERMAN_PAIRS],
+        inputs=[german, second],
+        example_labels=[label for _, _, label in GERMAN_PAIRS],
+        label="Sentence pairs (one click fills both sentences and compares them)",
+        **PRIVATE,
+    )
+    state, output, diff = _compare_outputs("translation")
+
+    def run(a, b, decoding, beam, layer, head):
+        return compare.compare_translations(pipe, a, b, decoding, beam, layer, head)
+
+    second.focus(None, [german, second], [second], js=PREFILL_JS, **PRIVATE)
+    inputs = [german, second, decoding, beam, layer, head]
+    button.click(run, inputs, [state, output, diff], **PRIVATE)
+    examples.load_input_event.then(run, inputs, [state, output, diff], **PRIVATE)
+    _redraw_diff_on(layer, head, state, diff)
