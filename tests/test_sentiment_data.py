@@ -85,3 +85,20 @@ def test_pretrain_then_finetune_on_imdb_and_sst2(data_dirs, tmp_path):
     assert pipe.tokenizer.get_vocab() == SentimentPipeline.from_pretrained(str(pre / "best")).tokenizer.get_vocab()
     held = [json.loads(line) for line in (out / "heldout-sst2.jsonl").read_text().splitlines()]
     assert len(held) == 6 and {"text", "label"} <= set(held[0])
+
+
+def test_model_card_reports_the_contrast_set():
+    from training.model_card import _evaluation
+
+    metrics = {
+        "test": {"accuracy": 0.9, "n": 10, "split": "test"},
+        "contrast": {
+            "contrast_accuracy": 0.75,
+            "pairs_flipped": 3,
+            "pairs": 5,
+            "by_kind": {"negation": {"accuracy": 0.5, "flipped": 1, "pairs": 2}},
+        },
+    }
+    text = _evaluation("sentiment", metrics)
+    assert "Contrast set (5 hand-written minimal pairs" in text and "75.0%" in text and "negation 1/2" in text
+    assert "Contrast set" not in _evaluation("sentiment", {"test": metrics["test"]})

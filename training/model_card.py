@@ -283,7 +283,20 @@ def _evaluation(task: str, metrics: dict | None) -> str:
     text = f"| metric | {split}{n} | validation |\n|---|---|---|\n" + "\n".join(rows)
     if task == "translation" and test.get("beam"):
         text += f"\n\nDecoded with beam search, beam size {test['beam']}."
-    return text
+    return text + _contrast(metrics)
+
+
+def _contrast(metrics: dict | None) -> str:
+    """The hand-written contrast set (training.contrast), when metrics.json records it."""
+    c = (metrics or {}).get("contrast")
+    if not c:
+        return ""
+    kinds = ", ".join(f"{k} {v['flipped']}/{v['pairs']}" for k, v in c.get("by_kind", {}).items())
+    return (
+        f"\n\nContrast set ({c['pairs']} hand-written minimal pairs: one side positive, the other negative): "
+        f"{c['contrast_accuracy']:.1%} of the sentences right, {c['pairs_flipped']} pairs with both sides right "
+        f"(by kind: {kinds})."
+    )
 
 
 def _calibration(metrics: dict | None) -> str:
