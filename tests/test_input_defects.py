@@ -8,7 +8,7 @@ import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from viz import handlers
-from viz.inputs import check_text, fix_surrogates, plural
+from viz.inputs import MAX_BEAM, check_text, fix_surrogates, plural
 
 INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200b\ufeff\u2060\u00ad\u3164 \u2800\u115f"]
 
@@ -41,7 +41,7 @@ def test_any_beam_size_gives_a_translation(translation, beam):
     view, english, status = handlers.translate(translation, "Ein Hund läuft.", "beam search", beam)
     assert view is not None and isinstance(english, str) and "⚠️" not in status
     beams = 1 if "greedy" in status else int(status.split("beam search, ")[1].split(" beams")[0])
-    assert 1 <= beams <= handlers.MAX_BEAM
+    assert 1 <= beams <= MAX_BEAM
 
 
 @pytest.mark.parametrize("value", [math.nan, "x", None, 1e300, -3, "2"])

@@ -15,7 +15,7 @@ from pipelines.microbatch import TooManyRequests
 
 from . import explain, figures
 from . import notices as notices_
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text, clamp, plural
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text, clamp, plural
 
 log = logging.getLogger(__name__)
 HIGHLIGHT_MODES = [
@@ -24,7 +24,6 @@ HIGHLIGHT_MODES = [
 ]
 DECODING = ["beam search", "greedy"]
 BUSY = "You have many requests waiting already. Please wait for them to finish, then try again."
-MAX_BEAM = 8  # the slider's maximum; API clients are held to it too
 
 
 def _status(lines: list[str], error: str | None = None) -> str:
@@ -149,7 +148,7 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
     checked = check_text(german_text, MAX_GERMAN_CHARS, "German sentence")
     if checked.text is None:
         return None, "", _status([], checked.error)
-    beam = 1 if decoding == "greedy" else clamp(beam_size, 1, MAX_BEAM, getattr(pipe, "beam_size", 4))
+    beam = beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4))
     try:
         result = pipe(checked.text, beam_size=beam)
     except ValueError:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import figures
 from .handlers import _status
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
 KIND_NAMES = {"self": "layer", "encoder": "encoder", "decoder": "decoder", "cross": "cross"}
@@ -141,17 +141,13 @@ def grid_styler(rows: list[dict]):
 # --- handlers --------------------------------------------------------------------------------------------
 
 
-def _beam(decoding: str | None, beam_size) -> int:
-    return 1 if decoding == "greedy" else min(max(int(beam_size or 1), 1), 10)
-
-
 def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None):
     """Measure every head on the text: (HeadsView, grid, table, status Markdown). The model runs here."""
     limit, what = (MAX_REVIEW_CHARS, "review") if task == "sentiment" else (MAX_GERMAN_CHARS, "German sentence")
     checked = check_text(text, limit, what)
     if checked.text is None:
         return None, None, None, _status([], checked.error)
-    beam = _beam(decoding, beam_size) if task == "translation" else None
+    beam = beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)) if task == "translation" else None
     start = time.perf_counter()
     try:
         if task == "sentiment":

@@ -91,8 +91,12 @@ def clamp(value: object, low: int, high: int, default: int) -> int:
     return min(max(to_int(value, default), low), high)
 
 
+MAX_BEAM = 8  # the slider's maximum; API clients are held to it too
+
+
 def beam_width(decoding: object, beam_size: object, default: int = 4) -> int:
-    """The beam size to decode with: 1 for greedy, else beam_size clamped to 1..8 (default when not a number)."""
+    """The beam size to decode with: 1 for greedy, else beam_size clamped to 1..MAX_BEAM (default when not a
+    number: NaN, infinity, None, junk from an API client)."""
     if decoding == "greedy":
         return 1
-    return clamp(beam_size, 1, 8, default)
+    return clamp(beam_size, 1, MAX_BEAM, default)

@@ -15,15 +15,11 @@ from pipelines.explanations import default_method
 from pipelines.translation_attribution import TRANSLATION_METHODS
 
 from . import translation_attributions as figs
-from .inputs import MAX_GERMAN_CHARS, check_text
+from .inputs import MAX_GERMAN_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 NO_CONTRAST = "(no contrast)"
-
-
-def _beam(decoding: str, beam_size) -> int:
-    return 1 if decoding == "greedy" else min(max(int(beam_size or 1), 1), 10)
 
 
 def explain(pipe, text: str, decoding: str, beam_size, method: str, step=None, alternative: str | None = None):
@@ -36,7 +32,7 @@ def explain(pipe, text: str, decoding: str, beam_size, method: str, step=None, a
     if alternative and alternative != NO_CONTRAST and step:
         contrast = {int(step) - 1: alternative}
     try:
-        result = pipe(checked.text, beam_size=_beam(decoding, beam_size))
+        result = pipe(checked.text, beam_size=beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)))
         expl = pipe.explain(checked.text, method or None, contrast=contrast, result=result)
     except Exception:
         log.exception("translation explanation failed")
