@@ -30,3 +30,44 @@ def translation_dir(tmp_path_factory):
     from tiny_models import make_translation_dir
 
     return make_translation_dir(tmp_path_factory.mktemp("models") / "translation")
+
+
+@pytest.fixture(scope="module")
+def sentiment(sentiment_dir):
+    """The tiny sentiment model's pipeline."""
+    from pipelines import SentimentPipeline
+
+    return SentimentPipeline.from_pretrained(str(sentiment_dir))
+
+
+@pytest.fixture(scope="module")
+def translation(translation_dir):
+    """The tiny translation model's pipeline."""
+    from pipelines import TranslationPipeline
+
+    return TranslationPipeline.from_pretrained(str(translation_dir))
+
+
+@pytest.fixture(scope="module")
+def app_url(sentiment_dir, translation_dir):
+    """The app on the tiny models, served on a free port, for the browser tests."""
+    from app import build_demo
+    from benchmarks import browser
+    from pipelines import SentimentPipeline, TranslationPipeline
+
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
+    )
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    """One headless chromium page per test module."""
+    from benchmarks import browser
+
+    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
+        yield page

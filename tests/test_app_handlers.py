@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines import SentimentPipeline
 from viz import explain, handlers
 from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
@@ -27,16 +27,6 @@ class Counting:
 
     def __getattr__(self, name):
         return getattr(self.pipe, name)
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def token_text(highlight: str) -> str:

@@ -7,32 +7,12 @@ never asserted: the CPU here is shared.
 import pytest
 
 from benchmarks import browser
-from pipelines import SentimentPipeline, TranslationPipeline
 from viz.examples import BENCH_GERMAN, LONG_REVIEW
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
 ]
-
-
-@pytest.fixture(scope="module")
-def app_url(sentiment_dir, translation_dir):
-    from app import build_demo
-
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    try:
-        yield browser.serve(demo)
-    finally:
-        demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
-        yield page
 
 
 @pytest.fixture

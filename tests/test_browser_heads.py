@@ -6,7 +6,6 @@ import time
 import pytest
 
 from benchmarks import browser
-from pipelines import SentimentPipeline, TranslationPipeline
 
 pytestmark = [
     pytest.mark.browser,
@@ -16,25 +15,6 @@ pytestmark = [
 COLUMN_JS = """([id, col]) => Array.from(document.querySelectorAll('#' + id + ' .virtual-row'))
   .sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top)
   .map(r => r.querySelector('[data-col="' + col + '"]').innerText.trim())"""
-
-
-@pytest.fixture(scope="module")
-def app_url(sentiment_dir, translation_dir):
-    from app import build_demo
-
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    try:
-        yield browser.serve(demo)
-    finally:
-        demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
-        yield page
 
 
 def click_cell(page, task: str, row: int, col: int) -> str:

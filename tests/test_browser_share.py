@@ -10,7 +10,6 @@ import pytest
 from gradio_client import Client
 
 from benchmarks import browser
-from pipelines import SentimentPipeline, TranslationPipeline
 from viz.examples import contrast_pairs
 
 pytestmark = [
@@ -18,25 +17,6 @@ pytestmark = [
     pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
 ]
 REVIEW = "A warm, funny film – „wunderbar“ <b>really</b> 🎬"
-
-
-@pytest.fixture(scope="module")
-def app_url(sentiment_dir, translation_dir):
-    from app import build_demo
-
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    try:
-        yield browser.serve(demo)
-    finally:
-        demo.close()
-
-
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
-        yield page
 
 
 def heatmap_drawn(page, elem_id: str) -> None:

@@ -5,7 +5,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.compare import align_tokens, aligned_diff, compare_sentiment, compare_translation, shared_share
 from viz import compare as compare_view
 
@@ -72,16 +71,6 @@ def test_diff_of_rectangular_maps_aligns_rows_and_columns_separately():
     assert diff.shape == (3, 4)  # -two, +three, dogs  x  -zwei, +drei, hunde, </s>
     assert diff[2, 2] == map_b[1, 1] - map_a[1, 1] and diff[2, 3] == map_b[1, 2] - map_a[1, 2]
     assert np.isnan(diff[:2]).all() and np.isnan(diff[:, :2]).all()
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def test_sentiment_comparison_matches_two_single_runs(sentiment):

@@ -8,19 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.export import SCHEMA_VERSION, model_info, to_jsonable
 from viz import downloads
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def load(path) -> dict:

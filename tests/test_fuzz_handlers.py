@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from viz import handlers
 
 OUR_TAGS = re.compile(r"</?(?:div|p|span|b)(?:\s+(?:class|style|title)=\"[^\"<>]*\")*\s*>")
@@ -39,16 +38,6 @@ HUGE = ["<b>x</b>" * 25_000, "\u200b" * 200_000, "Wort " * 40_000, "\ud800" * 20
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 DECODING = st.one_of(st.sampled_from(handlers.DECODING), st.text(max_size=8), st.none())
 SECONDS = 60  # per handler call at most, on a slow shared CI machine (a few ms to 1 s normally)
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def timed(fn, *args):

@@ -5,22 +5,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.heads import translation_head_table
 
 REVIEW = "A warm, funny film. The acting is great, but the plot drags!"
 GERMAN = "Ein Mann fährt Fahrrad."
 REQUIRED = {"kind", "layer", "head", "entropy", "distance", "effect"}
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def test_sentiment_head_table_effect_is_the_pipeline_with_that_head_off(sentiment):

@@ -4,21 +4,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from viz import handlers, heads
 
 REVIEW = "A warm, funny film. The acting is great!"
 GERMAN = "Ein Mann fährt Fahrrad."
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def click(grid, row: int, col: int):

@@ -6,21 +6,10 @@ import math
 
 import pytest
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from viz import handlers
 from viz.inputs import MAX_BEAM, check_text, fix_surrogates, plural
 
 INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200b\ufeff\u2060\u00ad\u3164 \u2800\u115f"]
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 @pytest.mark.parametrize("text", INVISIBLE)

@@ -6,21 +6,10 @@ import time
 import pytest
 import torch
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.microbatch import MicroBatcher, TooManyRequests
 
 TEXTS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", "Wow", ""]
 GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", "Ja", ""]
-
-
-@pytest.fixture(scope="module")
-def sentiment(sentiment_dir):
-    return SentimentPipeline.from_pretrained(str(sentiment_dir))
-
-
-@pytest.fixture(scope="module")
-def translation(translation_dir):
-    return TranslationPipeline.from_pretrained(str(translation_dir))
 
 
 def test_a_sentiment_batch_equals_single_runs(sentiment):
