@@ -6,8 +6,11 @@ from .common import TokenSpan
 
 
 def _joins(prev: TokenSpan, tok: TokenSpan) -> bool:
-    """A piece continues the previous word when nothing lies between them and both sides are letters,
+    """A piece continues the previous word when it overlaps it (byte-level pieces of one character, like an
+    emoji, share that character's span), or when nothing lies between them and both sides are letters,
     digits or an apostrophe ("wasn" + "'" + "t", "recog" + "nises")."""
+    if tok.end > tok.start and tok.start < prev.end:
+        return True
     word_char = lambda c: c.isalnum() or c in "'’"  # noqa: E731
     return tok.start == prev.end and tok.end > tok.start and word_char(prev.text[-1:]) and word_char(tok.text[:1])
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from pipelines import SentimentPipeline
-from viz import explain, handlers
+from pipelines.attribution import attention_rollout
+from viz import explain, explanation_panel, handlers
 from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
 
@@ -27,6 +28,11 @@ class Counting:
 
     def __getattr__(self, name):
         return getattr(self.pipe, name)
+
+
+def highlight(pipe, view, method: str = "attention") -> str:
+    """The explanation panel's highlighted review (the view the app shows under the prediction)."""
+    return explanation_panel.explain(pipe, view, method)[1]
 
 
 def token_text(highlight: str) -> str:
@@ -61,7 +67,7 @@ def test_empty_review_gets_a_friendly_message_and_no_run(sentiment, bad, expecte
     assert view is None and probs is None and expected in status and status.startswith("⚠️")
     assert stub.calls == 0
     assert handlers.sentiment_figures(view, 0, 0) == (None, None)
-    assert handlers.sentiment_highlight(view) == ""
+    assert highlight(stub, view) == ""
 
 
 def test_huge_paste_is_cut_with_a_notice(sentiment):
@@ -71,8 +77,8 @@ def test_huge_paste_is_cut_with_a_notice(sentiment):
     assert len(view.text) == MAX_REVIEW_CHARS
     # The model reads head + tail; the notice and the highlight both say so.
     assert "the model reads 64: the first 16 and the last 48" in status
-    highlight = handlers.sentiment_highlight(view)
-    assert f"{view.n_skipped:,} tokens in the middle are not read" in highlight
+    shown = highlight(sentiment, view)
+    assert f"{view.n_skipped:,} tokens in the middle are not read" in shown
 
 
 @pytest.mark.parametrize(
@@ -86,13 +92,13 @@ def test_huge_paste_is_cut_with_a_notice(sentiment):
 def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, notice):
     view, probs, status = handlers.analyze_review(sentiment, text)
     assert probs is not None and notice in status
-    highlight = handlers.sentiment_highlight(view)
-    assert "<script" not in highlight and "<img" not in highlight
-    shown = " ".join(token_text(highlight).split())
+    page = highlight(sentiment, view)
+    assert "<script" not in page and "<img" not in page
+    shown = " ".join(token_text(page).split())
     expected = " ".join(re.sub(r"[\x00-\x1f]", " ", text).split())
     assert shown == expected  # every character once, as text (emoji bytes merged back into one character)
     if SCRIPT in text:
-        assert "&lt;" in highlight and "&gt;" in highlight  # shown as the characters < and >
+        assert "&lt;" in page and "&gt;" in page  # shown as the characters < and >
     for fig in handlers.sentiment_figures(view, 0, 0):
         js = fig.to_json()
         assert "<script" not in js and "<img" not in js
@@ -109,24 +115,24 @@ def test_highlight_keeps_a_long_review_readable(sentiment):
     review = (LONG_REVIEW + "\n\n") * 2  # about 600 words
     assert len(review.split()) > 500
     view, _, _ = handlers.analyze_review(sentiment, review)
-    out = handlers.sentiment_highlight(view)
+    out = highlight(sentiment, view)
     assert "white-space:pre-wrap" in out and "overflow-y:auto" in out  # wraps and scrolls
     head, tail = token_text(out).split("[…")
     assert review.startswith(" ".join(head.split())[:40])
     assert " ".join(tail.split()).endswith("thinking about it for weeks.")
-    assert "Leaned on most:" in out
+    assert "most:</b>" in out  # the words the prediction leans on most
 
 
 def test_highlight_modes_weigh_tokens_to_one(sentiment):
     view, _, _ = handlers.analyze_review(sentiment, REVIEWS[2][1])
     attentions = [a.astype(np.float32) for a in view.attentions]
-    pool = explain.token_importance(view.pool_weights, attentions, "pool")
-    rollout = explain.token_importance(view.pool_weights, attentions, "rollout")
+    pool = sentiment.explain(view.text, "attention").scores
+    rollout = sentiment.explain(view.text, "rollout").scores
     assert pool.sum() == pytest.approx(1.0) and rollout.sum() == pytest.approx(1.0)
     assert (rollout >= 0).all() and not np.allclose(pool, rollout)
-    R = explain.attention_rollout(attentions)
+    R = attention_rollout(attentions)
     np.testing.assert_allclose(R.sum(axis=1), 1.0, rtol=1e-5)
-    assert handlers.sentiment_highlight(view, "rollout") != handlers.sentiment_highlight(view, "pool")
+    assert highlight(sentiment, view, "rollout") != highlight(sentiment, view, "attention")
 
 
 def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
@@ -182,7 +188,6 @@ def test_changing_layer_head_or_highlight_never_runs_the_model(sentiment):
     for layer in range(2):
         for head in range(4):
             handlers.sentiment_figures(view, layer, head)
-    handlers.sentiment_highlight(view, "rollout")
     assert stub.calls == 1
 
 

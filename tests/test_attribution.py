@@ -160,6 +160,9 @@ def test_words_merge_subword_pieces_and_scores_add_up():
     words = word_ids(toks)
     assert words.tolist() == [0, 0, 1, 2, 3, 3]
     np.testing.assert_allclose(word_scores(np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), words), [3, 3, 4, 11])
+    # Byte-level pieces of one emoji share its span: one word, shown once.
+    emoji = [TokenSpan(0, "it", 0, 2), TokenSpan(1, "😀", 3, 4), TokenSpan(2, "😀", 3, 4), TokenSpan(3, "😀", 3, 4)]
+    assert word_ids(emoji).tolist() == [0, 1, 1, 1]
 
 
 def test_variants_delete_and_keep_the_top_tokens_in_order():

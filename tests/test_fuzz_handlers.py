@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from viz import handlers
+from viz import explanation_panel, handlers
 
 OUR_TAGS = re.compile(r"</?(?:div|p|span|b)(?:\s+(?:class|style|title)=\"[^\"<>]*\")*\s*>")
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # every code point, lone surrogates included
@@ -73,9 +73,11 @@ def assert_safe_figures(*figs) -> None:
 
 
 @FUZZ
-@given(text=TEXT, layer=NUMBER, head=NUMBER, mode=st.one_of(st.sampled_from(["pool", "rollout"]), st.text(max_size=5)))
-@example(text=HUGE[0], layer=0, head=0, mode="pool")
-@example(text=HUGE[1], layer=0, head=0, mode="pool")
+@given(
+    text=TEXT, layer=NUMBER, head=NUMBER, mode=st.one_of(st.sampled_from(["attention", "rollout"]), st.text(max_size=5))
+)
+@example(text=HUGE[0], layer=0, head=0, mode="attention")
+@example(text=HUGE[1], layer=0, head=0, mode="attention")
 @example(text=HUGE[3], layer=1, head=3, mode="rollout")
 def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
     view, probs, status = timed(handlers.analyze_review, sentiment, text)
@@ -84,7 +86,7 @@ def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
         assert probs is None and status.startswith("⚠️")
         return
     assert sum(probs.values()) == pytest.approx(1.0, abs=1e-4)
-    assert_safe_html(timed(handlers.sentiment_highlight, view, mode))
+    assert_safe_html(timed(lambda: explanation_panel.explain(sentiment, view, mode)[1]))
     assert_safe_figures(*timed(handlers.sentiment_figures, view, layer, head))
     assert html.escape("<script", quote=False) not in status
 

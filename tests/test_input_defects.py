@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from viz import handlers
+from viz import explanation_panel, handlers
 from viz.inputs import MAX_BEAM, check_text, fix_surrogates, plural
 
 INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200b\ufeff\u2060\u00ad\u3164 \u2800\u115f"]
@@ -49,7 +49,7 @@ def test_lone_surrogates_are_replaced_with_a_notice_and_nothing_logged(sentiment
         view, probs, status = handlers.analyze_review(sentiment, "A great \ud800 film \udfff.")
         assert probs is not None and "2 broken characters" in status
         assert "\ud800" not in view.text and "\ufffd" in view.text
-        handlers.sentiment_highlight(view).encode("utf-8")  # valid text all the way to the page
+        explanation_panel.explain(sentiment, view, "attention")[1].encode("utf-8")  # valid text all the way to the page
         view, english, status = handlers.translate(translation, "Ein \udc00 Hund.", "greedy", 2)
         assert view is not None and "1 broken character " in status
         status.encode("utf-8")

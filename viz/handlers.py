@@ -18,10 +18,6 @@ from . import notices as notices_
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text, clamp, plural
 
 log = logging.getLogger(__name__)
-HIGHLIGHT_MODES = [
-    ("Pooling weights (what the classifier reads)", "pool"),
-    ("Attention rollout (traced to the input)", "rollout"),
-]
 DECODING = ["beam search", "greedy"]
 BUSY = "You have many requests waiting already. Please wait for them to finish, then try again."
 
@@ -92,21 +88,6 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result)
     return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
-
-
-def sentiment_highlight(view: SentimentView | None, mode: str = "pool") -> str:
-    """The review with each token shaded by how much the prediction leans on it (escaped HTML)."""
-    if view is None:
-        return ""
-    weights = explain.token_importance(view.pool_weights, view.attentions, mode)
-    caption = (
-        "Shade = share of the pooled vector the classifier reads (attention pooling over the last layer)."
-        if mode != "rollout"
-        else "Shade = pooling weights traced back through every layer to the input tokens (attention rollout)."
-    )
-    return explain.highlight_html(
-        view.text, view.spans, weights, view.cut_after, view.n_skipped, caption + " Hover a word."
-    )
 
 
 def sentiment_figures(view: SentimentView | None, layer: int, head: int):
