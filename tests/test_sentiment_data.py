@@ -102,3 +102,60 @@ def test_model_card_reports_the_contrast_set():
     text = _evaluation("sentiment", metrics)
     assert "Contrast set (5 hand-written minimal pairs" in text and "75.0%" in text and "negation 1/2" in text
     assert "Contrast set" not in _evaluation("sentiment", {"test": metrics["test"]})
+
+
+def test_self_training_from_a_teachers_soft_labels(data_dirs, tmp_path, capsys):
+    """Teacher -> pseudo-labels on the unlabelled reviews -> a student trained on both."""
+    from pipelines import SentimentPipeline
+    from training.pseudolabel import main as pseudolabel_main
+
+    imdb, _ = data_dirs
+    teacher, student, labels = tmp_path / "teacher", tmp_path / "student", tmp_path / "pseudo.jsonl"
+    common = ["sentiment", "--data-dir", str(imdb), *TINY, "--max-len", "64", "--head", "16", "--batch-size", "8"]
+    assert train_main([*common, "--out", str(teacher)]) == 0
+    assert (
+        pseudolabel_main(
+            [
+                "--model",
+                str(teacher / "best"),
+                "--data",
+                str(imdb / "unsupervised.parquet"),
+                "--out",
+                str(labels),
+                "--limit",
+                "12",
+            ]
+        )
+        == 0
+    )
+    rows = [json.loads(line) for line in labels.read_text().splitlines()]
+    texts = list(pd.read_parquet(imdb / "unsupervised.parquet")["text"][:12])
+    assert [r["text"] for r in rows] == texts
+    expected = SentimentPipeline.from_pretrained(str(teacher / "best")).predict(texts)
+    assert [r["p_positive"] for r in rows] == pytest.approx([p["positive"] for p in expected], abs=1e-5)
+    assert train_main([*common, "--out", str(student), "--pseudo-labels", str(labels)]) == 0
+    assert f"pseudo-labelled: 12 texts from {labels}" in capsys.readouterr().out
+
+
+def test_soft_targets_match_hard_labels_and_pull_towards_the_teacher():
+    """0/1 soft targets give the hard-label loss exactly; a teacher's 0.5 is minimised at equal logits."""
+    from types import SimpleNamespace
+
+    from training.sentiment import SentimentTask
+
+    task = SentimentTask.__new__(SentimentTask)
+    task.args = SimpleNamespace(label_smoothing=0.1)
+    logits = torch.tensor([[2.0, -1.0], [0.5, 0.3], [-1.0, 1.5]], requires_grad=True)
+
+    class Model:
+        def __call__(self, ids):
+            return SimpleNamespace(logits=logits)
+
+    ids = torch.ones(3, 4, dtype=torch.long)
+    loss, stats = task.step(Model(), (ids, torch.tensor([0.0, 1.0, 1.0])))
+    hard = torch.nn.functional.cross_entropy(logits, torch.tensor([0, 1, 1]), label_smoothing=0.1)
+    assert loss.item() == pytest.approx(hard.item(), abs=1e-6)
+    assert stats["correct"] == 2 and stats["count"] == 3
+    loss, _ = task.step(Model(), (ids, torch.tensor([0.5, 0.5, 0.5])))
+    (grad,) = torch.autograd.grad(loss, logits)
+    assert (grad[:, 0] > 0).tolist() == (logits[:, 0] > logits[:, 1]).tolist()  # descent moves towards equal

@@ -132,6 +132,12 @@ def add_sentiment_parser(sub) -> None:
     d.add_argument(
         "--max-tokens", type=int, default=None, help="also cap a batch at this many (padded) tokens: many short texts"
     )
+    d.add_argument(
+        "--pseudo-labels",
+        default=None,
+        help="also train on unlabelled texts with a teacher's probabilities as soft targets: the JSON lines "
+        "`python -m training.pseudolabel` writes (self-training)",
+    )
     d.add_argument("--limit", type=int, default=None, help="use only the first N rows of each split (smoke tests)")
 
 

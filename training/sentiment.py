@@ -3,7 +3,8 @@
 One TransformerClassifier reads both. Each data set keeps a validation part held out of its `train`
 split; the validation score is the mean of the per-data-set accuracies, so the short SST-2 phrases
 (67k of them) do not drown the 22.5k reviews. `--init-from` starts from a pre-trained encoder
-(`python -m training pretrain`), whose tokenizer is then reused.
+(`python -m training pretrain`), whose tokenizer is then reused. `--pseudo-labels` adds unlabelled texts with a
+teacher's probabilities as soft targets (`python -m training.pseudolabel`: self-training).
 """
 
 import json
@@ -59,30 +60,50 @@ def labelled_sets(splits: dict, args) -> dict[str, dict[str, tuple[list[str], li
     return sets
 
 
+def read_pseudo_labels(path: str, limit: int | None = None) -> tuple[list[str], list[float]]:
+    """(texts, P(positive)) from the JSON lines `python -m training.pseudolabel` writes."""
+    texts, probs = [], []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                texts.append(row["text"])
+                probs.append(float(row["p_positive"]))
+            if limit and len(texts) >= limit:
+                break
+    return texts, probs
+
+
 class SentimentTask:
     metric = "accuracy"
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
         self.sets = labelled_sets(splits, args)
+        pseudo = getattr(args, "pseudo_labels", None)
+        self.pseudo = read_pseudo_labels(pseudo, args.limit) if pseudo else ([], [])
         t0 = time.time()
         if getattr(args, "init_from", None):
             self.tokenizer = Tokenizer.from_file(str(Path(args.init_from) / TOKENIZER))
             log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens from {args.init_from}")
         else:
-            corpus = [t for s in self.sets.values() for t in s["train"][0]]
+            corpus = [t for s in self.sets.values() for t in s["train"][0]] + self.pseudo[0]
             self.tokenizer = train_bpe(corpus, args.vocab_size, lowercase=True, strip_html_breaks=True)
             log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
-        self.train_ids, self.train_y, self.val = [], [], {}
+        self.train_ids, self.train_y, self.val = [], [], {}  # train_y: P(positive), 0 or 1 for labelled rows
         for name, s in self.sets.items():
             ids = encode(self.tokenizer, s["train"][0], args.max_len, args.head)
             self.train_ids += ids
-            self.train_y += s["train"][1]
+            self.train_y += [float(y) for y in s["train"][1]]
             self.val[name] = (encode(self.tokenizer, s["validation"][0], args.max_len, args.head), s["validation"][1])
             log(
                 f"{name}: {len(ids)} train / {len(self.val[name][0])} validation texts, "
                 f"mean {sum(map(len, ids)) / max(len(ids), 1):.0f} tokens after cutting to {args.max_len}"
             )
+        if self.pseudo[0]:
+            self.train_ids += encode(self.tokenizer, self.pseudo[0], args.max_len, args.head)
+            self.train_y += self.pseudo[1]
+            log(f"pseudo-labelled: {len(self.pseudo[0])} texts from {pseudo} (soft targets)")
         self.lengths = [len(s) for s in self.train_ids]
 
     def build_model(self) -> TransformerClassifier:
@@ -109,13 +130,14 @@ class SentimentTask:
         return out
 
     def step(self, model, batch):
-        ids, y = batch
+        ids, p = batch  # p: (B,) P(positive), 0 or 1 for labelled rows, a teacher's probability for pseudo ones
         logits = model(ids).logits
-        loss = F.cross_entropy(logits, y, label_smoothing=self.args.label_smoothing)
+        target = torch.stack([1 - p, p], dim=-1)  # (B, 2) probabilities over (negative, positive)
+        loss = F.cross_entropy(logits, target, label_smoothing=self.args.label_smoothing)
         return loss, {
             "tokens": int((ids != PAD).sum()),
-            "correct": int((logits.argmax(-1) == y).sum()),
-            "count": len(y),
+            "correct": int((logits.argmax(-1) == (p > 0.5).long()).sum()),
+            "count": len(p),
         }
 
     @torch.no_grad()
