@@ -89,6 +89,7 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    hosting.watch_for_expiry(state, layer, head)
     heads_panel(pipe, "sentiment", state, drawn, [review])
     share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
     share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
@@ -155,6 +156,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
+    hosting.watch_for_expiry(state, layer, head, step)
     heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     share_ui.translation_compare_panel(pipe, **inputs)

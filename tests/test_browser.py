@@ -95,3 +95,12 @@ def test_translation_tab(page, app_url, tmp_path, record_property):
     page.wait_for_function("() => document.querySelector('#translation-faithfulness').textContent.includes('random')")
     assert "English step × German token" in browser.plot_title(page, "translation-attribution")
     assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))
+
+
+def test_changing_layer_without_a_result_says_why_nothing_is_drawn(page, app_url):
+    """A fresh session (or one whose result expired) has nothing to redraw: a toast says so and how to fix it."""
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.choose(page, "sentiment-layer", "2")
+    toast = page.get_by_text("There is no result to redraw", exact=False)
+    toast.first.wait_for(timeout=15_000)
+    assert "15 minutes" in toast.first.text_content()

@@ -50,6 +50,25 @@ def run_as(request: gr.Request | None, handler, *args):
         return handler(*args)
 
 
+NO_RESULT = (
+    "There is no result to redraw: results are kept for {minutes} minutes after their last use. "
+    "Press the button above to run the model again."
+)
+
+
+def warn_if_no_result(view) -> None:
+    """A layer, head or step changed by the visitor while the session holds no result (never run, or expired
+    after STATE_TTL_S): say so in a toast, instead of leaving empty plots unexplained."""
+    if view is None:
+        gr.Warning(NO_RESULT.format(minutes=STATE_TTL_S // 60))
+
+
+def watch_for_expiry(state: gr.State, *controls) -> None:
+    """Wire warn_if_no_result to the visitor's own changes of these controls (not to programmatic ones)."""
+    for control in controls:
+        control.input(warn_if_no_result, [state], None, api_visibility="private")
+
+
 def tame_malloc(arenas: int = 2, mmap_threshold: int = 1 << 20) -> bool:
     """glibc only: few malloc arenas (one per thread otherwise keeps freed memory per thread) and a fixed
     mmap threshold, so the large tensors of a batch go back to the system when freed and resident memory
