@@ -104,14 +104,15 @@ def beam_search(
     finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
     history = torch.empty(B, K, 0, dtype=torch.long, device=dev)
     last = torch.full((B * K, 1), c.bos_id, dtype=torch.long, device=dev)
-    cache = None
+    cache, stay = None, None
     keep = torch.arange(K, device=dev).expand(B, K)  # a frozen row's beams stay where they are
     for i in range(max_len):
         step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=beam_mask)
         logp = step.logits[:, -1].log_softmax(-1).view(B, K, -1)  # (B, K, V)
         V = logp.size(-1)
-        stay = torch.full_like(logp, float("-inf"))
-        stay[..., c.eos_id] = 0.0
+        if stay is None:  # what a finished beam may emit: only EOS, at no cost
+            stay = torch.full((1, 1, V), float("-inf"), device=dev)
+            stay[..., c.eos_id] = 0.0
         logp = torch.where(finished[..., None], stay, logp)
         cand_raw = raw[..., None] + logp  # (B, K, V)
         cand_len = (lengths + (~finished).long())[..., None]  # (B, K, 1)
@@ -121,7 +122,7 @@ def beam_search(
         top = torch.where(frozen, keep * V + c.eos_id, top)
         beam, tok = top // V, top % V
         raw = torch.where(frozen, raw, cand_raw.view(B, K * V).gather(1, top))
-        lengths = torch.where(frozen, lengths, cand_len.expand(B, K, V).reshape(B, K * V).gather(1, top))
+        lengths = torch.where(frozen, lengths, cand_len[..., 0].gather(1, beam))  # the length of the beam extended
         finished = torch.where(frozen, finished, finished.gather(1, beam) | (tok == c.eos_id))
         history = torch.cat([history.gather(1, beam[..., None].expand(-1, -1, history.size(2))), tok[..., None]], 2)
         flat = (beam + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) rows to keep
