@@ -12,6 +12,8 @@ the sequential calls and at the end (with the peak). Models: $SENTIMENT_MODEL / 
 """
 
 import argparse
+import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -44,7 +46,6 @@ class Tally:
 
     seconds: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in TASKS})
     failures: dict[str, list[str]] = field(default_factory=lambda: {k: [] for k in TASKS})
-    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def rss_mb(pid: int) -> float:
@@ -84,57 +85,116 @@ def answer(result) -> str:
     return first.get("label", "") if isinstance(first, dict) else str(first)
 
 
-def call(client, api: str, text: str, reference: dict, tally: Tally) -> None:
+class GradioClient:
+    """Calls through gradio_client (what the README shows API users); about 0.2 s of CPU per call here."""
+
+    def __init__(self, url: str):
+        from gradio_client import Client
+
+        self.client = Client(url, verbose=False, analytics_enabled=False)
+
+    async def predict(self, api: str, text: str) -> list:
+        return await asyncio.to_thread(self.client.predict, text, api_name=api)
+
+    async def aclose(self) -> None:
+        self.client.close()
+
+
+def api_defaults(url: str) -> dict[str, list]:
+    """{endpoint: default values of its parameters after the first} from /gradio_api/info, as gradio_client
+    fills them in (the REST API wants every input)."""
+    import httpx
+
+    info = httpx.get(url + "gradio_api/info", timeout=30).json()["named_endpoints"]
+    return {api: [p.get("parameter_default") for p in info[api]["parameters"][1:]] for api in TASKS}
+
+
+class HttpClient:
+    """Calls through Gradio's documented REST API (POST /gradio_api/call/NAME, then read the event stream),
+    one session per client, with little CPU of its own: the load generator shares the app's 2 cores."""
+
+    defaults: dict[str, list] = {}  # api_defaults(url), set once by run()
+
+    def __init__(self, url: str):
+        import httpx
+
+        self.http = httpx.AsyncClient(base_url=url, timeout=120)
+        self.session = uuid.uuid4().hex
+
+    async def predict(self, api: str, text: str) -> list:
+        data = [text, *self.defaults.get(api, [])]
+        r = await self.http.post(f"gradio_api/call{api}", json={"data": data, "session_hash": self.session})
+        r.raise_for_status()
+        event, data = None, None
+        async with self.http.stream("GET", f"gradio_api/call{api}/{r.json()['event_id']}") as stream:
+            async for line in stream.aiter_lines():
+                if line.startswith("event:"):
+                    event = line[6:].strip()
+                elif line.startswith("data:") and event in ("complete", "error"):
+                    data = line[5:].strip()
+                    break
+        if event != "complete" or data is None:
+            raise RuntimeError(f"{event}: {(data or '')[:80]}")
+        return json.loads(data)[1:]  # the first output is the session's gr.State, never sent (null)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+CLIENTS = {"http": HttpClient, "gradio": GradioClient}
+
+
+async def call(client, api: str, text: str, reference: dict, tally: Tally) -> None:
     start = time.perf_counter()
     try:
-        result = client.predict(text, api_name=api)
+        result = await client.predict(api, text)
         problem = "warning: " + result[1][:80] if "⚠️" in result[1] else None
         if problem is None and reference and answer(result) != reference[(api, text)]:
             problem = f"differs from the sequential answer for {text[:30]!r}"
     except Exception as e:  # a failed request is counted, never fatal
         problem = f"{type(e).__name__}: {str(e)[:80]}"
-    with tally.lock:
-        if problem:
-            tally.failures[api].append(problem)
-        else:
-            tally.seconds[api].append(time.perf_counter() - start)
+    if problem:
+        tally.failures[api].append(problem)
+    else:
+        tally.seconds[api].append(time.perf_counter() - start)
 
 
-def drive(url: str, clients: int, seconds: float, reference: dict) -> tuple[Tally, float]:
-    """`clients` threads, each its own session, calling one endpoint in a loop until `seconds` pass."""
-    from gradio_client import Client
+def drive(url: str, clients: int, seconds: float, reference: dict, kind: str = "http") -> tuple[Tally, float]:
+    """`clients` clients, each its own session, calling one endpoint in a loop until `seconds` pass."""
+    tally, apis = Tally(), list(TASKS)
 
-    tally, end = Tally(), time.monotonic() + seconds
-    apis = list(TASKS)
-
-    def loop(i: int) -> None:
-        client = Client(url, verbose=False, analytics_enabled=False)
+    async def loop(i: int, end: float) -> None:
+        client = CLIENTS[kind](url)
         api, n = apis[i % len(apis)] if clients > 1 else None, 0
         while time.monotonic() < end:
             this = api or apis[n % len(apis)]  # a lone client alternates the endpoints
-            call(client, this, TASKS[this][(i + n) % len(TASKS[this])], reference, tally)
+            await call(client, this, TASKS[this][(i + n) % len(TASKS[this])], reference, tally)
             n += 1
+        await client.aclose()
 
-    threads = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(clients)]
+    async def main() -> None:
+        end = time.monotonic() + seconds
+        await asyncio.gather(*(loop(i, end) for i in range(clients)))
+
     start = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    asyncio.run(main())
     return tally, time.monotonic() - start
 
 
-def sequential(url: str, n: int, reference: dict | None = None) -> dict:
+def sequential(url: str, n: int, kind: str = "http") -> dict:
     """n calls one after another, each from a new session; returns {(api, text): answer}."""
-    from gradio_client import Client
-
-    client, answers = Client(url, verbose=False, analytics_enabled=False), {}
     jobs = [(api, text) for api, texts in TASKS.items() for text in texts]
-    for i in range(n):
-        api, text = jobs[i % len(jobs)]
-        client.session_hash = uuid.uuid4().hex
-        answers[(api, text)] = answer(client.predict(text, api_name=api))
-    return answers
+
+    async def main() -> dict:
+        answers = {}
+        for i in range(n):
+            api, text = jobs[i % len(jobs)]
+            client = CLIENTS[kind](url)
+            answers[(api, text)] = answer(await client.predict(api, text))
+            await client.aclose()
+        return answers
+
+    return asyncio.run(main())
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -164,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--single-seconds", type=float, default=30, help="length of the one-client phase")
     parser.add_argument("--sequential", type=int, default=1000, help="sequential calls, a new session each")
     parser.add_argument("--quick", action="store_true", help="4 clients for 6 s, 4 s alone, 6 sequential calls")
+    parser.add_argument(
+        "--client",
+        choices=sorted(CLIENTS),
+        default="http",
+        help="http: Gradio's REST API from one asyncio thread (light); gradio: gradio_client, a thread per client",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.clients, args.seconds, args.single_seconds, args.sequential = 4, 6, 4, 6
@@ -184,16 +250,18 @@ def run(args) -> int:
     try:
         wait_ready(url, proc)
         memory["start"] = rss_mb(proc.pid)
+        HttpClient.defaults = api_defaults(url)
         threading.Thread(target=sample, daemon=True).start()
-        reference = sequential(url, 2 * sum(len(t) for t in TASKS.values()))
+        reference = sequential(url, 2 * sum(len(t) for t in TASKS.values()), args.client)
         memory["after warm-up"] = rss_mb(proc.pid)
         t0 = time.monotonic()
-        sequential(url, args.sequential)
+        sequential(url, args.sequential, args.client)
         print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")
         memory[f"after {args.sequential} sequential calls"] = rss_mb(proc.pid)
-        one = report("1 client, alternating", *drive(url, 1, args.single_seconds, reference))
+        one = report("1 client, alternating", *drive(url, 1, args.single_seconds, reference, args.client))
         many = report(
-            f"{args.clients} clients, half on each endpoint", *drive(url, args.clients, args.seconds, reference)
+            f"{args.clients} clients, half on each endpoint",
+            *drive(url, args.clients, args.seconds, reference, args.client),
         )
         memory["end"] = rss_mb(proc.pid)
         print(f"\nthroughput with {args.clients} clients: {many / max(one, 1e-9):.1f}x one client's")
