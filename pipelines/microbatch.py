@@ -1,8 +1,9 @@
-"""A micro-batcher: model calls from many threads run in batches, one batch at a time, fairly across clients.
+"""A micro-batcher: model calls from many threads run in batches, fairly across clients.
 
 The app's handlers run in Gradio's worker threads and call a pipeline as if alone; each call waits here while
-a single worker thread runs the pending calls that can share a batch. So one model run happens at a time (the
-2 cores are not split between runs), concurrent requests share the cost of a run, and the next batch always
+a worker thread runs the pending calls that can share a batch. One model (runner) runs one batch at a time;
+different models may run at the same time, on their own worker threads (`parallel`), so a review never waits
+behind a batch of translations. Concurrent requests share the cost of a run, and the next batch always
 starts with the client served least recently: one client's flood of long inputs cannot starve a short one.
 """
 
@@ -27,13 +28,15 @@ class _Call:
 
 
 class MicroBatcher:
-    """Runs calls of `runner(items, **options)` in batches of up to max_batch_size on one worker thread."""
+    """Runs calls of `runner(items, **options)` in batches of up to max_batch_size, on at most `parallel`
+    worker threads, never two batches of the same runner at once."""
 
-    def __init__(self, max_batch_size: int = 8, max_pending_per_client: int = 32):
-        self.max_batch_size, self.max_pending = max_batch_size, max_pending_per_client
+    def __init__(self, max_batch_size: int = 8, max_pending_per_client: int = 32, parallel: int = 1):
+        self.max_batch_size, self.max_pending, self.parallel = max_batch_size, max_pending_per_client, parallel
         self._clients: OrderedDict[Hashable, deque[_Call]] = OrderedDict()  # first = served least recently
         self._cond = threading.Condition()
-        self._worker: threading.Thread | None = None
+        self._running: set = set()  # runners with a batch in progress
+        self._workers = 0  # worker threads alive (counted under the lock, so none is missed as it exits)
         self.batches_run = 0  # for tests and benchmarks
         self.largest_batch = 0
 
@@ -46,19 +49,27 @@ class MicroBatcher:
                 raise TooManyRequests(f"{len(queue)} calls of this client are already waiting")
             queue.append(call)
             self._start_worker()
-            self._cond.notify()
+            self._cond.notify_all()
         return call.future.result()
 
     def _start_worker(self) -> None:
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=self._work, name="micro-batcher", daemon=True)
-            self._worker.start()
+        """A worker for this call if every worker is busy and fewer than `parallel` run. Caller holds the lock."""
+        if self._workers < min(self.parallel, len(self._running) + 1):
+            self._workers += 1
+            threading.Thread(target=self._work, name="micro-batcher", daemon=True).start()
 
-    def _next_batch(self) -> list[_Call]:
-        """Calls for the next batch: the group of the oldest call of the client served least recently, then
-        round robin over clients (one call each per round) within that group. Caller holds the lock."""
-        first = next(iter(self._clients.values()))
-        group = first[0].group
+    def _first_ready(self) -> _Call | None:
+        """The oldest call, of the client served least recently, whose runner is free. Caller holds the lock."""
+        for queue in self._clients.values():
+            call = next((c for c in queue if c.group[0] not in self._running), None)
+            if call is not None:
+                return call
+        return None
+
+    def _next_batch(self, first: _Call) -> list[_Call]:
+        """Calls for the next batch: `first`'s group, round robin over clients (one call each per round) in the
+        order they were last served. Caller holds the lock."""
+        group = first.group
         batch: list[_Call] = []
         served = []
         while len(batch) < self.max_batch_size:
@@ -81,13 +92,20 @@ class MicroBatcher:
     def _work(self) -> None:
         while True:
             with self._cond:
-                while not self._clients:
-                    if not self._cond.wait(timeout=60):
-                        if not self._clients:  # idle for a minute: the thread ends, submit restarts it
-                            self._worker = None
-                            return
-                batch = self._next_batch()
-            self._run(batch)
+                first = self._first_ready()
+                while first is None:
+                    if not self._cond.wait(timeout=60) and self._first_ready() is None:
+                        self._workers -= 1  # idle for a minute: the thread ends, submit starts another
+                        return
+                    first = self._first_ready()
+                batch = self._next_batch(first)
+                self._running.add(first.group[0])
+            try:
+                self._run(batch)
+            finally:
+                with self._cond:
+                    self._running.discard(first.group[0])
+                    self._cond.notify_all()
 
     def _run(self, batch: list[_Call]) -> None:
         runner, options, _ = batch[0].group

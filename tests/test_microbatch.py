@@ -114,3 +114,28 @@ def test_a_client_with_too_many_waiting_calls_is_refused():
     out = run_threads([(i, lambda i=i: batcher.submit(runner, i, client="A")) for i in range(8)])
     refused = [k for k, v in out.items() if isinstance(v, TooManyRequests)]
     assert refused and all(out[k] == (k, 1) for k in out if k not in refused)
+
+
+def test_two_models_run_side_by_side_but_each_one_batch_at_a_time():
+    """parallel=2: a review never waits behind a batch of translations, and no model runs two batches at once."""
+    reviews, translations = SlowRunner(seconds=0.05), SlowRunner(seconds=0.3)
+    batcher = MicroBatcher(max_batch_size=4, parallel=2)
+    calls = [(f"t{i}", lambda i=i: batcher.submit(translations, f"t{i}", client=f"T{i}")) for i in range(8)]
+    calls += [(f"r{i}", lambda i=i: batcher.submit(reviews, f"r{i}", client=f"R{i}")) for i in range(8)]
+    start = time.monotonic()
+    out = run_threads(calls)
+    assert all(out[k] == (k, 1) for k in out)
+    assert reviews.overlaps == 0 and translations.overlaps == 0
+    # the reviews' batches all started while the first batch of translations was still running
+    assert max(reviews.starts) - start < 0.3
+    assert min(reviews.starts) < translations.starts[0] + 0.3
+
+
+def test_one_worker_runs_every_model_in_turn():
+    a, b = SlowRunner(seconds=0.05), SlowRunner(seconds=0.05)
+    batcher = MicroBatcher(max_batch_size=2)
+    calls = [(i, lambda i=i: batcher.submit(a if i % 2 else b, i, client=i)) for i in range(12)]
+    out = run_threads(calls)
+    assert all(out[i] == (i, 1) for i in range(12))
+    spans = sorted((t, t + 0.05) for t in a.starts + b.starts)
+    assert all(later[0] >= earlier[1] - 0.01 for earlier, later in zip(spans, spans[1:]))  # never overlapping
