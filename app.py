@@ -18,8 +18,8 @@ from viz.heads_panel import heads_panel  # noqa: E402
 from viz.models import redact_paths  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
-# Model events: every admitted request goes on to the shared batcher, which runs one batch at a time and is
-# fair across clients; gradio's own queue is first come, first served.
+# Model events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
+# (the two models side by side) and is fair across clients; gradio's own queue is first come, first served.
 MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
 
@@ -168,7 +168,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
 def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
     Launch it with hosting.launch_options()."""
-    batcher = MicroBatcher(hosting.MAX_BATCH)
+    batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     sentiment, translation = served(sentiment, translation, batcher)
     with gr.Blocks(
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
@@ -195,6 +195,7 @@ def main() -> None:
     from viz.models import load_models
 
     hosting.tame_malloc()
+    hosting.set_torch_threads()
     sentiment, translation = load_models()
     demo = build_demo(
         sentiment.pipeline,

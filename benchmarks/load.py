@@ -121,8 +121,9 @@ class HttpClient:
         self.http = httpx.AsyncClient(base_url=url, timeout=120)
         self.session = uuid.uuid4().hex
 
-    async def predict(self, api: str, text: str) -> list:
-        data = [text, *self.defaults.get(api, [])]
+    async def predict(self, api: str, text: str, *more) -> list:
+        """The outputs of one call (text, then `more` inputs or the endpoint's defaults for the rest)."""
+        data = [text, *more, *self.defaults.get(api, [])[len(more) :]]
         r = await self.http.post(f"gradio_api/call{api}", json={"data": data, "session_hash": self.session})
         r.raise_for_status()
         event, data = None, None

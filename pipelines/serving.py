@@ -64,7 +64,7 @@ class ServedTranslation(_Served):
 
 
 def served(sentiment, translation, batcher: MicroBatcher) -> tuple:
-    """(sentiment, translation) stand-ins sharing one batcher (None stays None): one model run at a time."""
+    """(sentiment, translation) stand-ins sharing one batcher (None stays None): each model one batch at a time."""
     return (
         None if sentiment is None else ServedSentiment(sentiment, batcher),
         None if translation is None else ServedTranslation(translation, batcher),

@@ -10,7 +10,12 @@ from starlette.responses import PlainTextResponse
 from pipelines.serving import calling_client
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
-MAX_BATCH = 8  # model calls run together at most
+MAX_BATCH = 16  # model calls run together at most
+# The two models run side by side, one batch each at a time, on one torch thread each: on the 2-core machine a
+# second thread sped one translation up by 4% and one review by 5%, while the two models in parallel use both
+# cores (benchmarks/load.py; README "Hosting").
+PARALLEL_MODELS = 2
+TORCH_THREADS = 1
 STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
 SESSIONS = 32  # results of at most this many sessions are kept (about 4 MB each at most): memory stays flat
 DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary files go after 10 minutes
@@ -67,6 +72,21 @@ def watch_for_expiry(state: gr.State, *controls) -> None:
     """Wire warn_if_no_result to the visitor's own changes of these controls (not to programmatic ones)."""
     for control in controls:
         control.input(warn_if_no_result, [state], None, api_visibility="private")
+
+
+def parallel_models() -> int:
+    """How many models may run at once: PARALLEL_MODELS when each run uses one torch thread (python app.py sets
+    that), else 1: two runs of several threads each on 2 cores spin against each other."""
+    import torch
+
+    return PARALLEL_MODELS if torch.get_num_threads() <= TORCH_THREADS else 1
+
+
+def set_torch_threads(n: int = TORCH_THREADS) -> None:
+    """Intra-op threads per model run (call before the models load; `python app.py` does)."""
+    import torch
+
+    torch.set_num_threads(n)
 
 
 def tame_malloc(arenas: int = 2, mmap_threshold: int = 1 << 20) -> bool:
