@@ -85,8 +85,10 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
         return hosting.run_as(request, handlers.analyze_review, pipe, review)
 
     predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS)
-    explained = explanation_panel.wire(panel, pipe, state, predicted)  # the explanation first, then the plots
-    drawn = explained.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    # the heatmaps and the explanation both follow the prediction, side by side: the plots do not wait for
+    # integrated gradients
+    drawn = predicted.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    explanation_panel.wire(panel, pipe, state, predicted)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     hosting.watch_for_expiry(state, layer, head)
