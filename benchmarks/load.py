@@ -111,7 +111,9 @@ def api_defaults(url: str) -> dict[str, list]:
 
 class HttpClient:
     """Calls through Gradio's documented REST API (POST /gradio_api/call/NAME, then read the event stream),
-    one session per client, with little CPU of its own: the load generator shares the app's 2 cores."""
+    one session per client, with little CPU of its own: the load generator shares the app's 2 cores.
+    One call at a time per client: concurrent REST calls that share a session_hash failed here with
+    "404: Not Found" (gradio 6.31)."""
 
     defaults: dict[str, list] = {}  # api_defaults(url), set once by run()
 

@@ -10,7 +10,7 @@ from starlette.responses import PlainTextResponse
 from pipelines.serving import calling_client
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
-MAX_BATCH = 16  # model calls run together at most
+MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
 # The two models run side by side, one batch each at a time, on one torch thread each: on the 2-core machine a
 # second thread sped one translation up by 4% and one review by 5%, while the two models in parallel use both
 # cores (benchmarks/load.py; README "Hosting").
