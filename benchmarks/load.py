@@ -22,6 +22,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,7 +89,7 @@ def answer(result) -> str:
 class GradioClient:
     """Calls through gradio_client (what the README shows API users); about 0.2 s of CPU per call here."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, defaults: dict | None = None):  # gradio_client fills in defaults itself
         from gradio_client import Client
 
         self.client = Client(url, verbose=False, analytics_enabled=False)
@@ -115,13 +116,13 @@ class HttpClient:
     One call at a time per client: concurrent REST calls that share a session_hash failed here with
     "404: Not Found" (gradio 6.31)."""
 
-    defaults: dict[str, list] = {}  # api_defaults(url), set once by run()
-
-    def __init__(self, url: str):
+    def __init__(self, url: str, defaults: dict[str, list] | None = None):
+        """defaults: api_defaults(url), for the inputs a call does not give."""
         import httpx
 
         self.http = httpx.AsyncClient(base_url=url, timeout=120)
         self.session = uuid.uuid4().hex
+        self.defaults = defaults or {}
 
     async def predict(self, api: str, text: str, *more) -> list:
         """The outputs of one call (text, then `more` inputs or the endpoint's defaults for the rest)."""
@@ -162,12 +163,13 @@ async def call(client, api: str, text: str, reference: dict, tally: Tally) -> No
         tally.seconds[api].append(time.perf_counter() - start)
 
 
-def drive(url: str, clients: int, seconds: float, reference: dict, kind: str = "http") -> tuple[Tally, float]:
-    """`clients` clients, each its own session, calling one endpoint in a loop until `seconds` pass."""
+def drive(new_client, clients: int, seconds: float, reference: dict) -> tuple[Tally, float]:
+    """`clients` clients (new_client() each, its own session), calling one endpoint in a loop until `seconds`
+    pass."""
     tally, apis = Tally(), list(TASKS)
 
     async def loop(i: int, end: float) -> None:
-        client = CLIENTS[kind](url)
+        client = new_client()
         api, n = apis[i % len(apis)] if clients > 1 else None, 0
         while time.monotonic() < end:
             this = api or apis[n % len(apis)]  # a lone client alternates the endpoints
@@ -184,7 +186,7 @@ def drive(url: str, clients: int, seconds: float, reference: dict, kind: str = "
     return tally, time.monotonic() - start
 
 
-def sequential(url: str, n: int, kind: str = "http") -> dict:
+def sequential(new_client, n: int) -> dict:
     """n calls one after another, each from a new session; returns {(api, text): answer}."""
     jobs = [(api, text) for api, texts in TASKS.items() for text in texts]
 
@@ -192,7 +194,7 @@ def sequential(url: str, n: int, kind: str = "http") -> dict:
         answers = {}
         for i in range(n):
             api, text = jobs[i % len(jobs)]
-            client = CLIENTS[kind](url)
+            client = new_client()
             answers[(api, text)] = answer(await client.predict(api, text))
             await client.aclose()
         return answers
@@ -253,18 +255,18 @@ def run(args) -> int:
     try:
         wait_ready(url, proc)
         memory["start"] = rss_mb(proc.pid)
-        HttpClient.defaults = api_defaults(url)
+        new_client = partial(CLIENTS[args.client], url, api_defaults(url))
         threading.Thread(target=sample, daemon=True).start()
-        reference = sequential(url, 2 * sum(len(t) for t in TASKS.values()), args.client)
+        reference = sequential(new_client, 2 * sum(len(t) for t in TASKS.values()))
         memory["after warm-up"] = rss_mb(proc.pid)
         t0 = time.monotonic()
-        sequential(url, args.sequential, args.client)
+        sequential(new_client, args.sequential)
         print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")
         memory[f"after {args.sequential} sequential calls"] = rss_mb(proc.pid)
-        one = report("1 client, alternating", *drive(url, 1, args.single_seconds, reference, args.client))
+        one = report("1 client, alternating", *drive(new_client, 1, args.single_seconds, reference))
         many = report(
             f"{args.clients} clients, half on each endpoint",
-            *drive(url, args.clients, args.seconds, reference, args.client),
+            *drive(new_client, args.clients, args.seconds, reference),
         )
         memory["end"] = rss_mb(proc.pid)
         print(f"\nthroughput with {args.clients} clients: {many / max(one, 1e-9):.1f}x one client's")

@@ -113,23 +113,11 @@ def test_self_training_from_a_teachers_soft_labels(data_dirs, tmp_path, capsys):
     teacher, student, labels = tmp_path / "teacher", tmp_path / "student", tmp_path / "pseudo.jsonl"
     common = ["sentiment", "--data-dir", str(imdb), *TINY, "--max-len", "64", "--head", "16", "--batch-size", "8"]
     assert train_main([*common, "--out", str(teacher)]) == 0
-    assert (
-        pseudolabel_main(
-            [
-                "--model",
-                str(teacher / "best"),
-                "--data",
-                str(imdb / "unsupervised.parquet"),
-                "--out",
-                str(labels),
-                "--limit",
-                "12",
-            ]
-        )
-        == 0
-    )
+    unlabelled = imdb / "unsupervised.parquet"
+    args = ["--model", str(teacher / "best"), "--data", str(unlabelled), "--out", str(labels), "--limit", "12"]
+    assert pseudolabel_main(args) == 0
     rows = [json.loads(line) for line in labels.read_text().splitlines()]
-    texts = list(pd.read_parquet(imdb / "unsupervised.parquet")["text"][:12])
+    texts = list(pd.read_parquet(unlabelled)["text"][:12])
     assert [r["text"] for r in rows] == texts
     expected = SentimentPipeline.from_pretrained(str(teacher / "best")).predict(texts)
     assert [r["p_positive"] for r in rows] == pytest.approx([p["positive"] for p in expected], abs=1e-5)

@@ -17,12 +17,12 @@ fit and the scores are recorded in DIR/metrics.json under "calibration" (and "te
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from .checkpoint import atomic_write_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -83,10 +83,7 @@ def training_counts(tokenizer, vocab_size: int, files: list[str], task: str) -> 
 
 def atomic_write_json(path: Path, obj: dict) -> None:
     """Write JSON to a temporary file in the same folder, then rename it over `path`."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
 def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int) -> tuple[dict, dict]:

@@ -15,6 +15,13 @@ def atomic_torch_save(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write text to a temporary file in the same folder, then rename it over `path`."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 def atomic_folder(write, folder: Path) -> None:
     """Call write(tmp_folder), then swap tmp_folder in for `folder`."""
     tmp = folder.with_name(folder.name + ".tmp")

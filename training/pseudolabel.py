@@ -10,11 +10,12 @@ the file is written under a temporary name and renamed when complete.
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from tqdm.auto import tqdm
+
+from .checkpoint import atomic_write_text
 
 
 def soft_labels(predict, texts: list[str], chunk: int = 512) -> list[float]:
@@ -26,11 +27,8 @@ def soft_labels(predict, texts: list[str], chunk: int = 512) -> list[float]:
 
 
 def write_jsonl(path: Path, texts: list[str], probs: list[float]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w") as f:
-        for t, p in zip(texts, probs):
-            f.write(json.dumps({"text": t, "p_positive": round(p, 5)}) + "\n")
-    os.replace(tmp, path)
+    rows = (json.dumps({"text": t, "p_positive": round(p, 5)}) + "\n" for t, p in zip(texts, probs))
+    atomic_write_text(path, "".join(rows))
 
 
 def main(argv: list[str] | None = None) -> int:

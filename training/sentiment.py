@@ -62,16 +62,10 @@ def labelled_sets(splits: dict, args) -> dict[str, dict[str, tuple[list[str], li
 
 def read_pseudo_labels(path: str, limit: int | None = None) -> tuple[list[str], list[float]]:
     """(texts, P(positive)) from the JSON lines `python -m training.pseudolabel` writes."""
-    texts, probs = [], []
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                row = json.loads(line)
-                texts.append(row["text"])
-                probs.append(float(row["p_positive"]))
-            if limit and len(texts) >= limit:
-                break
-    return texts, probs
+    from .data import load_table
+
+    rows = load_table(path, ("text", "p_positive"))[:limit]
+    return list(rows["text"]), [float(p) for p in rows["p_positive"]]
 
 
 class SentimentTask:
