@@ -188,6 +188,7 @@ def build_demo(sentiment=None, translation=None, *, sentiment_error=None, transl
                 else:
                     translation_tab(translation, demo)
         share_ui.select_tab_on_load(demo, tabs)
+    hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
     return demo

@@ -57,6 +57,13 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
+
+
 def start_app(port: int) -> subprocess.Popen:
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1"}
     return subprocess.Popen(
@@ -206,7 +213,8 @@ def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else (values or [0])[0]
 
 
-def report(name: str, tally: Tally, wall: float) -> float:
+def report(name: str, tally: Tally, wall: float, cpu: tuple[float, float] | None = None) -> float:
+    """Print one phase's table; cpu: the app's (user, system) CPU seconds during it. Returns requests/s."""
     print(f"\n{name}: {wall:.0f} s")
     print("| endpoint | requests | failures | p50 s | p95 s | max s |\n| --- | ---: | ---: | ---: | ---: | ---: |")
     for api in TASKS:
@@ -217,9 +225,12 @@ def report(name: str, tally: Tally, wall: float) -> float:
     for api, bad in tally.failures.items():
         for problem in sorted(set(bad))[:5]:
             print(f"  {api} failure: {problem}")
-    rate = sum(len(v) for v in tally.seconds.values()) / wall
-    print(f"throughput: {rate:.2f} successful requests/s")
-    return rate
+    done = sum(len(v) for v in tally.seconds.values())
+    print(f"throughput: {done / wall:.2f} successful requests/s")
+    if cpu is not None and done:
+        user, system = cpu
+        print(f"app CPU: {user:.0f} s user + {system:.0f} s system = {1000 * (user + system) / done:.0f} ms a request")
+    return done / wall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,11 +274,15 @@ def run(args) -> int:
         sequential(new_client, args.sequential)
         print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")
         memory[f"after {args.sequential} sequential calls"] = rss_mb(proc.pid)
-        one = report("1 client, alternating", *drive(new_client, 1, args.single_seconds, reference))
-        many = report(
-            f"{args.clients} clients, half on each endpoint",
-            *drive(new_client, args.clients, args.seconds, reference),
-        )
+
+        def phase(name: str, clients: int, seconds: float) -> float:
+            before = cpu_seconds(proc.pid)
+            tally, wall = drive(new_client, clients, seconds, reference)
+            cpu = tuple(b - a for a, b in zip(before, cpu_seconds(proc.pid)))
+            return report(name, tally, wall, cpu)
+
+        one = phase("1 client, alternating", 1, args.single_seconds)
+        many = phase(f"{args.clients} clients, half on each endpoint", args.clients, args.seconds)
         memory["end"] = rss_mb(proc.pid)
         print(f"\nthroughput with {args.clients} clients: {many / max(one, 1e-9):.1f}x one client's")
         print("resident memory of the app, MB: " + ", ".join(f"{k} {v:.0f}" for k, v in memory.items()))

@@ -97,8 +97,10 @@ class DomainModel:
 
     def words(self, ids: list[int]) -> float:
         """Mean token log-ratio over the word pieces among `ids`; -inf when there is none."""
-        ids = [i for i in ids if 0 <= i < len(self.word_mask) and self.word_mask[i]]
-        return float(self.token_scores[ids].mean()) if ids else -math.inf
+        ids = np.asarray(ids, dtype=np.int64)
+        ids = ids[(ids >= 0) & (ids < len(self.word_mask))]
+        ids = ids[self.word_mask[ids]]
+        return float(self.token_scores[ids].mean()) if len(ids) else -math.inf
 
     def score(self, signals: dict[str, float]) -> float:
         """Domain score in [0, 1]: the least typical signal's share of held-out inputs at most as typical."""

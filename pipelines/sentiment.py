@@ -95,9 +95,14 @@ class SentimentPipeline:
         """(kept ids, kept TokenSpans, total token count) for one text."""
         text = clean_text(text)
         enc = self.tokenizer.encode(text)
-        keep = kept_positions(len(enc.ids), self.max_len, self.head_tokens)
+        ids = enc.ids  # a new list at every access of enc.ids: read it once
+        keep = kept_positions(len(ids), self.max_len, self.head_tokens)
         toks = spans(enc, text)
-        return [enc.ids[i] for i in keep], [toks[i] for i in keep], len(enc.ids)
+        return [ids[i] for i in keep], [toks[i] for i in keep], len(ids)
+
+    def tokens_read(self, text: str) -> int:
+        """How many tokens of this text the model reads (cut to max_len), without building its spans."""
+        return min(len(self.tokenizer.encode(clean_text(text))), self.max_len)
 
     @property
     def head_layers(self) -> dict[str, int]:

@@ -39,8 +39,8 @@ class ServedSentiment(_Served):
     def __call__(self, text: str, head_mask=None):
         if head_mask:  # a what-if run with heads switched off (rare): not batched
             return self.pipe(text, head_mask)
-        n = len(self.pipe.encode(text)[0])
-        return self.batcher.submit(self.pipe.analyze_many, text, client=_CLIENT.get(), bucket=n > SHORT_REVIEW)
+        long = self.pipe.tokens_read(text) > SHORT_REVIEW
+        return self.batcher.submit(self.pipe.analyze_many, text, client=_CLIENT.get(), bucket=long)
 
 
 class ServedTranslation(_Served):

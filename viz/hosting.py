@@ -2,6 +2,9 @@
 that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
 
 import ctypes
+import os
+import threading
+import time
 
 import gradio as gr
 from starlette.middleware import Middleware
@@ -18,7 +21,17 @@ PARALLEL_MODELS = 2
 TORCH_THREADS = 1
 STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
 SESSIONS = 32  # results of at most this many sessions are kept (about 4 MB each at most): memory stays flat
+TRIM_EVERY_S = 2.0  # freed memory goes back to the system this often (tame_malloc)
 DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary files go after 10 minutes
+
+
+def quiet_queue_analytics() -> None:
+    """Gradio's queue keeps a record of its last 10,000 events and, after every event, summarises all of them
+    in a pandas DataFrame (for its monitoring page, which this app does not use): memory that grows with use
+    and tens of milliseconds of CPU per request under load. Keep one record, summarised rarely. Call before
+    demo.queue() (the queue reads these when it is made)."""
+    os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1")
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
 
 
 class RefuseUploads:
@@ -89,13 +102,24 @@ def set_torch_threads(n: int = TORCH_THREADS) -> None:
     torch.set_num_threads(n)
 
 
-def tame_malloc(arenas: int = 2, mmap_threshold: int = 1 << 20) -> bool:
-    """glibc only: few malloc arenas (one per thread otherwise keeps freed memory per thread) and a fixed
-    mmap threshold, so the large tensors of a batch go back to the system when freed and resident memory
-    stays flat. Call before the models load. False where it does not apply."""
+def tame_malloc(arenas: int = 2, trim_every_s: float = TRIM_EVERY_S) -> bool:
+    """glibc only: few malloc arenas (by default each busy thread gets its own and keeps what it freed), and
+    every trim_every_s a malloc_trim(0) that hands freed pages back to the system, so resident memory stays
+    flat under load. (A low mmap threshold did that too, but every batch then page-faulted its large
+    tensors afresh: a quarter of the app's CPU time went to the kernel under 32 clients.) Call before the
+    models load. False where it does not apply."""
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return False
-    M_MMAP_THRESHOLD, M_ARENA_MAX = -3, -8
-    return bool(libc.mallopt(M_ARENA_MAX, arenas)) and bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold))
+    M_ARENA_MAX = -8
+    if not libc.mallopt(M_ARENA_MAX, arenas):
+        return False
+
+    def trim() -> None:
+        while True:
+            time.sleep(trim_every_s)
+            libc.malloc_trim(0)
+
+    threading.Thread(target=trim, name="malloc-trim", daemon=True).start()
+    return True
