@@ -22,10 +22,14 @@ class DecoderCache:
     def length(self) -> int:
         return self.self_kv[0][0].size(2) if self.self_kv else 0
 
-    def reorder(self, index: torch.Tensor) -> "DecoderCache":
-        """Select batch rows (beam search): index (B',) into the batch dimension."""
+    def reorder(self, index: torch.Tensor, cross: bool = True) -> "DecoderCache":
+        """Select batch rows (beam search): index (B',) into the batch dimension. cross=False keeps the
+        cross-attention keys and values as they are: right when every row is replaced by one with the same
+        source (the beams of one sentence)."""
         pick = lambda kv: (kv[0].index_select(0, index), kv[1].index_select(0, index))  # noqa: E731
-        return DecoderCache([pick(kv) for kv in self.self_kv], [pick(kv) for kv in self.cross_kv])
+        return DecoderCache(
+            [pick(kv) for kv in self.self_kv], [pick(kv) for kv in self.cross_kv] if cross else self.cross_kv
+        )
 
 
 @dataclass

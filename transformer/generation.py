@@ -104,29 +104,33 @@ def beam_search(
     finished = torch.zeros(B, K, dtype=torch.bool, device=dev)
     history = torch.empty(B, K, 0, dtype=torch.long, device=dev)
     last = torch.full((B * K, 1), c.bos_id, dtype=torch.long, device=dev)
-    cache, stay = None, None
+    cache = None
     keep = torch.arange(K, device=dev).expand(B, K)  # a frozen row's beams stay where they are
+    # What a finished beam may emit: only EOS, at no cost (its other K-1 candidates are impossible).
+    Kc = min(K, c.vocab_size)  # candidates per beam
+    stay_logp = torch.full((1, 1, Kc), float("-inf"), device=dev)
+    stay_logp[..., 0] = 0.0
     for i in range(max_len):
         step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=beam_mask)
-        logp = step.logits[:, -1].log_softmax(-1).view(B, K, -1)  # (B, K, V)
-        V = logp.size(-1)
-        if stay is None:  # what a finished beam may emit: only EOS, at no cost
-            stay = torch.full((1, 1, V), float("-inf"), device=dev)
-            stay[..., c.eos_id] = 0.0
-        logp = torch.where(finished[..., None], stay, logp)
-        cand_raw = raw[..., None] + logp  # (B, K, V)
+        # Within one beam the score of an extension only grows with the token's log-probability, so the K
+        # best extensions of a row are among the K best tokens of each of its beams: K*K candidates, not K*V.
+        logp, cand_tok = step.logits[:, -1].log_softmax(-1).topk(Kc, dim=-1)  # (B*K, Kc) each
+        logp, cand_tok = logp.view(B, K, Kc), cand_tok.view(B, K, Kc)
+        logp = torch.where(finished[..., None], stay_logp, logp)
+        cand_tok = cand_tok.masked_fill(finished[..., None], c.eos_id)
+        cand_raw = raw[..., None] + logp  # (B, K, Kc)
         cand_len = (lengths + (~finished).long())[..., None]  # (B, K, 1)
         cand_norm = cand_raw / length_penalty(cand_len, alpha)
-        top = cand_norm.view(B, K * V).topk(K, dim=-1).indices  # (B, K)
+        top = cand_norm.view(B, K * Kc).topk(K, dim=-1).indices  # (B, K) into the row's candidates
         frozen = (i >= limits)[:, None]  # (B, 1) rows past their own limit
-        top = torch.where(frozen, keep * V + c.eos_id, top)
-        beam, tok = top // V, top % V
-        raw = torch.where(frozen, raw, cand_raw.view(B, K * V).gather(1, top))
+        beam = torch.where(frozen, keep, top // Kc)
+        tok = torch.where(frozen, c.eos_id, cand_tok.view(B, K * Kc).gather(1, top))
+        raw = torch.where(frozen, raw, cand_raw.view(B, K * Kc).gather(1, top))
         lengths = torch.where(frozen, lengths, cand_len[..., 0].gather(1, beam))  # the length of the beam extended
         finished = torch.where(frozen, finished, finished.gather(1, beam) | (tok == c.eos_id))
         history = torch.cat([history.gather(1, beam[..., None].expand(-1, -1, history.size(2))), tok[..., None]], 2)
         flat = (beam + torch.arange(B, device=dev)[:, None] * K).view(-1)  # (B*K,) rows to keep
-        cache = step.cache.reorder(flat)
+        cache = step.cache.reorder(flat, cross=False)  # a row's beams share its source: cross K/V stay
         last = tok.view(B * K, 1)
         if (finished | (i + 1 >= limits)[:, None]).all():
             break
