@@ -76,6 +76,20 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
 
 
 @torch.no_grad()
+def _candidates(logits: torch.Tensor, finished: torch.Tensor, eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log-probabilities, token ids), each (B, K, Kc), of the extensions worth ranking, from the next-token
+    logits (B*K, V) of B rows of K beams. Within one beam the score of an extension only grows with the
+    token's log-probability, so a row's K best extensions are among the K best tokens of each of its beams:
+    K*K candidates, not K*V. A finished beam may only emit EOS, at no cost (its other candidates: -inf)."""
+    B, K = finished.shape
+    Kc = min(K, logits.size(-1))
+    logp, tok = logits.log_softmax(-1).topk(Kc, dim=-1)  # (B*K, Kc) each
+    logp, tok = logp.view(B, K, Kc), tok.view(B, K, Kc)
+    stay = torch.full((1, 1, Kc), float("-inf"), device=logp.device)
+    stay[..., 0] = 0.0
+    return torch.where(finished[..., None], stay, logp), tok.masked_fill(finished[..., None], eos_id)
+
+
 def beam_search(
     model: Seq2SeqTransformer,
     src_ids: torch.Tensor,
@@ -106,18 +120,10 @@ def beam_search(
     last = torch.full((B * K, 1), c.bos_id, dtype=torch.long, device=dev)
     cache = None
     keep = torch.arange(K, device=dev).expand(B, K)  # a frozen row's beams stay where they are
-    # What a finished beam may emit: only EOS, at no cost (its other K-1 candidates are impossible).
-    Kc = min(K, c.vocab_size)  # candidates per beam
-    stay_logp = torch.full((1, 1, Kc), float("-inf"), device=dev)
-    stay_logp[..., 0] = 0.0
     for i in range(max_len):
         step = model.decode(last, enc, cache=cache, use_cache=True, head_mask=beam_mask)
-        # Within one beam the score of an extension only grows with the token's log-probability, so the K
-        # best extensions of a row are among the K best tokens of each of its beams: K*K candidates, not K*V.
-        logp, cand_tok = step.logits[:, -1].log_softmax(-1).topk(Kc, dim=-1)  # (B*K, Kc) each
-        logp, cand_tok = logp.view(B, K, Kc), cand_tok.view(B, K, Kc)
-        logp = torch.where(finished[..., None], stay_logp, logp)
-        cand_tok = cand_tok.masked_fill(finished[..., None], c.eos_id)
+        logp, cand_tok = _candidates(step.logits[:, -1], finished, c.eos_id)  # (B, K, Kc) each
+        Kc = logp.size(-1)
         cand_raw = raw[..., None] + logp  # (B, K, Kc)
         cand_len = (lengths + (~finished).long())[..., None]  # (B, K, 1)
         cand_norm = cand_raw / length_penalty(cand_len, alpha)
