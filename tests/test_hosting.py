@@ -105,3 +105,18 @@ def test_tame_malloc_hands_freed_memory_back_to_the_system():
         time.sleep(0.05)
     assert rss_mb(os.getpid()) <= grown - 60
     del last
+
+
+def test_the_fair_batcher_refuses_a_client_that_floods_it(app):
+    demo, url = app
+    client = Client(url, verbose=False, analytics_enabled=False, max_workers=80)
+    old = demo.batcher.max_pending
+    demo.batcher.max_pending = 2
+    try:
+        text = "Zwei Hunde spielen im Schnee. " * 2
+        jobs = [client.submit(text, "beam search", 8, api_name="/translate") for _ in range(12)]
+        statuses = [job.result(timeout=300)[1] for job in jobs]
+    finally:
+        demo.batcher.max_pending = old
+    assert any("many requests waiting" in s for s in statuses) and any("⚠️" not in s for s in statuses)
+    assert threading.active_count() < hosting.QUEUE_SIZE + 60
