@@ -75,7 +75,6 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
-@torch.no_grad()
 def _candidates(logits: torch.Tensor, finished: torch.Tensor, eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(log-probabilities, token ids), each (B, K, Kc), of the extensions worth ranking, from the next-token
     logits (B*K, V) of B rows of K beams. Within one beam the score of an extension only grows with the
@@ -90,6 +89,7 @@ def _candidates(logits: torch.Tensor, finished: torch.Tensor, eos_id: int) -> tu
     return torch.where(finished[..., None], stay, logp), tok.masked_fill(finished[..., None], eos_id)
 
 
+@torch.no_grad()
 def beam_search(
     model: Seq2SeqTransformer,
     src_ids: torch.Tensor,
