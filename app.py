@@ -80,15 +80,21 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
+    def analyze(review: str, layer: int, head: int, request: gr.Request = None):
+        """The button: the prediction and the large heatmap come back together (one round trip to a drawn map)."""
+        view, probabilities, status = hosting.run_as(request, handlers.analyze_review, pipe, review)
+        return view, probabilities, status, handlers.sentiment_heatmap(view, layer, head)
+
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        return hosting.run_as(request, handlers.analyze_review, pipe, review)
+        return hosting.run_as(request, handlers.analyze_review, pipe, review)[1:]
 
-    predicted = submit.click(sentiment, [review], [state, label, status], api_name="sentiment", **MODEL_EVENTS)
-    # the heatmaps and the explanation both follow the prediction, side by side: the plots do not wait for
-    # integrated gradients
-    drawn = predicted.then(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
-    explanation_panel.wire(panel, pipe, state, predicted)
+    outputs = [state, label, status, single]
+    predicted = submit.click(analyze, [review, layer, head], outputs, **MODEL_EVENTS, **PRIVATE)
+    # then the small multiples, then the explanation (integrated gradients takes a core for a second or two)
+    drawn = predicted.then(handlers.sentiment_overview, [state, layer], [overview], **PRIVATE)
+    explanation_panel.wire(panel, pipe, state, drawn)
+    hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     for control in (layer, head):
         control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
     hosting.watch_for_expiry(state, layer, head)
@@ -140,18 +146,25 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
 
+    def run(german_text: str, decoding: str, beam_size: float, layer: int, head: int, request: gr.Request = None):
+        """The button: the translation and the large cross-attention heatmap come back together."""
+        view, text, status = hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
+        return view, text, status, handlers.translation_heatmap(view, layer, head)
+
     def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices)."""
-        return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
+        return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)[1:]
 
-    def redraw(view, layer, head):  # every plot for a new translation, with the step slider back at 1
+    def redraw(view, layer, head):  # the other plots of a new translation, with the step slider back at 1
         steps = handlers.translation_step(view, layer, 1)
-        return (*handlers.translation_figures(view, layer, head), handlers.step_slider(view), *steps)
+        return (*handlers.translation_overview(view, layer, head), handlers.step_slider(view), *steps)
 
     attention_plots = [cross_overview, cross, encoder, decoder]
-    inputs, outputs = [german, decoding, beam_size], [state, english, status]
-    translated = submit.click(translate, inputs, outputs, api_name="translate", **MODEL_EVENTS)
-    drawn = translated.then(redraw, [state, layer, head], [*attention_plots, step, step_heads, step_topk], **PRIVATE)
+    inputs = [german, decoding, beam_size]
+    translated = submit.click(run, [*inputs, layer, head], [state, english, status, cross], **MODEL_EVENTS, **PRIVATE)
+    redrawn = [cross_overview, encoder, decoder, step, step_heads, step_topk]
+    drawn = translated.then(redraw, [state, layer, head], redrawn, **PRIVATE)
+    hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
     for control in (layer, head):
         control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
@@ -167,11 +180,14 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     )
 
 
-def build_demo(sentiment=None, translation=None, *, sentiment_error=None, translation_error=None) -> gr.Blocks:
+def build_demo(
+    sentiment=None, translation=None, *, sentiment_error=None, translation_error=None, own_process=()
+) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
-    Launch it with hosting.launch_options()."""
+    own_process: the tasks whose requests run in a process of their own (pipelines.processes; python app.py
+    sets hosting.OWN_PROCESS). Launch it with hosting.launch_options()."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
-    sentiment, translation = served(sentiment, translation, batcher)
+    sentiment, translation = served(sentiment, translation, batcher, own_process)
     with gr.Blocks(
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:
@@ -191,6 +207,7 @@ def build_demo(sentiment=None, translation=None, *, sentiment_error=None, transl
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
+    demo.model_processes = [p.process for p in (sentiment, translation) if p is not None and p.process is not None]
     return demo
 
 
@@ -205,6 +222,7 @@ def main() -> None:
         translation.pipeline,
         sentiment_error=sentiment.error,
         translation_error=translation.error,
+        own_process=hosting.OWN_PROCESS,
     )
     demo.launch(**hosting.launch_options())
 

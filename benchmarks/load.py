@@ -7,8 +7,10 @@ Phases: warm-up (each input once, sequentially: the reference answers), --sequen
 (a new session each), one client for --single-seconds (the one-client rate), then --clients clients for
 --seconds, half on /sentiment (reviews of about 300 words) and half on /translate (15-word German sentences,
 default decoding). Prints requests, failures (errors, warnings, answers that differ from the sequential
-reference), p50/p95 per endpoint, throughput, and the app's resident memory at start, after warm-up, after
-the sequential calls and at the end (with the peak). Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL or assets/.
+reference), p50/p95 per endpoint, throughput, and the memory of the app (the server and its model processes
+together: resident, and proportional, which counts shared pages once) at start, after warm-up, after the
+sequential calls, at the end of the load and --settle seconds later, with the peak.
+Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL or assets/.
 """
 
 import argparse
@@ -55,6 +57,28 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and its descendants (the app's model processes)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    kids = [int(k) for k in children.read_text().split()] if children.exists() else []
+    return [pid] + [p for k in kids for p in process_tree(k)]
+
+
+def tree_memory_mb(pid: int) -> tuple[float, float]:
+    """(summed resident memory, summed proportional set size) of a process and its descendants, in MB. RSS counts
+    pages shared between them (torch's libraries) once per process; PSS splits them between the sharers."""
+    rss = pss = 0.0
+    for p in process_tree(pid):
+        try:
+            rss += rss_mb(p)
+            for line in Path(f"/proc/{p}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    pss += int(line.split()[1]) / 1024
+        except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile
+            pass
+    return rss, pss
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
@@ -146,7 +170,7 @@ class HttpClient:
                     break
         if event != "complete" or data is None:
             raise RuntimeError(f"{event}: {(data or '')[:80]}")
-        return json.loads(data)[1:]  # the first output is the session's gr.State, never sent (null)
+        return json.loads(data)
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -239,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=300, help="length of the concurrent phase")
     parser.add_argument("--single-seconds", type=float, default=30, help="length of the one-client phase")
     parser.add_argument("--sequential", type=int, default=1000, help="sequential calls, a new session each")
+    parser.add_argument("--settle", type=float, default=5, help="seconds idle after the load, then memory again")
     parser.add_argument("--quick", action="store_true", help="4 clients for 6 s, 4 s alone, 6 sequential calls")
     parser.add_argument(
         "--client",
@@ -248,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.clients, args.seconds, args.single_seconds, args.sequential = 4, 6, 4, 6
+        args.clients, args.seconds, args.single_seconds, args.sequential, args.settle = 4, 6, 4, 6, 1
     return run(args)
 
 
@@ -261,19 +286,19 @@ def run(args) -> int:
 
     def sample() -> None:
         while not sampling.wait(1.0):
-            peak[0] = max(peak[0], rss_mb(proc.pid))
+            peak[0] = max(peak[0], tree_memory_mb(proc.pid)[0])
 
     try:
         wait_ready(url, proc)
-        memory["start"] = rss_mb(proc.pid)
+        memory["start"] = tree_memory_mb(proc.pid)
         new_client = partial(CLIENTS[args.client], url, api_defaults(url))
         threading.Thread(target=sample, daemon=True).start()
         reference = sequential(new_client, 2 * sum(len(t) for t in TASKS.values()))
-        memory["after warm-up"] = rss_mb(proc.pid)
+        memory["after warm-up"] = tree_memory_mb(proc.pid)
         t0 = time.monotonic()
         sequential(new_client, args.sequential)
         print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")
-        memory[f"after {args.sequential} sequential calls"] = rss_mb(proc.pid)
+        memory[f"after {args.sequential} sequential calls"] = tree_memory_mb(proc.pid)
 
         def phase(name: str, clients: int, seconds: float) -> float:
             before = cpu_seconds(proc.pid)
@@ -283,10 +308,14 @@ def run(args) -> int:
 
         one = phase("1 client, alternating", 1, args.single_seconds)
         many = phase(f"{args.clients} clients, half on each endpoint", args.clients, args.seconds)
-        memory["end"] = rss_mb(proc.pid)
+        memory["end"] = tree_memory_mb(proc.pid)
+        time.sleep(args.settle)
+        memory[f"{args.settle:g} s later"] = tree_memory_mb(proc.pid)
         print(f"\nthroughput with {args.clients} clients: {many / max(one, 1e-9):.1f}x one client's")
-        print("resident memory of the app, MB: " + ", ".join(f"{k} {v:.0f}" for k, v in memory.items()))
-        print(f"peak {max(peak[0], *memory.values()):.0f} MB (sampled every second)")
+        print(f"app processes: {len(process_tree(proc.pid))} (the server and its model processes)")
+        print("resident memory of the app, MB: " + ", ".join(f"{k} {v[0]:.0f}" for k, v in memory.items()))
+        print("proportional set size, MB: " + ", ".join(f"{k} {v[1]:.0f}" for k, v in memory.items()))
+        print(f"peak {max(peak[0], *(v[0] for v in memory.values())):.0f} MB resident (sampled every second)")
     finally:
         sampling.set()
         proc.terminate()

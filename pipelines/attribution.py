@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from captum.attr import FeatureAblation, InputXGradient, IntegratedGradients
 
 from transformer import TransformerClassifier
 
@@ -61,6 +60,8 @@ def _ids_fn(model: TransformerClassifier):
 
 def gradient_x_input(model: TransformerClassifier, ids: torch.Tensor, target: int) -> TokenAttribution:
     """ids (1, T): gradient of the target log-odds times the embedding (token + n-grams), summed over D."""
+    from captum.attr import InputXGradient  # captum (and matplotlib, which it loads) only when asked for
+
     emb = classifier_embeddings(model, ids).detach().requires_grad_()
     attr = InputXGradient(_target_fn(model)).attribute(emb, target=target, additional_forward_args=(ids,))
     return TokenAttribution(attr.sum(-1)[0].detach().numpy().astype(np.float32))
@@ -75,6 +76,8 @@ def integrated_gradients(
     positions). It keeps the sequence's shape and removes only what each token says; an all-padding
     baseline would instead hide the tokens from attention, which is not a neutral input.
     """
+    from captum.attr import IntegratedGradients
+
     emb = classifier_embeddings(model, ids).detach()
     attr, delta = IntegratedGradients(_target_fn(model)).attribute(
         emb,
@@ -91,6 +94,8 @@ def integrated_gradients(
 def occlusion(model: TransformerClassifier, ids: torch.Tensor, target: int, words: np.ndarray) -> TokenAttribution:
     """ids (1, T), words (T,) word index per token: the drop in target log-odds when a word's tokens are
     replaced by padding (masked out of attention and pooling), shared evenly by the word's pieces."""
+    from captum.attr import FeatureAblation
+
     mask = torch.as_tensor(words, dtype=torch.long)[None]  # (1, T)
     attr = FeatureAblation(_ids_fn(model)).attribute(
         ids, baselines=model.config.pad_id, target=target, feature_mask=mask, perturbations_per_eval=32

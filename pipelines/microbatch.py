@@ -24,6 +24,7 @@ class TooManyRequests(RuntimeError):
 class _Call:
     group: tuple  # (runner, options as sorted (name, value) pairs, size bucket): calls that may share a batch
     item: object
+    limit: int  # the most calls a batch with this one may hold
     future: Future = field(default_factory=Future)
 
 
@@ -40,9 +41,13 @@ class MicroBatcher:
         self.batches_run = 0  # for tests and benchmarks
         self.largest_batch = 0
 
-    def submit(self, runner: Runner, item, client: Hashable = None, bucket: Hashable = 0, **options):
-        """Run runner([item, ...], **options) in some batch and return this item's result (or raise its error)."""
-        call = _Call((runner, tuple(sorted(options.items())), bucket), item)
+    def submit(
+        self, runner: Runner, item, client: Hashable = None, bucket: Hashable = 0, max_batch: int = 0, **options
+    ):
+        """Run runner([item, ...], **options) in some batch and return this item's result (or raise its error).
+        max_batch: a smaller cap than max_batch_size for this bucket's batches (long inputs: less memory)."""
+        limit = min(max_batch or self.max_batch_size, self.max_batch_size)
+        call = _Call((runner, tuple(sorted(options.items())), bucket), item, limit)
         with self._cond:
             queue = self._clients.setdefault(client, deque())
             if len(queue) >= self.max_pending:
@@ -69,14 +74,14 @@ class MicroBatcher:
     def _next_batch(self, first: _Call) -> list[_Call]:
         """Calls for the next batch: `first`'s group, round robin over clients (one call each per round) in the
         order they were last served. Caller holds the lock."""
-        group = first.group
+        group, limit = first.group, first.limit
         batch: list[_Call] = []
         served = []
-        while len(batch) < self.max_batch_size:
+        while len(batch) < limit:
             took = False
             for client, queue in self._clients.items():
                 call = next((c for c in queue if c.group == group), None)
-                if call is not None and len(batch) < self.max_batch_size:
+                if call is not None and len(batch) < limit:
                     queue.remove(call)
                     batch.append(call)
                     served.append(client)

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from captum.attr import InputXGradient, IntegratedGradients
 
 from transformer import Seq2SeqTransformer
 
@@ -61,6 +60,8 @@ def step_attributions(
     method: str,
 ) -> StepAttribution:
     """src (1, Ts), tgt_in (1, Tt) = <s> + produced[:-1]; alts[t] >= 0 makes step t contrastive."""
+    from captum.attr import InputXGradient, IntegratedGradients  # captum (and matplotlib) only when asked for
+
     inputs, extra = _inputs(model, src, tgt_in, produced, alts)
     f = _objective(model)
     if method == "gradient_x_input":

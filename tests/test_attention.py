@@ -99,3 +99,16 @@ def test_fully_masked_row_gives_zeros_not_nan():
 def test_causal_mask_with_cache_offset():
     m = causal_mask(2, 5)[0, 0]  # the last two of five positions
     assert m.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
+
+
+def test_explicit_path_gradients_equal_the_fast_path():
+    """The explicit path works partly in place (less memory for long batches); gradients must not notice."""
+    attn = MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 5, 16)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
+    grads = []
+    for need_weights in (False, True):
+        xi = x.clone().requires_grad_()
+        attn(xi, mask=mask, need_weights=need_weights).output.square().sum().backward()
+        grads.append(xi.grad)
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-5)

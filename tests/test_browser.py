@@ -65,6 +65,9 @@ def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
 
     # Markup in a review is shown as text and never runs.
     browser.analyze_review(page, "A fine film <script>alert(1)</script> <img src=x onerror=alert(2)>")
+    page.wait_for_function(  # the explanation follows the heatmaps
+        "() => (document.querySelector('#sentiment-highlight .token-text') || {}).textContent.includes('A fine film')"
+    )
     assert page.locator("#sentiment-highlight script, #sentiment-highlight img").count() == 0
     assert "<script>alert(1)</script>" in page.locator("#sentiment-highlight .token-text").text_content()
     assert dialogs == []

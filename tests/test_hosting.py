@@ -36,11 +36,19 @@ def test_uploads_are_refused_and_nothing_is_stored(app, tmp_path):
     assert set(demo.upload_file_set) == before
 
 
+def _is_state(block) -> bool:
+    return type(block).__name__ == "State"
+
+
 def test_session_state_is_bounded_and_expires(app):
     demo, url = app
-    model_events = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
-    states = [b for fn in model_events for b in fn.outputs if type(b).__name__ == "State"]
+    # the page's buttons keep each result for redraws, for STATE_TTL_S
+    buttons = [fn for fn in demo.fns.values() if fn.concurrency_id == "models" and fn.api_visibility == "private"]
+    states = [b for fn in buttons for b in fn.outputs if _is_state(b)]
     assert len(states) == 2 and all(s.time_to_live == hosting.STATE_TTL_S for s in states)  # the results
+    # the API answers without keeping anything: API clients cannot redraw
+    api = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
+    assert len(api) == 2 and not any(_is_state(b) for fn in api for b in fn.outputs)
     assert demo.state_holder.capacity == hosting.SESSIONS  # launched with hosting.launch_options()
     demo.state_holder.capacity = 3  # the same bound, reached sooner
     client = Client(url, verbose=False, analytics_enabled=False)
@@ -51,6 +59,8 @@ def test_session_state_is_bounded_and_expires(app):
             label, status = client.predict(*args, api_name="/sentiment" if i % 2 else "/translate")
             assert status and "⚠️" not in status
         assert len(demo.state_holder.session_data) <= 3
+        kept = [v for session in demo.state_holder.session_data.values() for v in session.state_data.values()]
+        assert not any(hasattr(v, "attentions") or hasattr(v, "cross") for v in kept)  # no result in any session
     finally:
         demo.state_holder.capacity = hosting.SESSIONS
 

@@ -139,3 +139,16 @@ def test_one_worker_runs_every_model_in_turn():
     assert all(out[i] == (i, 1) for i in range(12))
     spans = sorted((t, t + 0.05) for t in a.starts + b.starts)
     assert all(later[0] >= earlier[1] - 0.01 for earlier, later in zip(spans, spans[1:]))  # never overlapping
+
+
+def test_a_bucket_can_hold_smaller_batches():
+    """max_batch caps one bucket's batches (long reviews: 4) while the others fill up to max_batch_size."""
+    runner, batcher = SlowRunner(seconds=0.05), MicroBatcher(max_batch_size=8)
+    long = dict(bucket="long", max_batch=3)
+    calls = [(f"l{i}", lambda i=i: batcher.submit(runner, f"l{i}", client=i, **long)) for i in range(9)]
+    calls += [(f"s{i}", lambda i=i: batcher.submit(runner, f"s{i}", client=i, bucket="short")) for i in range(9)]
+    out = run_threads(calls)
+    assert all(out[k] == (k, 1) for k in out)
+    longs = [b for b in runner.batches if b[0].startswith("l")]
+    shorts = [b for b in runner.batches if b[0].startswith("s")]
+    assert max(map(len, longs)) <= 3 and max(map(len, shorts)) > 3

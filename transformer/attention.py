@@ -87,11 +87,12 @@ def explicit_attention(
     Masked keys get exactly zero weight, and a query with no visible key gets all-zero weights and a
     zero output (as scaled_dot_product_attention does) instead of NaN.
     """
-    scores = (q @ k.transpose(-2, -1)) * (q.size(-1) ** -0.5)  # (B, H, Tq, Tk)
+    # In place where autograd allows: for a long batch each (B, H, Tq, Tk) copy is tens of MB.
+    scores = (q @ k.transpose(-2, -1)).mul_(q.size(-1) ** -0.5)  # (B, H, Tq, Tk)
     if mask is not None:
-        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)
-    if mask is not None:
-        weights = weights.masked_fill(~mask, 0.0)  # zero for masked keys, and for fully masked rows
+    if mask is not None:  # zero for masked keys, and for fully masked rows (softmax's backward needs its output)
+        weights = weights.masked_fill_(~mask, 0.0) if not weights.requires_grad else weights.masked_fill(~mask, 0.0)
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights

@@ -90,17 +90,27 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
     return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
 
 
+def sentiment_heatmap(view: SentimentView | None, layer: int, head: int):
+    """The chosen head of the chosen layer, large: every token by every token."""
+    if view is None:
+        return None
+    layer, head = _layer_head(len(view.attentions), view.attentions[0].shape[0], layer, head)
+    title = f"Layer {layer + 1}, head {head + 1}: row = query token, column = key"
+    return figures.attention_heatmap(view.attentions[layer][head], view.labels, view.labels, title)
+
+
+def sentiment_overview(view: SentimentView | None, layer: int):
+    """Every head of the chosen layer as small multiples."""
+    if view is None:
+        return None
+    layer, _ = _layer_head(len(view.attentions), 1, layer, 0)
+    attn = view.attentions[layer]  # (H, T, T)
+    return figures.heads_overview(attn, view.labels, view.labels, f"Layer {layer + 1}: every head")
+
+
 def sentiment_figures(view: SentimentView | None, layer: int, head: int):
     """(all heads of a layer, one head large) for the chosen layer and head."""
-    if view is None:
-        return None, None
-    layer, head = _layer_head(len(view.attentions), view.attentions[0].shape[0], layer, head)
-    attn = view.attentions[layer]  # (H, T, T)
-    overview = figures.heads_overview(attn, view.labels, view.labels, f"Layer {layer + 1}: every head")
-    single = figures.attention_heatmap(
-        attn[head], view.labels, view.labels, f"Layer {layer + 1}, head {head + 1}: row = query token, column = key"
-    )
-    return overview, single
+    return sentiment_overview(view, layer), sentiment_heatmap(view, layer, head)
 
 
 # --- translation ----------------------------------------------------------------------------------------
@@ -165,22 +175,46 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 
+def translation_heatmap(view: TranslationView | None, layer: int, head: int):
+    """The cross-attention of the chosen head, large: English steps (rows) by German tokens."""
+    if view is None:
+        return None
+    layer, head = _layer_head(len(view.cross), view.cross[0].shape[0], layer, head)
+    title = f"Cross-attention, layer {layer + 1}, head {head + 1}: English step (row) → German token"
+    return figures.attention_heatmap(
+        view.cross[layer][head], view.tgt_labels, view.src_labels, title, query="English", key="German"
+    )
+
+
 def translation_figures(view: TranslationView | None, layer: int, head: int):
     """(cross-attention: every head, cross-attention: one head, encoder self-attention, decoder self-attention)."""
     if view is None:
         return None, None, None, None
+    overview, encoder, decoder = translation_overview(view, layer, head)
+    return overview, translation_heatmap(view, layer, head), encoder, decoder
+
+
+def translation_overview(view: TranslationView | None, layer: int, head: int):
+    """(cross-attention: every head, encoder self-attention, decoder self-attention): what the large
+    cross-attention heatmap (translation_heatmap) does not show."""
+    if view is None:
+        return None, None, None
+    dec_layer, _ = _layer_head(len(view.cross), 1, layer, 0)
+    title = f"Cross-attention, layer {dec_layer + 1}: every head"
+    overview = figures.heads_overview(
+        view.cross[dec_layer], view.tgt_labels, view.src_labels, title, query="English", key="German"
+    )
+    return (overview, *_self_attention(view, layer, head))
+
+
+def _self_attention(view: TranslationView, layer: int, head: int):
+    """(encoder self-attention, decoder self-attention) of the chosen head."""
     H = view.cross[0].shape[0]
     dec_layer, head = _layer_head(len(view.cross), H, layer, head)
     enc_layer, _ = _layer_head(len(view.encoder), H, layer, head)
     where = f"layer {dec_layer + 1}, head {head + 1}"
     tgt, src = view.tgt_labels, view.src_labels
-    kw = dict(query="English", key="German")
-    cross = view.cross[dec_layer]  # (H, Tt, Ts)
     return (
-        figures.heads_overview(cross, tgt, src, f"Cross-attention, layer {dec_layer + 1}: every head", **kw),
-        figures.attention_heatmap(
-            cross[head], tgt, src, f"Cross-attention, {where}: English step (row) → German token", **kw
-        ),
         figures.attention_heatmap(
             view.encoder[enc_layer][head],
             src,

@@ -18,10 +18,13 @@ MAX_BATCH = 8  # model calls run together at most (16 was no faster under load a
 # second thread sped one translation up by 4% and one review by 5%, while the two models in parallel use both
 # cores (benchmarks/load.py; README "Hosting").
 PARALLEL_MODELS = 2
+# Translation runs in a process of its own (pipelines.processes): beam search gives the GIL up and takes it back
+# thousands of times a batch, and in the server's process it waited for it more than it computed.
+OWN_PROCESS = ("translation",)
 TORCH_THREADS = 1
 STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
 SESSIONS = 32  # results of at most this many sessions are kept (about 4 MB each at most): memory stays flat
-TRIM_EVERY_S = 2.0  # freed memory goes back to the system this often (tame_malloc)
+TRIM_EVERY_S = 0.5  # freed memory goes back to the system this often (tame_malloc)
 DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary files go after 10 minutes
 
 
@@ -66,6 +69,14 @@ def run_as(request: gr.Request | None, handler, *args):
     """handler(*args) with its model calls queued as this request's client's (see pipelines.serving)."""
     with calling_client(client_key(request)):
         return handler(*args)
+
+
+def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
+    """A public API endpoint /name: fn(inputs) -> outputs, outside the page. The page's own button runs a private
+    event that also returns what only a browser needs (the result for redraws, kept in gr.State, and the first
+    heatmap); an API call returns just the answer and leaves nothing in its session's state. Gradio names
+    endpoints after event listeners, so the endpoint hangs on a button no one sees."""
+    gr.Button(visible=False).click(fn, inputs, outputs, api_name=name, **event)
 
 
 NO_RESULT = (

@@ -1,0 +1,156 @@
+"""A pipeline in a process of its own, for a server: its own interpreter, so its own GIL.
+
+Decoding runs thousands of small torch operations per batch, each of which gives Python's GIL up and takes it
+back. In one process with a web server, that takes turns with everything else the server does in Python, and
+under load a translation batch spent more time waiting for the GIL than computing. In a child process it waits
+for nothing. The child holds a copy of the pipeline; `ModelProcess.call(method, *args)` runs `pipe.method` there
+and returns what it returned (or raises what it raised). One call at a time: the caller (the MicroBatcher)
+already runs one batch of a model at a time.
+
+The child is `python -m pipelines.worker`, not multiprocessing's spawn (which would import the app's `__main__`,
+gradio and all, into it); messages are pickles over two pipes, tensors as numpy arrays (torch's own pickling of a
+4 MB attention map is five times slower). A child that dies is started again at the next call.
+"""
+
+import io
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]  # where `pipelines` can be imported from
+
+
+class _Pickler(pickle.Pickler):
+    """Plain tensors travel as numpy arrays (a memory copy), everything else as pickle does it."""
+
+    def reducer_override(self, obj):
+        if type(obj) is torch.Tensor and not obj.requires_grad and obj.device.type == "cpu":
+            return torch.from_numpy, (obj.contiguous().numpy(),)
+        return NotImplemented
+
+
+def dumps(obj) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buffer.getvalue()
+
+
+def portable_error(error: BaseException) -> BaseException:
+    """The error itself when it survives pickling, else a RuntimeError that names it."""
+    try:
+        pickle.loads(dumps(error))
+        return error
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+class ModelProcess:
+    """Runs methods of a copy of `pipe` in a child process with `threads` torch threads."""
+
+    def __init__(self, pipe, threads: int = 1, name: str = "model"):
+        self.pipe, self.threads, self.name = pipe, threads, name
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self.starts = 0  # how many children were started (1 unless one died)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
+
+    def start(self) -> "ModelProcess":
+        """Start the child now (else the first call does), so that no request waits for it to load."""
+        with self._lock:
+            if self.pid is None:
+                self._restart()
+        return self
+
+    def _restart(self) -> None:
+        """A new child in place of the old one, if any (caller holds the lock)."""
+        self._stop()
+        try:
+            self._start()
+        except BaseException:
+            self._stop()
+            raise
+
+    def _start(self) -> None:
+        """Start the child and hand it the pipeline (caller holds the lock)."""
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        argv = [sys.executable, "-m", "pipelines.worker", str(to_child_r), str(from_child_w), str(self.threads)]
+        self._proc = subprocess.Popen(argv, pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._conn = _Duplex(from_child_r, to_child_w)
+        self._conn.send_bytes(dumps(self.pipe))
+        self._receive()  # the child's "ready" (or why it could not load the pipeline)
+        self.starts += 1
+
+    def _receive(self):
+        ok, value = pickle.loads(self._conn.recv_bytes())
+        if not ok:
+            raise value
+        return value
+
+    def call(self, method: str, *args, **kwargs):
+        """pipe.method(*args, **kwargs), run in the child."""
+        with self._lock:
+            try:
+                if self.pid is None:
+                    self._restart()
+                self._conn.send_bytes(dumps((method, args, kwargs)))
+                return self._receive()
+            except (EOFError, OSError) as e:  # the child died (killed, out of memory): a new one next time
+                self._stop()
+                raise RuntimeError(f"the {self.name} process ended unexpectedly") from e
+
+    def _stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+
+    def close(self) -> None:
+        """End the child (it also ends by itself when this process does: its pipe closes)."""
+        with self._lock:
+            self._stop()
+
+
+class _Duplex:
+    """One Connection to read from and one to write to: a duplex link over two pipes."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self._r, self._w = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+
+    def send_bytes(self, data: bytes) -> None:
+        self._w.send_bytes(data)
+
+    def recv_bytes(self) -> bytes:
+        return self._r.recv_bytes()
+
+    def close(self) -> None:
+        self._r.close()
+        self._w.close()
+
+
+class RemoteMethod:
+    """`process.call(name, ...)` as a function: a batch runner for the MicroBatcher (one object per model, so the
+    batcher tells models apart)."""
+
+    def __init__(self, process: ModelProcess, name: str):
+        self.process, self.name = process, name
+
+    def __call__(self, *args, **kwargs):
+        return self.process.call(self.name, *args, **kwargs)

@@ -1,0 +1,134 @@
+"""A pipeline in a process of its own (pipelines.processes): same results as in this process, errors come back
+as errors, a child that dies is replaced, and the served app uses it."""
+
+import functools
+import os
+
+import pytest
+import torch
+
+from pipelines.microbatch import MicroBatcher
+from pipelines.processes import ModelProcess
+from pipelines.serving import served
+
+GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", ""]
+REVIEWS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", ""]
+
+
+@pytest.fixture
+def one_thread():
+    """The child runs on one torch thread; so does this process here, for bit-equal floats."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def process_of():
+    started = []
+
+    def start(pipe, **kwargs) -> ModelProcess:
+        started.append(ModelProcess(pipe, **kwargs).start())
+        return started[-1]
+
+    yield start
+    for process in started:
+        process.close()
+
+
+def assert_same_translations(got, expected):
+    for a, b in zip(got, expected):
+        if isinstance(b, Exception):
+            assert type(a) is type(b) and str(a) == str(b)
+            continue
+        assert (a.translation, a.target_ids, a.steps, a.score) == (b.translation, b.target_ids, b.steps, b.score)
+        assert a.source_tokens == b.source_tokens and a.out_of_domain == b.out_of_domain
+        for name in ("encoder_attentions", "decoder_attentions", "cross_attentions"):
+            for x, y in zip(getattr(a, name), getattr(b, name)):
+                assert x.dtype == y.dtype == torch.float32 and torch.equal(x, y)
+
+
+def test_a_translation_batch_in_a_process_equals_one_here(translation, process_of, one_thread):
+    process = process_of(translation, name="translation")
+    assert process.pid is not None and process.pid != os.getpid()
+    expected = translation.explain_many(GERMAN, beam_size=3)
+    assert_same_translations(process.call("explain_many", GERMAN, beam_size=3), expected)
+    assert isinstance(expected[-1], ValueError)  # a text without tokens: an error in its place, as here
+
+
+def test_sentiment_results_come_back_as_tensors(sentiment, process_of, one_thread):
+    process = process_of(sentiment, name="sentiment")
+    for a, b in zip(process.call("analyze_many", REVIEWS[:2]), sentiment.analyze_many(REVIEWS[:2])):
+        assert (a.label, a.probabilities, a.tokens) == (b.label, b.probabilities, b.tokens)
+        assert all(torch.equal(x, y) for x, y in zip(a.attentions, b.attentions))
+        assert torch.equal(a.pool_weights, b.pool_weights)
+
+
+def test_errors_in_the_child_are_raised_here(translation, process_of):
+    process = process_of(translation)
+    with pytest.raises(AttributeError, match="no_such_method"):
+        process.call("no_such_method")
+    assert process.call("detokenize", []) == ""  # and the child goes on
+
+
+def test_the_child_uses_the_threads_it_was_given(process_of):
+    assert process_of(functools.partial(torch.get_num_threads), threads=1).call("__call__") == 1
+
+
+def test_a_child_that_dies_is_an_error_then_replaced(process_of):
+    process = process_of(functools.partial(os._exit, 3), name="doomed")
+    first = process.pid
+    with pytest.raises(RuntimeError, match="doomed process ended unexpectedly"):
+        process.call("__call__")  # the child exits in the middle of the call
+    assert process.pid is None
+    with pytest.raises(RuntimeError):
+        process.call("__call__")  # a new child (which dies again)
+    assert process.starts == 2 and first is not None
+
+
+def test_close_ends_the_child(translation):
+    process = ModelProcess(translation).start()
+    pid = process.pid
+    process.close()
+    assert process.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_served_translation_runs_its_batches_in_the_process(translation, one_thread):
+    batcher = MicroBatcher(4)
+    _, served_translation = served(None, translation, batcher, own_process=("translation",))
+    try:
+        assert served_translation.process.pid is not None
+        got = served_translation("Ein Hund läuft.", beam_size=3)
+        assert_same_translations([got], [translation("Ein Hund läuft.", beam_size=3)])
+        assert batcher.batches_run == 1
+        assert served_translation.n_heads == translation.n_heads  # everything else is the pipeline's own
+    finally:
+        served_translation.process.close()
+
+
+def test_the_app_serves_translation_from_its_own_process(sentiment_dir, translation_dir):
+    from gradio_client import Client
+
+    from app import build_demo
+    from benchmarks.browser import serve
+    from pipelines import SentimentPipeline, TranslationPipeline
+
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)),
+        TranslationPipeline.from_pretrained(str(translation_dir)),
+        own_process=("translation",),
+    )
+    (process,) = demo.model_processes
+    try:
+        client = Client(serve(demo), verbose=False, analytics_enabled=False)
+        english, status = client.predict("Ein Hund läuft.", "greedy", 2, api_name="/translate")
+        assert isinstance(english, str) and "greedy decoding" in status and "⚠️" not in status
+        label, _ = client.predict("A fine film.", api_name="/sentiment")  # sentiment still runs here
+        assert label["label"] in ("positive", "negative")
+        assert process.pid is not None and demo.batcher.batches_run == 2
+    finally:
+        demo.close()
+        process.close()
