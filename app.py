@@ -87,7 +87,7 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
 
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        return hosting.run_as(request, handlers.analyze_review, pipe, review)[1:]
+        return hosting.run_as(request, handlers.analyze_review, pipe, review, False)[1:]
 
     outputs = [state, label, status, single]
     predicted = submit.click(analyze, [review, layer, head], outputs, **MODEL_EVENTS, **PRIVATE)

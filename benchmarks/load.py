@@ -82,10 +82,15 @@ def tree_memory_mb(pid: int) -> tuple[float, float]:
 
 
 def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(user, system) CPU seconds a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return int(fields[11]) / tick, int(fields[12]) / tick
+    """(user, system) CPU seconds a process and its descendants (the model processes) have used so far."""
+    tick, user, system = os.sysconf("SC_CLK_TCK"), 0.0, 0.0
+    for p in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:  # it ended meanwhile
+            continue
+        user, system = user + int(fields[11]) / tick, system + int(fields[12]) / tick
+    return user, system
 
 
 def start_app(port: int) -> subprocess.Popen:
@@ -253,7 +258,7 @@ def report(name: str, tally: Tally, wall: float, cpu: tuple[float, float] | None
     print(f"throughput: {done / wall:.2f} successful requests/s")
     if cpu is not None and done:
         user, system = cpu
-        print(f"app CPU: {user:.0f} s user + {system:.0f} s system = {1000 * (user + system) / done:.0f} ms a request")
+        print(f"app CPU (all its processes): {user:.0f} s user + {system:.0f} s system = {1000 * (user + system) / done:.0f} ms a request")
     return done / wall
 
 

@@ -109,17 +109,20 @@ class SentimentPipeline:
         """Layers per kind of attention: {"self": n_layers}."""
         return heads.classifier_layers(self.model)
 
-    def __call__(self, text: str, head_mask: dict[HeadKey, float] | None = None) -> SentimentResult:
+    def __call__(
+        self, text: str, head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
+    ) -> SentimentResult:
         """Classify one text, with every attention map. head_mask: {("self", layer, head): multiplier}, 0
-        switches a head off (this call only). ValueError when it has no tokens."""
-        result = self.analyze_many([text], head_mask)[0]
+        switches a head off (this call only). need_weights=False: no attention maps (`attentions` is empty), on
+        the model's fast path, for callers that only want the answer. ValueError when it has no tokens."""
+        result = self.analyze_many([text], head_mask, need_weights)[0]
         if isinstance(result, Exception):
             raise result
         return result
 
     @torch.no_grad()
     def analyze_many(
-        self, texts: list[str], head_mask: dict[HeadKey, float] | None = None
+        self, texts: list[str], head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
     ) -> list[SentimentResult | ValueError]:
         """__call__ for several texts in one padded batch (a ValueError in place of a text without tokens).
 
@@ -132,7 +135,7 @@ class SentimentPipeline:
             return results
         masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
         batch = pad([encoded[i][0] for i in real], self.model.config.pad_id)  # (B, T)
-        out = self.model(batch, need_weights=True, head_mask=None if masks is None else masks["self"])
+        out = self.model(batch, need_weights=need_weights, head_mask=None if masks is None else masks["self"])
         lengths = [len(encoded[i][0]) for i in real]
         probs = self.calibration.scale(out.logits, lengths).softmax(-1)  # (B, labels), calibrated
         for row, i in enumerate(real):
@@ -143,7 +146,7 @@ class SentimentPipeline:
                 label=self.labels[int(probs[row].argmax())],
                 probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
                 tokens=toks,
-                attentions=[a[row, :, :T, :T].clone() for a in out.attentions],  # (H, T, T)
+                attentions=[a[row, :, :T, :T].clone() for a in out.attentions or []],  # (H, T, T)
                 pool_weights=out.pool_weights[row, :T].clone(),
                 truncated=n > T,
                 n_tokens=n,

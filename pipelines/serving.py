@@ -49,12 +49,14 @@ class ServedSentiment(_Served):
 
     batch_method = "analyze_many"
 
-    def __call__(self, text: str, head_mask=None):
+    def __call__(self, text: str, head_mask=None, need_weights: bool = True):
         if head_mask:  # a what-if run with heads switched off (rare): not batched
-            return self.pipe(text, head_mask)
+            return self.pipe(text, head_mask, need_weights)
         long = self.pipe.tokens_read(text) > SHORT_REVIEW
-        limit = LONG_REVIEW_BATCH if long else 0
-        return self.batcher.submit(self.run_batch, text, client=_CLIENT.get(), bucket=long, max_batch=limit)
+        limit = LONG_REVIEW_BATCH if long and need_weights else 0  # the maps are what takes the memory
+        return self.batcher.submit(
+            self.run_batch, text, client=_CLIENT.get(), bucket=long, max_batch=limit, need_weights=need_weights
+        )
 
 
 class ServedTranslation(_Served):

@@ -335,3 +335,10 @@ def test_app_without_models_explains_instead_of_failing():
     assert any("sentiment model is not available" in t and "assets/sentiment: no such folder" in t for t in texts)
     assert any("translation model is not available" in t and "TRANSLATION_MODEL" in t for t in texts)
     assert not [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
+
+
+def test_an_api_call_gets_the_answer_without_maps_or_state(sentiment):
+    view, probs, status = handlers.analyze_review(sentiment, LONG_REVIEW)
+    none, api_probs, api_status = handlers.analyze_review(sentiment, LONG_REVIEW, redraws=False)
+    assert view is not None and none is None
+    assert api_status == status and api_probs == pytest.approx(probs, abs=1e-5)

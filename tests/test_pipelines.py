@@ -115,3 +115,15 @@ def test_missing_tensor_is_refused(tmp_path, sentiment_dir):
     save_file(tensors, bad / "model.safetensors")
     with pytest.raises(CheckpointError, match="head.1.weight"):
         load_model(TransformerClassifier, bad)
+
+
+def test_sentiment_without_attention_maps_gives_the_same_answer(sentiment):
+    """need_weights=False (the API's path: nobody sees the maps) runs the fast attention and keeps no maps."""
+    texts = ["A warm, funny film.", "Dull and far too long; the actors looked bored.", ""]
+    for full, fast in zip(sentiment.analyze_many(texts), sentiment.analyze_many(texts, need_weights=False)):
+        if isinstance(full, ValueError):
+            assert isinstance(fast, ValueError)
+            continue
+        assert fast.attentions == [] and fast.label == full.label and fast.tokens == full.tokens
+        assert fast.probabilities == pytest.approx(full.probabilities, abs=1e-5)
+        torch.testing.assert_close(fast.pool_weights, full.pool_weights, atol=1e-5, rtol=0)

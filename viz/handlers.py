@@ -54,13 +54,28 @@ class SentimentView:
     cut_after: int | None  # the model read tokens [:cut_after] from the start and the rest from the end
 
 
-def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, float] | None, str]:
-    """Run the classifier once: (state, label -> probability, status Markdown)."""
+def _sentiment_view(text: str, result, cut_after: int | None) -> SentimentView:
+    return SentimentView(
+        text=text,
+        spans=[(t.start, t.end) for t in result.tokens],
+        labels=explain.axis_labels([t.text for t in result.tokens]),
+        attentions=[_half(a) for a in result.attentions],
+        pool_weights=result.pool_weights.numpy(),
+        n_skipped=result.n_tokens - len(result.tokens),
+        cut_after=cut_after,
+    )
+
+
+def analyze_review(
+    pipe, review: str, redraws: bool = True
+) -> tuple[SentimentView | None, dict[str, float] | None, str]:
+    """Run the classifier once: (state, label -> probability, status Markdown). redraws=False (an API call,
+    which cannot redraw): no attention maps are computed or kept, and the state is None."""
     checked = check_text(review, MAX_REVIEW_CHARS, "review")
     if checked.text is None:
         return None, None, _status([], checked.error)
     try:
-        result = pipe(checked.text)
+        result = pipe(checked.text) if redraws else pipe(checked.text, need_weights=False)
     except ValueError:
         return None, None, _status(checked.notices, "The model found no words to read in this text.")
     except TooManyRequests:
@@ -76,15 +91,7 @@ def analyze_review(pipe, review: str) -> tuple[SentimentView | None, dict[str, f
             f"The review has {result.n_tokens:,} tokens; the model reads {len(result.tokens):,}: the first "
             f"{cut_after:,} and the last {len(result.tokens) - cut_after:,}. The middle is skipped (marked below)."
         )
-    view = SentimentView(
-        text=checked.text,
-        spans=[(t.start, t.end) for t in result.tokens],
-        labels=explain.axis_labels([t.text for t in result.tokens]),
-        attentions=[_half(a) for a in result.attentions],
-        pool_weights=result.pool_weights.numpy(),
-        n_skipped=result.n_tokens - len(result.tokens),
-        cut_after=cut_after,
-    )
+    view = _sentiment_view(checked.text, result, cut_after) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result)
     return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
