@@ -258,7 +258,8 @@ def report(name: str, tally: Tally, wall: float, cpu: tuple[float, float] | None
     print(f"throughput: {done / wall:.2f} successful requests/s")
     if cpu is not None and done:
         user, system = cpu
-        print(f"app CPU (all its processes): {user:.0f} s user + {system:.0f} s system = {1000 * (user + system) / done:.0f} ms a request")
+        per_request = 1000 * (user + system) / done
+        print(f"app CPU (all processes): {user:.0f} s user + {system:.0f} s system = {per_request:.0f} ms a request")
     return done / wall
 
 
