@@ -92,7 +92,7 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     outputs = [state, label, status, single]
     predicted = submit.click(analyze, [review, layer, head], outputs, **MODEL_EVENTS, **PRIVATE)
     # then the small multiples, then the explanation (integrated gradients takes a core for a second or two)
-    drawn = predicted.then(handlers.sentiment_overview, [state, layer], [overview], **PRIVATE)
+    drawn = hosting.after_paint(predicted).then(handlers.sentiment_overview, [state, layer], [overview], **PRIVATE)
     explanation_panel.wire(panel, pipe, state, drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     for control in (layer, head):
@@ -163,7 +163,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     inputs = [german, decoding, beam_size]
     translated = submit.click(run, [*inputs, layer, head], [state, english, status, cross], **MODEL_EVENTS, **PRIVATE)
     redrawn = [cross_overview, encoder, decoder, step, step_heads, step_topk]
-    drawn = translated.then(redraw, [state, layer, head], redrawn, **PRIVATE)
+    drawn = hosting.after_paint(translated).then(redraw, [state, layer, head], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
     for control in (layer, head):

@@ -79,6 +79,17 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
     gr.Button(visible=False).click(fn, inputs, outputs, api_name=name, **event)
 
 
+# A step in the browser only: resolves once the page has drawn a frame. Gradio's page does a lot of work when it
+# starts an event (it copies the value of every component that ever showed progress); started straight after the
+# first heatmap arrives, the next event held that heatmap back from the screen for 50-100 ms.
+AFTER_PAINT_JS = "() => new Promise(done => requestAnimationFrame(() => setTimeout(done, 0)))"
+
+
+def after_paint(event):
+    """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs."""
+    return event.then(None, js=AFTER_PAINT_JS, api_visibility="private")
+
+
 NO_RESULT = (
     "There is no result to redraw: results are kept for {minutes} minutes after their last use. "
     "Press the button above to run the model again."
