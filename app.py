@@ -10,6 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
 from viz import explanation_panel, handlers, hosting, share_ui, translation_explanation_panel  # noqa: E402
@@ -214,7 +215,7 @@ def build_demo(
 def main() -> None:
     from viz.models import load_models
 
-    hosting.tame_malloc()
+    tame_malloc()
     hosting.set_torch_threads()
     sentiment, translation = load_models()
     demo = build_demo(

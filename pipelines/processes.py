@@ -8,11 +8,13 @@ and returns what it returned (or raises what it raised). One call at a time: the
 already runs one batch of a model at a time.
 
 The child is `python -m pipelines.worker`, not multiprocessing's spawn (which would import the app's `__main__`,
-gradio and all, into it); messages are pickles over two pipes, tensors as numpy arrays (torch's own pickling of a
+gradio and all, into it); messages are pickles over a socket pair, tensors as numpy arrays (torch's own pickling of a
 4 MB attention map is five times slower). A child that dies is started again at the next call.
 """
 
+import functools
 import io
+import multiprocessing
 import os
 import pickle
 import subprocess
@@ -82,14 +84,12 @@ class ModelProcess:
 
     def _start(self) -> None:
         """Start the child and hand it the pipeline (caller holds the lock)."""
-        to_child_r, to_child_w = os.pipe()
-        from_child_r, from_child_w = os.pipe()
+        self._conn, child_end = multiprocessing.Pipe()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        argv = [sys.executable, "-m", "pipelines.worker", str(to_child_r), str(from_child_w), str(self.threads)]
-        self._proc = subprocess.Popen(argv, pass_fds=(to_child_r, from_child_w), env=env, stdin=subprocess.DEVNULL)
-        os.close(to_child_r)
-        os.close(from_child_w)
-        self._conn = _Duplex(from_child_r, to_child_w)
+        fd = child_end.fileno()
+        argv = [sys.executable, "-m", "pipelines.worker", str(fd), str(self.threads)]
+        self._proc = subprocess.Popen(argv, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL)
+        child_end.close()
         self._conn.send_bytes(dumps(self.pipe))
         self._receive()  # the child's "ready" (or why it could not load the pipeline)
         self.starts += 1
@@ -128,29 +128,7 @@ class ModelProcess:
             self._stop()
 
 
-class _Duplex:
-    """One Connection to read from and one to write to: a duplex link over two pipes."""
-
-    def __init__(self, read_fd: int, write_fd: int):
-        self._r, self._w = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
-
-    def send_bytes(self, data: bytes) -> None:
-        self._w.send_bytes(data)
-
-    def recv_bytes(self) -> bytes:
-        return self._r.recv_bytes()
-
-    def close(self) -> None:
-        self._r.close()
-        self._w.close()
-
-
-class RemoteMethod:
-    """`process.call(name, ...)` as a function: a batch runner for the MicroBatcher (one object per model, so the
+def remote(process: ModelProcess, method: str):
+    """process.call(method, ...) as a function: a batch runner for the MicroBatcher (one per model, so that the
     batcher tells models apart)."""
-
-    def __init__(self, process: ModelProcess, name: str):
-        self.process, self.name = process, name
-
-    def __call__(self, *args, **kwargs):
-        return self.process.call(self.name, *args, **kwargs)
+    return functools.partial(process.call, method)

@@ -10,13 +10,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .microbatch import MicroBatcher
-from .processes import ModelProcess, RemoteMethod
+from .processes import ModelProcess, remote
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
 SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, longer ones with longer ones
-# Long reviews run at most 4 at a time: a batch of 8 reviews of 361 tokens peaked 70 MB above the model's
-# resting memory against 39 MB for 4, and took as long per review (22 vs 23 ms here).
+# Long reviews run at most 4 at a time: a batch of 8 reviews of 361 tokens peaked 81-87 MB above the model's
+# resting memory against 41 MB for 4, at about the same cost per review (23 vs 25 ms here).
 LONG_REVIEW_BATCH = 4
 SHORT_SENTENCE = 32
 
@@ -38,7 +38,7 @@ class _Served:
         """process: a ModelProcess holding a copy of pipe, to run the batches in (None: in this process)."""
         self.pipe, self.batcher, self.process = pipe, batcher, process
         local = process is None
-        self.run_batch = getattr(pipe, self.batch_method) if local else RemoteMethod(process, self.batch_method)
+        self.run_batch = getattr(pipe, self.batch_method) if local else remote(process, self.batch_method)
 
     def __getattr__(self, name):
         return getattr(self.pipe, name)

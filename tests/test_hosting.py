@@ -10,6 +10,7 @@ from gradio_client import Client
 
 from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.memory import tame_malloc
 from viz import hosting
 
 
@@ -104,7 +105,7 @@ def test_tame_malloc_hands_freed_memory_back_to_the_system():
 
     if not sys.platform.startswith("linux"):
         pytest.skip("glibc only")
-    assert hosting.tame_malloc(trim_every_s=0.05)
+    assert tame_malloc(trim_every_s=0.05)
     assert any(t.name == "malloc-trim" and t.daemon for t in threading.enumerate())
     blocks = [bytearray(8192) for _ in range(12_000)]  # about 100 MB, written
     grown = rss_mb(os.getpid())

@@ -92,7 +92,8 @@ def explicit_attention(
     if mask is not None:
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)
-    if mask is not None:  # zero for masked keys, and for fully masked rows (softmax's backward needs its output)
-        weights = weights.masked_fill_(~mask, 0.0) if not weights.requires_grad else weights.masked_fill(~mask, 0.0)
+    del scores  # freed before the copy below (a copy: softmax's backward needs its output unchanged)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # zero for masked keys, and for fully masked rows
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
     return dropped @ v, weights

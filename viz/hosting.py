@@ -1,10 +1,7 @@
 """Settings for hosting the app for months on a small shared machine: bounded memory, no uploads, a queue
 that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
 
-import ctypes
 import os
-import threading
-import time
 
 import gradio as gr
 from starlette.middleware import Middleware
@@ -25,7 +22,6 @@ OWN_PROCESS = ("translation",)
 TORCH_THREADS = 1
 STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
 SESSIONS = 32  # results of at most this many sessions are kept (about 4 MB each at most): memory stays flat
-TRIM_EVERY_S = 0.5  # freed memory goes back to the system this often (tame_malloc)
 DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary files go after 10 minutes
 
 
@@ -123,26 +119,3 @@ def set_torch_threads(n: int = TORCH_THREADS) -> None:
     import torch
 
     torch.set_num_threads(n)
-
-
-def tame_malloc(arenas: int = 2, trim_every_s: float = TRIM_EVERY_S) -> bool:
-    """glibc only: few malloc arenas (by default each busy thread gets its own and keeps what it freed), and
-    every trim_every_s a malloc_trim(0) that hands freed pages back to the system, so resident memory stays
-    flat under load. (A low mmap threshold did that too, but every batch then page-faulted its large
-    tensors afresh: a quarter of the app's CPU time went to the kernel under 32 clients.) Call before the
-    models load. False where it does not apply."""
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:
-        return False
-    M_ARENA_MAX = -8
-    if not libc.mallopt(M_ARENA_MAX, arenas):
-        return False
-
-    def trim() -> None:
-        while True:
-            time.sleep(trim_every_s)
-            libc.malloc_trim(0)
-
-    threading.Thread(target=trim, name="malloc-trim", daemon=True).start()
-    return True
