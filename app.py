@@ -193,7 +193,7 @@ def build_demo(
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:
         gr.Markdown(INTRO)
-        with gr.Tabs() as tabs:
+        with gr.Tabs():
             with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
@@ -204,7 +204,7 @@ def build_demo(
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
                     translation_tab(translation, demo)
-        share_ui.select_tab_on_load(demo, tabs)
+        share_ui.select_tab_on_load(demo)
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks

@@ -6,6 +6,7 @@ what a click runs (prediction, explanation, heads, plots) and opens the view a c
 lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare (diffs).
 """
 
+import json
 from dataclasses import dataclass
 
 import gradio as gr
@@ -78,14 +79,27 @@ def _choice(value: int | None, radio: gr.Radio):
     return value if value is not None and 0 <= value < len(radio.choices) else gr.skip()
 
 
-def select_tab_on_load(demo: gr.Blocks, tabs: gr.Tabs) -> None:
-    """Open the tab a link names."""
+# Opens the tab a link names, in the browser: a link with text and ?tab=translation clicks that tab's button
+# (links.from_query's rules). Done by the server with gr.Tabs as an output, the whole tab tree became an output
+# of an event, and gradio's page then copied the value of every component in both tabs each time any event
+# changed state: two thirds of the ~15,000 values copied between a click and its drawn heatmap.
+SELECT_TAB_JS = """() => {
+  const tabs = TABS;
+  const q = new URLSearchParams(window.location.search);
+  const tab = (q.get('tab') || '').trim().toLowerCase();
+  if (!(q.get('text') || '').trim() || !tabs.includes(tab)) return;
+  let tries = 0;  // the tabs may still be mounting
+  const open = () => {
+    const button = document.querySelector('button[data-tab-id="' + tab + '"]');
+    if (button) button.click(); else if (++tries < 200) setTimeout(open, 50);
+  };
+  open();
+}""".replace("TABS", json.dumps(list(links.TABS)))
 
-    def selected(request: gr.Request):
-        link = links.from_query(dict(request.query_params)) if request else None
-        return gr.Tabs(selected=link.tab) if link else gr.skip()
 
-    demo.load(selected, None, tabs, **PRIVATE)
+def select_tab_on_load(demo: gr.Blocks) -> None:
+    """Open the tab a link names (tab ids are links.TABS: gr.Tab(id=...) in app.py)."""
+    demo.load(None, None, None, js=SELECT_TAB_JS, **PRIVATE)
 
 
 def _press_js(task: str) -> str:
