@@ -107,3 +107,18 @@ def test_changing_layer_without_a_result_says_why_nothing_is_drawn(page, app_url
     toast = page.get_by_text("There is no result to redraw", exact=False)
     toast.first.wait_for(timeout=15_000)
     assert "15 minutes" in toast.first.text_content()
+
+
+def test_a_new_figure_is_drawn_once(page, app_url):
+    """Gradio shows each new figure in a new plotly div; the div it replaces must not be drawn with the new
+    figure first (that doubled the time from click to drawn heatmap: viz.downloads.PLOT_BUTTONS_JS)."""
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, "A warm and funny film.")
+    rows = "() => window.__oldDiv.data[0].y.join(' ')"
+    page.evaluate("() => { window.__oldDiv = document.querySelector('#sentiment-attention .js-plotly-plot'); }")
+    before = page.evaluate(rows)
+    browser.analyze_review(page, "A dull, lifeless and far too long film.")
+    assert page.evaluate("() => window.__oldDiv.isConnected") is False  # replaced by a new div...
+    assert page.evaluate(rows) == before  # ...that was never drawn with the new review
+    now = page.evaluate("() => document.querySelector('#sentiment-attention .js-plotly-plot').data[0].y.join(' ')")
+    assert now.count(":") > before.count(":")  # the longer review's tokens
