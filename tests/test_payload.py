@@ -39,6 +39,16 @@ def test_a_long_input_heatmap_is_light_and_keeps_hover_precision(peak):
     assert fig.data[0].hovertemplate.count("weight 0.%{z:03d}") == 1
     colorbar = fig.data[0].colorbar
     assert colorbar.ticktext[0] == "0" and float(colorbar.ticktext[-1]) <= max(w.max(), 0.001) + 1e-9
+    # the color range is given, from 0 to the largest cell (the browser need not scan 130,000 cells for it)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, z.max())
+
+
+def test_small_multiples_each_span_their_own_range():
+    w = np.stack([attention(12, peak, seed=h) for h, peak in enumerate((0.1, 0.5, 0.9, 0.0))])
+    labels = explain.axis_labels([f"w{i}" for i in range(12)])
+    fig = figures.heads_overview(w, labels, labels, "Layer 1")
+    assert [t.zmax for t in fig.data] == [int(np.asarray(t.z).max()) for t in fig.data]
+    assert len({t.zmax for t in fig.data}) == 4
 
 
 def test_overview_of_a_long_input_has_at_most_32_cells_a_side():

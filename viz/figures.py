@@ -37,9 +37,13 @@ def thousandths(weights: np.ndarray) -> np.ndarray | list[list[int]]:
     return z.astype(np.uint8) if z.size and z.max() < 256 else z.tolist()
 
 
-def _colorbar(weights: np.ndarray) -> dict:
-    """A colorbar for z in thousandths, labelled as weights."""
-    top = max(int(np.clip(np.rint(np.max(weights, initial=0.0) * 1000), 1, 999)), 1)
+def _top(weights: np.ndarray) -> int:
+    """The largest weight in thousandths (at least 1): the top of the color range."""
+    return int(np.clip(np.rint(np.max(weights, initial=0.0) * 1000), 1, 999))
+
+
+def _colorbar(top: int) -> dict:
+    """A colorbar for z in thousandths up to `top`, labelled as weights."""
     step = next(s for s in (1, 2, 5, 10, 20, 50, 100, 200, 250) if top / s <= 5)
     ticks = list(range(0, top + 1, step))
     return dict(title=dict(text="weight"), thickness=12, tickvals=ticks, ticktext=[f"{t / 1000:g}" for t in ticks])
@@ -59,13 +63,13 @@ SLIM_TEMPLATE = _slim_template()
 
 
 def _heatmap(weights: np.ndarray, x: list[str], y: list[str], hover: str, colorbar: bool = True, **kw) -> go.Heatmap:
-    """A heatmap of attention weights from 0 up, with a weight color bar or none (small multiples).
+    """A heatmap of attention weights from 0 to the largest, with a weight color bar or none (small multiples).
     The weights travel as thousandths (see thousandths)."""
     weights = as_float32(weights)
-    scale = dict(colorbar=_colorbar(weights)) if colorbar else dict(showscale=False)
-    return go.Heatmap(
-        z=thousandths(weights), x=x, y=y, zmin=0, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw
-    )
+    top = _top(weights)  # given, so that the browser need not scan every cell for it
+    scale = dict(colorbar=_colorbar(top)) if colorbar else dict(showscale=False)
+    z = thousandths(weights)
+    return go.Heatmap(z=z, x=x, y=y, zmin=0, zmax=top, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw)
 
 
 def _hover(query: str, key: str, extra: str = "") -> str:
