@@ -131,3 +131,13 @@ def test_the_fair_batcher_refuses_a_client_that_floods_it(app):
         demo.batcher.max_pending = old
     assert any("many requests waiting" in s for s in statuses) and any("⚠️" not in s for s in statuses)
     assert threading.active_count() < hosting.QUEUE_SIZE + 60
+
+
+def test_no_event_updates_a_layout_block(app):
+    """Gradio's page copies every component that was ever an event's output, with all its children, at each
+    change of an event's progress: a layout block (the tabs, a row) among the outputs made it copy whole tabs on
+    every click (README "Hosting"). Events update components, never layout."""
+    demo, _ = app
+    outputs = [b for fn in demo.fns.values() for b in fn.outputs]
+    assert len(outputs) > 40
+    assert [type(b).__name__ for b in outputs if type(b).__module__.startswith("gradio.layouts")] == []
