@@ -101,8 +101,9 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     drawn = hosting.after_paint(predicted).then(handlers.sentiment_overview, [state, layer], [overview], **PRIVATE)
     explanation_panel.wire(panel, pipe, state, drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
-    for control in (layer, head):
-        control.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    # a new layer redraws both plots, a new head only the large one (the small multiples show every head)
+    layer.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
+    head.change(handlers.sentiment_heatmap, [state, layer, head], [single], **PRIVATE)
     hosting.watch_for_expiry(state, layer, head)
     heads_panel(pipe, "sentiment", state, drawn, [review])
     share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
@@ -162,8 +163,9 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
         return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)[1:]
 
     def redraw(view, layer, head):  # the other plots of a new translation, with the step slider back at 1
-        steps = handlers.translation_step(view, layer, 1)
-        return (*handlers.translation_overview(view, layer, head), handlers.step_slider(view), *steps)
+        overview = handlers.translation_overview(view, layer)
+        encoder_decoder = handlers.translation_self_attention(view, layer, head)
+        return (overview, *encoder_decoder, handlers.step_slider(view), *handlers.translation_step(view, layer, 1))
 
     attention_plots = [cross_overview, cross, encoder, decoder]
     inputs = [german, decoding, beam_size]
@@ -174,8 +176,8 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     drawn = hosting.after_paint(translated).then(redraw, [state, layer, head], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
-    for control in (layer, head):
-        control.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
+    layer.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
+    head.change(handlers.translation_head_figures, [state, layer, head], attention_plots[1:], **PRIVATE)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)

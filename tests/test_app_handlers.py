@@ -207,7 +207,10 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
             assert fn.api_visibility == "private"
             if blocks["sentiment-attention"] not in fn.outputs:
                 continue  # the comparison's diff plot follows layer and head too (tests/test_compare_app.py)
-            overview, single = fn.fn(view, 1, 3)
+            figures = fn.fn(view, 1, 3)  # (overview, single) for a new layer, single alone for a new head
+            single = dict(zip(fn.outputs, figures if isinstance(figures, tuple) else (figures,)))[
+                blocks["sentiment-attention"]
+            ]
             assert "Layer 2, head 4" in single.layout.title.text
             triggered += 1
     assert triggered == 2 and stub.calls == 1
@@ -342,3 +345,26 @@ def test_an_api_call_gets_the_answer_without_maps_or_state(sentiment):
     none, api_probs, api_status = handlers.analyze_review(sentiment, LONG_REVIEW, redraws=False)
     assert view is not None and none is None
     assert api_status == status and api_probs == pytest.approx(probs, abs=1e-5)
+
+
+def test_a_new_head_redraws_only_the_plots_of_that_head(sentiment, translation):
+    """The small multiples show every head of a layer: a change of head leaves them alone (no figure rebuilt and
+    sent for nothing), a change of layer redraws them."""
+    from app import build_demo
+
+    demo = build_demo(sentiment, translation)
+    changes = {}
+    for fn in demo.fns.values():
+        for block, event in fn.targets:
+            elem_id = getattr(demo.blocks.get(block), "elem_id", None)
+            if event == "change" and elem_id and elem_id.endswith(("-layer", "-head")):
+                changes.setdefault(elem_id, set()).update(b.elem_id for b in fn.outputs)
+    assert "sentiment-attention" in changes["sentiment-head"] and "sentiment-overview" not in changes["sentiment-head"]
+    head_plots = {"translation-attention", "translation-encoder", "translation-decoder"}
+    assert head_plots <= changes["translation-head"] and "translation-overview" not in changes["translation-head"]
+    assert {"sentiment-overview", "sentiment-attention"} <= changes["sentiment-layer"]
+    assert "translation-overview" in changes["translation-layer"]
+
+    view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
+    titles = [fig.layout.title.text for fig in handlers.translation_figures(view, 1, 2)]
+    assert [fig.layout.title.text for fig in handlers.translation_head_figures(view, 1, 2)] == titles[1:]

@@ -1,4 +1,5 @@
-"""Downloads: the "download data" JSON file of a tab, and PNG + SVG buttons on every plotly figure.
+"""Downloads: the "download data" JSON file of a tab, and PNG + SVG buttons on every plotly figure (through
+the page's one wrapper of Plotly.react, PLOTLY_JS, which also has each new figure drawn once).
 
 The JSON is built by pipelines.export on demand (the model runs once more, on the text in the box), so no
 analysis pays for an export nobody asked for. Files go to one temporary folder; Gradio copies each into its
@@ -27,10 +28,10 @@ KEEP_SECONDS = 120
 # replaces that div with a new one and draws the figure again (60-90 ms each for a long review's heatmap). Drawn
 # in the next animation frame instead, only into divs still on the page and only the last figure given to each,
 # a new heatmap is drawn once, just before the browser paints.
-PLOT_BUTTONS_JS = """
+PLOTLY_JS = """
 (() => {
-  if (window.__attentionDemoPlotButtons) return;
-  window.__attentionDemoPlotButtons = true;
+  if (window.__attentionDemoPlotly) return;
+  window.__attentionDemoPlotly = true;
   const name = gd => ((gd.closest('[id]') || {}).id || 'attention') + '';
   const svgButton = {
     name: 'downloadSvg', title: 'Download plot as SVG',

@@ -193,29 +193,32 @@ def translation_heatmap(view: TranslationView | None, layer: int, head: int):
     )
 
 
-def translation_figures(view: TranslationView | None, layer: int, head: int):
-    """(cross-attention: every head, cross-attention: one head, encoder self-attention, decoder self-attention)."""
+def translation_overview(view: TranslationView | None, layer: int):
+    """Every cross-attention head of the chosen layer as small multiples."""
     if view is None:
-        return None, None, None, None
-    overview, encoder, decoder = translation_overview(view, layer, head)
-    return overview, translation_heatmap(view, layer, head), encoder, decoder
-
-
-def translation_overview(view: TranslationView | None, layer: int, head: int):
-    """(cross-attention: every head, encoder self-attention, decoder self-attention): what the large
-    cross-attention heatmap (translation_heatmap) does not show."""
-    if view is None:
-        return None, None, None
+        return None
     dec_layer, _ = _layer_head(len(view.cross), 1, layer, 0)
     title = f"Cross-attention, layer {dec_layer + 1}: every head"
-    overview = figures.heads_overview(
+    return figures.heads_overview(
         view.cross[dec_layer], view.tgt_labels, view.src_labels, title, query="English", key="German"
     )
-    return (overview, *_self_attention(view, layer, head))
 
 
-def _self_attention(view: TranslationView, layer: int, head: int):
+def translation_head_figures(view: TranslationView | None, layer: int, head: int):
+    """(cross-attention, encoder self-attention, decoder self-attention) of the chosen head: what a change of
+    head redraws."""
+    return (translation_heatmap(view, layer, head), *translation_self_attention(view, layer, head))
+
+
+def translation_figures(view: TranslationView | None, layer: int, head: int):
+    """(cross-attention: every head, cross-attention: one head, encoder self-attention, decoder self-attention)."""
+    return (translation_overview(view, layer), *translation_head_figures(view, layer, head))
+
+
+def translation_self_attention(view: TranslationView | None, layer: int, head: int):
     """(encoder self-attention, decoder self-attention) of the chosen head."""
+    if view is None:
+        return None, None
     H = view.cross[0].shape[0]
     dec_layer, head = _layer_head(len(view.cross), H, layer, head)
     enc_layer, _ = _layer_head(len(view.encoder), H, layer, head)

@@ -42,7 +42,7 @@ class ShareControls:
 def share_controls(task: str) -> ShareControls:
     """'Copy link' and 'Download data' buttons with the link box and the file they fill (elem_ids
     '{task}-share', '{task}-download', '{task}-share-link', '{task}-download-file')."""
-    gr.HTML("", js_on_load=downloads.PLOT_BUTTONS_JS, container=False, padding=False, elem_classes=["plot-dl"])
+    gr.HTML("", js_on_load=downloads.PLOTLY_JS, container=False, padding=False, elem_classes=["plot-dl"])
     with gr.Row():
         share = gr.Button("🔗 Copy link to this view", size="sm", elem_id=f"{task}-share")
         download = gr.Button("⬇ Download data (JSON)", size="sm", elem_id=f"{task}-download")
@@ -79,42 +79,40 @@ def _choice(value: int | None, radio: gr.Radio):
     return value if value is not None and 0 <= value < len(radio.choices) else gr.skip()
 
 
-# Opens the tab a link names, in the browser: a link with text and ?tab=translation clicks that tab's button
-# (links.from_query's rules). Done by the server with gr.Tabs as an output, the whole tab tree became an output
-# of an event, and gradio's page then copied the value of every component in both tabs each time any event
-# changed state: two thirds of the ~15,000 values copied between a click and its drawn heatmap.
-SELECT_TAB_JS = """() => {
-  const tabs = TABS;
+def _on_link_click(when: str, selector: str) -> str:
+    """A load step in the browser: when the page's link has text and `when` holds (JS; `tab` is the link's tab,
+    as links.from_query reads it), click the element `selector` (a JS expression) once it exists: the tab it is
+    in may still be mounting."""
+    return f"""() => {{
+  const tabs = {json.dumps(list(links.TABS))};
   const q = new URLSearchParams(window.location.search);
-  const tab = (q.get('tab') || '').trim().toLowerCase();
-  if (!(q.get('text') || '').trim() || !tabs.includes(tab)) return;
-  let tries = 0;  // the tabs may still be mounting
-  const open = () => {
-    const button = document.querySelector('button[data-tab-id="' + tab + '"]');
-    if (button) button.click(); else if (++tries < 200) setTimeout(open, 50);
-  };
-  open();
-}""".replace("TABS", json.dumps(list(links.TABS)))
+  const named = (q.get('tab') || '').trim().toLowerCase();
+  const tab = tabs.includes(named) ? named : tabs[0];
+  if (!(q.get('text') || '').trim() || !({when})) return;
+  let tries = 0;
+  const click = () => {{
+    const element = document.querySelector({selector});
+    if (element) element.click(); else if (++tries < 200) setTimeout(click, 50);
+  }};
+  click();
+}}"""
+
+
+# Opens the tab a link names by clicking its button (gr.Tab(id=...) in app.py are links.TABS). Done by the server
+# with gr.Tabs as an output, the whole tab tree became an output of an event, and gradio's page then copied the
+# value of every component in both tabs each time any event changed state: two thirds of the ~15,000 values
+# copied between a click and its drawn heatmap.
+SELECT_TAB_JS = _on_link_click("true", "'button[data-tab-id=\"' + tab + '\"]'")
 
 
 def select_tab_on_load(demo: gr.Blocks) -> None:
-    """Open the tab a link names (tab ids are links.TABS: gr.Tab(id=...) in app.py)."""
+    """Open the tab a link names."""
     demo.load(None, None, None, js=SELECT_TAB_JS, **PRIVATE)
 
 
 def _press_js(task: str) -> str:
     """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click."""
-    return f"""() => {{
-  const q = new URLSearchParams(window.location.search);
-  const tab = (q.get('tab') || '').trim().toLowerCase() === 'translation' ? 'translation' : 'sentiment';
-  if (tab !== '{task}' || !(q.get('text') || '').trim()) return;
-  let tries = 0;  // the tab opened by the link may still be mounting
-  const press = () => {{
-    const button = document.querySelector('#{task}-submit');
-    if (button) button.click(); else if (++tries < 200) setTimeout(press, 50);
-  }};
-  press();
-}}"""
+    return _on_link_click(f"tab === '{task}'", f"'#{task}-submit'")
 
 
 def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
