@@ -112,3 +112,33 @@ def test_explicit_path_gradients_equal_the_fast_path():
         attn(xi, mask=mask, need_weights=need_weights).output.square().sum().backward()
         grads.append(xi.grad)
     torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-5)
+
+
+class _Calls(torch.overrides.TorchFunctionMode):
+    """Records the name of every torch function called inside the block."""
+
+    def __init__(self):
+        super().__init__()
+        self.names = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.names.append(getattr(func, "__name__", str(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_an_unpadded_input_fills_no_mask_and_gives_the_same_weights():
+    """With every key real, the maps come without filling the all-True padding mask (it took a third of the
+    forward that returns the maps); a padded batch is still masked."""
+    mha = MultiHeadAttention(D, H).eval()
+    x = torch.randn(2, 6, D)
+    full = padding_mask(torch.ones(2, 6, dtype=torch.long), 0)  # (B, 1, 1, T) all True
+    with torch.no_grad(), _Calls() as calls:
+        out = mha(x, mask=full, need_weights=True)
+    assert not [n for n in calls.names if n.startswith("masked_fill")]
+    plain = mha(x, mask=None, need_weights=True)
+    torch.testing.assert_close(out.weights, plain.weights)
+    torch.testing.assert_close(out.output, plain.output)
+    padded = padding_mask(torch.tensor([[1, 1, 1, 1, 0, 0]] * 2), 0)
+    with torch.no_grad():
+        weights = mha(x, mask=padded, need_weights=True).weights
+    assert (weights[..., 4:] == 0).all()

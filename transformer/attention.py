@@ -87,8 +87,12 @@ def explicit_attention(
     Masked keys get exactly zero weight, and a query with no visible key gets all-zero weights and a
     zero output (as scaled_dot_product_attention does) instead of NaN.
     """
-    # In place where autograd allows: for a long batch each (B, H, Tq, Tk) copy is tens of MB.
-    scores = (q @ k.transpose(-2, -1)).mul_(q.size(-1) ** -0.5)  # (B, H, Tq, Tk)
+    if mask is not None and bool(mask.all()):
+        # Nothing to hide (an unpadded input): filling an all-True mask twice took a third of the forward.
+        mask = None
+    # Scaled before the product: q is (Tq, hs) a head, the scores (Tq, Tk). In place where autograd allows: for
+    # a long batch each (B, H, Tq, Tk) copy is tens of MB.
+    scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
     if mask is not None:
         scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)
     weights = scores.softmax(dim=-1)
