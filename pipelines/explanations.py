@@ -30,7 +30,7 @@ class SentimentExplanation:
     scores: np.ndarray  # (T,) float32, signed toward `target`: > 0 supports it, < 0 speaks against it
     target: str  # the label explained (the predicted one unless asked otherwise)
     method: str  # one of attribution.METHODS
-    probability: float  # p(target | review)
+    probability: float  # p(target | review), calibrated (the prediction's probability)
     words: np.ndarray  # (T,) the word index of each token (pieces of one word share it)
     ids: list[int]  # the token ids read, to score faithfulness without tokenizing again
     seconds: float  # time to compute the scores
@@ -50,13 +50,16 @@ class FaithfulnessReport:
 
 
 def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 64) -> np.ndarray:
-    """(N,) p(target) for many id lists (an empty list reads as one padding token), batched by length."""
+    """(N,) calibrated p(target) for many id lists (an empty list reads as one padding token), batched by
+    length: the probability the pipeline returns for each sequence, so a deletion curve starts at the
+    prediction's own probability."""
     pad = pipe.model.config.pad_id
     ids = [seq or [pad] for seq in batch]
     out = np.zeros(len(ids), dtype=np.float64)
     with torch.no_grad():
         for rows, x in sorted_batches(ids, batch_size, pad):
-            out[rows] = pipe.model(x).logits.softmax(-1)[:, target].double().numpy()
+            probs = pipe.calibrated(pipe.model(x).logits, [len(batch[r]) for r in rows])  # (B, C)
+            out[rows] = probs[:, target].double().numpy()
     return out
 
 
@@ -70,7 +73,7 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
         raise ValueError("the text has no tokens")
     x = torch.tensor([ids])
     with torch.no_grad():
-        probs = pipe.model(x).logits[0].softmax(-1)
+        probs = pipe.calibrated(pipe.model(x).logits, [len(ids)])[0]  # (C,)
     t = int(probs.argmax()) if target is None else pipe.labels.index(target)
     words = word_ids(toks)
     start = time.perf_counter()

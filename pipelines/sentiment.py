@@ -84,6 +84,11 @@ class SentimentPipeline:
         """Save model, tokenizer and preprocessing.json (temperature included) for from_pretrained."""
         save_folder(self.model, self.tokenizer, folder, self.max_len, self.preprocessing())
 
+    def calibrated(self, logits: torch.Tensor, lengths) -> torch.Tensor:
+        """(B, C) logits of inputs of `lengths` tokens -> (B, C) calibrated probabilities: the one probability
+        every result, explanation, deletion curve and head effect shows."""
+        return self.calibration.scale(logits, lengths).softmax(-1)
+
     def domain_check(self, ids: list[int]) -> tuple[bool, float | None]:
         """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
         if self.domain is None:
@@ -137,7 +142,7 @@ class SentimentPipeline:
         batch = pad([encoded[i][0] for i in real], self.model.config.pad_id)  # (B, T)
         out = self.model(batch, need_weights=need_weights, head_mask=None if masks is None else masks["self"])
         lengths = [len(encoded[i][0]) for i in real]
-        probs = self.calibration.scale(out.logits, lengths).softmax(-1)  # (B, labels), calibrated
+        probs = self.calibrated(out.logits, lengths)  # (B, labels)
         for row, i in enumerate(real):
             ids, toks, n = encoded[i]
             T = len(ids)
@@ -194,7 +199,7 @@ class SentimentPipeline:
     ) -> list[dict[str, float]]:
         """Calibrated probabilities for many texts, on the fast path (no attention weights), in input order."""
         logits, lengths = self.raw_logits(texts, batch_size, head_mask)
-        probs = self.calibration.scale(logits, lengths).softmax(-1)
+        probs = self.calibrated(logits, lengths)
         return [{lab: float(x) for lab, x in zip(self.labels, p)} for p in probs]
 
     def domain_scores(self, texts: list[str]) -> list[tuple[bool, float | None]]:

@@ -153,7 +153,7 @@ def deletion_curve(report, target: str, method: str) -> go.Figure:
             text=f"Deletion curve: p(“{html.escape(target)}”) as the top tokens are deleted", x=0, font=dict(size=14)
         ),
         xaxis=dict(title="% of tokens deleted (highest scores first)", type="category"),
-        yaxis=dict(title=f"p({html.escape(target)})", range=[0, 1.02]),
+        yaxis=dict(title=f"p({html.escape(target)}), calibrated as in the prediction", range=[0, 1.02]),
         height=320,
         margin=dict(l=10, r=10, t=50, b=10),
         font=FONT,
