@@ -73,29 +73,32 @@ def classifier_layers(model) -> dict[str, int]:
 
 
 @torch.no_grad()
-def classifier_effects(model, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
-    """(probability of `label` with every head on, {head: change of that probability with the head off})."""
+def classifier_effects(pipe, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
+    """(probability of `label` with every head on, {head: change of that probability with the head off}), on
+    the calibrated probability the pipeline returns (pipe.calibrated), so an effect is what the prediction shows."""
+    model = pipe.model
     layers, H = classifier_layers(model), model.config.n_heads
-    intact = float(model(torch.tensor([ids])).logits[0].softmax(-1)[label])
+    intact = float(pipe.calibrated(model(torch.tensor([ids])).logits, [len(ids)])[0, label])
     effects = {}
     for keys in _chunks(head_keys(layers, H)):
         masks = single_head_off(keys, layers, H)
         batch = torch.tensor([ids]).expand(len(keys), -1)  # (N, T): the same input once per head
-        probs = model(batch, head_mask=masks["self"]).logits.softmax(-1)[:, label]  # (N,)
+        logits = model(batch, head_mask=masks["self"]).logits  # (N, C)
+        probs = pipe.calibrated(logits, [len(ids)] * len(keys))[:, label]  # (N,)
         effects.update({k: float(p) - intact for k, p in zip(keys, probs)})
     return intact, effects
 
 
 def sentiment_head_table(pipe, text: str) -> list[dict]:
     """The head table of the classifier on one text: statistics of each head's attention and its effect
-    (change of the predicted label's probability when that head alone is off)."""
+    (change of the predicted label's calibrated probability when that head alone is off)."""
     result = pipe(text)
     ids = [t.id for t in result.tokens]
     tokens = [t.text for t in result.tokens]
     maps = [a.float().numpy() for a in result.attentions]
     # The classifier reads no special tokens: its 'end' is the last token of the text.
     rows = stats_rows("self", maps, end_key=len(tokens) - 1, punct=punctuation_keys(tokens))
-    _, effects = classifier_effects(pipe.model, ids, pipe.labels.index(result.label))
+    _, effects = classifier_effects(pipe, ids, pipe.labels.index(result.label))
     for row in rows:
         row["effect"] = effects[(row["kind"], row["layer"], row["head"])]
     return rows

@@ -42,3 +42,12 @@ def test_a_deleted_variant_scores_as_the_pipeline_scores_that_text(calibrated):
     if calibrated.encode(text)[0] == short:  # the decoded text reads as the same ids
         assert got[1] == pytest.approx(calibrated.predict([text])[0][calibrated.labels[label]], abs=1e-5)
 
+
+def test_head_effects_are_changes_of_the_calibrated_probability(calibrated):
+    rows = calibrated.head_table(REVIEW)
+    intact = calibrated(REVIEW)
+    for r in rows:
+        off = calibrated(REVIEW, head_mask={("self", r["layer"], r["head"]): 0.0})
+        expected = off.probabilities[intact.label] - intact.probabilities[intact.label]
+        assert r["effect"] == pytest.approx(expected, abs=1e-5)
+    assert any(abs(r["effect"]) > 1e-4 for r in rows)
