@@ -76,3 +76,45 @@ def test_a_failing_method_gives_a_message_not_a_traceback(pipe):
     view, _, _ = handlers.analyze_review(pipe, REVIEW)
     expl, out = explanation_panel.explain(pipe, view, "no-such-method")
     assert expl is None and "could not be computed" in out and "Traceback" not in out
+
+
+def _listed(out: str, heading: str) -> list[str]:
+    """The words listed after a bold heading under the highlight."""
+    line = re.search(rf"<b>{heading}</b>(.*?)</p>", out, re.S).group(1)
+    return re.findall(r"“([^”]*)”", html.unescape(line))
+
+
+def test_supports_lists_only_words_that_support_and_against_only_words_against():
+    """Issue 25 item 2: with fewer supporting words than places, words against filled 'Supports' (🎬 -0.11 and
+    👍 -0.13 in both lists) and a ',' at -0.00 showed in both."""
+    import numpy as np
+
+    text = "😍 😍 😍 🎬 👍 ,"
+    spans = [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11)]
+    scores = np.array([0.9, 0.5, 0.3, -0.11, -0.13, -0.001], dtype=np.float32)
+    out = attributions.attribution_html(text, spans, np.arange(6), scores, "negative", "integrated_gradients")
+    supports = _listed(out, "Supports “negative” most:")
+    against = _listed(out, "Speaks against it most:")
+    assert supports == ["😍", "😍", "😍"]
+    assert against == ["👍", "🎬"]  # most against first; the ',' at -0.001 shows as -0.00 and is left out
+    assert "-0.00" not in out.split("</div>", 2)[-1]  # nothing listed rounds to zero
+
+
+def test_only_against_says_nothing_supports():
+    import numpy as np
+
+    out = attributions.attribution_html("bad film", [(0, 3), (4, 8)], np.arange(2), np.array([-0.4, -0.2]),
+                                        "positive", "occlusion")  # fmt: skip
+    assert _listed(out, "Supports “positive” most:") == [] and "most:</b> nothing" in out
+    assert _listed(out, "Speaks against it most:") == ["bad", "film"]
+
+
+@pytest.mark.parametrize("method", ["attention", "rollout"])
+def test_unsigned_methods_are_worded_without_a_direction(pipe, method):
+    """Issue 25 item 3: attention has no sign, yet it read "each word's score toward 'negative'" and
+    "Supports 'negative' most: 'Meadowvale' 1.2%"."""
+    view, _, _ = handlers.analyze_review(pipe, REVIEW)
+    _, out = explanation_panel.explain(pipe, view, method)
+    text = html.unescape(re.sub(r"<[^>]+>", " ", out))
+    assert "Supports" not in text and "toward" not in text and "against" not in text
+    assert "no sign" in text and len(_listed(out, "Where the model looks most:")) > 0

@@ -19,6 +19,7 @@ from .figures import FONT
 SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
 AGAINST = (220, 38, 38)  # red: pushes away from it
 RANDOM_COLOR = "#9ca3af"
+TOP_WORDS = 6  # words listed under the highlight, per direction
 
 
 def _rgba(score: float, scale: float) -> str:
@@ -77,6 +78,27 @@ def legend_html(target: str, scale: float, signed: bool) -> str:
     )
 
 
+def _listed(text: str, segs, fmt) -> str:
+    return " · ".join(f"“{html.escape(display_token(text[s:e]))}” {fmt(w)}" for s, e, w in segs) or "nothing"
+
+
+def top_words_lines(text: str, segs, target: str, signed: bool, k: int = TOP_WORDS) -> list[str]:
+    """The words under the highlight: for a signed method those that support the target most (score > 0) and
+    those that speak against it most (score < 0), never one word in both and never a score that shows as
+    ±0.00; for an unsigned one (attention) the words with the largest share, worded without a direction."""
+    if not signed:
+        ranked = sorted(segs, key=lambda seg: -seg[2])[:k]
+        return [f"<b>Where the model looks most:</b> {_listed(text, ranked, lambda w: f'{100 * w:.1f}%')}"]
+    fmt = lambda w: f"{w:+.2f}"  # noqa: E731
+    shown = [seg for seg in segs if abs(seg[2]) >= 0.005]  # what does not round to ±0.00
+    supports = sorted((seg for seg in shown if seg[2] > 0), key=lambda seg: -seg[2])[:k]
+    against = sorted((seg for seg in shown if seg[2] < 0), key=lambda seg: seg[2])[:k]
+    return [
+        f"<b>Supports “{html.escape(target)}” most:</b> {_listed(text, supports, fmt)}",
+        f"<b>Speaks against it most:</b> {_listed(text, against, fmt)}",
+    ]
+
+
 def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0) -> str:
     """The review with each word shaded by its attribution toward `target`, a legend, and the top words."""
     signed = method not in ("attention", "rollout")
@@ -94,15 +116,15 @@ def attribution_html(text, spans, words, scores, target, method, cut_after=None,
             + f' <span style="color:#6b7280;font-style:italic">[… {n_skipped:,} tokens in the middle are '
             "not read by the model …]</span> " + _render(text, tail, scale, tail_start, len(text), signed)
         )
-    ranked = sorted(segs, key=lambda seg: -seg[2])
-    fmt = (lambda w: f"{w:+.2f}") if signed else (lambda w: f"{100 * w:.1f}%")
-    top = " · ".join(f"“{html.escape(display_token(text[s:e]))}” {fmt(w)}" for s, e, w in ranked[:6])
-    lines = [f"<b>Supports “{html.escape(target)}” most:</b> {top}"]
+    lines = top_words_lines(text, segs, target, signed)
     if signed:
-        against = [seg for seg in ranked[::-1][:6] if seg[2] < 0]
-        worst = " · ".join(f"“{html.escape(display_token(text[s:e]))}” {fmt(w)}" for s, e, w in against)
-        lines.append(f"<b>Speaks against it most:</b> {worst or 'nothing'}")
-    caption = f"{METHOD_NAMES.get(method, method)}: each word's score toward “{target}”. Hover a word for its value."
+        name = METHOD_NAMES.get(method, method)
+        caption = f"{name}: each word's score toward “{target}”. Hover a word for its value."
+    else:
+        caption = (
+            f"{METHOD_NAMES.get(method, method)}: the share of the model's attention on each word. It has no sign: "
+            "it shows where the model looks, not which way a word pushes. Hover a word for its share."
+        )
     return (
         '<div class="token-highlight">'
         f'<p style="margin:0 0 2px;color:#6b7280;font-size:0.9em">{html.escape(caption)}</p>'
