@@ -118,3 +118,11 @@ def test_unsigned_methods_are_worded_without_a_direction(pipe, method):
     text = html.unescape(re.sub(r"<[^>]+>", " ", out))
     assert "Supports" not in text and "toward" not in text and "against" not in text
     assert "no sign" in text and len(_listed(out, "Where the model looks most:")) > 0
+
+
+def test_faithfulness_text_has_no_command_line(pipe):
+    """Issue 25 item 5: the default method's reason showed the benchmark's command line (broken over two lines)."""
+    view, _, _ = handlers.analyze_review(pipe, REVIEW)
+    expl, _ = explanation_panel.explain(pipe, view, "integrated_gradients")
+    text, _ = explanation_panel.faithfulness(pipe, expl)
+    assert "Default method" in text and "python " not in text and "`" not in text and "--task" not in text

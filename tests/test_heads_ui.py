@@ -23,7 +23,7 @@ def test_sentiment_table_grid_and_click(sentiment):
     assert grid.data.iloc[1, 3] == pytest.approx(view.rows[6]["effect"])  # layer 2, head 3
     assert "background-color" in table.to_html() and "background-color" in grid.to_html()  # coloured
     cols = list(table.data.columns)
-    assert cols[:4] == ["attention", "layer", "head", "effect"] and "agreement" not in cols
+    assert cols[:3] == ["layer", "head", "effect"] and "agreement" not in cols  # one kind: no 'self' column
     assert table.data["layer"].tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
 
     value = heads.selected_head(view, click(grid, 1, 3))
@@ -82,3 +82,26 @@ def test_bad_input_gives_a_message_not_a_traceback(sentiment, translation):
     assert view is None and grid is None and "empty" in status
     view, grid, table, status = heads.head_table(translation, "translation", "", "greedy", 4)
     assert view is None and "German sentence" in status
+
+
+def test_numbers_never_show_minus_zero_and_kinds_are_named_for_readers(translation):
+    """Issue 25 item 5: '-0.000' in the head grid; the 'attention' column said 'self' in every row."""
+    assert heads.number(-0.0001) == "0.000" and heads.number(-0.0006) == "-0.001" and heads.number(None) == "–"
+    rows = [
+        {"kind": "self", "layer": 0, "head": h, "effect": e, "entropy": 1.0, "distance": 2.0}
+        for h, e in enumerate([-0.0004, 0.0, 0.25, -0.3])
+    ]
+    assert "-0.000" not in heads.grid_styler(rows).to_html() and "-0.000" not in heads.table_styler(rows).to_html()
+    assert "0.000" in heads.grid_styler(rows).to_html()
+    _, _, table, _ = heads.head_table(translation, "translation", GERMAN, "greedy", 4)
+    kinds = set(table.data["attention"])
+    assert kinds == {"Encoder self-attention", "Decoder self-attention", "Cross-attention"}
+
+
+def test_column_help_speaks_the_tabs_language():
+    """Issue 25 item 5: the sentiment tab's help named the German sentence's </s> and the decoder's <s>."""
+    from viz.heads_panel import COLUMNS_HELP
+
+    assert "German" not in COLUMNS_HELP["sentiment"] and "decoder" not in COLUMNS_HELP["sentiment"]
+    assert all("<s>" not in text and "</s>" not in text for text in COLUMNS_HELP.values())
+    assert "German" in COLUMNS_HELP["translation"]

@@ -6,6 +6,7 @@ digits or apostrophes); a word's score is the sum of its pieces' scores, since a
 """
 
 import html
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -135,6 +136,12 @@ def attribution_html(text, spans, words, scores, target, method, cut_after=None,
     )
 
 
+def reader_why(default: dict) -> str:
+    """Why a method is the default, for the page: the benchmark's sentence without the command line that made
+    it (that is for developers; the README gives it)."""
+    return re.sub(r"\s*\(`[^`]*`\)", "", default["why"])
+
+
 def faithfulness_markdown(report, explanation, default: dict | None = None) -> str:
     """The faithfulness numbers on this input beside the random baseline, in Markdown."""
     m, r = report.method, report.random
@@ -157,7 +164,9 @@ def faithfulness_markdown(report, explanation, default: dict | None = None) -> s
         lines.append(f"Integrated gradients: {explanation.steps} steps, convergence delta {explanation.delta:+.4f}.")
     lines.append(f"Computed in {explanation.seconds:.2f} s; faithfulness in {report.seconds:.2f} s.")
     if default:
-        lines.append(f"Default method: **{METHOD_NAMES.get(default['method'], default['method'])}**. {default['why']}")
+        lines.append(
+            f"Default method: **{METHOD_NAMES.get(default['method'], default['method'])}**. {reader_why(default)}"
+        )
     return "\n".join(lines)
 
 

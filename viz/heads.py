@@ -102,17 +102,30 @@ def _vmax(values) -> float:
     return max(finite, default=0.0)
 
 
+def number(value) -> str:
+    """A table number to 3 decimals; one that rounds to zero shows as 0.000, never -0.000."""
+    if value is None or not np.isfinite(value):
+        return "–"
+    text = f"{float(value):.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
 def table_styler(rows: list[dict]):
-    """The head table as a coloured pandas Styler (1-based layer and head); the UI sorts it by column."""
+    """The head table as a coloured pandas Styler (1-based layer and head); the UI sorts it by column. The kind
+    of attention is a column only where there is more than one (the classifier has only self-attention)."""
     keys = [k for k in COLUMNS if any(k in r for r in rows)]
     if not any(r.get("agreement") is not None for r in rows):
         keys = [k for k in keys if k != "agreement"]
+    if len({r["kind"] for r in rows}) == 1:
+        keys = [k for k in keys if k != "kind"]
     frame = pd.DataFrame([{k: r.get(k) for k in keys} for r in rows], columns=keys, dtype=object)
+    if "kind" in frame:
+        frame["kind"] = [KIND_TITLES[k] for k in frame["kind"]]
     frame["layer"] = frame["layer"] + 1
     frame["head"] = frame["head"] + 1
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
     frame[numeric] = frame[numeric].astype(float)
-    styler = frame.rename(columns=COLUMNS).style.format(precision=3, na_rep="–")
+    styler = frame.rename(columns=COLUMNS).style.format(number, subset=[COLUMNS[k] for k in numeric])
     effect_max = _vmax(frame["effect"])
     styler = styler.map(lambda v: _effect_css(v, effect_max), subset=[COLUMNS["effect"]])
     for key in numeric:
@@ -135,7 +148,7 @@ def grid_styler(rows: list[dict]):
     )
     vmax = _vmax(r["effect"] for r in rows)
     heads = list(frame.columns[1:])
-    return frame.style.format(precision=3, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
+    return frame.style.format(number, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
 
 
 # --- handlers --------------------------------------------------------------------------------------------

@@ -14,11 +14,17 @@ HELP = {
     "translation changes (teacher-forced) when that head alone is switched off. **Agreement**: rank "
     "correlation of a cross-attention head with the attribution of each English token to the German ones.",
 }
-COLUMNS_HELP = (
-    "Entropy in nats (0 = all weight on one token); distance in tokens (cross-attention: from the diagonal); "
-    "*on …*: the average share of attention on the previous token, on the token itself, on the end token "
-    "(`</s>` of the German sentence; `<s>` for the decoder; the last token for the classifier) and on punctuation."
+_COLUMNS = (
+    "Entropy in nats (0 = all weight on one token); distance in tokens{cross}; *on …*: the average share of "
+    "attention on the previous token, on the token itself, on the end ({end}) and on punctuation."
 )
+COLUMNS_HELP = {  # in the words of each tab: no tokenizer markers
+    "sentiment": _COLUMNS.format(cross="", end="the review's last token"),
+    "translation": _COLUMNS.format(
+        cross=" (cross-attention: from the diagonal)",
+        end="the end of the German sentence; for the decoder, the start of the English one",
+    ),
+}
 
 
 def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) -> None:
@@ -35,7 +41,7 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
             add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
         heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap", scale=3)
     table = gr.Dataframe(label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table")
-    gr.Markdown(COLUMNS_HELP)
+    gr.Markdown(COLUMNS_HELP[task])
     gr.Markdown("#### Switch heads off")
     chosen = gr.CheckboxGroup(heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off")
     run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")
