@@ -106,7 +106,7 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     head.change(handlers.sentiment_heatmap, [state, layer, head], [single], **PRIVATE)
     hosting.watch_for_expiry(state, layer, head)
     heads_panel(pipe, "sentiment", state, drawn, [review])
-    share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
+    share_ui.sentiment_compare_panel(pipe, review=review, layer=layer, head=head)
     share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
 
 

@@ -91,11 +91,6 @@ class SentimentComparison:
         """Probability of each label for B minus that for A."""
         return {label: self.b.probabilities[label] - p for label, p in self.a.probabilities.items()}
 
-    def attention_diff(self, layer: int, head: int) -> np.ndarray:
-        """(T, T) over the aligned tokens: self-attention of B minus A for one layer and head."""
-        a, b = (r.attentions[layer][head].float().numpy() for r in (self.a, self.b))
-        return aligned_diff(a, b, self.tokens, self.tokens)
-
 
 @dataclass
 class TranslationComparison:
@@ -105,11 +100,6 @@ class TranslationComparison:
     b: TranslationResult
     source: list[AlignedToken]  # German tokens, '</s>' last
     target: list[AlignedToken]  # English steps
-
-    def cross_diff(self, layer: int, head: int) -> np.ndarray:
-        """(Tt, Ts) over aligned English steps (rows) and German tokens (columns): cross-attention B minus A."""
-        a, b = (r.cross_attentions[layer][head].float().numpy() for r in (self.a, self.b))
-        return aligned_diff(a, b, self.target, self.source)
 
 
 def _token_texts(tokens, eos_id: int | None = None) -> list[str]:

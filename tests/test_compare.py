@@ -83,7 +83,7 @@ def test_sentiment_comparison_matches_two_single_runs(sentiment):
     assert cmp.change()["positive"] == pytest.approx(rb.probabilities["positive"] - ra.probabilities["positive"])
     assert "".join(t.text for t in cmp.tokens if t.kind == "inserted") == "not"  # one or more subword pieces
     assert {t.kind for t in cmp.tokens} == {"shared", "inserted"}
-    diff = cmp.attention_diff(1, 2)
+    diff = aligned_diff(ra.attentions[1][2].numpy(), rb.attentions[1][2].numpy(), cmp.tokens, cmp.tokens)
     T = len(cmp.tokens)
     assert diff.shape == (T, T)
     shared = [n for n, t in enumerate(cmp.tokens) if t.kind == "shared"]
@@ -100,7 +100,8 @@ def test_translation_comparison_aligns_source_and_output(translation):
     assert cmp.source[-1].text == "</s>" and cmp.source[-1].kind == "shared"
     assert {t.kind for t in cmp.source} == {"shared", "deleted", "inserted"}
     assert [t.text for t in cmp.target if t.b_index is not None] == cmp.b.target_tokens
-    assert cmp.cross_diff(0, 1).shape == (len(cmp.target), len(cmp.source))
+    a, b = cmp.a.cross_attentions[0][1].numpy(), cmp.b.cross_attentions[0][1].numpy()
+    assert aligned_diff(a, b, cmp.target, cmp.source).shape == (len(cmp.target), len(cmp.source))
 
 
 def test_compare_handler_shows_both_labels_and_redraws_without_running(sentiment):
@@ -121,3 +122,16 @@ def test_compare_handler_answers_bad_input_with_a_message(sentiment, translation
     assert view is None and "first German sentence" in message
     view, out, fig = compare_view.compare_translations(translation, "Ein Hund.", "Zwei Hunde.", "greedy", float("nan"))
     assert out.count('class="compare-label"') == 2 and "Cross-attention" in fig.layout.title.text
+
+
+def test_the_text_diff_shows_whole_words_not_word_pieces(sentiment, translation):
+    """Issue 25 item 6: the comparison's diff showed tokenizer pieces ("dogs -> c ats", "Hunde -> Kat zen")."""
+    _, out, _ = compare_view.compare_reviews(sentiment, "I love dogs, really.", "I love cats, really.")
+    line = out.split('class="compare-tokens"', 1)[1]
+    assert "<del>dogs</del> <ins>cats</ins>, really." in line and "71% of the words shared" in line
+    _, out, _ = compare_view.compare_translations(
+        translation, "Zwei Hunde spielen im Schnee.", "Zwei Katzen spielen im Schnee.", "greedy", 1
+    )
+    german = out.split('class="compare-tokens"')[1]
+    assert "<del>Hunde</del> <ins>Katzen</ins>" in german and "Kat " not in german
+    assert compare_view.words("Isn't it 3.5 times better?") == ["Isn't", "it", "3", ".", "5", "times", "better", "?"]

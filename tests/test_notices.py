@@ -54,3 +54,26 @@ def test_confidence_words(p, words):
 def test_translation_confidence_words(p, words):
     text = notices.translation_confidence(float(np.log(p)))
     assert f"confidence {words}" in text and f"{p:.0%}" in text
+
+
+@pytest.mark.parametrize("threshold", [1.01, -1.0])
+def test_english_in_the_translation_tab_is_called_english(translation_dir, threshold):
+    """Issue 25 item 6: English typed into the German tab was called "unlike the image captions"."""
+    pipe = with_domain(
+        TranslationPipeline.from_pretrained(str(translation_dir)), threshold, ("words", "output_logprob")
+    )
+    _, _, status = handlers.translate(pipe, "A man in a blue shirt is riding his bike down the street.", "greedy")
+    assert notices.LOOKS_ENGLISH in status and notices.TRANSLATION_OUT_OF_DOMAIN not in status
+    _, _, german = handlers.translate(pipe, "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad.", "greedy")
+    assert notices.LOOKS_ENGLISH not in german
+
+
+@pytest.mark.parametrize(
+    "text, english",
+    [("A dog is running in the snow.", True), ("I love this.", True), ("Zwei Hunde spielen im Schnee.", False),
+     ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", False), ("Hallo", False), ("", False)],
+)  # fmt: skip
+def test_looks_english(text, english):
+    from pipelines.language import looks_english
+
+    assert looks_english(text) is english

@@ -131,3 +131,25 @@ def test_contrast_pairs_come_from_the_file_when_it_is_there(tmp_path):
     path.write_text("{broken json\n")
     assert contrast_pairs(path) == CONTRAST_PAIRS
     assert contrast_pairs(tmp_path / "missing.jsonl") == CONTRAST_PAIRS
+
+
+def test_analyse_leaves_the_second_review_alone(demo):
+    """Issue 25 item 6: pressing 'Analyse sentiment' copied the review into the empty 'Second review' box; only
+    clicking into that box offers the copy."""
+    b = blocks(demo)
+    second, submit = b["sentiment-compare-input"], b["sentiment-submit"]
+    writers = [f for f in demo.fns.values() if second in f.outputs]
+    triggers = {(block_id, event) for f in writers for block_id, event in f.targets}
+    assert (submit._id, "click") not in triggers
+    assert (second._id, "focus") in triggers
+
+
+def test_contrast_buttons_end_on_a_whole_word_with_an_ellipsis():
+    from viz.examples import shorten
+
+    assert shorten("The cast is great, but the story is thin and slow.") == "The cast is great, but the story is…"
+    assert shorten("Short enough.") == "Short enough."
+    assert shorten("x" * 50).endswith("…") and len(shorten("x" * 50)) == 40
+    for a, _, _ in contrast_pairs():
+        label = shorten(a)
+        assert label == " ".join(a.split()) or (label.endswith("…") and " ".join(a.split()).startswith(label[:-1]))

@@ -6,19 +6,28 @@ kept in gr.State) let layer and head changes redraw the diff without running it 
 
 import html
 import logging
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
-from pipelines.compare import AlignedToken, aligned_diff, compare_sentiment, compare_translation
+from pipelines.compare import (
+    AlignedToken,
+    align_tokens,
+    aligned_diff,
+    compare_sentiment,
+    compare_translation,
+    shared_share,
+)
 
 from .explain import display_token
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
 MARK = {"shared": "", "deleted": "−", "inserted": "+"}
-MAX_SHOWN_TOKENS = 400  # the token diff line is cut after this many tokens (the plot keeps all)
+MAX_SHOWN_WORDS = 400  # the word diff line is cut after this many words (the plot keeps every token)
+WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
 FAILED = "Sorry, the model failed on one of these texts. Please try others."
 
 
@@ -88,14 +97,27 @@ def diff_figure(view: "CompareView | None", layer, head) -> go.Figure | None:
     return fig
 
 
-def token_diff_html(tokens: list[AlignedToken], caption: str) -> str:
-    """The aligned tokens in a line: deleted ones struck through, inserted ones underlined (escaped)."""
+def words(text: str) -> list[str]:
+    """The words and punctuation marks of a text, as a reader counts them (never a tokenizer's pieces)."""
+    return WORD.findall(text)
+
+
+def word_diff_html(text_a: str, text_b: str, what: str) -> str:
+    """The two texts' words aligned in a line: those only in the first struck through, those only in the second
+    underlined (escaped), with the share of the line both have (pipelines.compare.shared_share)."""
+    aligned = align_tokens(words(text_a), words(text_b))
     parts = []
-    for t in tokens[:MAX_SHOWN_TOKENS]:
-        text = html.escape(display_token(t.text), quote=False)
-        parts.append({"shared": text, "deleted": f"<del>{text}</del>", "inserted": f"<ins>{text}</ins>"}[t.kind])
-    more = f" … (+{len(tokens) - MAX_SHOWN_TOKENS:,} tokens)" if len(tokens) > MAX_SHOWN_TOKENS else ""
-    return f'<div class="compare-tokens"><span class="compare-caption">{caption}</span> {" ".join(parts)}{more}</div>'
+    for t in aligned[:MAX_SHOWN_WORDS]:
+        text = html.escape(t.text, quote=False)
+        marked = {"shared": text, "deleted": f"<del>{text}</del>", "inserted": f"<ins>{text}</ins>"}[t.kind]
+        glued = parts and not (t.text[0].isalnum() or t.text[0] == "_")  # punctuation follows its word
+        parts.append(marked if not parts else ("" if glued else " ") + marked)
+    more = f" … (+{len(aligned) - MAX_SHOWN_WORDS:,} words)" if len(aligned) > MAX_SHOWN_WORDS else ""
+    caption = (
+        f"{what} ({shared_share(aligned):.0%} of the words shared): <del>only in the first</del>, "
+        "<ins>only in the second</ins>:"
+    )
+    return f'<div class="compare-tokens"><span class="compare-caption">{caption}</span> {"".join(parts)}{more}</div>'
 
 
 def _side(title: str, value: str, detail: str) -> str:
@@ -113,7 +135,7 @@ STYLE = (
 )
 
 
-def _sentiment_html(cmp) -> str:
+def _sentiment_html(cmp, text_a: str, text_b: str) -> str:
     a, b = cmp.a, cmp.b
     label = a.label  # how the first review's label moved
     change = cmp.change()[label]
@@ -126,8 +148,7 @@ def _sentiment_html(cmp) -> str:
         _side(name, r.label, f"{r.confidence:.1%} · {len(r.tokens):,} tokens read")
         for name, r in (("First", a), ("Second", b))
     )
-    tokens = token_diff_html(cmp.tokens, "Tokens: <del>only in the first</del>, <ins>only in the second</ins>:")
-    return f'{STYLE}<div class="compare-sides">{sides}</div>{summary}{tokens}'
+    return f'{STYLE}<div class="compare-sides">{sides}</div>{summary}{word_diff_html(text_a, text_b, "Words")}'
 
 
 def compare_reviews(pipe, text_a: str, text_b: str, layer=0, head=0):
@@ -143,16 +164,16 @@ def compare_reviews(pipe, text_a: str, text_b: str, layer=0, head=0):
         log.exception("comparison failed")
         return None, f"⚠️ {FAILED}", None
     view = CompareView(cmp.tokens, cmp.tokens, _half(cmp.a.attentions), _half(cmp.b.attentions), "Self-attention")
-    return view, _sentiment_html(cmp), diff_figure(view, layer, head)
+    return view, _sentiment_html(cmp, a, b), diff_figure(view, layer, head)
 
 
-def _translation_html(cmp) -> str:
+def _translation_html(cmp, text_a: str, text_b: str) -> str:
     sides = "".join(
         _side(name, r.translation or "(no words)", f"log-probability {r.score:.2f} · {len(r.steps)} steps")
         for name, r in (("First", cmp.a), ("Second", cmp.b))
     )
-    german = token_diff_html(cmp.source, "German: <del>only in the first</del>, <ins>only in the second</ins>:")
-    english = token_diff_html(cmp.target, "English:")
+    german = word_diff_html(text_a, text_b, "German")
+    english = word_diff_html(cmp.a.translation, cmp.b.translation, "English")
     return f'{STYLE}<div class="compare-sides">{sides}</div>{german}{english}'
 
 
@@ -172,4 +193,4 @@ def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search",
     view = CompareView(
         cmp.target, cmp.source, _half(cmp.a.cross_attentions), _half(cmp.b.cross_attentions), "Cross-attention"
     )
-    return view, _translation_html(cmp), diff_figure(view, layer, head)
+    return view, _translation_html(cmp, a, b), diff_figure(view, layer, head)

@@ -101,6 +101,15 @@ CONTRAST_PAIRS: list[tuple[str, str, str]] = [
 CONTRAST_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "contrast_pairs.jsonl"
 
 
+def shorten(text: str, limit: int = 40) -> str:
+    """The text cut to at most `limit` characters at a word boundary, with '…' when anything was cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
+    return cut.rstrip(" ,;:.-") + "…"
+
+
 def contrast_pairs(path: Path = CONTRAST_FILE, limit: int = 12) -> list[tuple[str, str, str]]:
     """(first review, second review, button label) pairs: from the hand-made contrast set when it exists and
     reads cleanly (one of each kind first, then the rest, up to `limit`), else CONTRAST_PAIRS."""

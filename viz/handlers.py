@@ -178,7 +178,7 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
     summary = f"{plural(len(result.steps), 'step')}, {how}; {notices_.translation_confidence(result.mean_logprob)}"
-    ood = notices_.translation_notice(result)
+    ood = notices_.translation_notice(result, checked.text)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 

@@ -3,8 +3,10 @@
 import math
 
 from pipelines.calibration import confidence_words
+from pipelines.language import looks_english
 
 SENTIMENT_OUT_OF_DOMAIN = "This does not look like an English review."
+LOOKS_ENGLISH = "This looks like English: the model translates German into English. Try a German sentence."
 TRANSLATION_OUT_OF_DOMAIN = (
     "This sentence is unlike the image captions this model learned from; expect a poor translation."
 )
@@ -42,7 +44,10 @@ def translation_confidence(mean_logprob: float) -> str:
     return f"confidence {words} (it gave its own words {p:.0%} probability on average)"
 
 
-def translation_notice(result) -> str | None:
+def translation_notice(result, text: str = "") -> str | None:
+    """English typed into the German tab is named as such; any other unusual input gets the general notice."""
+    if looks_english(text):
+        return f"⚠️ **{LOOKS_ENGLISH}**"
     if not getattr(result, "out_of_domain", False):
         return None
     return f"⚠️ **{TRANSLATION_OUT_OF_DOMAIN}**"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from . import compare, downloads, handlers, links
-from .examples import contrast_pairs
+from .examples import contrast_pairs, shorten
 
 PRIVATE = dict(api_visibility="private")
 # The browser knows the page's own address (on a Space: the *.hf.space one); Python builds the rest.
@@ -197,7 +197,7 @@ def _redraw_diff_on(layer, head, state, diff) -> None:
         control.change(compare.diff_figure, [state, layer, head], [diff], **PRIVATE)
 
 
-def sentiment_compare_panel(pipe, *, review, submit, layer, head) -> None:
+def sentiment_compare_panel(pipe, *, review, layer, head) -> None:
     """A second review (a copy of the first to edit), both predictions side by side, the change in probability,
     and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run."""
     gr.Markdown(
@@ -215,7 +215,7 @@ def sentiment_compare_panel(pipe, *, review, submit, layer, head) -> None:
     examples = gr.Examples(
         examples=[[a, b] for a, b, _ in pairs],
         inputs=[review, second],
-        example_labels=[f"{kind}: {a[:40]}" for a, _, kind in pairs],
+        example_labels=[f"{kind}: {shorten(a)}" for a, _, kind in pairs],
         label="Contrast pairs (one click fills both reviews and compares them)",
         **PRIVATE,
     )
@@ -224,8 +224,7 @@ def sentiment_compare_panel(pipe, *, review, submit, layer, head) -> None:
     def run(a, b, layer, head):
         return compare.compare_reviews(pipe, a, b, layer, head)
 
-    for trigger in (second.focus, submit.click):
-        trigger(None, [review, second], [second], js=PREFILL_JS, **PRIVATE)
+    second.focus(None, [review, second], [second], js=PREFILL_JS, **PRIVATE)  # not on Analyse: the box is asked for
     button.click(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
     examples.load_input_event.then(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
     _redraw_diff_on(layer, head, state, diff)
