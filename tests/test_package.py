@@ -1,5 +1,6 @@
 """`pip install .`: the wheel holds the library, declares its pins and extras, and loads a saved model
-in a fresh virtual environment (with the system's site-packages for torch, so nothing is downloaded)."""
+in a fresh virtual environment (seeing the test interpreter's site-packages for torch, so nothing is downloaded,
+from a venv, a system Python or CI alike)."""
 
 import json
 import shutil
@@ -53,10 +54,42 @@ def test_the_wheel_holds_the_packages_and_declares_pins_and_extras(wheel):
     assert not [r for r in requires if r.startswith(("gradio", "datasets", "transformers")) and "extra" not in r]
 
 
+def our_site_packages() -> list[str]:
+    """The site-packages folders this interpreter imports from: a venv's own (and its base's, when the venv
+    sees them), or a system Python's."""
+    return [p for p in sys.path if Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
+def venv_with_our_packages(env_dir: Path) -> Path:
+    """A fresh venv that sees the packages of the interpreter running the tests (torch, tokenizers...), through
+    a .pth file listing its site-packages folders after the venv's own; returns the venv's python.
+
+    venv's system_site_packages=True would give the *base* interpreter's packages instead: run from a venv
+    whose torch is its own, the inner venv had no torch. Folders from a .pth file are appended, and .pth files
+    inside them are not read, so an editable install of this project out there stays out of the venv."""
+    venv.create(env_dir, system_site_packages=False, with_pip=False)
+    python = env_dir / "bin" / "python"
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = Path(subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True).stdout.strip())
+    (purelib / "_outer_environment.pth").write_text("\n".join(our_site_packages()) + "\n")
+    return python
+
+
+def test_the_inner_venv_sees_this_interpreters_packages_not_the_base_ones(tmp_path):
+    python = venv_with_our_packages(tmp_path / "venv")
+    code = "import json, sys, torch; print(json.dumps([torch.__file__, sys.path]))"
+    proc = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    torch_file, path = json.loads(proc.stdout)
+    import torch
+
+    assert Path(torch_file).resolve() == Path(torch.__file__).resolve()  # this interpreter's torch, wherever it is
+    assert str(ROOT) not in path  # not the checkout
+
+
 def test_a_saved_model_loads_from_the_installed_wheel(wheel, tmp_path, sentiment_dir, translation_dir):
     env_dir = tmp_path / "venv"
-    venv.create(env_dir, system_site_packages=True, with_pip=False)
-    python = env_dir / "bin" / "python"
+    python = venv_with_our_packages(env_dir)
     install = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index"]
     proc = subprocess.run([*install, str(wheel)], capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
