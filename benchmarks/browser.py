@@ -90,11 +90,17 @@ def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000
             browser.close()
 
 
-def open_tab(page, url: str, tab: str) -> None:
-    """Load the app and switch to the tab whose name starts with `tab` ('Sentiment', 'Translation')."""
+def open_tab(page, url: str, tab: str) -> float:
+    """Load the app, switch to the tab whose name starts with `tab` ('Sentiment', 'Translation') and wait until
+    the page is ready (the plotting library it loads with the page included: viz.page). Returns the seconds
+    from navigation to ready."""
+    start = time.perf_counter()
     page.goto(url)
     page.get_by_role("tab", name=re.compile(f"^{tab}")).click()
     page.wait_for_selector(f"#{tab.lower()}-input textarea", state="visible")
+    page.wait_for_function("() => document.readyState === 'complete'", timeout=TIMEOUT_MS)
+    page.evaluate("() => window.__plotlyPreload")  # awaits the promise when the page started one
+    return time.perf_counter() - start
 
 
 def mark_plot(page, elem_id: str) -> None:

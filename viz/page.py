@@ -1,0 +1,40 @@
+"""What the page carries besides its components: a little CSS, and the plotting library loaded with the page.
+
+Both go to demo.launch() through viz.hosting.launch_options().
+"""
+
+import json
+from pathlib import Path
+
+# The theme's font ships regular (400) and semibold (600) faces only. Bold (700) fell back to another font, so
+# bold words rendered larger than the text around them; semibold is the theme's own bold.
+CSS = "body .gradio-container b, body .gradio-container strong { font-weight: 600; }"
+
+
+def _plotly_chunk() -> str | None:
+    """The file name of gradio's plotly bundle (PlotlyPlot-<hash>.js) in its built front end, None if not found."""
+    import gradio
+
+    assets = Path(gradio.__file__).parent / "templates" / "frontend" / "assets"
+    found = sorted(assets.glob("PlotlyPlot-*.js"))
+    return found[0].name if found else None
+
+
+def head_html() -> str:
+    """A script for the page's <head> (gradio adds it once its app has mounted): import the module gradio's plots
+    import on their first figure (4.6 MB of plotly), so the first click draws at once instead of loading and
+    compiling it then. The browser keeps one copy per URL, so gradio's own import later finds it ready. Empty if
+    gradio's front end has no such file."""
+    chunk = _plotly_chunk()
+    if chunk is None:
+        return ""
+    return (
+        "<script>(() => { const preload = () => {"
+        " const app = document.querySelector('script[type=module][src*=\"/assets/index-\"]');"
+        " if (!app || window.__plotlyPreload) return;"
+        f" const url = new URL({json.dumps(chunk)}, app.src).href;"
+        " window.__plotlyPreload = import(url).then(() => 'loaded', e => String(e)); };"
+        # gradio adds this to the head after the page has loaded: then at once
+        " if (document.readyState === 'complete') preload(); else window.addEventListener('load', preload); })();"
+        "</script>"
+    )
