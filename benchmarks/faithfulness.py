@@ -72,7 +72,7 @@ def translation_input(pipe, text: str, seed: int) -> dict:
         expls[m], secs[m] = timed(pipe.explain, text, m, result=result)
         secs[m] += decode_s
     first = next(iter(expls.values()))
-    res, rand, _ = compare_rankings(pipe, first.src_ids, first.produced, [e.scores for e in expls.values()], seed)
+    res, rand, _, _ = compare_rankings(pipe, first.src_ids, first.produced, [e.scores for e in expls.values()], seed)
     agreement = expls.get("integrated_gradients", first).head_agreement
     return {"methods": dict(zip(expls, res)), "random": rand, "seconds": secs, "agreement": agreement}
 

@@ -14,7 +14,7 @@ from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text
 from .translation_attribution import TRANSLATION_METHODS
-from .translation_explanations import explain_translation, translation_faithfulness
+from .translation_explanations import QUICK_STEPS, explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -136,9 +136,10 @@ class TranslationPipeline:
         Returns a pipelines.translation_explanations.TranslationExplanation."""
         return explain_translation(self, text, method, contrast, result)
 
-    def faithfulness(self, explanation):
-        """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
-        return translation_faithfulness(self, explanation)
+    def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
+        """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings; on
+        at most max_steps steps, evenly spaced (None: every step). The report says which steps (.steps)."""
+        return translation_faithfulness(self, explanation, max_steps=max_steps)
 
     @torch.no_grad()
     def translate_scored(

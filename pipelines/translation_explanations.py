@@ -86,12 +86,30 @@ def explain_translation(pipe, text: str, method: str | None = None, contrast: di
     )
 
 
+# Steps measured by default: a long translation's faithfulness is measured on this many steps, evenly spaced, so
+# the view stays under 3 s on the longest input the app takes (benchmarks/view_times.py). None in the benchmark.
+QUICK_STEPS = 12
+
+
 @dataclass
 class TranslationFaithfulness:
-    method: Faithfulness  # mean over steps of the ranking of source tokens by the step's scores
-    random: Faithfulness  # mean over steps of random rankings
-    per_step: np.ndarray  # (Tt,) comprehensiveness - sufficiency of the method at each step
+    method: Faithfulness  # mean over the measured steps of the ranking of source tokens by the step's scores
+    random: Faithfulness  # mean over the measured steps of random rankings
+    per_step: np.ndarray  # (Tt,) comprehensiveness - sufficiency of the method at each step (NaN: not measured)
     seconds: float
+    steps: list[int] = field(default_factory=list)  # the steps measured (0-based): all, or an even sample
+
+    @property
+    def sampled(self) -> bool:
+        """True when only some of the steps were measured (a long translation, to keep the view quick)."""
+        return len(self.steps) < len(self.per_step)
+
+
+def sampled_steps(n_steps: int, max_steps: int | None) -> list[int]:
+    """Every step, or max_steps of them evenly spaced from the first to the last."""
+    if max_steps is None or n_steps <= max_steps:
+        return list(range(n_steps))
+    return sorted({int(round(x)) for x in np.linspace(0, n_steps - 1, max_steps)})
 
 
 def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int], batch_size: int = 128):
@@ -110,33 +128,64 @@ def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int
     return out
 
 
-def compare_rankings(pipe, src_ids: list[int], produced: list[int], score_mats: list[np.ndarray], seed: int = 0):
+def every_step_probs(pipe, sources: list[list[int]], produced: list[int], batch_size: int = 16) -> np.ndarray:
+    """(N, Tt) p(produced[t] | produced[:t], source) at every step t for each source, teacher-forced: one pass
+    per source gives every step (an empty source reads as one padding token)."""
+    c = pipe.model.config
+    tgt_in = torch.tensor([[c.bos_id] + produced[:-1]])  # (1, Tt)
+    gold = torch.tensor(produced)[None, :, None]  # (1, Tt, 1)
+    out = np.zeros((len(sources), len(produced)))
+    with torch.no_grad():
+        for s in range(0, len(sources), batch_size):
+            src = pad([ids or [c.pad_id] for ids in sources[s : s + batch_size]], c.pad_id)  # (B, Ts)
+            logp = pipe.model(src, tgt_in.expand(len(src), -1)).logits.log_softmax(-1)  # (B, Tt, V)
+            out[s : s + len(src)] = logp.gather(-1, gold.expand(len(src), -1, -1))[..., 0].exp().double().numpy()
+    return out
+
+
+def compare_rankings(
+    pipe,
+    src_ids: list[int],
+    produced: list[int],
+    score_mats: list[np.ndarray],
+    seed: int = 0,
+    max_steps: int | None = None,
+):
     """Faithfulness over the source tokens, step by step (teacher-forced on the produced prefix), of several
-    (Tt, Ts) score matrices at once, and of random rankings, in one batched pass.
-    Returns ([per matrix: mean over steps], random mean over steps, [per matrix: (Tt,) per-step score])."""
+    (Tt, Ts) score matrices at once, and of random rankings, in batched passes; on every step, or on max_steps
+    of them evenly spaced. The random rankings are the same at every step, so each of their variants is one
+    teacher-forced pass for all steps. Returns ([per matrix: mean over the measured steps], random mean,
+    [per matrix: (Tt,) per-step score, NaN where not measured], the measured steps)."""
     tgt_in = [pipe.model.config.bos_id] + produced[:-1]
+    steps = sampled_steps(len(produced), max_steps)
     n = len(score_mats)
-    orders = [
-        [*(ranking(m[t]) for m in score_mats), *random_rankings(len(src_ids), seed=seed + t)]
-        for t in range(len(produced))
-    ]
-    batches = [ranking_batch(src_ids, o) for o in orders]  # one per step
-    probs = step_probs(pipe, [(src, t, produced[t]) for t, b in enumerate(batches) for src in b], tgt_in)
+    batches = [ranking_batch(src_ids, [ranking(m[t]) for m in score_mats]) for t in steps]  # one per step
+    probs = step_probs(pipe, [(src, t, produced[t]) for t, b in zip(steps, batches) for src in b], tgt_in)
+    rand_orders = random_rankings(len(src_ids), seed=seed)
+    rand_probs = every_step_probs(pipe, ranking_batch(src_ids, rand_orders), produced)  # (1 + variants, Tt)
     per_method: list[list[Faithfulness]] = [[] for _ in range(n)]
     rand, at = [], 0
-    for t, batch in enumerate(batches):
-        res = score_batch(probs[at : at + len(batch)], len(orders[t]))
+    for t, batch in zip(steps, batches):
+        res = score_batch(probs[at : at + len(batch)], n)
         at += len(batch)
         for k in range(n):
             per_method[k].append(res[k])
-        rand.append(mean_faithfulness(res[n:]))
-    per_step = [np.array([r.score for r in rs], dtype=np.float32) for rs in per_method]
-    return [mean_faithfulness(rs) for rs in per_method], mean_faithfulness(rand), per_step
+        rand.append(mean_faithfulness(score_batch(rand_probs[:, t], len(rand_orders))))
+    per_step = []
+    for rs in per_method:
+        scores = np.full(len(produced), np.nan, dtype=np.float32)
+        scores[steps] = [r.score for r in rs]
+        per_step.append(scores)
+    return [mean_faithfulness(rs) for rs in per_method], mean_faithfulness(rand), per_step, steps
 
 
-def translation_faithfulness(pipe, expl: TranslationExplanation, seed: int = 0) -> TranslationFaithfulness:
-    """ERASER comprehensiveness and sufficiency over the source tokens, step by step, averaged over steps;
-    the same for random rankings."""
+def translation_faithfulness(
+    pipe, expl: TranslationExplanation, seed: int = 0, max_steps: int | None = None
+) -> TranslationFaithfulness:
+    """ERASER comprehensiveness and sufficiency over the source tokens, step by step, averaged over the steps
+    (all, or max_steps evenly spaced); the same for random rankings."""
     start = time.perf_counter()
-    (ours,), rand, (per_step,) = compare_rankings(pipe, expl.src_ids, expl.produced, [expl.scores], seed)
-    return TranslationFaithfulness(ours, rand, per_step, time.perf_counter() - start)
+    (ours,), rand, (per_step,), steps = compare_rankings(
+        pipe, expl.src_ids, expl.produced, [expl.scores], seed, max_steps
+    )
+    return TranslationFaithfulness(ours, rand, per_step, time.perf_counter() - start, steps)

@@ -89,10 +89,43 @@ def test_contrast_explains_one_step_against_an_alternative(pipe, result):
 
 def test_faithfulness_per_step_and_against_random(pipe, result):
     expl = pipe.explain(GERMAN, "gradient_x_input", result=result)
-    report = pipe.faithfulness(expl)
+    report = pipe.faithfulness(expl, max_steps=None)
     assert report.per_step.shape == (len(expl.produced),) and np.isfinite(report.per_step).all()
+    assert report.steps == list(range(len(expl.produced))) and not report.sampled
     for f in (report.method, report.random):
         assert -1 <= f.comprehensiveness <= 1 and -1 <= f.sufficiency <= 1 and f.curve.shape == (6,)
+
+
+def test_a_long_translation_is_measured_on_a_sample_of_steps_and_says_so(pipe, result):
+    """Issue 25 item 11: translation faithfulness ran every step (34 s on a 936-character input); by default
+    it measures QUICK_STEPS evenly spaced steps and the view says so."""
+    from pipelines.translation_explanations import QUICK_STEPS, sampled_steps
+    from viz.translation_attributions import faithfulness_markdown
+
+    expl = pipe.explain(GERMAN, "gradient_x_input", result=result)
+    n = len(expl.produced)
+    assert n > 4
+    report = pipe.faithfulness(expl, max_steps=4)
+    assert report.steps == sampled_steps(n, 4) and len(report.steps) == 4 and report.sampled
+    assert report.steps[0] == 0 and report.steps[-1] == n - 1
+    assert np.isfinite(report.per_step[report.steps]).all() and np.isnan(np.delete(report.per_step, report.steps)).all()
+    assert f"On 4 of the {n} steps" in faithfulness_markdown(report, expl)
+    full = pipe.faithfulness(expl, max_steps=None)
+    assert full.per_step[report.steps] == pytest.approx(report.per_step[report.steps], abs=1e-5)  # the same steps
+    assert len(pipe.faithfulness(expl).steps) == min(n, QUICK_STEPS)
+
+
+def test_one_teacher_forced_pass_gives_every_steps_probability(pipe, result):
+    """The random rankings' variants are scored for all steps at once; that equals scoring each step alone."""
+    from pipelines.translation_explanations import every_step_probs, step_probs
+
+    src = [t.id for t in result.source_tokens]
+    produced = result.target_ids
+    tgt_in = [pipe.model.config.bos_id] + produced[:-1]
+    sources = [src, src[1:], []]
+    together = every_step_probs(pipe, sources, produced)
+    alone = step_probs(pipe, [(s, t, produced[t]) for s in sources for t in range(len(produced))], tgt_in)
+    np.testing.assert_allclose(together.ravel(), alone, atol=1e-5)
 
 
 def test_unknown_method_is_refused(pipe, result):

@@ -68,8 +68,15 @@ def agreement_heatmap(expl) -> go.Figure:
 def faithfulness_markdown(report, expl) -> str:
     m, r = report.method, report.random
     best = np.unravel_index(int(np.argmax(expl.head_agreement)), expl.head_agreement.shape)
+    n = len(expl.produced)
+    steps = getattr(report, "steps", None) or range(n)
+    over = (
+        f"On {len(steps)} of the {n} steps (evenly spaced: a long translation is sampled to keep this quick)"
+        if len(steps) < n
+        else f"Over the {n} steps"
+    )
     lines = [
-        f"**How faithful is this view on your sentence?** Over the {len(expl.produced)} steps, deleting the "
+        f"**How faithful is this view on your sentence?** {over}, deleting the "
         "top-scored German tokens (1, 5, 10, 20, 50%) and keeping only them (ERASER, teacher-forced):",
         "",
         "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
