@@ -7,6 +7,7 @@ integrated gradients and occlusion; attention and rollout are read from the forw
 unsigned (they say where the model looks, not which way a token pushes).
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,8 @@ METHOD_NAMES = {
 }
 IG_STEPS = 32  # Gauss-Legendre points: the convergence delta is reported with every result
 IG_BATCH = 16  # interpolation points per forward pass (memory stays small for long reviews)
+OCCLUSION_BATCH = 32  # words left out per forward pass
+Progress = Callable[[int, int], None]  # progress(done, total) of a slow method
 
 
 @dataclass
@@ -91,17 +94,27 @@ def integrated_gradients(
     return TokenAttribution(attr.sum(-1)[0].detach().numpy().astype(np.float32), steps, float(delta[0]))
 
 
-def occlusion(model: TransformerClassifier, ids: torch.Tensor, target: int, words: np.ndarray) -> TokenAttribution:
+@torch.no_grad()
+def occlusion(
+    model: TransformerClassifier, ids: torch.Tensor, target: int, words: np.ndarray, progress: Progress | None = None
+) -> TokenAttribution:
     """ids (1, T), words (T,) word index per token: the drop in target log-odds when a word's tokens are
-    replaced by padding (masked out of attention and pooling), shared evenly by the word's pieces."""
-    from captum.attr import FeatureAblation
-
-    mask = torch.as_tensor(words, dtype=torch.long)[None]  # (1, T)
-    attr = FeatureAblation(_ids_fn(model)).attribute(
-        ids, baselines=model.config.pad_id, target=target, feature_mask=mask, perturbations_per_eval=32
-    )
+    replaced by padding (masked out of attention and pooling), shared evenly by the word's pieces. One forward
+    pass per word, OCCLUSION_BATCH words at a time; progress(words done, words) after each batch."""
+    words = np.asarray(words)
+    n_words = int(words.max()) + 1
+    intact = float(_ids_fn(model)(ids)[0, target])
+    drops = np.zeros(n_words, dtype=np.float64)
+    which = torch.as_tensor(words, dtype=torch.long)  # (T,)
+    for start in range(0, n_words, OCCLUSION_BATCH):
+        chunk = torch.arange(start, min(start + OCCLUSION_BATCH, n_words))  # (N,) the words left out
+        batch = ids.expand(len(chunk), -1).clone()  # (N, T)
+        batch[which[None, :] == chunk[:, None]] = model.config.pad_id  # row n without word chunk[n]
+        drops[chunk.numpy()] = intact - _ids_fn(model)(batch)[:, target].double().numpy()
+        if progress is not None:
+            progress(int(chunk[-1]) + 1, n_words)
     pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
-    return TokenAttribution((attr[0].float().numpy() / pieces).astype(np.float32))
+    return TokenAttribution((drops[words] / pieces).astype(np.float32))
 
 
 @torch.no_grad()
@@ -116,9 +129,15 @@ def attention_attribution(model: TransformerClassifier, ids: torch.Tensor, metho
 
 
 def attribute(
-    model: TransformerClassifier, ids: torch.Tensor, target: int, method: str, words: np.ndarray
+    model: TransformerClassifier,
+    ids: torch.Tensor,
+    target: int,
+    method: str,
+    words: np.ndarray,
+    progress: Progress | None = None,
 ) -> TokenAttribution:
-    """Scores of the tokens ids (1, T) toward label index `target` by one of METHODS."""
+    """Scores of the tokens ids (1, T) toward label index `target` by one of METHODS. progress(done, total) is
+    called as a slow method (occlusion: one pass per word) goes."""
     if method in ("attention", "rollout"):
         return attention_attribution(model, ids, method)
     if method == "gradient_x_input":
@@ -126,5 +145,5 @@ def attribute(
     if method == "integrated_gradients":
         return integrated_gradients(model, ids, target)
     if method == "occlusion":
-        return occlusion(model, ids, target, words)
+        return occlusion(model, ids, target, words, progress)
     raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")

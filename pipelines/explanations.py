@@ -63,8 +63,11 @@ def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 64
     return out
 
 
-def explain_review(pipe, text: str, method: str | None = None, target: str | None = None) -> SentimentExplanation:
-    """Attribution of each token read toward `target` (default: the predicted label) by `method`."""
+def explain_review(
+    pipe, text: str, method: str | None = None, target: str | None = None, progress=None
+) -> SentimentExplanation:
+    """Attribution of each token read toward `target` (default: the predicted label) by `method`;
+    progress(done, total) as a slow method goes (attribution.attribute)."""
     method = method or default_method("sentiment")["method"]
     if method not in attribution.METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(attribution.METHODS)}")
@@ -77,7 +80,7 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
     t = int(probs.argmax()) if target is None else pipe.labels.index(target)
     words = word_ids(toks)
     start = time.perf_counter()
-    attr = attribution.attribute(pipe.model, x, t, method, words)
+    attr = attribution.attribute(pipe.model, x, t, method, words, progress)
     return SentimentExplanation(
         tokens=toks,
         scores=attr.scores,

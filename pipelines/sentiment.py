@@ -167,11 +167,12 @@ class SentimentPipeline:
 
     explanation_methods = METHODS
 
-    def explain(self, text: str, method: str | None = None, target: str | None = None):
+    def explain(self, text: str, method: str | None = None, target: str | None = None, progress=None):
         """Signed attribution of each token read toward `target` (default: the predicted label); `method`
         is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        progress(done, total) is called as a slow method (occlusion) goes.
         Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
-        return explain_review(self, text, method, target)
+        return explain_review(self, text, method, target, progress)
 
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""

@@ -128,13 +128,16 @@ class TranslationPipeline:
 
     explanation_methods = TRANSLATION_METHODS
 
-    def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
+    def explain(
+        self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None, progress=None
+    ):
         """Attribution of every produced token to the source tokens (and the target prefix), with each
         cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
         faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
         rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
+        progress(steps done, steps) is called as a gradient method goes.
         Returns a pipelines.translation_explanations.TranslationExplanation."""
-        return explain_translation(self, text, method, contrast, result)
+        return explain_translation(self, text, method, contrast, result, progress)
 
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings; on

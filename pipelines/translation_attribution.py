@@ -6,6 +6,7 @@ evidence for "this token rather than that one"). Captum computes gradient x inpu
 at the embedding output of the encoder and the decoder; all steps are one batch of Tt rows.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,7 @@ from .gradients import seq2seq_step_log_probs
 TRANSLATION_METHODS = ("attention", "gradient_x_input", "integrated_gradients")
 IG_STEPS = 32
 IG_BATCH = 64  # rows (interpolation point x decoding step) per forward pass
+STEPS_PER_CALL = 4  # decoding steps per attribution call: progress is reported between calls
 
 
 @dataclass
@@ -58,32 +60,49 @@ def step_attributions(
     produced: list[int],
     alts: list[int],
     method: str,
+    progress: Callable[[int, int], None] | None = None,
 ) -> StepAttribution:
-    """src (1, Ts), tgt_in (1, Tt) = <s> + produced[:-1]; alts[t] >= 0 makes step t contrastive."""
+    """src (1, Ts), tgt_in (1, Tt) = <s> + produced[:-1]; alts[t] >= 0 makes step t contrastive.
+    The steps go STEPS_PER_CALL at a time (each step is attributed on its own, so this changes no number);
+    progress(steps done, steps) after each."""
+    if method not in ("gradient_x_input", "integrated_gradients"):
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(TRANSLATION_METHODS)}")
+    inputs, extra = _inputs(model, src, tgt_in, produced, alts)
+    Tt = len(produced)
+    parts = []
+    for start in range(0, Tt, STEPS_PER_CALL):
+        rows = slice(start, min(start + STEPS_PER_CALL, Tt))
+        parts.append(_attribute_steps(model, tuple(x[rows] for x in inputs), tuple(x[rows] for x in extra), method))
+        if progress is not None:
+            progress(rows.stop, Tt)
+    src_a, tgt_a = (torch.cat([p[k] for p in parts]) for k in (0, 1))
+    as_np = lambda a: a.sum(-1).detach().numpy().astype(np.float32)  # noqa: E731
+    if method == "gradient_x_input":
+        return StepAttribution(as_np(src_a), as_np(tgt_a))
+    deltas = torch.cat([p[2] for p in parts]).detach().numpy().astype(np.float32)
+    return StepAttribution(as_np(src_a), as_np(tgt_a), IG_STEPS, deltas)
+
+
+def _attribute_steps(model: Seq2SeqTransformer, inputs: tuple, extra: tuple, method: str) -> tuple:
+    """(source attributions, prefix attributions, IG convergence deltas or None) of some steps (rows)."""
     from captum.attr import InputXGradient, IntegratedGradients  # captum (and matplotlib) only when asked for
 
-    inputs, extra = _inputs(model, src, tgt_in, produced, alts)
     f = _objective(model)
     if method == "gradient_x_input":
-        inputs = tuple(x.requires_grad_() for x in inputs)
+        inputs = tuple(x.detach().requires_grad_() for x in inputs)
         src_a, tgt_a = InputXGradient(f).attribute(inputs, additional_forward_args=extra)
-        steps = deltas = None
-    elif method == "integrated_gradients":
-        # Baseline: zero embedding vectors for every source and prefix token, the tokens kept in place
-        # (same masks and positions), as for the classifier.
-        (src_a, tgt_a), delta = IntegratedGradients(f).attribute(
-            inputs,
-            baselines=tuple(torch.zeros_like(x) for x in inputs),
-            additional_forward_args=extra,
-            n_steps=IG_STEPS,
-            internal_batch_size=IG_BATCH,
-            return_convergence_delta=True,
-        )
-        steps, deltas = IG_STEPS, delta.detach().numpy().astype(np.float32)
-    else:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(TRANSLATION_METHODS)}")
-    as_np = lambda a: a.sum(-1).detach().numpy().astype(np.float32)  # noqa: E731
-    return StepAttribution(as_np(src_a), as_np(tgt_a), steps, deltas)
+        return src_a, tgt_a, None
+    # Baseline: zero embedding vectors for every source and prefix token, the tokens kept in place
+    # (same masks and positions), as for the classifier.
+    (src_a, tgt_a), delta = IntegratedGradients(f).attribute(
+        inputs,
+        baselines=tuple(torch.zeros_like(x) for x in inputs),
+        additional_forward_args=extra,
+        n_steps=IG_STEPS,
+        internal_batch_size=IG_BATCH,
+        return_convergence_delta=True,
+    )
+    return src_a, tgt_a, delta
 
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:

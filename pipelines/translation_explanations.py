@@ -47,8 +47,11 @@ def _alternatives(pipe, logp: torch.Tensor, produced: list[int], contrast: dict 
     return alts
 
 
-def explain_translation(pipe, text: str, method: str | None = None, contrast: dict | None = None, result=None):
-    """Translate `text` (or reuse `result`, its TranslationResult) and attribute every produced token."""
+def explain_translation(
+    pipe, text: str, method: str | None = None, contrast: dict | None = None, result=None, progress=None
+):
+    """Translate `text` (or reuse `result`, its TranslationResult) and attribute every produced token;
+    progress(steps done, steps) as a gradient method goes."""
     method = method or default_method("translation")["method"]
     if method not in TRANSLATION_METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(TRANSLATION_METHODS)}")
@@ -67,7 +70,7 @@ def explain_translation(pipe, text: str, method: str | None = None, contrast: di
         attr = None
         prefix = np.zeros((len(produced), len(produced)), dtype=np.float32)
     else:
-        attr = step_attributions(pipe.model, src, tgt_in, produced, alts, method)
+        attr = step_attributions(pipe.model, src, tgt_in, produced, alts, method, progress)
         source, prefix = attr.source, attr.prefix
     return TranslationExplanation(
         source_tokens=result.source_tokens,

@@ -190,3 +190,20 @@ def test_faithfulness_is_scored_in_one_batched_call():
     assert ours.curve.tolist() == [1.0, 0.5, 0.5, 0.5, 0.5, 0.5]
     (same,) = evaluate_rankings(prob_fn, ids, [np.argsort(-scores)])
     assert same.score == pytest.approx(ours.score)
+
+
+def test_occlusion_equals_captums_feature_ablation_and_reports_progress(pipe):
+    """Occlusion runs its own batches (to report progress on a long review); the numbers are captum's."""
+    from captum.attr import FeatureAblation
+
+    ids, toks, _ = pipe.encode(TEXT)
+    words = word_ids(toks)
+    x = torch.tensor([ids])
+    seen = []
+    ours = occlusion(pipe.model, x, 1, words, progress=lambda done, total: seen.append((done, total))).scores
+    f = lambda batch: log_odds(pipe.model(batch).logits)  # noqa: E731
+    ref = FeatureAblation(f).attribute(x, baselines=0, target=1, feature_mask=torch.as_tensor(words)[None])
+    pieces = np.bincount(words)[words]
+    np.testing.assert_allclose(ours, ref[0].float().numpy() / pieces, atol=1e-5)
+    n_words = int(words.max()) + 1
+    assert seen and seen[-1] == (n_words, n_words) and [d for d, _ in seen] == sorted(d for d, _ in seen)

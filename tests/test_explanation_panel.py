@@ -126,3 +126,20 @@ def test_faithfulness_text_has_no_command_line(pipe):
     expl, _ = explanation_panel.explain(pipe, view, "integrated_gradients")
     text, _ = explanation_panel.faithfulness(pipe, expl)
     assert "Default method" in text and "python " not in text and "`" not in text and "--task" not in text
+
+
+def test_a_slow_method_moves_a_progress_bar_with_an_estimate(pipe, monkeypatch):
+    """Issue 25 item 11: occlusion on a long review ran 16-18 s with no sign of how long; it reports its words
+    done and an estimate of the time left."""
+    from pipelines import attribution
+    from viz.progress import reporter
+
+    monkeypatch.setattr(attribution, "OCCLUSION_BATCH", 8)  # the tiny model reads few words: several batches
+    calls = []
+    report = reporter(lambda value, desc, unit: calls.append((value, desc)), "Occlusion", "words")
+    view, _, _ = handlers.analyze_review(pipe, LONG_REVIEW)
+    expl, out = explanation_panel.explain(pipe, view, "occlusion", report)
+    assert expl is not None and "Occlusion" in out
+    n_words = int(expl.words.max()) + 1
+    assert len(calls) > 1 and calls[-1][0] == (n_words, n_words)
+    assert "s left" in calls[0][1] and calls[0][1].startswith("Occlusion: ") and f"of {n_words:,} words" in calls[0][1]

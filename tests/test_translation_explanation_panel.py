@@ -1,5 +1,6 @@
 """The translation explanation panel's handlers on the tiny model."""
 
+import numpy as np
 import pytest
 
 from pipelines import TranslationPipeline
@@ -39,3 +40,18 @@ def test_nothing_to_explain(pipe):
     assert panel.explain(pipe, "", "greedy", 2, "gradient_x_input") == (None, None, None)
     assert panel.faithfulness(pipe, None) == ""
     assert panel.alternatives(None, 1).value == panel.NO_CONTRAST
+
+
+def test_integrated_gradients_report_progress_step_by_step(pipe):
+    """Issue 25 item 11: integrated gradients for a translation took 7 s with no progress; the steps go a few at
+    a time with progress between them, and the numbers are those of one call over every step."""
+    from pipelines.translation_attribution import STEPS_PER_CALL
+    from viz.progress import reporter
+
+    calls = []
+    report = reporter(lambda value, desc, unit: calls.append(value), "Integrated gradients", "steps")
+    expl, fig, _ = panel.explain(pipe, GERMAN, "greedy", 4, "integrated_gradients", progress=report)
+    n = len(expl.produced)
+    assert calls[-1] == (n, n) and len(calls) == -(-n // STEPS_PER_CALL)
+    whole = pipe.explain(GERMAN, "integrated_gradients", result=pipe(GERMAN, beam_size=1))
+    np.testing.assert_allclose(expl.scores, whole.scores, atol=1e-4)

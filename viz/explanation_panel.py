@@ -14,21 +14,24 @@ from pipelines.attribution import METHOD_NAMES, METHODS
 from pipelines.explanations import default_method
 
 from . import attributions
+from .progress import reporter
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
+PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
 def method_choices(default: str) -> list[tuple[str, str]]:
     return [(METHOD_NAMES[m] + (" (default)" if m == default else ""), m) for m in METHODS]
 
 
-def explain(pipe, view, method: str):
-    """(explanation for gr.State, highlighted review HTML) for the analysed review in `view`."""
+def explain(pipe, view, method: str, progress=None):
+    """(explanation for gr.State, highlighted review HTML) for the analysed review in `view`; progress(done,
+    total) as a slow method (occlusion) goes."""
     if view is None:
         return None, ""
     try:
-        expl = pipe.explain(view.text, method or None)
+        expl = pipe.explain(view.text, method or None, progress=progress)
     except Exception:
         log.exception("explanation failed")
         return None, "<p>⚠️ Sorry, this explanation could not be computed for this review.</p>"
@@ -91,8 +94,9 @@ def wire(panel: ExplanationPanel, pipe, view_state: gr.State, predicted):
     """Explain after `predicted` (the event that fills view_state) and whenever the method changes.
     Returns the event that draws the highlight, for the app to chain its own redraws on."""
 
-    def run_explain(view, method):
-        return explain(pipe, view, method)
+    def run_explain(view, method, progress=PROGRESS):
+        name = METHOD_NAMES.get(method, "Explanation")
+        return explain(pipe, view, method, reporter(progress, name, "words"))
 
     def run_faithfulness(expl):
         return faithfulness(pipe, expl)

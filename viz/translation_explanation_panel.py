@@ -16,15 +16,20 @@ from pipelines.translation_attribution import TRANSLATION_METHODS
 
 from . import translation_attributions as figs
 from .inputs import MAX_GERMAN_CHARS, beam_width, check_text
+from .progress import reporter
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
+PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 NO_CONTRAST = "(no contrast)"
 
 
-def explain(pipe, text: str, decoding: str, beam_size, method: str, step=None, alternative: str | None = None):
+def explain(
+    pipe, text: str, decoding: str, beam_size, method: str, step=None, alternative: str | None = None, progress=None
+):
     """(explanation for gr.State, attribution heatmap, head-agreement heatmap) for the translated sentence;
-    with an alternative, step (1-based, as on the slider) is explained against it."""
+    with an alternative, step (1-based, as on the slider) is explained against it. progress(done, total) as a
+    gradient method goes."""
     checked = check_text(text, MAX_GERMAN_CHARS, "German sentence")
     if checked.text is None:
         return None, None, None
@@ -33,7 +38,7 @@ def explain(pipe, text: str, decoding: str, beam_size, method: str, step=None, a
         contrast = {int(step) - 1: alternative}
     try:
         result = pipe(checked.text, beam_size=beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)))
-        expl = pipe.explain(checked.text, method or None, contrast=contrast, result=result)
+        expl = pipe.explain(checked.text, method or None, contrast=contrast, result=result, progress=progress)
     except Exception:
         log.exception("translation explanation failed")
         return None, None, None
@@ -93,8 +98,9 @@ def wire(panel: TranslationExplanationPanel, pipe, inputs: list, view_state: gr.
     """Explain after `translated` and whenever the method, the step or the contrast changes.
     inputs: the German text, decoding and beam size components."""
 
-    def run(text, decoding, beam_size, method, step_value, alternative):
-        return explain(pipe, text, decoding, beam_size, method, step_value, alternative)
+    def run(text, decoding, beam_size, method, step_value, alternative, progress=PROGRESS):
+        report = reporter(progress, figs.NAMES.get(method, "Explanation"), "steps")
+        return explain(pipe, text, decoding, beam_size, method, step_value, alternative, report)
 
     def run_faithfulness(expl):
         return faithfulness(pipe, expl)
