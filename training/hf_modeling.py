@@ -40,7 +40,7 @@ class AttentionDemoClassifierConfig(PreTrainedConfig):
     """The fields of transformer.config.ClassifierConfig as attributes (a missing one takes its default)."""
 
     model_type = "attention_demo_classifier"
-    # The weights are stored in fp16 and run in fp32, as the app runs them ("auto" would keep fp16).
+    # Run in fp32 as the app does, whatever the checkpoint holds (the bundled weights are fp16; "auto" keeps that).
     dtype: str | torch.dtype | None = "float32"
 
     def model_config(self) -> ClassifierConfig:

@@ -71,8 +71,10 @@ TASKS = {
         "print([model.config.id2label[int(i)] for i in out.logits.argmax(-1)])\n"
         "out.attentions[-1]  # the last layer's attention: (batch, heads, tokens, tokens)",
         transformers_note="The logits are the pipeline's before its calibration (the pipeline divides them by a "
-        "fitted temperature before the softmax). A review longer than the model reads is cut differently: the "
-        "pipeline keeps its beginning and its end (`preprocessing.json`: `max_len`, `head`).",
+        "fitted temperature before the softmax), and so are the scores of "
+        '`transformers.pipeline("text-classification", model=..., trust_remote_code=True)`. A review longer than '
+        "the model reads is cut differently: the pipeline keeps its beginning and its end (`preprocessing.json`: "
+        "`max_len`, `head`).",
     ),
     "translation": TaskInfo(
         pipeline_tag="translation",
