@@ -23,8 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "transformer"
 WRAPPER = Path(__file__).resolve().with_name("hf_modeling.py")
 MODELING = "modeling_attention_demo.py"  # the name the wrapper takes in the folder
 GENERATION_CONFIG = "generation_config.json"
-_PACKAGE_IMPORT = re.compile(r"^from transformer\.(\w+) import", re.M)
-_RELATIVE_IMPORT = re.compile(r"^from \.(\w+) import", re.M)
+_PACKAGE_IMPORT = re.compile(r"^(\s*)from transformer\.(\w+) import", re.M)
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import", re.M)  # as transformers finds them
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ EXPORTS = {
 def remote_code() -> dict[str, str]:
     """{file name: source} of what the folder needs: the wrapper, and every `transformer/` module it reaches."""
     wrapper = WRAPPER.read_text()
-    files = {MODELING: _PACKAGE_IMPORT.sub(r"from .\1 import", wrapper)}
+    files = {MODELING: _PACKAGE_IMPORT.sub(r"\1from .\2 import", wrapper)}
     if re.search(r"^\s*(import transformer\b|from transformer import)", files[MODELING], re.M):
         raise ValueError(f"{WRAPPER.name} must import transformer's modules one by one (from transformer.x import)")
     todo = _RELATIVE_IMPORT.findall(files[MODELING])
