@@ -3,7 +3,7 @@ token of the target prefix) drove its log-probability, optionally against an alt
 
 The objective of step t is log p(y_t | y_<t, x), or log p(y_t) - log p(alt) for a contrastive step (the
 evidence for "this token rather than that one"). Captum computes gradient x input and integrated gradients
-at the embedding output of the encoder and the decoder; all steps are one batch of Tt rows.
+at the embedding output of the encoder and the decoder; each step is one row, a few steps per call.
 """
 
 from collections.abc import Callable
