@@ -91,7 +91,7 @@ def explain_translation(
 
 # Steps measured by default: a long translation's faithfulness is measured on this many steps, evenly spaced, so
 # the view stays under 3 s on the longest input the app takes (benchmarks/view_times.py). None in the benchmark.
-QUICK_STEPS = 12
+QUICK_STEPS = 8
 
 
 @dataclass
