@@ -55,3 +55,11 @@ def test_integrated_gradients_report_progress_step_by_step(pipe):
     assert calls[-1] == (n, n) and len(calls) == -(-n // STEPS_PER_CALL)
     whole = pipe.explain(GERMAN, "integrated_gradients", result=pipe(GERMAN, beam_size=1))
     np.testing.assert_allclose(expl.scores, whole.scores, atol=1e-4)
+
+
+def test_mean_cross_attention_is_shown_without_a_sign(pipe):
+    """Issue 25 item 3, translation tab: the unsigned attention view hovered a signed 'score +0.123'."""
+    _, heat, _ = panel.explain(pipe, GERMAN, "greedy", 2, "attention")
+    assert "no sign" in heat.data[0].hovertemplate and "+" not in heat.data[0].hovertemplate.split("<br>")[-1]
+    _, heat, _ = panel.explain(pipe, GERMAN, "greedy", 2, "gradient_x_input")
+    assert "score %{z:+.3f}" in heat.data[0].hovertemplate

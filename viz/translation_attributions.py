@@ -33,7 +33,9 @@ def attribution_heatmap(expl) -> go.Figure:
         zmin=-scale if signed else 0.0,
         zmax=scale,
         colorbar=dict(title=dict(text="supports ↑<br>against ↓" if signed else "weight"), thickness=12),
-        hovertemplate="English %{y}<br>German %{x}<br>score %{z:+.3f}<extra></extra>",
+        hovertemplate="English %{y}<br>German %{x}<br>"
+        + ("score %{z:+.3f}" if signed else "weight %{z:.3f} (no sign)")
+        + "<extra></extra>",
     )
     fig = go.Figure(heat)
     fig.update_xaxes(title_text="German token", tickangle=-60, tickfont=dict(size=10), type="category")
