@@ -14,6 +14,9 @@ input's least typical signal, the share of held-out in-domain inputs that were a
 a middling in-domain input, 0.01 means only 1% of held-out in-domain inputs looked as unusual. An input is
 flagged **out of domain** when its domain score is below a threshold chosen on that held-out data (at most
 `target_rate` of each held-out file flagged). All numbers are stored in preprocessing.json under "domain".
+
+Apart from the scores, `looks_english` tells from function words whether a short text is English rather than
+German, so the translation tab can say "this looks like English" instead of only that the input is unusual.
 """
 
 import base64
@@ -138,3 +141,31 @@ def load_domain(prep: dict, tokenizer, vocab_size: int, name: str) -> DomainMode
         return DomainModel.from_preprocessing(prep.get("domain"), tokenizer, vocab_size)
     except (KeyError, TypeError, ValueError) as e:
         raise CheckpointError(f"{name}: preprocessing.json has unusable out-of-domain statistics: {e}") from e
+
+
+# --- English or German: function words ------------------------------------------------------------------
+
+ENGLISH = frozenset(
+    "the a an and is are was were be been of to with on at by for from this that these those it its he she they we "
+    "you i my his her their our not but or as has have had do does did there what which who will would can could "
+    "into over under while".split()
+)
+GERMAN = frozenset(
+    "der die das den dem des ein eine einen einem einer und ist sind war waren mit auf bei für von zu zum zur "
+    "nicht aber oder als hat haben hatte es er sie wir ihr ich du sein seine ihre im vom am ins über unter "
+    "während wird werden kann".split()
+)
+_FUNCTION_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+
+
+def function_words(text: str) -> tuple[int, int]:
+    """(English function words, German function words) in the text; words both languages share count for none."""
+    words = [w.lower() for w in _FUNCTION_WORD.findall(text)]
+    return sum(w in ENGLISH and w not in GERMAN for w in words), sum(w in GERMAN and w not in ENGLISH for w in words)
+
+
+def looks_english(text: str, at_least: int = 2) -> bool:
+    """True when the text uses at least `at_least` English function words and more than twice as many English
+    as German ones ("A man rides a bike." yes; "Ein Mann fährt Fahrrad." no; "Hallo" no)."""
+    english, german = function_words(text)
+    return english >= at_least and english > 2 * german

@@ -74,6 +74,6 @@ def test_english_in_the_translation_tab_is_called_english(translation_dir, thres
      ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", False), ("Hallo", False), ("", False)],
 )  # fmt: skip
 def test_looks_english(text, english):
-    from pipelines.language import looks_english
+    from pipelines.domain import looks_english
 
     assert looks_english(text) is english

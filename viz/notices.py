@@ -3,7 +3,7 @@
 import math
 
 from pipelines.calibration import confidence_words
-from pipelines.language import looks_english
+from pipelines.domain import looks_english
 
 SENTIMENT_OUT_OF_DOMAIN = "This does not look like an English review."
 LOOKS_ENGLISH = "This looks like English: the model translates German into English. Try a German sentence."
