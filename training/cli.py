@@ -65,19 +65,6 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     )
 
 
-def layer_options(args, vocab_size: int, pad_id: int) -> dict:
-    """The TransformerConfig fields that both tasks take from the command line."""
-    return dict(
-        vocab_size=vocab_size,
-        d_model=args.d_model,
-        n_heads=args.n_heads,
-        d_ff=args.d_ff,
-        dropout=args.dropout,
-        norm_first=args.norm_first,
-        pad_id=pad_id,
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="task", required=True)

@@ -23,7 +23,7 @@ from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
-from .cli import layer_options
+from .layer_options import layer_options
 
 LABELS = ["negative", "positive"]
 

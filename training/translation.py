@@ -15,7 +15,7 @@ from pipelines.translation import TranslationPipeline
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
 from .batching import bucketed_batches
-from .cli import layer_options
+from .layer_options import layer_options
 
 
 def corpus_scores(hyps: list[str], refs: list[str]) -> dict:
