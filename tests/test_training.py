@@ -17,6 +17,7 @@ from training.evaluate import main as evaluate_main
 TINY_MODEL = "--vocab-size 300 --d-model 32 --n-heads 4 --n-layers 1 --d-ff 64 --batch-size 8 --threads 1".split()
 TINY_SENTIMENT = [*TINY_MODEL, *"--max-len 48 --head 16 --ngram-buckets 101 --ngram-dim 8 --val-size 8".split()]
 TINY_TRANSLATION = [*TINY_MODEL, *"--bleu-sample 8 --beam 2".split()]
+TINY_PRETRAIN = [*TINY_MODEL, *"--max-len 48 --val-size 8 --seq-len 32 --no-unlabeled".split()]
 
 
 @pytest.fixture(scope="module")

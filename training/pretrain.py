@@ -24,6 +24,7 @@ from transformer import ClassifierConfig, TransformerClassifier
 from transformer.masks import padding_mask
 
 from .batching import bucketed_batches
+from .device import model_device
 from .sentiment import LABELS, split_indices
 
 MASK = UNK
@@ -39,6 +40,10 @@ class MaskedLM(nn.Module):
         d = backbone.config.d_model
         self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
         self.bias = nn.Parameter(torch.zeros(backbone.config.vocab_size))
+        # The classifier's pooling query and head take no part here: frozen, so that DistributedDataParallel
+        # (accelerate launch with several processes) does not wait for gradients they never get.
+        for p in [*backbone.head.parameters(), *([backbone.pool_query] if backbone.pool_query is not None else [])]:
+            p.requires_grad_(False)
 
     def forward(self, ids: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
         """ids (B, T) with masked tokens, where (B, T) bool -> logits (N, V) at the N positions in `where`."""
@@ -52,15 +57,20 @@ class MaskedLM(nn.Module):
 
 
 def mask_tokens(ids: torch.Tensor, seed: int, vocab_size: int, rate: float = 0.15):
-    """(corrupted ids, where (B, T) bool, targets (N,)), reproducible from `seed`."""
+    """(corrupted ids, where (B, T) bool, targets (N,)), on the device of ids, reproducible from `seed`.
+
+    The draws come from a CPU generator and then move to ids' device: a resumed run, or one on another device,
+    masks the same tokens."""
     g = torch.Generator().manual_seed(seed)
+    pick = torch.rand(ids.shape, generator=g).to(ids.device)  # (B, T) which tokens are predicted
+    roll = torch.rand(ids.shape, generator=g).to(ids.device)  # (B, T) and how each is corrupted
+    random_ids = torch.randint(N_SPECIAL, vocab_size, ids.shape, generator=g).to(ids.device)  # (B, T)
     real = ids >= N_SPECIAL
-    where = (torch.rand(ids.shape, generator=g) < rate) & real
-    roll = torch.rand(ids.shape, generator=g)
+    where = (pick < rate) & real
     corrupted = ids.clone()
     corrupted[where & (roll < 0.8)] = MASK
     rand_pos = where & (roll >= 0.8) & (roll < 0.9)
-    corrupted[rand_pos] = torch.randint(N_SPECIAL, vocab_size, ids.shape, generator=g)[rand_pos]
+    corrupted[rand_pos] = random_ids[rand_pos]
     return corrupted, where, ids[where]
 
 
@@ -143,8 +153,9 @@ class PretrainTask:
         model.eval()
         correct = count = 0
         loss = 0.0
+        device = model_device(model)
         for k in range(0, len(self.val_ids), 64):
-            ids = pad(self.val_ids[k : k + 64], PAD)
+            ids = pad(self.val_ids[k : k + 64], PAD).to(device)  # (B, T)
             corrupted, where, targets = mask_tokens(ids, k, self.tokenizer.get_vocab_size(), self.args.mask_rate)
             logits = model(corrupted, where)
             loss += float(F.cross_entropy(logits, targets, reduction="sum"))

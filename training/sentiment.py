@@ -23,6 +23,7 @@ from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
+from .device import model_device
 from .layer_options import layer_options
 
 LABELS = ["negative", "positive"]
@@ -189,10 +190,11 @@ def accuracy(model, ids: list[list[int]], labels: list[int], batch_size: int = 6
     """Accuracy and mean loss of `model` over pre-tokenized texts (sorted by length for speed)."""
     was_training = model.training
     model.eval()
+    device = model_device(model)
     correct, loss = 0, 0.0
     for rows, batch in sorted_batches(ids, batch_size, PAD):
-        logits = model(batch).logits
-        y = torch.tensor([labels[i] for i in rows])
+        logits = model(batch.to(device)).logits  # (B, 2)
+        y = torch.tensor([labels[i] for i in rows], device=device)  # (B,)
         correct += int((logits.argmax(-1) == y).sum())
         loss += float(F.cross_entropy(logits, y, reduction="sum"))
     model.train(was_training)
