@@ -73,7 +73,7 @@ class SentimentTask:
     metric = "accuracy"
 
     def __init__(self, args, splits: dict, log=print):
-        self.args = args
+        self.args, self.log = args, log
         self.sets = labelled_sets(splits, args)
         pseudo = getattr(args, "pseudo_labels", None)
         self.pseudo = read_pseudo_labels(pseudo, args.limit) if pseudo else ([], [])
@@ -114,7 +114,14 @@ class SentimentTask:
             ngram_dropout=a.ngram_dropout,
         )
         if getattr(a, "init_from", None):
-            return from_pretrained_encoder(a.init_from, cfg)
+            model = from_pretrained_encoder(a.init_from, cfg)
+            c = model.config
+            ngrams = f"{c.ngram_buckets} n-gram buckets" if c.ngram_buckets else "no n-gram table"
+            self.log(
+                f"encoder from {a.init_from}: {c.n_layers} layers x {c.d_model}, {c.n_heads} heads, {ngrams} "
+                "(its sizes, not this command's); pooling and head start fresh"
+            )
+            return model
         return TransformerClassifier(cfg)
 
     def train_batches(self, epoch: int) -> list:
