@@ -117,3 +117,17 @@ def test_translation_step_and_evaluation_follow_the_model_device(multi30k_dir): 
     assert {"bleu", "chrf"} <= metrics.keys()
     with FollowsDevice():
         assert task.evaluate(model, beam=2)["n"] == len(task.sample)  # beam search, as the final score runs it
+
+
+@pytest.mark.parametrize("task_name", ["sentiment", "pretrain", "translation"])
+def test_each_task_steps_and_evaluates_under_bf16_autocast(imdb_dir, multi30k_dir, task_name):  # noqa: F811
+    """What a CUDA run does (training.device.Precision "bf16"), with the CPU's bf16 autocast: no dtype clash."""
+    tiny = {"sentiment": TINY_SENTIMENT, "pretrain": TINY_PRETRAIN, "translation": TINY_TRANSLATION}[task_name]
+    task, model = task_for([task_name, *tiny], multi30k_dir if task_name == "translation" else imdb_dir)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = task.step(model, task.train_batches(0)[0])
+        assert loss.dtype == torch.float32  # losses are computed in fp32 under autocast
+        loss.backward()
+        metrics = task.evaluate(model)
+    assert all(p.grad is None or p.grad.dtype == torch.float32 for p in model.parameters())
+    assert metrics[task.metric] >= 0.0
