@@ -295,3 +295,20 @@ def test_pretrain_then_fine_tune_a_plain_encoder_without_ngrams(imdb_dir, tmp_pa
     assert pipe.model.config.ngram_buckets == 0 and pipe.model.ngram_emb is None
     assert pipe.tokenizer.get_vocab() == SentimentPipeline.from_pretrained(str(pre / "best")).tokenizer.get_vocab()
     assert pipe("Not bad at all.").label in ("negative", "positive")
+
+
+def test_pretraining_never_reads_the_sentiment_validation_rows_even_with_limit(imdb_dir):
+    """--limit counts texts after the held-out rows go: cutting a split first would draw another held-out set
+    (split_indices on fewer rows), and a later full fine-tuning run would validate on pre-trained rows."""
+    from training.cli import build_parser, load_task_data
+    from training.pretrain import pretraining_texts
+    from training.sentiment import labelled_sets
+
+    full = build_parser().parse_args(["sentiment", "--data-dir", str(imdb_dir), "--out", "x", *TINY_SENTIMENT])
+    held_out = set(labelled_sets(load_task_data(full), full)["imdb"]["validation"][0])
+    assert len(held_out) == 8
+    for limit in (None, "20", "3"):
+        args = ["pretrain", "--data-dir", str(imdb_dir), "--out", "x", *TINY_PRETRAIN]
+        args = build_parser().parse_args(args + (["--limit", limit] if limit else []))
+        texts = pretraining_texts(load_task_data(args), args)
+        assert len(texts) == (min(int(limit), 32) if limit else 32) and not held_out & set(texts)

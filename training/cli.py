@@ -150,7 +150,12 @@ def add_pretrain_parser(sub) -> None:
     m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
     add_held_out_args(m)
     m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
-    m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
+    m.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="use only the first N texts of each source, after the sentiment task's held-out rows are removed",
+    )
 
 
 def add_translation_parser(sub) -> None:
@@ -208,9 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.limit:
+    Task = task_class(args.task)
+    if args.limit and not getattr(Task, "applies_limit", False):
         splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
-    task = task_class(args.task)(args, splits)
+    task = Task(args, splits)
     torch.manual_seed(args.seed)
     model = task.build_model()
     n_params = sum(p.numel() for p in model.parameters())

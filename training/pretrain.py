@@ -80,19 +80,28 @@ def chunks(ids: list[int], length: int) -> list[list[int]]:
     return [c for c in out if len(c) >= 8] or out[:1]
 
 
+def pretraining_texts(splits: dict, args) -> list[str]:
+    """IMDB's unlabelled reviews, its training reviews and SST-2's training sentences, less the rows the
+    sentiment task holds out for validation (drawn from the full splits, as `python -m training sentiment`
+    draws them); `args.limit` then keeps the first N texts of each source (so a smoke run never reads them
+    either)."""
+    limit = getattr(args, "limit", None)
+    texts = list(splits.get("unsupervised", {"text": []})["text"])[:limit]
+    for key, column, val_size in (("train", "text", args.val_size), ("sst2_train", "sentence", args.sst2_val_size)):
+        if key in splits:
+            rows = list(splits[key][column])
+            _, keep = split_indices(len(rows), val_size, args.seed)  # never read the sentiment validation rows
+            texts += [rows[i] for i in keep][:limit]
+    return texts
+
+
 class PretrainTask:
     metric = "mlm_accuracy"
+    applies_limit = True  # --limit counts texts after the held-out rows are removed (pretraining_texts)
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
-        texts = list(splits.get("unsupervised", {"text": []})["text"])
-        train = list(splits["train"]["text"])
-        _, keep = split_indices(len(train), args.val_size, args.seed)  # never read the sentiment validation reviews
-        texts += [train[i] for i in keep]
-        if "sst2_train" in splits:
-            sst = list(splits["sst2_train"]["sentence"])
-            _, keep = split_indices(len(sst), args.sst2_val_size, args.seed)
-            texts += [sst[i] for i in keep]
+        texts = pretraining_texts(splits, args)
         t0 = time.time()
         self.tokenizer = train_bpe(texts, args.vocab_size, lowercase=True, strip_html_breaks=True)
         log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
