@@ -312,3 +312,22 @@ def test_pretraining_never_reads_the_sentiment_validation_rows_even_with_limit(i
         args = build_parser().parse_args(args + (["--limit", limit] if limit else []))
         texts = pretraining_texts(load_task_data(args), args)
         assert len(texts) == (min(int(limit), 32) if limit else 32) and not held_out & set(texts)
+
+
+def test_shipped_metrics_record_device_precision_and_tokens_per_second(imdb_dir, tmp_path):
+    from training.ship import main as ship_main
+
+    run, bundle = tmp_path / "run", tmp_path / "bundle"
+    assert train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(run), *TINY_SENTIMENT]) == 0
+    test = str(FIXTURES / "imdb_tiny.jsonl")
+    assert ship_main(["sentiment", "--run", str(run), "--to", str(bundle), "--test-data", test]) == 0
+    metrics = json.loads((bundle / "metrics.json").read_text())
+    summary = json.loads((run / "summary.json").read_text())
+    assert metrics["tokens_per_s"] == summary["tokens_per_s"] > 0
+    assert (metrics["device"], metrics["precision"], metrics["processes"]) == ("cpu", "fp32", 1)
+    from training.cli import build_parser, load_task_data
+    from training.sentiment import SentimentTask
+
+    args = build_parser().parse_args(["sentiment", "--data-dir", str(imdb_dir), "--out", str(run), *TINY_SENTIMENT])
+    real_tokens = sum(SentimentTask(args, load_task_data(args), log=lambda *a: None).lengths)
+    assert summary["tokens"] == real_tokens * summary["epochs_run"]  # every real token of every epoch, no padding
