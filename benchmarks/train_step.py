@@ -64,6 +64,31 @@ def batch(cfg: Seq2SeqConfig, B: int, T: int, g: torch.Generator):
     return src, tgt
 
 
+def time_steps(models: dict, cfg: Seq2SeqConfig, a, precision: Precision) -> tuple[dict, torch.Tensor]:
+    """({name: step seconds after warm-up}, the last target batch), the models' steps interleaved."""
+    device = precision.device
+    opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
+    times = {k: [] for k in models}
+    g = torch.Generator().manual_seed(0)
+    for step in range(a.warmup + a.steps):
+        src, tgt = (t.to(device) for t in batch(cfg, a.batch, a.len, g))
+        for name, model in models.items():
+            model.train()
+            t0 = time.perf_counter()
+            with precision.autocast():
+                out = model(src, tgt[:, :-1])
+                logits = out.logits if hasattr(out, "logits") else out
+                loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=0)
+            opts[name].zero_grad()
+            loss.backward()
+            opts[name].step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # the step's kernels are done before the clock stops
+            if step >= a.warmup:
+                times[name].append(time.perf_counter() - t0)
+    return times, tgt
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=30)
@@ -95,25 +120,7 @@ def main() -> None:
     precision.enable_tf32()
     models = {"ours": Seq2SeqTransformer(cfg).to(device), "torch.nn.Transformer": TorchSeq2Seq(cfg).to(device)}
     params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
-    opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
-    times = {k: [] for k in models}
-    g = torch.Generator().manual_seed(0)
-    for step in range(a.warmup + a.steps):
-        src, tgt = (t.to(device) for t in batch(cfg, a.batch, a.len, g))
-        for name, model in models.items():
-            model.train()
-            t0 = time.perf_counter()
-            with precision.autocast():
-                out = model(src, tgt[:, :-1])
-                logits = out.logits if hasattr(out, "logits") else out
-                loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=0)
-            opts[name].zero_grad()
-            loss.backward()
-            opts[name].step()
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)  # the step's kernels are done before the clock stops
-            if step >= a.warmup:
-                times[name].append(time.perf_counter() - t0)
+    times, tgt = time_steps(models, cfg, a, precision)
     tokens = int((tgt[:, 1:] != 0).sum())  # target tokens in a (typical) batch
     result = {"config": vars(a), "threads": torch.get_num_threads(), "torch": torch.__version__, "models": {}}
     result.update(device=describe_device(device), precision=precision.describe())
