@@ -136,3 +136,12 @@ def test_precision_is_bf16_autocast_on_cuda_and_fp32_on_a_cpu(monkeypatch):
     gpu = Precision.for_device(torch.device("cuda", 0))
     assert gpu.name == "bf16" and gpu.describe() == "bf16 autocast, TF32 matmuls"
     assert Precision.for_device(torch.device("cuda", 0), "fp32").name == "fp32"
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+        cpu.enable_tf32()
+        assert not torch.backends.cuda.matmul.allow_tf32  # a CPU run leaves the flags alone
+        gpu.enable_tf32()
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
