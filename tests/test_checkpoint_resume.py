@@ -117,3 +117,14 @@ def test_a_diverging_run_exits_1_with_one_line_and_keeps_the_last_good_checkpoin
     saved = load_state(out / "checkpoint.pt")
     assert saved["state"]["step"] == 1 and all(torch.isfinite(v).all() for v in saved["model"].values())
     assert not (out / "best").exists() and not (out / "summary.json").exists()
+
+
+def test_a_checkpoint_from_before_checksums_still_resumes(good_checkpoint, imdb_dir, tmp_path):  # noqa: F811
+    out = tmp_path / "run"
+    out.mkdir()
+    saved = torch.load(good_checkpoint, weights_only=True)
+    assert len(saved.pop("checksum")) == 64  # SHA-256 in hex
+    torch.save(saved, out / "checkpoint.pt")
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), *TINY_SENTIMENT, "--resume"]
+    assert train_main(args) == 0
+    assert load_state(out / "checkpoint.pt")["state"]["step"] > saved["state"]["step"]
