@@ -61,15 +61,16 @@ def test_sentiment_heads(page, app_url):
     assert "8 heads measured" in page.locator("#sentiment-heads-status").text_content()
     assert "layer 2, head 3" in click_cell(page, "sentiment", 1, 3)
 
-    effects = [float(v) for v in column(page, "sentiment-heads-table", 3)]
+    # One kind of attention: no 'attention' column (it said 'self' in every row), so effect is the third
+    effects = [float(v) for v in column(page, "sentiment-heads-table", 2)]
     assert len(effects) == 8
-    header = page.locator("#sentiment-heads-table [data-testid=header-3]")
+    header = page.locator("#sentiment-heads-table [data-testid=header-2]")
     assert "effect" in header.text_content()
     header.hover()
     header.locator("button[aria-label='Open cell menu']").click()
     page.get_by_text("Sort ascending").click()
     expected = [f"{v:.3f}" for v in sorted(effects)]
-    wait_until(lambda: column(page, "sentiment-heads-table", 3) == expected)
+    wait_until(lambda: column(page, "sentiment-heads-table", 2) == expected)
 
     text = switch_off(page, "sentiment", "layer 2 · head 3", "layer 1 · head 1")
     assert "Switching off layer 1 · head 1 and layer 2 · head 3" in text
