@@ -7,6 +7,7 @@ import torch
 from transformer import TransformerClassifier
 
 from . import heads
+from .attention_maps import AttentionMaps, sentiment_maps
 from .attribution import METHODS
 from .batching import pad, sorted_batches
 from .calibration import Temperature
@@ -34,6 +35,10 @@ class SentimentResult:
     @property
     def confidence(self) -> float:
         return self.probabilities[self.label]
+
+    def attention_maps(self) -> AttentionMaps:
+        """Every map by kind ("self"), layer and head: (L, H, T, T), with the tokens."""
+        return sentiment_maps(self)
 
 
 class SentimentPipeline:

@@ -8,6 +8,7 @@ from transformer import HeadMasks, Hypothesis, Seq2SeqTransformer, beam_search, 
 from transformer.generation import row_limits
 
 from . import heads
+from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
 from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
@@ -42,6 +43,10 @@ class TranslationResult:
     # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
+
+    def attention_maps(self) -> AttentionMaps:
+        """Every map by kind ("encoder", "decoder", "cross"), layer and head: (L, H, Tq, Tk), with the tokens."""
+        return translation_maps(self)
 
 
 class TranslationPipeline:
