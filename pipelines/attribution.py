@@ -12,9 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer import TransformerClassifier
-
-from .gradients import classifier_embeddings, classifier_logits, log_odds
+from .adapter import OurClassifier as ClassifierAdapter  # any classifier adapter
+from .gradients import log_odds
 
 METHODS = ("attention", "rollout", "gradient_x_input", "integrated_gradients", "occlusion")
 METHOD_NAMES = {
@@ -48,27 +47,27 @@ def attention_rollout(attentions: list[np.ndarray]) -> np.ndarray:
     return rollout
 
 
-def _target_fn(model: TransformerClassifier):
+def _target_fn(model: ClassifierAdapter):
     """f(emb, ids) -> (B, C) log-odds: what captum differentiates (it picks the target column)."""
-    return lambda emb, ids: log_odds(classifier_logits(model, emb, ids))
+    return lambda emb, ids: log_odds(model.logits_from_embeddings(emb, ids))
 
 
-def _ids_fn(model: TransformerClassifier):
+def _ids_fn(model: ClassifierAdapter):
     """f(ids) -> (B, C) log-odds, for occlusion, which swaps token ids for padding."""
-    return lambda ids: log_odds(model(ids).logits)
+    return lambda ids: log_odds(model.forward(ids).logits)
 
 
-def gradient_x_input(model: TransformerClassifier, ids: torch.Tensor, target: int) -> TokenAttribution:
+def gradient_x_input(model: ClassifierAdapter, ids: torch.Tensor, target: int) -> TokenAttribution:
     """ids (1, T): gradient of the target log-odds times the embedding (token + n-grams), summed over D."""
     from captum.attr import InputXGradient  # captum (and matplotlib, which it loads) only when asked for
 
-    emb = classifier_embeddings(model, ids).detach().requires_grad_()
+    emb = model.embed(ids).detach().requires_grad_()
     attr = InputXGradient(_target_fn(model)).attribute(emb, target=target, additional_forward_args=(ids,))
     return TokenAttribution(attr.sum(-1)[0].detach().numpy().astype(np.float32))
 
 
 def integrated_gradients(
-    model: TransformerClassifier, ids: torch.Tensor, target: int, steps: int = IG_STEPS
+    model: ClassifierAdapter, ids: torch.Tensor, target: int, steps: int = IG_STEPS
 ) -> TokenAttribution:
     """ids (1, T): integrated gradients at the embedding output (token + n-gram embeddings).
 
@@ -78,7 +77,7 @@ def integrated_gradients(
     """
     from captum.attr import IntegratedGradients
 
-    emb = classifier_embeddings(model, ids).detach()
+    emb = model.embed(ids).detach()
     attr, delta = IntegratedGradients(_target_fn(model)).attribute(
         emb,
         baselines=torch.zeros_like(emb),
@@ -91,32 +90,33 @@ def integrated_gradients(
     return TokenAttribution(attr.sum(-1)[0].detach().numpy().astype(np.float32), steps, float(delta[0]))
 
 
-def occlusion(model: TransformerClassifier, ids: torch.Tensor, target: int, words: np.ndarray) -> TokenAttribution:
+def occlusion(model: ClassifierAdapter, ids: torch.Tensor, target: int, words: np.ndarray) -> TokenAttribution:
     """ids (1, T), words (T,) word index per token: the drop in target log-odds when a word's tokens are
     replaced by padding (masked out of attention and pooling), shared evenly by the word's pieces."""
     from captum.attr import FeatureAblation
 
     mask = torch.as_tensor(words, dtype=torch.long)[None]  # (1, T)
     attr = FeatureAblation(_ids_fn(model)).attribute(
-        ids, baselines=model.config.pad_id, target=target, feature_mask=mask, perturbations_per_eval=32
+        ids, baselines=model.pad_id, target=target, feature_mask=mask, perturbations_per_eval=32
     )
     pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
     return TokenAttribution((attr[0].float().numpy() / pieces).astype(np.float32))
 
 
 @torch.no_grad()
-def attention_attribution(model: TransformerClassifier, ids: torch.Tensor, method: str) -> TokenAttribution:
+def attention_attribution(model: ClassifierAdapter, ids: torch.Tensor, method: str) -> TokenAttribution:
     """ids (1, T): the pooling weights (what the classifier reads), or those traced back to the input
     through every layer (rollout). Unsigned, summing to 1."""
-    out = model(ids, need_weights=True)
-    w = out.pool_weights[0].double().numpy()  # (T,)
+    out = model.forward(ids, need_weights=True)
+    weights = out.token_weights if out.token_weights is not None else torch.ones_like(ids, dtype=torch.float)
+    w = weights[0].double().numpy()  # (T,)
     if method == "rollout":
         w = w @ attention_rollout([a[0].double().numpy() for a in out.attentions])
     return TokenAttribution((w / max(w.sum(), 1e-12)).astype(np.float32))
 
 
 def attribute(
-    model: TransformerClassifier, ids: torch.Tensor, target: int, method: str, words: np.ndarray
+    model: ClassifierAdapter, ids: torch.Tensor, target: int, method: str, words: np.ndarray
 ) -> TokenAttribution:
     """Scores of the tokens ids (1, T) toward label index `target` by one of METHODS."""
     if method in ("attention", "rollout"):

@@ -51,12 +51,12 @@ class FaithfulnessReport:
 
 def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 64) -> np.ndarray:
     """(N,) p(target) for many id lists (an empty list reads as one padding token), batched by length."""
-    pad = pipe.model.config.pad_id
+    pad = pipe.adapter.pad_id
     ids = [seq or [pad] for seq in batch]
     out = np.zeros(len(ids), dtype=np.float64)
     with torch.no_grad():
         for rows, x in sorted_batches(ids, batch_size, pad):
-            out[rows] = pipe.model(x).logits.softmax(-1)[:, target].double().numpy()
+            out[rows] = pipe.adapter.forward(x).logits.softmax(-1)[:, target].double().numpy()
     return out
 
 
@@ -70,11 +70,11 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
         raise ValueError("the text has no tokens")
     x = torch.tensor([ids])
     with torch.no_grad():
-        probs = pipe.model(x).logits[0].softmax(-1)
+        probs = pipe.adapter.forward(x).logits[0].softmax(-1)
     t = int(probs.argmax()) if target is None else pipe.labels.index(target)
     words = word_ids(toks)
     start = time.perf_counter()
-    attr = attribution.attribute(pipe.model, x, t, method, words)
+    attr = attribution.attribute(pipe.adapter, x, t, method, words)
     return SentimentExplanation(
         tokens=toks,
         scores=attr.scores,

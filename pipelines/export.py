@@ -59,7 +59,7 @@ def model_info(pipe) -> dict:
         match = _SNAPSHOT.search(Path(folder).as_posix())
         info["revision"] = match.group(1) if match else None
         info["weights_sha256"] = _weights_hash(Path(folder) / "model.safetensors")
-    info["config"] = to_jsonable(dataclasses.asdict(pipe.model.config))
+    info["config"] = to_jsonable(pipe.adapter.config_dict())
     return info
 
 

@@ -11,9 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from transformer import Seq2SeqTransformer
-
-from .gradients import seq2seq_step_log_probs
+from .adapter import OurSeq2Seq as Seq2SeqAdapter  # any seq2seq adapter
 
 TRANSLATION_METHODS = ("attention", "gradient_x_input", "integrated_gradients")
 IG_STEPS = 32
@@ -28,12 +26,12 @@ class StepAttribution:
     deltas: np.ndarray | None = None  # integrated gradients: (Tt,) convergence delta of each step
 
 
-def _objective(model: Seq2SeqTransformer):
+def _objective(model: Seq2SeqAdapter):
     """f(src_emb, tgt_emb, src_ids, pos, tok, alt) -> (B,) log p(tok) - log p(alt) at position pos of each
     row (alt < 0: no contrast). Every row is one decoding step, so captum attributes steps independently."""
 
     def f(src_emb, tgt_emb, src_ids, pos, tok, alt):
-        at = seq2seq_step_log_probs(model, src_emb, src_ids, tgt_emb, pos)  # (B, V)
+        at = model.step_log_probs(src_emb, src_ids, tgt_emb, pos)  # (B, V)
         out = at.gather(1, tok[:, None])[:, 0]
         other = at.gather(1, alt.clamp(min=0)[:, None])[:, 0]
         return out - torch.where(alt >= 0, other, torch.zeros_like(other))
@@ -41,18 +39,18 @@ def _objective(model: Seq2SeqTransformer):
     return f
 
 
-def _inputs(model: Seq2SeqTransformer, src: torch.Tensor, tgt_in: torch.Tensor, produced, alts):
+def _inputs(model: Seq2SeqAdapter, src: torch.Tensor, tgt_in: torch.Tensor, produced, alts):
     """Every step as one row: (src_emb (Tt, Ts, D), tgt_emb (Tt, Tt, D)), (src ids, pos, tok, alt)."""
     Tt = tgt_in.size(1)
     src_ids = src.expand(Tt, -1)
-    src_emb = model.src_emb(src_ids).detach()
-    tgt_emb = model.tgt_emb(tgt_in.expand(Tt, -1)).detach()
+    src_emb = model.embed_source(src_ids).detach()
+    tgt_emb = model.embed_target(tgt_in.expand(Tt, -1)).detach()
     pos = torch.arange(Tt)
     return (src_emb, tgt_emb), (src_ids, pos, torch.tensor(produced), torch.tensor(alts))
 
 
 def step_attributions(
-    model: Seq2SeqTransformer,
+    model: Seq2SeqAdapter,
     src: torch.Tensor,
     tgt_in: torch.Tensor,
     produced: list[int],

@@ -11,7 +11,6 @@ from .batching import pad
 from .common import TokenSpan
 from .explanations import default_method
 from .faithfulness import Faithfulness, mean_faithfulness, random_rankings, ranking, ranking_batch, score_batch
-from .gradients import seq2seq_step_log_probs
 from .translation_attribution import TRANSLATION_METHODS, head_agreement, step_attributions
 
 
@@ -53,12 +52,12 @@ def explain_translation(pipe, text: str, method: str | None = None, contrast: di
     if method not in TRANSLATION_METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(TRANSLATION_METHODS)}")
     result = result or pipe(text)
-    c = pipe.model.config
+    a = pipe.adapter
     src_ids = [t.id for t in result.source_tokens]
     produced = result.target_ids
-    src, tgt_in = torch.tensor([src_ids]), torch.tensor([[c.bos_id] + produced[:-1]])
+    src, tgt_in = torch.tensor([src_ids]), torch.tensor([[a.bos_id] + produced[:-1]])
     with torch.no_grad():
-        logp = pipe.model(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
+        logp = a.forward(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
     alts = _alternatives(pipe, logp, produced, contrast)
     start = time.perf_counter()
     cross = [a.float().numpy() for a in result.cross_attentions]  # per layer (H, Tt, Ts)
@@ -67,7 +66,7 @@ def explain_translation(pipe, text: str, method: str | None = None, contrast: di
         attr = None
         prefix = np.zeros((len(produced), len(produced)), dtype=np.float32)
     else:
-        attr = step_attributions(pipe.model, src, tgt_in, produced, alts, method)
+        attr = step_attributions(pipe.adapter, src, tgt_in, produced, alts, method)
         source, prefix = attr.source, attr.prefix
     return TranslationExplanation(
         source_tokens=result.source_tokens,
@@ -97,15 +96,15 @@ class TranslationFaithfulness:
 def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int], batch_size: int = 128):
     """(N,) p(token at step t | tgt_in[:t+1], source) for (source ids, t, token) queries; an empty source
     reads as one padding token. The decoder is causal, so every row can carry the whole prefix."""
-    c = pipe.model.config
+    a = pipe.adapter
     out = np.zeros(len(queries))
     with torch.no_grad():
         for s in range(0, len(queries), batch_size):
             part = queries[s : s + batch_size]
-            src = pad([q[0] or [c.pad_id] for q in part], c.pad_id)
-            tgt = pipe.model.tgt_emb(torch.tensor([tgt_in]).expand(len(part), -1))
+            src = pad([q[0] or [a.pad_id] for q in part], a.pad_id)
+            tgt = a.embed_target(torch.tensor([tgt_in]).expand(len(part), -1))
             pos, tok = torch.tensor([q[1] for q in part]), torch.tensor([q[2] for q in part])
-            logp = seq2seq_step_log_probs(pipe.model, pipe.model.src_emb(src), src, tgt, pos)  # (B, V)
+            logp = a.step_log_probs(a.embed_source(src), src, tgt, pos)  # (B, V)
             out[s : s + batch_size] = logp.gather(1, tok[:, None])[:, 0].exp().double().numpy()
     return out
 
@@ -114,7 +113,7 @@ def compare_rankings(pipe, src_ids: list[int], produced: list[int], score_mats: 
     """Faithfulness over the source tokens, step by step (teacher-forced on the produced prefix), of several
     (Tt, Ts) score matrices at once, and of random rankings, in one batched pass.
     Returns ([per matrix: mean over steps], random mean over steps, [per matrix: (Tt,) per-step score])."""
-    tgt_in = [pipe.model.config.bos_id] + produced[:-1]
+    tgt_in = [pipe.adapter.bos_id] + produced[:-1]
     n = len(score_mats)
     orders = [
         [*(ranking(m[t]) for m in score_mats), *random_rankings(len(src_ids), seed=seed + t)]

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from pipelines import TranslationPipeline
-from pipelines.gradients import seq2seq_step_log_probs
 from pipelines.translation_attribution import rank_correlation
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
@@ -28,12 +27,9 @@ def test_step_log_probs_equal_the_model(pipe, result):
     T = tgt.size(1)
     with torch.no_grad():
         full = pipe.model(src, tgt).logits[0].log_softmax(-1)  # (T, V)
-        ours = seq2seq_step_log_probs(
-            pipe.model,
-            pipe.model.src_emb(src.expand(T, -1)),
-            src.expand(T, -1),
-            pipe.model.tgt_emb(tgt.expand(T, -1)),
-            torch.arange(T),
+        a = pipe.adapter
+        ours = a.step_log_probs(
+            a.embed_source(src.expand(T, -1)), src.expand(T, -1), a.embed_target(tgt.expand(T, -1)), torch.arange(T)
         )
     assert torch.allclose(ours, full, atol=1e-5)
 
@@ -57,7 +53,7 @@ def test_integrated_gradients_are_complete_within_the_reported_delta(pipe, resul
     T = tgt.size(1)
     s_emb, t_emb = pipe.model.src_emb(src.expand(T, -1)), pipe.model.tgt_emb(tgt.expand(T, -1))
     with torch.no_grad():
-        f = lambda s, t: seq2seq_step_log_probs(pipe.model, s, src.expand(T, -1), t, torch.arange(T))  # noqa: E731
+        f = lambda s, t: pipe.adapter.step_log_probs(s, src.expand(T, -1), t, torch.arange(T))  # noqa: E731
         rows = torch.arange(T)
         tok = torch.tensor(expl.produced)
         diff = f(s_emb, t_emb)[rows, tok] - f(torch.zeros_like(s_emb), torch.zeros_like(t_emb))[rows, tok]
