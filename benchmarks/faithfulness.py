@@ -25,9 +25,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.explanations import DEFAULTS_FILE, default_method, target_probs  # noqa: E402
-from pipelines.faithfulness import evaluate_rankings, mean_faithfulness, random_rankings, ranking  # noqa: E402
-from pipelines.translation_explanations import compare_rankings  # noqa: E402
+from pipelines.explanations import DEFAULTS_FILE, default_method  # noqa: E402
+from pipelines.explanations.faithfulness import (  # noqa: E402
+    compare_rankings,
+    evaluate_rankings,
+    mean_faithfulness,
+    random_rankings,
+    ranking,
+    target_probs,
+)
 
 DATA = ROOT.parent / "shared" / "data"
 SOURCES = {

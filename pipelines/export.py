@@ -32,6 +32,8 @@ def to_jsonable(value, decimals: int = DECIMALS):
         if np.isfinite(value).all():
             return value.tolist()  # nested lists of floats, fast
         return np.where(np.isfinite(value), value, None).tolist()
+    if hasattr(value, "as_dict"):  # a dataclass that names its fields for export (explanations)
+        return to_jsonable(value.as_dict(), decimals)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name), decimals) for f in dataclasses.fields(value)}
     if isinstance(value, dict):

@@ -7,15 +7,13 @@ from torch import nn
 
 from transformer import TransformerClassifier
 
-from . import heads
+from . import explanations, heads
 from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
-from .attribution import METHODS
 from .batching import pad, sorted_batches
 from .calibration import Temperature
 from .common import TokenSpan, load_folder
 from .domain import DomainModel, load_domain
-from .explanations import explain_review, review_faithfulness
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
@@ -190,17 +188,20 @@ class SentimentPipeline:
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
         return heads.sentiment_head_table(self, text)
 
-    explanation_methods = METHODS
+    @property
+    def explanation_methods(self) -> tuple[str, ...]:
+        """The registered methods that explain a classifier (pipelines.explanations.registry)."""
+        return explanations.names("sentiment")
 
     def explain(self, text: str, method: str | None = None, target: str | None = None):
-        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
-        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
-        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
-        return explain_review(self, text, method, target)
+        """Attribution of each token read toward `target` (default: the predicted label); `method` is one of
+        explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
+        return explanations.explain_review(self, text, method, target)
 
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
-        return review_faithfulness(self, explanation)
+        return explanations.faithfulness(self, explanation)
 
     def encode_many(self, texts: list[str]) -> list[list[int]]:
         """The ids the model reads for each text (cut to max_len; [pad] for a text with no tokens)."""

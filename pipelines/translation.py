@@ -7,7 +7,7 @@ from torch import nn
 
 from transformer import Hypothesis, Seq2SeqTransformer
 
-from . import heads
+from . import explanations, heads
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
@@ -15,8 +15,6 @@ from .common import TokenSpan, load_folder
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text
-from .translation_attribution import TRANSLATION_METHODS
-from .translation_explanations import explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -141,19 +139,22 @@ class TranslationPipeline:
     def token_text(self, token_id: int) -> str:
         return self.adapter.token_text(token_id)
 
-    explanation_methods = TRANSLATION_METHODS
+    @property
+    def explanation_methods(self) -> tuple[str, ...]:
+        """The registered methods that explain a translation (pipelines.explanations.registry)."""
+        return explanations.names("translation")
 
     def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
         """Attribution of every produced token to the source tokens (and the target prefix), with each
         cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
         faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
         rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
-        Returns a pipelines.translation_explanations.TranslationExplanation."""
-        return explain_translation(self, text, method, contrast, result)
+        Returns a pipelines.explanations.Explanation (scores (Tt, Ts))."""
+        return explanations.explain_translation(self, text, method, contrast, result)
 
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
-        return translation_faithfulness(self, explanation)
+        return explanations.faithfulness(self, explanation)
 
     @torch.no_grad()
     def translate_scored(

@@ -7,14 +7,14 @@ import torch
 
 from pipelines import SentimentPipeline
 from pipelines.adapter import OurClassifier
-from pipelines.attribution import METHODS, gradient_x_input, integrated_gradients, occlusion
 from pipelines.common import TokenSpan
-from pipelines.explanations import default_method
-from pipelines.faithfulness import evaluate_rankings, faithfulness, n_top, variants
-from pipelines.gradients import log_odds
+from pipelines.explanations import default_method, names
+from pipelines.explanations.faithfulness import evaluate_rankings, faithfulness, n_top, variants
+from pipelines.explanations.methods import GradientXInput, IntegratedGradients, Occlusion, log_odds
 from pipelines.words import word_ids, word_scores
 from transformer import ClassifierConfig, TransformerClassifier
 
+METHODS = names("sentiment")
 TEXT = "The acting was wooden and the plot was predictable, but the music was wonderful."
 
 
@@ -78,7 +78,7 @@ def test_log_odds_of_two_labels_are_opposite():
 def test_gradient_x_input_is_complete_on_a_linear_model(pipe):
     model = linear_model(pipe.model.config.vocab_size)
     x = ids_of(pipe)
-    scores = gradient_x_input(model, x, target=1).scores
+    scores = GradientXInput().review(model, x, target=1, words=None).scores
     emb = model.embed(x)
     with torch.no_grad():
         diff = log_odds(model.logits_from_embeddings(emb, x)) - log_odds(
@@ -89,7 +89,7 @@ def test_gradient_x_input_is_complete_on_a_linear_model(pipe):
 
 def test_integrated_gradients_are_complete_within_the_reported_delta(pipe):
     x = ids_of(pipe)
-    attr = integrated_gradients(pipe.adapter, x, target=1, steps=32)
+    attr = IntegratedGradients().review(pipe.adapter, x, target=1, words=None)
     emb = pipe.adapter.embed(x).detach()
     with torch.no_grad():
         f = lambda e: float(log_odds(pipe.adapter.logits_from_embeddings(e, x))[0, 1])  # noqa: E731
@@ -103,7 +103,7 @@ def test_occlusion_on_a_model_that_reads_one_token_ranks_it_first(pipe):
     ids, toks, _ = pipe.encode(TEXT)
     token = unique_token(ids, toks)
     model = one_token_model(pipe.model.config.vocab_size, token)
-    scores = occlusion(OurClassifier(model, None), torch.tensor([ids]), target=1, words=word_ids(toks)).scores
+    scores = Occlusion().review(OurClassifier(model, None), torch.tensor([ids]), target=1, words=word_ids(toks)).scores
     first = [i for i, t in enumerate(ids) if t == token]
     assert int(np.argmax(scores)) in first
     others = np.delete(scores, first)
@@ -143,7 +143,7 @@ def test_every_method_scores_every_token_read(pipe, method):
 
 
 def test_methods_default_and_errors(pipe):
-    assert set(METHODS) <= set(SentimentPipeline.explanation_methods)
+    assert set(METHODS) <= set(pipe.explanation_methods)
     assert pipe.explain(TEXT).method == default_method("sentiment")["method"] in METHODS
     with pytest.raises(ValueError, match="unknown method"):
         pipe.explain(TEXT, "lime")

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from pipelines import explanations
 from pipelines.explanations import default_method
-from pipelines.translation_attribution import TRANSLATION_METHODS
 
 from . import translation_attributions as figs
 from .inputs import MAX_GERMAN_CHARS, beam_width, check_text
@@ -72,7 +72,7 @@ class TranslationExplanationPanel:
 def build() -> TranslationExplanationPanel:
     """Lay out the panel (inside a gr.Blocks context)."""
     default = default_method("translation")
-    names = [(figs.NAMES[m] + (" (default)" if m == default["method"] else ""), m) for m in TRANSLATION_METHODS]
+    names = explanations.choices("translation")
     gr.Markdown("### Which German tokens drove each English token")
     with gr.Row():
         method = gr.Radio(names, value=default["method"], label="Attribution", elem_id="translation-explain-method")
