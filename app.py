@@ -175,7 +175,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     redrawn = [cross_overview, encoder, decoder, step, step_heads, step_topk]
     drawn = hosting.after_paint(translated).then(redraw, [state, layer, head], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
-    translation_explanation_panel.wire(explanations, pipe, inputs, state, step, translated)
+    translation_explanation_panel.wire(explanations, pipe, state, step, translated)
     layer.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
     head.change(handlers.translation_head_figures, [state, layer, head], attention_plots[1:], **PRIVATE)
     step_io = ([state, layer, step], [step_heads, step_topk])

@@ -170,5 +170,5 @@ def translation_record(pipe, text: str, beam_size: int | None = None, method: st
             "cross": to_jsonable(result.cross_attentions),
         },
         "explanation": _optional(pipe, "explain", text, method=method, result=result),  # of this very translation
-        "head_table": _optional(pipe, "head_table", text, beam_size=beam),
+        "head_table": _optional(pipe, "head_table", text, beam_size=beam, result=result),  # no second decoding
     }

@@ -153,12 +153,13 @@ def _cross_agreement(pipe, text: str, result) -> dict[HeadKey, float] | None:
 
 
 def translation_head_table(
-    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True, result=None
 ) -> list[dict]:
     """The head table of the translator on one sentence: statistics of each head's attention, agreement of
     cross-attention heads with the attribution (None without one), and each head's effect (change of the
-    log-probability of the produced translation, teacher-forced, when that head alone is off)."""
-    result = pipe(text, beam_size=beam_size, alpha=alpha)
+    log-probability of the produced translation, teacher-forced, when that head alone is off).
+    result: the TranslationResult of `text` to measure (None: decode it now)."""
+    result = result or pipe(text, beam_size=beam_size, alpha=alpha)
     src_ids = [t.id for t in result.source_tokens]
     produced = result.target_ids
     src_text = [t.text for t in result.source_tokens[:-1]] + ["</s>"]

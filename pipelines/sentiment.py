@@ -12,7 +12,7 @@ from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import TokenSpan, load_folder
+from .common import BatchRunner, TokenSpan, load_folder
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
@@ -46,7 +46,7 @@ def _uniform(T: int) -> torch.Tensor:
     return torch.full((T,), 1.0 / T)
 
 
-class SentimentPipeline:
+class SentimentPipeline(BatchRunner):
     """A classifier behind a model adapter (pipelines.adapter): ours (a TransformerClassifier with its tokenizer)
     or a `transformers` sequence classifier (pipelines.hf_adapter), from a local folder or a Hub repo id."""
 

@@ -11,7 +11,7 @@ from . import explanations, heads
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
-from .common import TokenSpan, load_folder
+from .common import BatchRunner, TokenSpan, load_folder
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text
@@ -42,13 +42,15 @@ class TranslationResult:
     # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
+    text: str = ""  # the sentence as given
+    beam_size: int | None = None  # the beam width it was decoded with (1 = greedy)
 
     def attention_maps(self) -> AttentionMaps:
         """Every map by kind ("encoder", "decoder", "cross"), layer and head: (L, H, Tq, Tk), with the tokens."""
         return translation_maps(self)
 
 
-class TranslationPipeline:
+class TranslationPipeline(BatchRunner):
     """A translator behind a model adapter (pipelines.adapter): ours (a Seq2SeqTransformer with its tokenizer)
     or a `transformers` seq2seq model (pipelines.hf_adapter), from a local folder or a Hub repo id."""
 
@@ -253,6 +255,8 @@ class TranslationPipeline:
                 mean_logprob=mean_lp,
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
+                text=texts[i],
+                beam_size=beam_size,
             )
         return results
 
@@ -264,9 +268,15 @@ class TranslationPipeline:
         return float(heads.teacher_forced_log_prob(self.adapter, ids[0], list(target_ids), masks)[0])
 
     def head_table(
-        self, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+        self,
+        text: str,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        agreement: bool = True,
+        result: TranslationResult | None = None,
     ) -> list[dict]:
         """One dict per head (kind "encoder" / "decoder" / "cross", layer, head from 0): attention statistics
         on this sentence, agreement of cross-attention heads with the attribution (when explain exists) and
-        the effect of switching that head alone off (change of the translation's log-probability)."""
-        return heads.translation_head_table(self, text, beam_size, alpha, agreement)
+        the effect of switching that head alone off (change of the translation's log-probability).
+        result: a TranslationResult of `text` to reuse (no new decoding)."""
+        return heads.translation_head_table(self, text, beam_size, alpha, agreement, result)
