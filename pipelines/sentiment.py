@@ -7,7 +7,7 @@ from torch import nn
 
 from transformer import TransformerClassifier
 
-from . import explanations, heads
+from . import explanations, heads, hf_adapter
 from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
@@ -86,6 +86,10 @@ class SentimentPipeline(BatchRunner):
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
+        """Ours (a folder or repo with our config.json) or a transformers sequence classifier (model id or folder):
+        its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting."""
+        if hf_adapter.is_transformers_model(name_or_path):
+            return cls.from_transformers(name_or_path)
         model, tok, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
@@ -93,6 +97,18 @@ class SentimentPipeline(BatchRunner):
         calibration = Temperature.from_preprocessing(prep)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
         pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
+
+    @classmethod
+    def from_transformers(cls, name_or_path: str) -> "SentimentPipeline":
+        adapter = hf_adapter.HFClassifier.from_pretrained(name_or_path)
+        prep = hf_adapter.read_preprocessing(name_or_path)
+        max_len = min(prep.get("max_len", adapter.max_len), adapter.max_len)
+        labels = prep.get("labels", adapter.labels)
+        domain = load_domain(prep, adapter.tokenizer, adapter.vocab_size, name_or_path)
+        calibration = Temperature.from_preprocessing(prep)
+        pipe = cls(adapter, None, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+        pipe.source = str(name_or_path)
         return pipe
 
     def preprocessing(self) -> dict:

@@ -7,7 +7,7 @@ from torch import nn
 
 from transformer import Hypothesis, Seq2SeqTransformer
 
-from . import explanations, heads
+from . import explanations, heads, hf_adapter
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
@@ -91,10 +91,23 @@ class TranslationPipeline(BatchRunner):
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
+        """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder)."""
+        if hf_adapter.is_transformers_model(name_or_path):
+            return cls.from_transformers(name_or_path)
         model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
         pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
+
+    @classmethod
+    def from_transformers(cls, name_or_path: str) -> "TranslationPipeline":
+        adapter = hf_adapter.HFSeq2Seq.from_pretrained(name_or_path)
+        prep = hf_adapter.read_preprocessing(name_or_path)
+        beams = prep.get("beam_size", getattr(adapter.model.generation_config, "num_beams", None) or 4)
+        domain = load_domain(prep, adapter.tokenizer, adapter.vocab_size, name_or_path)
+        pipe = cls(adapter, None, beams, prep.get("alpha", 0.6), domain)
+        pipe.source = str(name_or_path)
         return pipe
 
     def save_pretrained(self, folder) -> None:

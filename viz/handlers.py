@@ -93,7 +93,7 @@ def analyze_review(
         )
     view = _sentiment_view(checked.text, result, cut_after) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
-    ood = notices_.sentiment_notice(result)
+    ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
     return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
 
 
@@ -184,7 +184,7 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
     summary = f"{plural(len(result.steps), 'step')}, {how}; {notices_.translation_confidence(result.mean_logprob)}"
-    ood = notices_.translation_notice(result)
+    ood = notices_.translation_notice(result) or notices_.domain_note(pipe)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 
