@@ -120,9 +120,17 @@ def load_tokenizer(name_or_path: str):
 
 
 class _HFTokenizing:
-    """tokenize / tokenize_many over a transformers fast tokenizer, with character offsets."""
+    """tokenize / tokenize_many over a transformers fast tokenizer, with character offsets; pickled as where it
+    was loaded from (a model process loads it again: a transformers model unpickled in a fresh interpreter
+    returns no attention weights)."""
 
     tokenizer = None
+    source: str | None = None  # the model id or folder it was loaded from
+
+    def __reduce__(self):
+        if self.source is None:
+            raise TypeError(f"{type(self).__name__} built from objects cannot be pickled: load it with from_pretrained")
+        return type(self).from_pretrained, (self.source,)
 
     def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]:
         """(ids, TokenSpans into `text`) of the text's own tokens, without special tokens."""
@@ -170,7 +178,9 @@ class HFClassifier(_HFTokenizing):
     def from_pretrained(cls, name_or_path: str) -> "HFClassifier":
         from transformers import AutoModelForSequenceClassification
 
-        return cls(_eager(AutoModelForSequenceClassification, name_or_path), load_tokenizer(name_or_path))
+        adapter = cls(_eager(AutoModelForSequenceClassification, name_or_path), load_tokenizer(name_or_path))
+        adapter.source = str(name_or_path)
+        return adapter
 
     @property
     def config(self):
@@ -239,7 +249,9 @@ class HFSeq2Seq(_HFTokenizing):
     def from_pretrained(cls, name_or_path: str) -> "HFSeq2Seq":
         from transformers import AutoModelForSeq2SeqLM
 
-        return cls(_eager(AutoModelForSeq2SeqLM, name_or_path), load_tokenizer(name_or_path))
+        adapter = cls(_eager(AutoModelForSeq2SeqLM, name_or_path), load_tokenizer(name_or_path))
+        adapter.source = str(name_or_path)
+        return adapter
 
     @property
     def config(self):
@@ -279,18 +291,19 @@ class HFSeq2Seq(_HFTokenizing):
         if head_mask and any(m.dim() == 3 for m in head_mask.values()):
             raise ValueError("generate takes one head mask for every row: (L, H) per kind")
         limits = self.row_limits(src) if limits is None else limits
+        beams = (
+            dict(num_beams=beam_size, length_penalty=alpha, early_stopping=True) if beam_size > 1 else {"num_beams": 1}
+        )
         with heads_off(self.projections, head_mask, self.n_heads):
             out = self.model.generate(
                 input_ids=src,
                 attention_mask=src != self.pad_id,
-                num_beams=max(1, beam_size),
-                length_penalty=alpha,
                 do_sample=False,
                 max_new_tokens=int(limits.max()),
                 decoder_start_token_id=self.bos_id,
                 eos_token_id=self.eos_id,
                 pad_token_id=self.pad_id,
-                early_stopping=True,
+                **beams,
             )
         hyps = []
         for row in out[:, 1:].tolist():  # without the decoder start

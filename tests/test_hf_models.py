@@ -218,3 +218,27 @@ def test_translator_in_the_app_handlers(translator):
     assert "Switching off" in heads.switch_off(translator, heads_view, ["cross:0:1"])
     path, _ = downloads.translation_download(translator, GERMAN, "greedy", 2)
     assert json.loads(Path(path).read_text())["model"]["config"]["model_type"] == "marian"
+
+
+def test_translator_runs_in_a_model_process(translator):
+    """A model process gets the pipeline pickled; a transformers model loads again there (unpickled as it is, it
+    returned no attention weights in the child)."""
+    from pipelines.processes import ModelProcess
+
+    here = translator(GERMAN, beam_size=1)
+    process = ModelProcess(translator).start()
+    try:
+        (there,) = process.call("run_batch", [GERMAN], name="explain_many", beam_size=1, alpha=0.6, top_k=5)
+    finally:
+        process.close()
+    assert there.translation == here.translation and len(there.cross_attentions) == 2
+    torch.testing.assert_close(there.cross_attentions[1], here.cross_attentions[1])
+
+
+def test_two_models_side_by_side(classifier, sentiment):
+    from viz.model_compare import compare_models
+
+    html, first, second = compare_models(classifier, sentiment, REVIEW, layer=1, head=3)
+    assert html.count("compare-side") >= 2 and ("agree" in html)
+    assert first is not None and second is not None
+    assert compare_models(classifier, sentiment, "")[1:] == (None, None)
