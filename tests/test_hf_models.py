@@ -242,3 +242,26 @@ def test_two_models_side_by_side(classifier, sentiment):
     assert html.count("compare-side") >= 2 and ("agree" in html)
     assert first is not None and second is not None
     assert compare_models(classifier, sentiment, "")[1:] == (None, None)
+
+
+def test_compare_views_on_transformers_models(classifier, translator):
+    from viz import compare
+
+    view, html, diff = compare.compare_reviews(classifier, REVIEW, REVIEW.replace("wonderful", "dreadful"), 1, 2)
+    assert view is not None and diff is not None and "First" in html
+    view, html, diff = compare.compare_translations(translator, GERMAN, "Eine Frau fährt mit dem Fahrrad.", "greedy")
+    assert view is not None and diff is not None
+
+
+def test_calibration_where_fitted(tmp_path):
+    """A preprocessing.json beside a transformers model (what training/calibrate.py writes) calibrates it."""
+    from tiny_hf_models import make_distilbert_dir
+
+    folder = make_distilbert_dir(tmp_path / "distilbert")
+    plain = SentimentPipeline.from_pretrained(str(folder))
+    (folder / "preprocessing.json").write_text(json.dumps({"temperature": 0.05, "labels": ["neg", "pos"]}))
+    fitted = SentimentPipeline.from_pretrained(str(folder))
+    assert plain.calibration.temperature == 1.0 and fitted.labels == ["neg", "pos"]
+    logits, _ = plain.raw_logits([REVIEW])
+    expected = (logits[0] / 0.05).softmax(-1)
+    assert list(fitted.predict([REVIEW])[0].values()) == pytest.approx(expected.tolist(), abs=1e-5)
