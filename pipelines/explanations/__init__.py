@@ -8,6 +8,7 @@ faithfulness.py  ERASER comprehensiveness and sufficiency against random ranking
 """
 
 from . import methods  # noqa: F401  (registers the built-in methods)
+from .faithfulness import FaithfulnessReport
 from .faithfulness import measure as faithfulness
 from .registry import (
     DEFAULTS_FILE,
@@ -20,7 +21,7 @@ from .registry import (
     names,
     register,
 )
-from .result import Explanation, FaithfulnessReport
+from .result import Explanation
 from .run import explain_review, explain_translation
 
 __all__ = [

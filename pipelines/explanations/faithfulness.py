@@ -36,6 +36,17 @@ class Faithfulness:
         return self.comprehensiveness - self.sufficiency
 
 
+@dataclass
+class FaithfulnessReport:
+    """ERASER comprehensiveness and sufficiency of an explanation's ranking on its own input, beside random
+    rankings of the same tokens (a translation: the mean over steps, and each step's score)."""
+
+    method: Faithfulness
+    random: Faithfulness
+    seconds: float
+    per_step: np.ndarray | None = None  # translator: (Tt,) comprehensiveness - sufficiency at each step
+
+
 def n_top(n_tokens: int, percent: float) -> int:
     """How many tokens the top `percent` is: at least one, at most all."""
     return min(n_tokens, max(1, round(n_tokens * percent / 100)))
@@ -183,8 +194,6 @@ TASKS = {"sentiment": review_faithfulness, "translation": translation_faithfulne
 
 def measure(pipe, expl, seed: int = 0):
     """The FaithfulnessReport of an explanation (either task) on its own input."""
-    from .result import FaithfulnessReport
-
     start = time.perf_counter()
     ours, rand, per_step = TASKS[expl.task](pipe, expl, seed)
     return FaithfulnessReport(ours, rand, time.perf_counter() - start, per_step)

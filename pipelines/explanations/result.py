@@ -1,11 +1,10 @@
-"""One explanation result for every task and method, and one faithfulness report."""
+"""One explanation result for every task and method."""
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..common import TokenSpan
-from .faithfulness import Faithfulness
 
 
 @dataclass
@@ -73,14 +72,3 @@ class Explanation:
     @property
     def produced(self) -> list[int]:
         return self.output_ids
-
-
-@dataclass
-class FaithfulnessReport:
-    """ERASER comprehensiveness and sufficiency of an explanation's ranking on its own input, beside random
-    rankings of the same tokens (a translation: the mean over steps, and each step's score)."""
-
-    method: Faithfulness
-    random: Faithfulness
-    seconds: float
-    per_step: np.ndarray | None = None  # translator: (Tt,) comprehensiveness - sufficiency at each step
