@@ -64,8 +64,10 @@ def sentiment_input(pipe, text: str, seed: int) -> dict:
         expls[m], secs[m] = timed(pipe.explain, text, m)
     first = next(iter(expls.values()))
     t = pipe.labels.index(first.target)
-    orders = [ranking(e.scores) for e in expls.values()] + random_rankings(len(first.ids), seed=seed)
-    res = evaluate_rankings(lambda b: target_probs(pipe, b, t), first.ids, orders)
+    a, b = first.n_prefix, len(first.ids) - first.n_suffix  # the review's own tokens (not [CLS], [SEP])
+    body, wrap = first.ids[a:b], lambda seq: first.ids[:a] + seq + first.ids[b:]
+    orders = [ranking(e.scores[a:b]) for e in expls.values()] + random_rankings(len(body), seed=seed)
+    res = evaluate_rankings(lambda batch: target_probs(pipe, [wrap(s) for s in batch], t), body, orders)
     n = len(expls)
     return {"methods": dict(zip(expls, res[:n])), "random": mean_faithfulness(res[n:]), "seconds": secs}
 

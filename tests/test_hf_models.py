@@ -265,3 +265,12 @@ def test_calibration_where_fitted(tmp_path):
     logits, _ = plain.raw_logits([REVIEW])
     expected = (logits[0] / 0.05).softmax(-1)
     assert list(fitted.predict([REVIEW])[0].values()) == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+def test_faithfulness_benchmark_on_a_transformers_classifier(classifier):
+    """benchmarks/faithfulness.py ranks the review's own tokens: [CLS] and [SEP] stay in place."""
+    from test_explanation_registry import benchmark
+
+    row = benchmark().sentiment_input(classifier, REVIEW, seed=0)
+    assert set(row["methods"]) == set(classifier.explanation_methods)
+    assert all(np.isfinite(f.comprehensiveness) for f in row["methods"].values())
