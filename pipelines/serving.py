@@ -51,9 +51,8 @@ class _Served:
         return self.batcher.submit(self.run_batch, item, client=_CLIENT.get(), bucket=method, max_batch=1, name=method)
 
     def __getattr__(self, name):
-        if name in HEAVY:
-            return functools.partial(self._one, name)
-        return getattr(self.pipe, name)
+        value = getattr(self.pipe, name)  # AttributeError for what the pipeline lacks, as the pipeline would
+        return functools.partial(self._one, name) if name in HEAVY else value
 
 
 class ServedSentiment(_Served):
