@@ -44,8 +44,8 @@ def _stack(per_layer) -> np.ndarray:
 
 
 def token_texts(tokens) -> list[str]:
-    """What to show for TokenSpans: the text typed, or '</s>' / '␣' for a token that covers no characters."""
-    return [t.text or ("</s>" if t.end == t.start and i == len(tokens) - 1 else "␣") for i, t in enumerate(tokens)]
+    """What to show for TokenSpans: the text typed, or '␣' for a token that covers none (a special token)."""
+    return [t.text or "␣" for t in tokens]
 
 
 def sentiment_maps(result) -> AttentionMaps:
