@@ -6,7 +6,7 @@ import torch
 
 from pipelines import SentimentPipeline
 from pipelines.calibration import Temperature
-from pipelines.explanations import target_probs
+from pipelines.explanations.faithfulness import target_probs
 
 REVIEW = "I expected to hate this film, but by the end I was completely won over. The cast is superb."
 

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from pipelines import SentimentPipeline
-from pipelines.attribution import METHODS
+from pipelines.explanations import names
 from viz import attributions, explanation_panel, handlers
 from viz.examples import LONG_REVIEW
 
@@ -23,7 +23,7 @@ def visible_text(out: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", "", body))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", names("sentiment"))
 def test_highlight_shows_words_and_a_legend(pipe, method):
     view, _, _ = handlers.analyze_review(pipe, REVIEW)
     expl, out = explanation_panel.explain(pipe, view, method)
@@ -131,10 +131,10 @@ def test_faithfulness_text_has_no_command_line(pipe):
 def test_a_slow_method_moves_a_progress_bar_with_an_estimate(pipe, monkeypatch):
     """Issue 25 item 11: occlusion on a long review ran 16-18 s with no sign of how long; it reports its words
     done and an estimate of the time left."""
-    from pipelines import attribution
+    from pipelines.explanations import methods
     from viz.progress import reporter
 
-    monkeypatch.setattr(attribution, "OCCLUSION_BATCH", 8)  # the tiny model reads few words: several batches
+    monkeypatch.setattr(methods, "OCCLUSION_BATCH", 8)  # the tiny model reads few words: several batches
     calls = []
     report = reporter(lambda value, desc, unit: calls.append((value, desc)), "Occlusion", "words")
     view, _, _ = handlers.analyze_review(pipe, LONG_REVIEW)

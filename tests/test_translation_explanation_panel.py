@@ -17,7 +17,7 @@ def pipe(translation_dir):
 
 def test_explains_the_translation_on_screen_with_heatmaps(pipe):
     view, english, _ = handlers.translate(pipe, GERMAN, "greedy", 2)
-    expl, heat, agree = panel.explain(pipe, GERMAN, "greedy", 2, "gradient_x_input")
+    expl, heat, agree = panel.explain(pipe, view, "gradient_x_input")
     assert expl.translation == english and expl.target_tokens == [s.token for s in view.steps]
     assert heat.data[0].z.shape == (len(expl.target_tokens), len(expl.source_tokens))
     assert heat.data[0].zmin == -heat.data[0].zmax and heat.data[0].colorscale  # diverging, centred on 0
@@ -31,35 +31,39 @@ def test_contrast_at_the_slider_step(pipe):
     choices = panel.alternatives(view, 2)
     alts = [c[0] if isinstance(c, tuple) else c for c in choices.choices][1:]
     assert 1 <= len(alts) <= 4 and view.steps[1].token not in alts
-    expl, heat, _ = panel.explain(pipe, GERMAN, "greedy", 2, "gradient_x_input", step=2, alternative=alts[0])
+    expl, heat, _ = panel.explain(pipe, view, "gradient_x_input", step=2, alternative=alts[0])
     assert expl.contrast == {1: alts[0]} and "(vs " in heat.data[0].y[1]
     assert "rather than" in panel.faithfulness(pipe, expl)
 
 
 def test_nothing_to_explain(pipe):
-    assert panel.explain(pipe, "", "greedy", 2, "gradient_x_input") == (None, None, None)
+    assert panel.explain(pipe, None, "gradient_x_input") == (None, None, None)
     assert panel.faithfulness(pipe, None) == ""
     assert panel.alternatives(None, 1).value == panel.NO_CONTRAST
 
 
-def test_integrated_gradients_report_progress_step_by_step(pipe):
+def test_integrated_gradients_report_progress_step_by_step(pipe, monkeypatch):
     """Issue 25 item 11: integrated gradients for a translation took 7 s with no progress; the steps go a few at
     a time with progress between them, and the numbers are those of one call over every step."""
-    from pipelines.translation_attribution import STEPS_PER_CALL
+    from pipelines.explanations import methods
+    from pipelines.explanations.methods import STEPS_PER_CALL
     from viz.progress import reporter
 
     calls = []
     report = reporter(lambda value, desc, unit: calls.append(value), "Integrated gradients", "steps")
-    expl, fig, _ = panel.explain(pipe, GERMAN, "greedy", 4, "integrated_gradients", progress=report)
+    view, _, _ = handlers.translate(pipe, GERMAN, "greedy", 4)
+    expl, fig, _ = panel.explain(pipe, view, "integrated_gradients", progress=report)
     n = len(expl.produced)
     assert calls[-1] == (n, n) and len(calls) == -(-n // STEPS_PER_CALL)
-    whole = pipe.explain(GERMAN, "integrated_gradients", result=pipe(GERMAN, beam_size=1))
+    monkeypatch.setattr(methods, "STEPS_PER_CALL", 1000)  # every step in one call
+    whole = pipe.explain(GERMAN, "integrated_gradients", result=view.result)
     np.testing.assert_allclose(expl.scores, whole.scores, atol=1e-4)
 
 
 def test_mean_cross_attention_is_shown_without_a_sign(pipe):
     """Issue 25 item 3, translation tab: the unsigned attention view hovered a signed 'score +0.123'."""
-    _, heat, _ = panel.explain(pipe, GERMAN, "greedy", 2, "attention")
+    view, _, _ = handlers.translate(pipe, GERMAN, "greedy", 2)
+    _, heat, _ = panel.explain(pipe, view, "attention")
     assert "no sign" in heat.data[0].hovertemplate and "+" not in heat.data[0].hovertemplate.split("<br>")[-1]
-    _, heat, _ = panel.explain(pipe, GERMAN, "greedy", 2, "gradient_x_input")
+    _, heat, _ = panel.explain(pipe, view, "gradient_x_input")
     assert "score %{z:+.3f}" in heat.data[0].hovertemplate

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from pipelines.attribution import METHOD_NAMES, METHODS
+from pipelines import explanations
 from pipelines.explanations import default_method
 
 from . import attributions
@@ -21,8 +21,9 @@ PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
-def method_choices(default: str) -> list[tuple[str, str]]:
-    return [(METHOD_NAMES[m] + (" (default)" if m == default else ""), m) for m in METHODS]
+def method_choices() -> list[tuple[str, str]]:
+    """(label, name) of every registered method that explains a classifier, the default marked."""
+    return explanations.choices("sentiment")
 
 
 def explain(pipe, view, method: str, progress=None):
@@ -76,7 +77,7 @@ def build() -> ExplanationPanel:
     default = default_method("sentiment")
     gr.Markdown("### What drives the prediction")
     method = gr.Radio(
-        method_choices(default["method"]),
+        method_choices(),
         value=default["method"],
         label="Explanation method (blue = supports the predicted label, red = speaks against it)",
         elem_id="sentiment-highlight-mode",
@@ -95,7 +96,7 @@ def wire(panel: ExplanationPanel, pipe, view_state: gr.State, predicted):
     Returns the event that draws the highlight, for the app to chain its own redraws on."""
 
     def run_explain(view, method, progress=PROGRESS):
-        name = METHOD_NAMES.get(method, "Explanation")
+        name = explanations.label("sentiment", method) if method else "Explanation"
         return explain(pipe, view, method, reporter(progress, name, "words"))
 
     def run_faithfulness(expl):
