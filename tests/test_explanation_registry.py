@@ -66,3 +66,12 @@ def test_a_registered_method_is_everywhere(toy, sentiment):
 def test_an_unregistered_method_is_refused(sentiment):
     with pytest.raises(ValueError, match="unknown method"):
         sentiment.explain(TEXT, "toy_token_length")
+
+
+def test_a_method_without_progress_runs_when_progress_is_asked_for(sentiment):
+    """The app passes a progress callback (issue 25 item 11); a registered method need not take it."""
+    from pipelines.explanations.run import _with_progress
+
+    calls = []
+    assert _with_progress(lambda a, b: a + b, 1, 2, progress=lambda d, t: calls.append(d)) == 3
+    assert _with_progress(lambda a, progress=None: (a, progress), 1, progress=print) == (1, print)

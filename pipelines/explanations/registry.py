@@ -37,7 +37,7 @@ class Method:
 
     def review(self, adapter, ids, target: int, words: np.ndarray, progress=None) -> Attribution:
         """ids (1, T) of a classifier adapter -> (T,) scores toward label index `target`; words (T,) word ids;
-        progress(done, total) as a slow method goes."""
+        progress(done, total) as a slow method goes (a method may leave this parameter out)."""
         raise NotImplementedError
 
     def steps(
@@ -45,7 +45,7 @@ class Method:
     ) -> Attribution:
         """src (1, Ts), tgt_in (1, Tt) = <s> + produced[:-1]; alts[t] >= 0 makes step t contrastive (log p(tok)
         - log p(alt)); cross: per layer (H, Tt, Ts) cross-attention of this output -> (Tt, Ts) scores;
-        progress(steps done, steps) as a slow method goes."""
+        progress(steps done, steps) as a slow method goes (a method may leave this parameter out)."""
         raise NotImplementedError
 
     @classmethod

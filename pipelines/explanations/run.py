@@ -4,6 +4,7 @@ A translation is explained on a TranslationResult (the decoding on screen, reuse
 agreement of every cross-attention head with the scores uses the one rank correlation (head_stats.agreement).
 """
 
+import inspect
 import time
 
 import numpy as np
@@ -13,6 +14,14 @@ from ..head_stats import agreement
 from ..words import word_ids
 from . import registry
 from .result import Explanation
+
+
+def _with_progress(fn, *args, progress=None):
+    """fn(*args, progress=progress) for a method that reports its progress, fn(*args) for one that does not
+    (a registered method may leave the parameter out)."""
+    if progress is not None and "progress" in inspect.signature(fn).parameters:
+        return fn(*args, progress=progress)
+    return fn(*args)
 
 
 def explain_review(pipe, text: str, method: str | None = None, target: str | None = None, progress=None) -> Explanation:
@@ -29,7 +38,7 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
     t = int(probs.argmax()) if target is None else pipe.labels.index(target)
     words = word_ids(toks)
     start = time.perf_counter()
-    attr = m.review(a, x, t, words, progress)
+    attr = _with_progress(m.review, a, x, t, words, progress=progress)
     scores = np.array(attr.scores, dtype=np.float32)
     scores[: a.n_prefix] = 0.0  # special tokens ([CLS], [SEP]) are not the review's words
     scores[len(ids) - a.n_suffix :] = 0.0
@@ -89,7 +98,7 @@ def explain_translation(
     alts = _alternatives(pipe, logp, produced, contrast)
     start = time.perf_counter()
     cross = [c.float().numpy() for c in result.cross_attentions]  # per layer (H, Tt, Ts)
-    attr = m.steps(a, src, tgt_in, produced, alts, cross, progress)
+    attr = _with_progress(m.steps, a, src, tgt_in, produced, alts, cross, progress=progress)
     return Explanation(
         task="translation",
         method=m.name,
