@@ -158,9 +158,6 @@ class SentimentTask:
         save_folder(model, self.tokenizer, folder, self.args.max_len, prep)
         write_heldout(self.sets, folder.parent)
 
-    def held_out(self) -> dict:
-        return {name: s["validation"] for name, s in self.sets.items()}
-
 
 def write_heldout(sets: dict, run: Path) -> None:
     """The held-out validation texts of each data set as JSON lines (text, label) in the run folder,
