@@ -13,6 +13,7 @@ from .calibration import Temperature
 from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
 from .explanations import explain_review, review_faithfulness
+from .guards import guarded, require_finite
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
@@ -153,7 +154,7 @@ class SentimentPipeline:
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
             )
-        return results
+        return guarded(results, "sentiment", ("probabilities", "attentions", "pool_weights"))
 
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
@@ -195,6 +196,7 @@ class SentimentPipeline:
         """Calibrated probabilities for many texts, on the fast path (no attention weights), in input order."""
         logits, lengths = self.raw_logits(texts, batch_size, head_mask)
         probs = self.calibration.scale(logits, lengths).softmax(-1)
+        require_finite("sentiment", {"probabilities": probs})
         return [{lab: float(x) for lab, x in zip(self.labels, p)} for p in probs]
 
     def domain_scores(self, texts: list[str]) -> list[tuple[bool, float | None]]:

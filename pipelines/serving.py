@@ -5,7 +5,7 @@ through), so handlers written for a pipeline work unchanged. Who is calling come
 """
 
 import logging
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -14,6 +14,8 @@ from .processes import ModelProcess, remote
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
+# Who is calling when no calling_client block says so: a server sets this (viz.hosting: the request's session).
+client_source: Callable[[], Hashable] | None = None
 SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, longer ones with longer ones
 # Long reviews run at most 4 at a time: a batch of 8 reviews of 361 tokens peaked 81-87 MB above the model's
 # resting memory against 41 MB for 4, at 22-25 ms a review against 19-24 ms in batches of 8 here.
@@ -29,6 +31,12 @@ def calling_client(key: Hashable) -> Iterator[None]:
         yield
     finally:
         _CLIENT.reset(token)
+
+
+def current_client() -> Hashable:
+    """The key the batcher queues this call under (see calling_client and client_source)."""
+    key = _CLIENT.get()
+    return client_source() if key is None and client_source is not None else key
 
 
 class _Served:
@@ -55,7 +63,7 @@ class ServedSentiment(_Served):
         long = self.pipe.tokens_read(text) > SHORT_REVIEW
         limit = LONG_REVIEW_BATCH if long and need_weights else 0  # the maps are what takes the memory
         return self.batcher.submit(
-            self.run_batch, text, client=_CLIENT.get(), bucket=long, max_batch=limit, need_weights=need_weights
+            self.run_batch, text, client=current_client(), bucket=long, max_batch=limit, need_weights=need_weights
         )
 
 
@@ -73,7 +81,7 @@ class ServedTranslation(_Served):
         return self.batcher.submit(
             self.run_batch,
             text,
-            client=_CLIENT.get(),
+            client=current_client(),
             bucket=n > SHORT_SENTENCE,
             beam_size=self.pipe.beam_size if beam_size is None else beam_size,
             alpha=self.pipe.alpha if alpha is None else alpha,

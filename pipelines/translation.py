@@ -11,10 +11,14 @@ from . import heads
 from .batching import pad, sorted_batches
 from .common import TokenSpan, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
+from .guards import guarded
 from .heads import HeadKey
 from .text import clean_text
 from .translation_attribution import TRANSLATION_METHODS
 from .translation_explanations import explain_translation, translation_faithfulness
+
+# What a translation may never hold a NaN or an infinity in (pipelines.guards).
+FINITE_FIELDS = ("encoder_attentions", "decoder_attentions", "cross_attentions", "steps", "score", "mean_logprob")
 
 
 @dataclass
@@ -241,7 +245,7 @@ class TranslationPipeline:
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
             )
-        return results
+        return guarded(results, "translation", FINITE_FIELDS)
 
     def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
         """Log-probability of the output ids `target_ids` (e.g. TranslationResult.target_ids) given the

@@ -74,9 +74,20 @@ def _wire_buttons(controls: ShareControls, share_fn, share_inputs, download_fn, 
     )
 
 
-def _choice(value: int | None, radio: gr.Radio):
-    """A 0-based layer or head from a link if the radio offers it, else no change."""
-    return value if value is not None and 0 <= value < len(radio.choices) else gr.skip()
+def _choice(value: int | None, radio: gr.Radio, name: str, ignored: list[str]):
+    """A 0-based layer or head from a link if the radio offers it, else no change (and `name` noted in ignored)."""
+    if value is not None and 0 <= value < len(radio.choices):
+        return value
+    if value is not None:
+        ignored.append(name)
+    return gr.skip()
+
+
+def _warn_ignored(ignored: list[str]) -> None:
+    """A toast naming the link's values that were replaced by defaults (a link typed or cut by hand)."""
+    notice = links.ignored_notice(ignored)
+    if notice:
+        gr.Warning(notice)
 
 
 def _on_link_click(when: str, selector: str) -> str:
@@ -138,8 +149,12 @@ def wire_sentiment_links(demo, pipe, controls: ShareControls, *, review, layer, 
         link = _link(request, "sentiment")
         if link is None:
             return [gr.skip()] * 4
+        ignored = list(link.ignored)
         chosen = link.method if link.method in methods else gr.skip()
-        return link.text, _choice(link.layer, layer), _choice(link.head, head), chosen
+        ignored += ["method"] if link.method and link.method not in methods else []
+        controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
+        _warn_ignored(ignored)
+        return link.text, *controls, chosen
 
     demo.load(restore, None, [review, layer, head, method], **PRIVATE).then(
         None, None, None, js=_press_js("sentiment"), **PRIVATE
@@ -166,9 +181,12 @@ def wire_translation_links(
         link = _link(request, "translation")
         if link is None:
             return [gr.skip()] * 6
+        ignored = list(link.ignored)
         chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
-        chosen = (link.text, link.decoding or gr.skip(), chosen_beam, _choice(link.layer, layer))
-        return *chosen, _choice(link.head, head), link.step
+        ignored += ["beam"] if link.beam is not None and chosen_beam is not link.beam else []
+        controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
+        _warn_ignored(ignored)
+        return link.text, link.decoding or gr.skip(), chosen_beam, *controls, link.step
 
     demo.load(restore, None, [german, decoding, beam, layer, head, pending_step], **PRIVATE).then(
         None, None, None, js=_press_js("translation"), **PRIVATE
