@@ -4,16 +4,18 @@ Gradio runs any event by name (POST /gradio_api/call/NAME, /gradio_api/run/NAME)
 /gradio_api/queue/join and in the body of /run), api_visibility="private" ones included. This ASGI middleware
 reads the body of those requests (at most MAX_BODY bytes) before gradio does, and:
 
-- by name: only the public endpoints (/sentiment, /translate); any other name, or a fn_index in the body, is a 404
-  with a message. Their values are checked for count: fewer than the endpoint takes are filled with null (the
-  endpoint's own defaults apply), more are refused.
-- by number (the page's own route): an unknown fn_index is a 404; a private event runs only for a session whose
-  page has opened (its load events, which the page sends first, register it) and within that session's rate
-  (a token bucket), else 403 / 429 with a message. What a page's session may do is so bounded per client.
+- by name: only the public endpoints (/sentiment, /translate); any other name is a 404 with a message. Their values
+  are checked for count: fewer than the endpoint takes are filled with null (the endpoint's own defaults apply),
+  more are refused.
+- by number (the page's own route: queue/join, and /run/predict for its unqueued events): an unknown fn_index is a
+  404; a private event runs only for a session whose page has opened (its load events, which the page sends first,
+  register it) and within that session's rate (a token bucket), else 403 / 429 with a message. What a page's
+  session may do is so bounded per client.
 """
 
 import html
 import json
+import logging
 import re
 import threading
 import time
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from starlette.responses import HTMLResponse, JSONResponse
 
+log = logging.getLogger(__name__)
 MAX_BODY = 1 << 20  # bytes of a request that starts an event (a review is cut to 20,000 characters anyway)
 # Bytes of a query string: the app's links hold at most viz.links.MAX_QUERY_CHARS (6,000); gradio fails with a 500
 # on addresses over 65,536 characters (httpx.URL), for the page and for every event the page starts with its query.
@@ -92,6 +95,7 @@ def _endpoint_list(public: dict) -> str:
 
 
 def _refuse(status: int, message: str) -> JSONResponse:
+    log.info("refused with %d: %s", status, message[:80])
     return JSONResponse({"detail": message, "error": message}, status_code=status)
 
 
@@ -150,9 +154,11 @@ class ApiGuard:
         return await self.app(_with_length(scope, len(body)), _replay(body, receive), send)
 
     def _check_named(self, blocks, name: str, payload: dict) -> JSONResponse | None:
+        if payload.get("fn_index") is not None:  # the page runs its unqueued events as /run/predict by number
+            return self._check_join(blocks, payload)
         public = _public(blocks)
         fn = public.get(name)
-        if fn is None or payload.get("fn_index") not in (None, fn._id):
+        if fn is None:
             return _refuse(404, f"There is no public endpoint /{name}. This app's API: {_endpoint_list(public)}.")
         return check_values(fn, payload) if isinstance(payload.get("data"), list) else None
 
