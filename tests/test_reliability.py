@@ -109,6 +109,37 @@ def test_a_private_event_runs_only_for_an_open_page_and_within_its_rate(app, mon
     assert "wait a few seconds" in join(url, head_change, page, [None, 0, 0]).json()["detail"]
 
 
+def page_event(url: str, fn_index: int, session: str, data: list) -> dict:
+    """Run one event as the page does (queue/join, then the session's event stream): its completion message."""
+    r = join(url, fn_index, session, data)
+    assert r.status_code == 200, r.text
+    event_id = r.json()["event_id"]
+    with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=60) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
+                    return message
+    raise AssertionError("no completion")
+
+
+def test_the_pages_download_gets_an_address_not_a_server_path(app):
+    demo, url = app
+    page = uuid.uuid4().hex
+    join(url, _load_event(demo), page)
+    message = page_event(url, _private(demo)["download"], page, ["A fine film.", "attention"])
+    reply = json.dumps(message)
+    assert message["success"] and "/tmp" not in reply and str(downloads.export_dir()) not in reply
+    address = message["output"]["data"][0]
+    assert address.startswith("exports/attention-sentiment-") and address.endswith(".json")
+    r = httpx.get(url + address, timeout=30)
+    assert r.status_code == 200 and r.json()["input"]["text"] == "A fine film."
+    assert "attachment" in r.headers["content-disposition"]
+    (downloads.export_dir() / address.split("/")[-1]).unlink()
+    r = httpx.get(url + address, timeout=30)
+    assert r.status_code == 404 and "expired" in r.text
+
+
 def test_unknown_endpoints_and_event_numbers_are_404_not_500(app):
     _, url = app
     for route in ("call", "run", "api"):

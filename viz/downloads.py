@@ -3,18 +3,22 @@ the page's one wrapper of Plotly.react, PLOTLY_JS, which also has each new figur
 
 The JSON is built by pipelines.export on demand (the model runs once more, on the text in the box), so no
 analysis pays for an export nobody asked for. Files go to a folder of this app instance's own, inside gradio's
-temporary folder (so gradio serves them without a copy of its own); each is removed KEEP_SECONDS later (at the
-next export), and all of them hold at most MAX_EXPORT_BYTES: a flood of downloads cannot fill the disk.
+temporary folder; each is removed KEEP_SECONDS later (at the next export), and all of them hold at most
+MAX_EXPORT_BYTES: a flood of downloads cannot fill the disk. The page gets a relative address, exports/NAME
+(ServeExports answers it; NAME holds 128 random bits), never a server path: a gr.File would send the file's path.
 """
 
 import atexit
 import json
 import logging
+import re
 import shutil
 import tempfile
 import time
 import uuid
 from pathlib import Path
+
+from starlette.responses import FileResponse, PlainTextResponse
 
 from pipelines.export import sentiment_record, translation_record
 
@@ -26,7 +30,9 @@ KEEP_SECONDS = 120
 MAX_EXPORT_BYTES = 256 * 2**20  # exports on disk at once, at most (a 20,000-character review's is about 17 MB)
 FULL = "Too many downloads are waiting to be fetched on the server. Please try again in a minute or two."
 NO_WORDS = "The model found no words to read in this text."
+EXPIRED = "This download has expired (files are kept for two minutes): press “Download data” again."
 _folder: Path | None = None
+_SERVED = re.compile(r"/exports/(attention-(?:sentiment|translation)-\d{8}-\d{6}-[0-9a-f]{32}\.json)$")
 
 
 class ExportsFull(RuntimeError):
@@ -95,18 +101,16 @@ PLOTLY_JS = """
 })();
 """
 
-# After the server wrote the file into the gr.File, click its link so the browser saves it right away
-# (waiting until the link to this very file is drawn, not the one of an earlier download).
-CLICK_DOWNLOAD_JS = """(file) => {
-  const name = file && (file.orig_name || (file.path || '').split('/').pop());
-  if (!name) return file;
-  let tries = 0;
-  const go = () => {
-    const a = [...document.querySelectorAll('#%s a[download]')].find(a => decodeURIComponent(a.href).endsWith(name));
-    if (a) a.click(); else if (++tries < 100) setTimeout(go, 50);
-  };
-  go();
-  return file;
+# After the server wrote the file, have the browser save it: a link to its address (export_url), clicked once.
+CLICK_DOWNLOAD_JS = """(url) => {
+  if (!url || !url.startsWith('exports/')) return url;
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = url.split('/').pop();
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  return url;
 }"""
 
 
@@ -133,13 +137,37 @@ def write_json(record: dict, task: str) -> str:
     if _cleanup(folder, now) >= MAX_EXPORT_BYTES:
         raise ExportsFull(f"{MAX_EXPORT_BYTES:,} bytes of exports are waiting to be fetched")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
-    path = folder / f"attention-{task}-{stamp}-{uuid.uuid4().hex[:6]}.json"
+    path = folder / f"attention-{task}-{stamp}-{uuid.uuid4().hex}.json"
     try:
         path.write_text(json.dumps(record, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
     except BaseException:
         path.unlink(missing_ok=True)
         raise
     return str(path)
+
+
+def export_url(path: str) -> str:
+    """The address the page fetches an export from, relative to the page (ServeExports answers it)."""
+    return f"exports/{Path(path).name}"
+
+
+class ServeExports:
+    """ASGI middleware: GET exports/NAME sends that export as a file download (404 once it was removed)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        wanted = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+        match = _SERVED.search(scope["path"]) if wanted else None
+        if match is None:
+            return await self.app(scope, receive, send)
+        path = export_dir() / match.group(1)
+        if path.is_file():
+            response = FileResponse(path, media_type="application/json", filename=match.group(1))
+        else:
+            response = PlainTextResponse(EXPIRED, status_code=404)
+        return await response(scope, receive, send)
 
 
 def _failed(error: Exception, task: str) -> tuple[None, str]:

@@ -10,6 +10,7 @@ from starlette.responses import PlainTextResponse
 from pipelines import serving
 from pipelines.serving import calling_client
 
+from .downloads import ServeExports
 from .guard import ApiGuard
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
@@ -57,7 +58,7 @@ def launch_options() -> dict:
         state_session_capacity=SESSIONS,
         max_threads=QUEUE_SIZE + 40,  # every admitted request may wait in the batcher, redraws still run
         # the outer one first: uploads are refused before the guard reads any body
-        app_kwargs={"middleware": [Middleware(RefuseUploads), Middleware(ApiGuard)]},
+        app_kwargs={"middleware": [Middleware(RefuseUploads), Middleware(ApiGuard), Middleware(ServeExports)]},
     )
 
 

@@ -36,7 +36,7 @@ class ShareControls:
     share: gr.Button
     link: gr.Textbox
     download: gr.Button
-    file: gr.File
+    file: gr.Textbox  # hidden: the address of the last export (downloads.export_url), for the page to fetch
 
 
 def share_controls(task: str) -> ShareControls:
@@ -49,7 +49,7 @@ def share_controls(task: str) -> ShareControls:
     link = gr.Textbox(
         label="Link to this view", interactive=False, buttons=["copy"], max_lines=3, elem_id=f"{task}-share-link"
     )
-    file = gr.File(label="Data", interactive=False, visible=False, elem_id=f"{task}-download-file")
+    file = gr.Textbox(visible=False, elem_id=f"{task}-download-file")
     return ShareControls(share, link, download, file)
 
 
@@ -57,20 +57,20 @@ def _link_box(url: str | None, message: str) -> gr.Textbox:
     return gr.Textbox(value=url or f"⚠️ {message}", info=message if url else None)
 
 
-def _file(path: str | None, message: str):
+def _file(path: str | None, message: str) -> str:
+    """The export's address for the page to fetch ('' and a toast with the message when there is none)."""
     if path is None:
         gr.Warning(message)
-        return gr.File(value=None, visible=False)
-    return gr.File(value=path, visible=True)
+        return ""
+    return downloads.export_url(path)
 
 
 def _wire_buttons(controls: ShareControls, share_fn, share_inputs, download_fn, download_inputs) -> None:
     controls.share.click(share_fn, [controls.link, *share_inputs], [controls.link], js=BASE_JS, **PRIVATE).then(
         None, [controls.link], None, js=COPY_JS, **PRIVATE
     )
-    click = downloads.CLICK_DOWNLOAD_JS % controls.file.elem_id
     controls.download.click(download_fn, download_inputs, [controls.file], **PRIVATE).then(
-        None, [controls.file], None, js=click, **PRIVATE
+        None, [controls.file], None, js=downloads.CLICK_DOWNLOAD_JS, **PRIVATE
     )
 
 
