@@ -180,6 +180,21 @@ def test_200_single_request_callers_at_once_on_run_are_each_a_client(app):
     assert all("⚠️" not in s for s in statuses)
 
 
+def test_the_load_benchmarks_burst_loses_none(app):
+    """benchmarks/load.py --burst on the tiny models: 100 requests at once, each from its own client (the benchmark
+    sends 200; 100 keep this test under half a minute on a shared machine)."""
+    from functools import partial
+
+    from benchmarks.load import HttpClient, api_defaults, burst, outcome, report_burst
+
+    demo, url = app
+    seconds, problems, _ = burst(partial(HttpClient, url, api_defaults(url)), 100, {})
+    assert problems == {} and len(seconds["answered"]) + len(seconds["retry"]) == 100
+    assert report_burst(100, seconds, problems, 1.0) == 0
+    assert outcome([None, f"⚠️ {failures.BUSY}"], "/sentiment", "x", {}) == "retry"
+    assert outcome([None, "⚠️ other"], "/sentiment", "x", {}) == "lost"
+
+
 # --- 3. damaged weights, NaN --------------------------------------------------------------------------------
 
 
