@@ -1,10 +1,19 @@
-"""Pieces both pipelines share: loading a model folder, and tokens with their place in the input."""
+"""Pieces both pipelines share: loading a model folder, tokens with their place in the input, and the output guard.
 
+The guard: a model never hands out a NaN or infinite probability, score or attention weight. Damaged weights (or a
+numerical accident) make a model compute NaN; served as is, a NaN reads as a prediction ("negative (nan%)") and is
+not even valid JSON. The pipelines check what they return (`guarded`, `require_finite`) and put a NonFiniteOutput
+in place of a result that holds one; the app turns it into a clear message."""
+
+import dataclasses
 import hashlib
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from tokenizers import Tokenizer
 
 from transformer import CheckpointError, load_model, resolve_checkpoint
@@ -88,3 +97,47 @@ def save_folder(model, tokenizer, folder: Path, model_max_length: int, preproces
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+
+
+class NonFiniteOutput(ArithmeticError):
+    """The model computed NaN or infinity for this input (its weights may be damaged)."""
+
+
+def _finite(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return bool(torch.isfinite(value).all()) if value.is_floating_point() else True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return all(_finite(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return True
+
+
+def non_finite(named: dict[str, object]) -> list[str]:
+    """The names whose values (tensors, floats, or dicts/lists of them) hold a NaN or an infinity."""
+    return [name for name, value in named.items() if not _finite(value)]
+
+
+def require_finite(what: str, named: dict[str, object]) -> None:
+    """Raise NonFiniteOutput naming what holds a NaN or an infinity (nothing when all is finite)."""
+    bad = non_finite(named)
+    if bad:
+        raise NonFiniteOutput(f"{what}: the model computed NaN or infinity in {', '.join(bad)}")
+
+
+def guarded(results: Iterable, what: str, fields: tuple[str, ...]) -> list:
+    """Each result (a dataclass), or a NonFiniteOutput in its place when one of its `fields` is not finite.
+    Exceptions already in the list stay as they are."""
+    out = []
+    for result in results:
+        if not isinstance(result, Exception):
+            try:
+                require_finite(what, {f: getattr(result, f) for f in fields})
+            except NonFiniteOutput as e:
+                result = e
+        out.append(result)
+    return out

@@ -10,10 +10,9 @@ from . import heads
 from .attribution import METHODS
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import TokenSpan, load_folder, save_folder, spans
+from .common import TokenSpan, guarded, load_folder, require_finite, save_folder, spans
 from .domain import DomainModel, load_domain
 from .explanations import explain_review, review_faithfulness
-from .guards import guarded, require_finite
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 

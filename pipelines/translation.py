@@ -9,15 +9,14 @@ from transformer.generation import row_limits
 
 from . import heads
 from .batching import pad, sorted_batches
-from .common import TokenSpan, load_folder, save_folder, spans
+from .common import TokenSpan, guarded, load_folder, save_folder, spans
 from .domain import DomainModel, load_domain
-from .guards import guarded
 from .heads import HeadKey
 from .text import clean_text
 from .translation_attribution import TRANSLATION_METHODS
 from .translation_explanations import explain_translation, translation_faithfulness
 
-# What a translation may never hold a NaN or an infinity in (pipelines.guards).
+# What a translation may never hold a NaN or an infinity in (pipelines.common).
 FINITE_FIELDS = ("encoder_attentions", "decoder_attentions", "cross_attentions", "steps", "score", "mean_logprob")
 
 

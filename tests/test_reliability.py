@@ -22,7 +22,7 @@ from gradio_client import Client
 
 from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.guards import NonFiniteOutput
+from pipelines.common import NonFiniteOutput
 from pipelines.microbatch import TooManyRequests
 from pipelines.processes import ModelProcessDied
 from viz import downloads, failures, guard, handlers, links

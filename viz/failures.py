@@ -7,7 +7,7 @@ restarting, a full disk, NaN from damaged weights) is logged in one line; anythi
 import errno
 import logging
 
-from pipelines.guards import NonFiniteOutput
+from pipelines.common import NonFiniteOutput
 from pipelines.microbatch import TooManyRequests
 from pipelines.processes import ModelProcessDied
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 import numpy as np
 
-from pipelines.guards import NonFiniteOutput, non_finite
+from pipelines.common import NonFiniteOutput, non_finite
 
 from . import explain, figures
 from . import notices as notices_
