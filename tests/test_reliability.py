@@ -92,6 +92,10 @@ def test_private_events_do_not_answer_by_name(app):
     body = {"data": ["A fine film.", "attention"], "fn_index": private["download"], "session_hash": "x"}
     for name in ("sentiment", "predict"):
         assert httpx.post(f"{url}gradio_api/run/{name}", json=body, timeout=30).status_code == 403
+        without_session = {"data": body["data"], "fn_index": private["download"]}
+        assert httpx.post(f"{url}gradio_api/run/{name}", json=without_session, timeout=30).status_code == 403
+    load = {"data": [], "fn_index": _load_event(demo)}  # not even a load event opens a page without a session
+    assert httpx.post(f"{url}gradio_api/run/predict", json=load, timeout=30).status_code == 403
 
 
 def test_a_private_event_runs_only_for_an_open_page_and_within_its_rate(app, monkeypatch):

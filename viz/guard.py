@@ -170,8 +170,8 @@ class ApiGuard:
         if fn.api_visibility != "private":
             return check_values(fn, payload)
         if not isinstance(session, str) or not session:
-            return None  # gradio refuses a join without a session
-        if any(trigger == "load" for _, trigger in fn.targets):
+            session = ""  # /run/predict runs an event without one: no page, so refused below
+        if session and any(trigger == "load" for _, trigger in fn.targets):
             self.pages.open(session)  # the page's first events: its session may use the page's events
             return None
         why = self.pages.take(session)
