@@ -44,12 +44,32 @@ STEP_HELP = (
 
 
 def _unavailable(what: str, env_var: str, error: str | None) -> None:
-    gr.Markdown(
-        f"### The {what} model is not available\n\n"
-        f"It could not be loaded: `{redact_paths(error or 'no model given')}`\n\n"
-        f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app. "
-        "The other tab works independently."
-    )
+    """The tab of a model that did not load: why, and how to fix it. Its API endpoint answers the same."""
+    reason = f"It could not be loaded: `{redact_paths(error or 'no model given')}`"
+    fix = f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app."
+    gr.Markdown(f"### The {what} model is not available\n\n{reason}\n\n{fix} The other tab works independently.")
+    MISSING_ENDPOINTS[what](f"⚠️ The {what} model is not available. {reason}. {fix}")
+
+
+def _missing_sentiment(status: str) -> None:
+    def sentiment(review: str):
+        """Classify a review: (probabilities per label, status with any notices)."""
+        return None, status
+
+    outputs = [gr.Label(visible=False), gr.Markdown("", visible=False)]
+    hosting.api_endpoint(sentiment, [gr.Textbox(visible=False)], outputs, "sentiment")
+
+
+def _missing_translation(status: str) -> None:
+    def translate(german_text: str, decoding: str | None = None, beam_size: float | None = None):
+        """Translate German to English: (English text, status with any notices)."""
+        return "", status
+
+    inputs = [gr.Textbox(visible=False), gr.Radio(handlers.DECODING, visible=False), gr.Number(visible=False)]
+    hosting.api_endpoint(translate, inputs, [gr.Textbox(visible=False), gr.Markdown("", visible=False)], "translate")
+
+
+MISSING_ENDPOINTS = {"sentiment": _missing_sentiment, "translation": _missing_translation}
 
 
 def _choices(n: int) -> list[tuple[str, int]]:
@@ -124,9 +144,9 @@ def _translation_inputs(pipe):
         elem_id="translation-input",
     )
     with gr.Row():
-        default = "beam search" if pipe.beam_size > 1 else "greedy"  # what the model was evaluated with
+        default, beam = handlers.default_decoding(pipe)  # what the model was evaluated with
         decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
-        beam_size = gr.Slider(2, 8, value=max(2, pipe.beam_size), step=1, label="Beam size", elem_id="translation-beam")
+        beam_size = gr.Slider(2, 8, value=beam, step=1, label="Beam size", elem_id="translation-beam")
     submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
     gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
     return german, decoding, beam_size, submit
@@ -162,8 +182,8 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
         view, text, status = hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
         return view, text, status, handlers.translation_heatmap(view, layer, head)
 
-    def translate(german_text: str, decoding: str = "beam search", beam_size: float = 4, request: gr.Request = None):
-        """Translate German to English: (English text, status with any notices)."""
+    def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
+        """Translate German to English: (English text, status with any notices). null: the default."""
         return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)[1:]
 
     def redraw(view, layer, head):  # the other plots of a new translation, with the step slider back at 1

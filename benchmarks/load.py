@@ -2,6 +2,7 @@
 
     python benchmarks/load.py --clients 32 --seconds 300       # the hosting check (about 7 minutes)
     python benchmarks/load.py --quick                           # a short run, as CI does (tests/test_load.py)
+    python benchmarks/load.py --burst 200                       # 200 requests at once from 200 clients
 
 Phases: warm-up (each input once, sequentially: the reference answers), --sequential calls one after another
 (a new session each), one client for --single-seconds (the one-client rate), then --clients clients for
@@ -10,6 +11,9 @@ default decoding). Prints requests, failures (errors, warnings, answers that dif
 reference), p50/p95 per endpoint, throughput, and the memory of the app (the server and its model processes
 together: resident, and proportional, which counts shared pages once) at start, after warm-up, after the
 sequential calls, at the end of the load and --settle seconds later, with the peak.
+--burst N: after the warm-up, N requests at once, each from a client of its own (half on each endpoint), then
+nothing else: each must be answered (as the sequential reference) or told to retry (busy, queue full); any other
+outcome counts as lost.
 Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL or assets/.
 """
 
@@ -238,6 +242,64 @@ def sequential(new_client, n: int) -> dict:
     return asyncio.run(main())
 
 
+RETRY_STATUS = (429, 503)  # HTTP answers that tell a client to come back: rate limit, gradio's queue full
+
+
+def outcome(result, api: str, text: str, reference: dict) -> str:
+    """'answered', 'retry' (the app said: busy, try again) or 'lost' (a warning or an answer unlike the reference)."""
+    status = result[1]
+    if "⚠️" in status:
+        return "retry" if "try again" in status else "lost"
+    return "answered" if not reference or answer(result) == reference[(api, text)] else "lost"
+
+
+def burst(new_client, n: int, reference: dict) -> tuple[dict[str, list[float]], dict[str, int], float]:
+    """n requests at once, each from a new client, alternating the endpoints: ({outcome: seconds of each},
+    {problem: count} for the lost ones, wall seconds)."""
+    import httpx
+
+    apis = list(TASKS)
+    seconds: dict[str, list[float]] = {"answered": [], "retry": [], "lost": []}
+    problems: dict[str, int] = {}
+
+    async def one(i: int) -> None:
+        api = apis[i % len(apis)]
+        text = TASKS[api][(i // len(apis)) % len(TASKS[api])]
+        client, start = new_client(), time.perf_counter()
+        try:
+            kind = outcome(await client.predict(api, text), api, text, reference)
+            problem = None if kind != "lost" else f"{api}: wrong answer or warning"
+        except httpx.HTTPStatusError as e:
+            code = e.response.status_code
+            kind, problem = ("retry", None) if code in RETRY_STATUS else ("lost", f"HTTP {code}")
+        except Exception as e:  # counted, never fatal
+            kind, problem = "lost", f"{type(e).__name__}: {str(e)[:60]}"
+        finally:
+            await client.aclose()
+        seconds[kind].append(time.perf_counter() - start)
+        if problem:
+            problems[problem] = problems.get(problem, 0) + 1
+
+    async def main() -> None:
+        await asyncio.gather(*(one(i) for i in range(n)))
+
+    start = time.monotonic()
+    asyncio.run(main())
+    return seconds, problems, time.monotonic() - start
+
+
+def report_burst(n: int, seconds: dict[str, list[float]], problems: dict[str, int], wall: float) -> int:
+    """Print the burst's outcome; returns how many requests were lost."""
+    print(f"\nburst: {n} requests at once from {n} clients, {wall:.1f} s until the last answer")
+    print("| outcome | requests | p50 s | p95 s | max s |\n| --- | ---: | ---: | ---: | ---: |")
+    for kind, values in seconds.items():
+        p50, p95 = (statistics.median(values), percentile(values, 95)) if values else (0, 0)
+        print(f"| {kind} | {len(values)} | {p50:.2f} | {p95:.2f} | {max(values or [0]):.2f} |")
+    for problem, count in sorted(problems.items()):
+        print(f"  lost: {count} x {problem}")
+    return len(seconds["lost"])
+
+
 def percentile(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else (values or [0])[0]
 
@@ -271,6 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sequential", type=int, default=1000, help="sequential calls, a new session each")
     parser.add_argument("--settle", type=float, default=5, help="seconds idle after the load, then memory again")
     parser.add_argument("--quick", action="store_true", help="4 clients for 6 s, 4 s alone, 6 sequential calls")
+    parser.add_argument("--burst", type=int, default=0, help="N requests at once after the warm-up, and only that")
     parser.add_argument(
         "--client",
         choices=sorted(CLIENTS),
@@ -301,6 +364,12 @@ def run(args) -> int:
         threading.Thread(target=sample, daemon=True).start()
         reference = sequential(new_client, 2 * sum(len(t) for t in TASKS.values()))
         memory["after warm-up"] = tree_memory_mb(proc.pid)
+        if args.burst:
+            lost = report_burst(args.burst, *burst(new_client, args.burst, reference))
+            memory["after the burst"] = tree_memory_mb(proc.pid)
+            print("resident memory of the app, MB: " + ", ".join(f"{k} {v[0]:.0f}" for k, v in memory.items()))
+            print(f"peak {max(peak[0], *(v[0] for v in memory.values())):.0f} MB resident (sampled every second)")
+            return 1 if lost else 0
         t0 = time.monotonic()
         sequential(new_client, args.sequential)
         print(f"{args.sequential} sequential calls (a new session each): {time.monotonic() - t0:.0f} s")

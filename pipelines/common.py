@@ -1,14 +1,25 @@
-"""Pieces both pipelines share: loading a model folder, and tokens with their place in the input."""
+"""Pieces both pipelines share: loading a model folder, tokens with their place in the input, and the output guard.
 
+The guard: a model never hands out a NaN or infinite probability, score or attention weight. Damaged weights (or a
+numerical accident) make a model compute NaN; served as is, a NaN reads as a prediction ("negative (nan%)") and is
+not even valid JSON. The pipelines check what they return (`guarded`, `require_finite`) and put a NonFiniteOutput
+in place of a result that holds one; the app turns it into a clear message."""
+
+import dataclasses
+import hashlib
 import json
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
 from tokenizers import Tokenizer
 
 from transformer import CheckpointError, load_model, resolve_checkpoint
 from transformer.hub import CONFIG, WEIGHTS
 
+METRICS = "metrics.json"  # what training measured; "weights_sha256" there is checked at load
 TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 PREPROCESSING = "preprocessing.json"  # how the pipeline cuts and decodes: max_len, head, labels, beam_size
@@ -28,7 +39,12 @@ class TokenSpan:
 def load_folder(model_cls, name_or_path: str):
     """(model, tokenizer, preprocessing dict) from a local folder or a Hub repo id."""
     folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
+    check_weights_hash(folder, name_or_path)
     model = load_model(model_cls, folder)
+    bad = [name for name, p in model.named_parameters() if not bool(p.isfinite().all())]
+    if bad:  # bytes overwritten inside the file: the right size and shapes, but NaN where numbers were
+        raise CheckpointError(f"{name_or_path}: {WEIGHTS} is damaged: {len(bad)} weight tensors hold NaN or infinity "
+                              f"(first: {bad[0]})")  # fmt: skip
     try:
         tokenizer = Tokenizer.from_file(str(Path(folder) / TOKENIZER))
     except Exception as e:
@@ -41,6 +57,32 @@ def load_folder(model_cls, name_or_path: str):
     prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
     return model, tokenizer, prep
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_weights_hash(folder: Path, name_or_path: str) -> None:
+    """CheckpointError when metrics.json records a weights_sha256 that the weights file does not have (a file
+    damaged after training: the right size and shapes still load). Nothing to check without one."""
+    metrics_file = Path(folder) / METRICS
+    try:
+        expected = json.loads(metrics_file.read_text()).get("weights_sha256") if metrics_file.is_file() else None
+    except (json.JSONDecodeError, AttributeError) as e:
+        raise CheckpointError(f"{name_or_path}: {METRICS} is not a valid JSON object ({e})") from e
+    if expected is None:
+        return
+    actual = sha256_file(Path(folder) / WEIGHTS)
+    if actual != str(expected).lower():
+        raise CheckpointError(
+            f"{name_or_path}: {WEIGHTS} does not match the weights_sha256 in {METRICS} (the file is damaged or "
+            f"was replaced): expected {str(expected)[:12]}…, found {actual[:12]}…"
+        )
 
 
 def save_folder(model, tokenizer, folder: Path, model_max_length: int, preprocessing: dict) -> None:
@@ -73,3 +115,47 @@ class BatchRunner:
             except Exception as e:  # this caller gets the error; the others their results
                 out.append(e)
         return out
+
+
+class NonFiniteOutput(ArithmeticError):
+    """The model computed NaN or infinity for this input (its weights may be damaged)."""
+
+
+def _finite(value) -> bool:
+    if isinstance(value, torch.Tensor):
+        return bool(torch.isfinite(value).all()) if value.is_floating_point() else True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return all(_finite(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return all(_finite(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return True
+
+
+def non_finite(named: dict[str, object]) -> list[str]:
+    """The names whose values (tensors, floats, or dicts/lists of them) hold a NaN or an infinity."""
+    return [name for name, value in named.items() if not _finite(value)]
+
+
+def require_finite(what: str, named: dict[str, object]) -> None:
+    """Raise NonFiniteOutput naming what holds a NaN or an infinity (nothing when all is finite)."""
+    bad = non_finite(named)
+    if bad:
+        raise NonFiniteOutput(f"{what}: the model computed NaN or infinity in {', '.join(bad)}")
+
+
+def guarded(results: Iterable, what: str, fields: tuple[str, ...]) -> list:
+    """Each result (a dataclass), or a NonFiniteOutput in its place when one of its `fields` is not finite.
+    Exceptions already in the list stay as they are."""
+    out = []
+    for result in results:
+        if not isinstance(result, Exception):
+            try:
+                require_finite(what, {f: getattr(result, f) for f in fields})
+            except NonFiniteOutput as e:
+                result = e
+        out.append(result)
+    return out

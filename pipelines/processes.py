@@ -52,6 +52,10 @@ def portable_error(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
+class ModelProcessDied(RuntimeError):
+    """The child ended during a call (killed, out of memory); the next call starts a new one."""
+
+
 class ModelProcess:
     """Runs methods of a copy of `pipe` in a child process with `threads` torch threads."""
 
@@ -110,7 +114,7 @@ class ModelProcess:
                 return self._receive()
             except (EOFError, OSError) as e:  # the child died (killed, out of memory): a new one next time
                 self._stop()
-                raise RuntimeError(f"the {self.name} process ended unexpectedly") from e
+                raise ModelProcessDied(f"the {self.name} process ended unexpectedly") from e
 
     def _stop(self) -> None:
         if self._conn is not None:

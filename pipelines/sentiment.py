@@ -12,7 +12,7 @@ from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import BatchRunner, TokenSpan, load_folder
+from .common import BatchRunner, TokenSpan, guarded, load_folder, require_finite
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
@@ -202,7 +202,7 @@ class SentimentPipeline(BatchRunner):
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
             )
-        return results
+        return guarded(results, "sentiment", ("probabilities", "attentions", "pool_weights"))
 
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
@@ -249,6 +249,7 @@ class SentimentPipeline(BatchRunner):
         """Calibrated probabilities for many texts, on the fast path (no attention weights), in input order."""
         logits, lengths = self.raw_logits(texts, batch_size, head_mask)
         probs = self.calibrated(logits, lengths)
+        require_finite("sentiment", {"probabilities": probs})
         return [{lab: float(x) for lab, x in zip(self.labels, p)} for p in probs]
 
     def domain_scores(self, texts: list[str]) -> list[tuple[bool, float | None]]:

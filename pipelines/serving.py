@@ -9,7 +9,7 @@ to the model's one runner, pipe.run_batch, in the model's own process where it h
 
 import functools
 import logging
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -18,6 +18,8 @@ from .processes import ModelProcess, remote
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
+# Who is calling when no calling_client block says so: a server sets this (viz.hosting: the request's session).
+client_source: Callable[[], Hashable] | None = None
 SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, longer ones with longer ones
 # Long reviews run at most 4 at a time: a batch of 8 reviews of 361 tokens peaked 81-87 MB above the model's
 # resting memory against 41 MB for 4, at 22-25 ms a review against 19-24 ms in batches of 8 here.
@@ -36,6 +38,12 @@ def calling_client(key: Hashable) -> Iterator[None]:
         _CLIENT.reset(token)
 
 
+def current_client() -> Hashable:
+    """The key the batcher queues this call under (see calling_client and client_source)."""
+    key = _CLIENT.get()
+    return client_source() if key is None and client_source is not None else key
+
+
 class _Served:
     batch_method = ""  # the pipeline's method that runs a batch of model runs
 
@@ -47,8 +55,8 @@ class _Served:
 
     def _one(self, method: str, *args, **kwargs):
         """pipe.method(*args, **kwargs) as a batch of its own on the model's runner."""
-        item = (args, kwargs)
-        return self.batcher.submit(self.run_batch, item, client=_CLIENT.get(), bucket=method, max_batch=1, name=method)
+        item, client = (args, kwargs), current_client()
+        return self.batcher.submit(self.run_batch, item, client=client, bucket=method, max_batch=1, name=method)
 
     def __getattr__(self, name):
         value = getattr(self.pipe, name)  # AttributeError for what the pipeline lacks, as the pipeline would
@@ -68,7 +76,7 @@ class ServedSentiment(_Served):
         return self.batcher.submit(
             self.run_batch,
             text,
-            client=_CLIENT.get(),
+            client=current_client(),
             bucket=long,
             max_batch=limit,
             name=self.batch_method,
@@ -90,7 +98,7 @@ class ServedTranslation(_Served):
         return self.batcher.submit(
             self.run_batch,
             text,
-            client=_CLIENT.get(),
+            client=current_client(),
             bucket=n > SHORT_SENTENCE,
             name=self.batch_method,
             beam_size=self.pipe.beam_size if beam_size is None else beam_size,

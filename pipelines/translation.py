@@ -11,11 +11,14 @@ from . import explanations, heads, hf_adapter
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
-from .common import BatchRunner, TokenSpan, load_folder
+from .common import BatchRunner, TokenSpan, guarded, load_folder
 from .domain import DomainModel, load_domain
 from .explanations.faithfulness import QUICK_STEPS
 from .heads import HeadKey
 from .text import clean_text
+
+# What a translation may never hold a NaN or an infinity in (pipelines.common).
+FINITE_FIELDS = ("encoder_attentions", "decoder_attentions", "cross_attentions", "steps", "score", "mean_logprob")
 
 
 @dataclass
@@ -276,7 +279,7 @@ class TranslationPipeline(BatchRunner):
                 text=texts[i],
                 beam_size=beam_size,
             )
-        return results
+        return guarded(results, "translation", FINITE_FIELDS)
 
     def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
         """Log-probability of the output ids `target_ids` (e.g. TranslationResult.target_ids) given the

@@ -337,7 +337,12 @@ def test_app_without_models_explains_instead_of_failing():
     texts = [b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown" and isinstance(b.value, str)]
     assert any("sentiment model is not available" in t and "assets/sentiment: no such folder" in t for t in texts)
     assert any("translation model is not available" in t and "TRANSLATION_MODEL" in t for t in texts)
-    assert not [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
+    # the endpoints stay, and answer what the tab says (issue 22: a bare HTTP 500 before)
+    endpoints = {fn.api_name: fn.fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")}
+    label, status = endpoints["sentiment"]("A fine film.")
+    assert label is None and "sentiment model is not available" in status and "no such folder" in status
+    english, status = endpoints["translate"]("Ein Hund.")
+    assert english == "" and "translation model is not available" in status
 
 
 def test_an_api_call_gets_the_answer_without_maps_or_state(sentiment):

@@ -25,12 +25,19 @@ def test_invisible_characters_inside_words_still_run(sentiment):
     assert view is not None and probs is not None
 
 
-@pytest.mark.parametrize("beam", [math.nan, math.inf, -math.inf, "NaN", "four", None, [3], 1e300, -5, 99])
-def test_any_beam_size_gives_a_translation(translation, beam):
+@pytest.mark.parametrize("beam", [None, 1, 3.0, "4", MAX_BEAM])
+def test_beam_sizes_the_app_takes_give_a_translation(translation, beam):
     view, english, status = handlers.translate(translation, "Ein Hund läuft.", "beam search", beam)
     assert view is not None and isinstance(english, str) and "⚠️" not in status
     beams = 1 if "greedy" in status else int(status.split("beam search, ")[1].split(" beams")[0])
     assert 1 <= beams <= MAX_BEAM
+
+
+@pytest.mark.parametrize("beam", [math.nan, math.inf, -math.inf, "NaN", "four", [3], 1e300, -5, 99])
+def test_any_other_beam_size_gets_a_message_not_a_silent_default(translation, beam):
+    """Issue 22: an API client's junk beam size is answered with the app's message (it was silently replaced)."""
+    view, english, status = handlers.translate(translation, "Ein Hund läuft.", "beam search", beam)
+    assert view is None and english == "" and f"⚠️ The beam size must be a whole number from 1 to {MAX_BEAM}" in status
 
 
 @pytest.mark.parametrize("value", [math.nan, "x", None, 1e300, -3, "2"])

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.common import WEIGHTS
+from pipelines.common import WEIGHTS, sha256_file
 
 from .checkpoint import atomic_folder
 from .loop import BEST, METRICS_LOG, SUMMARY
@@ -112,6 +112,7 @@ def write_bundle(a, folder: Path) -> dict:
         from .contrast import PAIRS, evaluate_model
 
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
+    metrics["weights_sha256"] = sha256_file(folder / WEIGHTS)  # checked when the app loads the folder
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
 

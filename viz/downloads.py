@@ -2,24 +2,56 @@
 the page's one wrapper of Plotly.react, PLOTLY_JS, which also has each new figure drawn once).
 
 The JSON is built by pipelines.export on demand (the model runs once more, on the text in the box), so no
-analysis pays for an export nobody asked for. Files go to one temporary folder; Gradio copies each into its
-own cache as the handler returns, so ours are removed two minutes later (at the next export).
+analysis pays for an export nobody asked for. Files go to a folder of this app instance's own, inside gradio's
+temporary folder; each is removed KEEP_SECONDS later (at the next export), and all of them hold at most
+MAX_EXPORT_BYTES: a flood of downloads cannot fill the disk. The page gets a relative address, exports/NAME
+(ServeExports answers it; NAME holds 128 random bits), never a server path: a gr.File would send the file's path.
 """
 
+import atexit
 import json
 import logging
+import re
+import shutil
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
+from starlette.responses import FileResponse, PlainTextResponse
+
 from pipelines.export import sentiment_record, translation_record
 
+from .failures import failure_message
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
-EXPORT_DIR = Path(tempfile.gettempdir()) / "attention-demo-exports"
 KEEP_SECONDS = 120
+MAX_EXPORT_BYTES = 256 * 2**20  # exports on disk at once, at most (a 20,000-character review's is about 17 MB)
+FULL = "Too many downloads are waiting to be fetched on the server. Please try again in a minute or two."
+NO_WORDS = "The model found no words to read in this text."
+EXPIRED = "This download has expired (files are kept for two minutes): press “Download data” again."
+_folder: Path | None = None
+_SERVED = re.compile(r"/exports/(attention-(?:sentiment|translation)-\d{8}-\d{6}-[0-9a-f]{32}\.json)$")
+
+
+class ExportsFull(RuntimeError):
+    """The export folder holds MAX_EXPORT_BYTES already."""
+
+
+def export_dir() -> Path:
+    """This app instance's export folder (made at the first export, removed when the process ends), inside
+    gradio's temporary folder ($GRADIO_TEMP_DIR): another instance on the machine has its own."""
+    global _folder
+    if _folder is None or not _folder.is_dir():
+        from gradio.utils import get_upload_folder
+
+        base = Path(get_upload_folder())
+        base.mkdir(parents=True, exist_ok=True)
+        _folder = Path(tempfile.mkdtemp(prefix="attention-demo-exports-", dir=base))
+        atexit.register(shutil.rmtree, _folder, True)
+    return _folder
+
 
 # Plotly's own mode bar, on every figure of the page: the camera button saves a PNG (at twice the size, for
 # slides), and a second button saves an SVG. Gradio draws figures with window.Plotly.react(gd, data, layout,
@@ -69,39 +101,82 @@ PLOTLY_JS = """
 })();
 """
 
-# After the server wrote the file into the gr.File, click its link so the browser saves it right away
-# (waiting until the link to this very file is drawn, not the one of an earlier download).
-CLICK_DOWNLOAD_JS = """(file) => {
-  const name = file && (file.orig_name || (file.path || '').split('/').pop());
-  if (!name) return file;
-  let tries = 0;
-  const go = () => {
-    const a = [...document.querySelectorAll('#%s a[download]')].find(a => decodeURIComponent(a.href).endsWith(name));
-    if (a) a.click(); else if (++tries < 100) setTimeout(go, 50);
-  };
-  go();
-  return file;
+# After the server wrote the file, have the browser save it: a link to its address (export_url), clicked once.
+CLICK_DOWNLOAD_JS = """(url) => {
+  if (!url || !url.startsWith('exports/')) return url;
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = url.split('/').pop();
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  return url;
 }"""
 
 
-def _cleanup(now: float) -> None:
-    for old in EXPORT_DIR.glob("*.json"):
+def _cleanup(folder: Path, now: float) -> int:
+    """Remove exports older than KEEP_SECONDS; returns the bytes of those that stay."""
+    kept = 0
+    for old in folder.glob("*.json"):
         try:
-            if now - old.stat().st_mtime > KEEP_SECONDS:
+            stat = old.stat()
+            if now - stat.st_mtime > KEEP_SECONDS:
                 old.unlink()
+            else:
+                kept += stat.st_size
         except OSError:  # another request removed it first
             pass
+    return kept
 
 
 def write_json(record: dict, task: str) -> str:
-    """Write an export to a fresh file named after the task and time; returns its path."""
-    EXPORT_DIR.mkdir(parents=True, exist_ok=True)
+    """Write an export to a fresh file named after the task and time; returns its path. ExportsFull when the
+    folder holds MAX_EXPORT_BYTES; a file that could not be written whole (a full disk) is removed."""
+    folder = export_dir()
     now = time.time()
-    _cleanup(now)
+    if _cleanup(folder, now) >= MAX_EXPORT_BYTES:
+        raise ExportsFull(f"{MAX_EXPORT_BYTES:,} bytes of exports are waiting to be fetched")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
-    path = EXPORT_DIR / f"attention-{task}-{stamp}-{uuid.uuid4().hex[:6]}.json"
-    path.write_text(json.dumps(record, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    path = folder / f"attention-{task}-{stamp}-{uuid.uuid4().hex}.json"
+    try:
+        path.write_text(json.dumps(record, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
     return str(path)
+
+
+def export_url(path: str) -> str:
+    """The address the page fetches an export from, relative to the page (ServeExports answers it)."""
+    return f"exports/{Path(path).name}"
+
+
+class ServeExports:
+    """ASGI middleware: GET exports/NAME sends that export as a file download (404 once it was removed)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        wanted = scope["type"] == "http" and scope["method"] in ("GET", "HEAD")
+        match = _SERVED.search(scope["path"]) if wanted else None
+        if match is None:
+            return await self.app(scope, receive, send)
+        path = export_dir() / match.group(1)
+        if path.is_file():
+            response = FileResponse(path, media_type="application/json", filename=match.group(1))
+        else:
+            response = PlainTextResponse(EXPIRED, status_code=404)
+        return await response(scope, receive, send)
+
+
+def _failed(error: Exception, task: str) -> tuple[None, str]:
+    if isinstance(error, ValueError):
+        return None, NO_WORDS
+    if isinstance(error, ExportsFull):
+        log.warning("%s export refused: %s", task, error)
+        return None, FULL
+    return None, failure_message(error, f"{task} export")
 
 
 def sentiment_download(pipe, review: str, method: str | None = None) -> tuple[str | None, str]:
@@ -111,11 +186,8 @@ def sentiment_download(pipe, review: str, method: str | None = None) -> tuple[st
         return None, checked.error or ""
     try:
         return write_json(sentiment_record(pipe, checked.text, method=method), "sentiment"), ""
-    except ValueError:
-        return None, "The model found no words to read in this text."
-    except Exception:
-        log.exception("sentiment export failed")
-        return None, "Sorry, the data could not be exported for this text."
+    except Exception as e:
+        return _failed(e, "sentiment")
 
 
 def translation_download(pipe, german: str, decoding: str = "beam search", beam_size=4) -> tuple[str | None, str]:
@@ -126,8 +198,5 @@ def translation_download(pipe, german: str, decoding: str = "beam search", beam_
     beam = beam_width(decoding, beam_size)
     try:
         return write_json(translation_record(pipe, checked.text, beam_size=beam), "translation"), ""
-    except ValueError:
-        return None, "The model found no words to read in this text."
-    except Exception:
-        log.exception("translation export failed")
-        return None, "Sorry, the data could not be exported for this text."
+    except Exception as e:
+        return _failed(e, "translation")

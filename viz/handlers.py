@@ -11,15 +11,16 @@ from dataclasses import dataclass
 import gradio as gr
 import numpy as np
 
-from pipelines.microbatch import TooManyRequests
+from pipelines.common import NonFiniteOutput, non_finite
 
 from . import explain, figures
 from . import notices as notices_
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text, clamp, plural
+from .failures import failure_message
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text, clamp, decoding_options, plural
 
 log = logging.getLogger(__name__)
 DECODING = ["beam search", "greedy"]
-BUSY = "You have many requests waiting already. Please wait for them to finish, then try again."
+NO_WORDS = "The model found no words to read in this text."
 
 
 def _status(lines: list[str], error: str | None = None) -> str:
@@ -76,13 +77,12 @@ def analyze_review(
         return None, None, _status([], checked.error)
     try:
         result = pipe(checked.text) if redraws else pipe(checked.text, need_weights=False)
+        if non_finite({"probabilities": result.probabilities}):  # the pipelines check too: never serve a NaN
+            raise NonFiniteOutput("sentiment: the model computed NaN or infinity in probabilities")
     except ValueError:
-        return None, None, _status(checked.notices, "The model found no words to read in this text.")
-    except TooManyRequests:
-        return None, None, _status(checked.notices, BUSY)
-    except Exception:
-        log.exception("sentiment failed")
-        return None, None, _status(checked.notices, "Sorry, the model failed on this text. Please try another one.")
+        return None, None, _status(checked.notices, NO_WORDS)
+    except Exception as e:
+        return None, None, _status(checked.notices, failure_message(e, "sentiment"))
     notices = list(checked.notices)
     cut_after = None
     if result.truncated:
@@ -145,22 +145,31 @@ def step_slider(view: TranslationView | None) -> gr.Slider:
     return gr.Slider(minimum=1, maximum=max(n, 2), value=1, step=1, interactive=n > 1)
 
 
-def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: int = 4):
-    """Run the translator once: (state, English text, status Markdown)."""
+def default_decoding(pipe) -> tuple[str, int]:
+    """(decoding, beam size) the app starts with: what the model was evaluated with (the slider starts at 2)."""
+    beam = getattr(pipe, "beam_size", 4)
+    return ("beam search" if beam > 1 else "greedy"), max(2, beam)
+
+
+def translate(pipe, german_text: str, decoding: str | None = None, beam_size: int | None = None):
+    """Run the translator once: (state, English text, status Markdown). decoding / beam_size None: the app's
+    defaults; values the app does not take (from an API client) get a message."""
     checked = check_text(german_text, MAX_GERMAN_CHARS, "German sentence")
     if checked.text is None:
         return None, "", _status([], checked.error)
-    beam = beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4))
+    start_decoding, start_beam = default_decoding(pipe)
+    decoding = start_decoding if decoding is None else decoding
+    beam, error = decoding_options(decoding, start_beam if beam_size is None else beam_size, start_beam)
+    if error:
+        return None, "", _status([], error)
     try:
         result = pipe(checked.text, beam_size=beam)
+        if non_finite({"score": result.score, "mean_logprob": result.mean_logprob}):  # checked in the pipeline too
+            raise NonFiniteOutput("translation: the model computed NaN or infinity in its scores")
     except ValueError:
-        return None, "", _status(checked.notices, "The model found no words to read in this text.")
-    except TooManyRequests:
-        return None, "", _status(checked.notices, BUSY)
-    except Exception:
-        log.exception("translation failed")
-        msg = "Sorry, the model failed on this text. Please try another one."
-        return None, "", _status(checked.notices, msg)
+        return None, "", _status(checked.notices, NO_WORDS)
+    except Exception as e:
+        return None, "", _status(checked.notices, failure_message(e, "translation"))
     notices = list(checked.notices)
     if result.truncated:
         notices.append(

@@ -7,9 +7,12 @@ import gradio as gr
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
 
+from pipelines import serving
 from pipelines.serving import calling_client
 
 from . import page
+from .downloads import ServeExports
+from .guard import ApiGuard
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
 MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
@@ -57,13 +60,27 @@ def launch_options() -> dict:
         max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
         state_session_capacity=SESSIONS,
         max_threads=QUEUE_SIZE + 40,  # every admitted request may wait in the batcher, redraws still run
-        app_kwargs={"middleware": [Middleware(RefuseUploads)]},
+        # the outer one first: uploads are refused before the guard reads any body
+        app_kwargs={"middleware": [Middleware(RefuseUploads), Middleware(ApiGuard), Middleware(ServeExports)]},
     )
 
 
 def client_key(request: gr.Request | None):
-    """Who is calling, for fairness: the browser tab's or API client's session (None outside a request)."""
-    return getattr(request, "session_hash", None) if request is not None else None
+    """Who is calling, for fairness: the browser tab's or API client's session; a call without a session
+    (POST /gradio_api/run/NAME) is a client of its own. None outside a request."""
+    if request is None:
+        return None
+    return getattr(request, "session_hash", None) or ("request", id(request))
+
+
+def _request_client():
+    """client_key of the gradio request this thread is serving (pipelines.serving.client_source)."""
+    from gradio.context import LocalContext
+
+    return client_key(LocalContext.request.get(None))
+
+
+serving.client_source = _request_client  # model calls of every event are queued as their client's
 
 
 def run_as(request: gr.Request | None, handler, *args):
@@ -76,8 +93,10 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
     """A public API endpoint /name: fn(inputs) -> outputs, outside the page. The page's own button runs a private
     event that also returns what only a browser needs (the result for redraws, kept in gr.State, and the first
     heatmap); an API call returns just the answer and leaves nothing in its session's state. Gradio names
-    endpoints after event listeners, so the endpoint hangs on a button no one sees."""
-    gr.Button(visible=False).click(fn, inputs, outputs, api_name=name, **event)
+    endpoints after event listeners, so the endpoint hangs on a button no one sees.
+    fn gets the values as the client sent them (no preprocessing: gradio would turn 12345 into "12345" and
+    answer a bad beam size with a traceback), so it checks them itself (viz.inputs)."""
+    gr.Button(visible=False).click(fn, inputs, outputs, api_name=name, preprocess=False, **event)
 
 
 # A step in the browser only: resolves once the page has shown a frame with the event's outputs. Gradio's page

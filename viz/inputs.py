@@ -48,8 +48,26 @@ def fix_surrogates(text: str) -> tuple[str, int]:
     return fixed, n_surrogates - 2 * n_pairs
 
 
+def kind_of(value: object) -> str:
+    """What an API client sent, in words (never a Python repr)."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return "nothing" if value is None else "a value of another kind"
+
+
 def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
-    """Cut to max_chars, clean like the pipelines do, and explain anything unusual. Never raises."""
+    """Cut to max_chars, clean like the pipelines do, and explain anything unusual. Never raises.
+    Anything but a string (an API client's number, list or object) is refused with a message."""
+    if raw is not None and not isinstance(raw, str):
+        return CheckedText(None, f"The {what} must be text (a string); this request sent {kind_of(raw)}.")
     text = raw if isinstance(raw, str) else ""
     notices = []
     if len(text) > max_chars:
@@ -92,6 +110,44 @@ def clamp(value: object, low: int, high: int, default: int) -> int:
 
 
 MAX_BEAM = 8  # the slider's maximum; API clients are held to it too
+DECODINGS = ("beam search", "greedy")
+
+
+def whole_number(value: object) -> int | None:
+    """An int from an int, a whole float or a numeric string; None for anything else (NaN, infinity, 2.5, true,
+    lists...)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return None
+
+
+def decoding_options(decoding: object, beam_size: object, default_beam: int) -> tuple[int | None, str | None]:
+    """(beam size to decode with, None) from what an API client sent, or (None, the message) for values the app
+    does not take. null (or a value left out) means the default: beam search with default_beam beams (greedy
+    when that is 1)."""
+    if isinstance(decoding, str):
+        decoding = decoding.strip().lower()
+    if decoding is not None and decoding not in DECODINGS:
+        sent = kind_of(decoding)
+        return None, f"Decoding must be “beam search” or “greedy”; this request sent {sent} that is neither."
+    if decoding == "greedy":
+        return 1, None
+    if beam_size is None:
+        return max(1, min(default_beam, MAX_BEAM)), None
+    beam = whole_number(beam_size)
+    if beam is None or not 1 <= beam <= MAX_BEAM:
+        what = kind_of(beam_size) if beam is None else "a number out of range"
+        return None, f"The beam size must be a whole number from 1 to {MAX_BEAM}; this request sent {what}."
+    return beam, None
 
 
 def beam_width(decoding: object, beam_size: object, default: int = 4) -> int:

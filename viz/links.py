@@ -10,7 +10,7 @@ request lines over 8 KB (nginx's default), and a link that breaks is worse than 
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode
 
 TABS = ("sentiment", "translation")
@@ -31,6 +31,14 @@ class ViewLink:
     decoding: str | None = None  # translation: 'beam search' or 'greedy'
     beam: int | None = None  # translation: beam size
     method: str | None = None  # sentiment: how tokens are highlighted / explained
+    ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
+
+
+def ignored_notice(names: list[str]) -> str | None:
+    """What to tell the visitor when a link held values that were replaced by defaults (None: nothing was)."""
+    if not names:
+        return None
+    return f"This link's {', '.join(dict.fromkeys(names))} could not be used here; the default is shown instead."
 
 
 def to_query(link: ViewLink) -> str:
@@ -68,18 +76,24 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         return None
     tab = (params.get("tab") or "sentiment").strip().lower()
     decoding = (params.get("decoding") or "").strip().lower()
-    beam = _index(params.get("beam"))
+    indices = {name: _index(params.get(name)) for name in ("layer", "head", "step", "beam")}
     method = (params.get("method") or "").strip()
-    return ViewLink(
+    link = ViewLink(
         tab=tab if tab in TABS else "sentiment",
         text=text,
-        layer=_index(params.get("layer")),
-        head=_index(params.get("head")),
-        step=_index(params.get("step")),
+        layer=indices["layer"],
+        head=indices["head"],
+        step=indices["step"],
         decoding=decoding if decoding in DECODINGS else None,
-        beam=None if beam is None else beam + 1,
+        beam=None if indices["beam"] is None else indices["beam"] + 1,
         method=method[:40] or None,
     )
+    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", *indices)}
+    broken = [name for name, value in indices.items() if given[name] and value is None]
+    broken += ["tab"] if given["tab"] and tab not in TABS else []
+    broken += ["decoding"] if given["decoding"] and not link.decoding else []
+    link.ignored = broken
+    return link
 
 
 def share_url(base: str, link: ViewLink) -> tuple[str | None, str]:

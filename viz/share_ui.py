@@ -36,7 +36,7 @@ class ShareControls:
     share: gr.Button
     link: gr.Textbox
     download: gr.Button
-    file: gr.File
+    file: gr.Textbox  # hidden: the address of the last export (downloads.export_url), for the page to fetch
 
 
 def share_controls(task: str) -> ShareControls:
@@ -49,7 +49,7 @@ def share_controls(task: str) -> ShareControls:
     link = gr.Textbox(
         label="Link to this view", interactive=False, buttons=["copy"], max_lines=3, elem_id=f"{task}-share-link"
     )
-    file = gr.File(label="Data", interactive=False, visible=False, elem_id=f"{task}-download-file")
+    file = gr.Textbox(visible=False, elem_id=f"{task}-download-file")
     return ShareControls(share, link, download, file)
 
 
@@ -57,26 +57,37 @@ def _link_box(url: str | None, message: str) -> gr.Textbox:
     return gr.Textbox(value=url or f"⚠️ {message}", info=message if url else None)
 
 
-def _file(path: str | None, message: str):
+def _file(path: str | None, message: str) -> str:
+    """The export's address for the page to fetch ('' and a toast with the message when there is none)."""
     if path is None:
         gr.Warning(message)
-        return gr.File(value=None, visible=False)
-    return gr.File(value=path, visible=True)
+        return ""
+    return downloads.export_url(path)
 
 
 def _wire_buttons(controls: ShareControls, share_fn, share_inputs, download_fn, download_inputs) -> None:
     controls.share.click(share_fn, [controls.link, *share_inputs], [controls.link], js=BASE_JS, **PRIVATE).then(
         None, [controls.link], None, js=COPY_JS, **PRIVATE
     )
-    click = downloads.CLICK_DOWNLOAD_JS % controls.file.elem_id
     controls.download.click(download_fn, download_inputs, [controls.file], **PRIVATE).then(
-        None, [controls.file], None, js=click, **PRIVATE
+        None, [controls.file], None, js=downloads.CLICK_DOWNLOAD_JS, **PRIVATE
     )
 
 
-def _choice(value: int | None, radio: gr.Radio):
-    """A 0-based layer or head from a link if the radio offers it, else no change."""
-    return value if value is not None and 0 <= value < len(radio.choices) else gr.skip()
+def _choice(value: int | None, radio: gr.Radio, name: str, ignored: list[str]):
+    """A 0-based layer or head from a link if the radio offers it, else no change (and `name` noted in ignored)."""
+    if value is not None and 0 <= value < len(radio.choices):
+        return value
+    if value is not None:
+        ignored.append(name)
+    return gr.skip()
+
+
+def _warn_ignored(ignored: list[str]) -> None:
+    """A toast naming the link's values that were replaced by defaults (a link typed or cut by hand)."""
+    notice = links.ignored_notice(ignored)
+    if notice:
+        gr.Warning(notice)
 
 
 def _on_link_click(when: str, selector: str) -> str:
@@ -138,8 +149,12 @@ def wire_sentiment_links(demo, pipe, controls: ShareControls, *, review, layer, 
         link = _link(request, "sentiment")
         if link is None:
             return [gr.skip()] * 4
+        ignored = list(link.ignored)
         chosen = link.method if link.method in methods else gr.skip()
-        return link.text, _choice(link.layer, layer), _choice(link.head, head), chosen
+        ignored += ["method"] if link.method and link.method not in methods else []
+        controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
+        _warn_ignored(ignored)
+        return link.text, *controls, chosen
 
     demo.load(restore, None, [review, layer, head, method], **PRIVATE).then(
         None, None, None, js=_press_js("sentiment"), **PRIVATE
@@ -166,9 +181,12 @@ def wire_translation_links(
         link = _link(request, "translation")
         if link is None:
             return [gr.skip()] * 6
+        ignored = list(link.ignored)
         chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
-        chosen = (link.text, link.decoding or gr.skip(), chosen_beam, _choice(link.layer, layer))
-        return *chosen, _choice(link.head, head), link.step
+        ignored += ["beam"] if link.beam is not None and chosen_beam is not link.beam else []
+        controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
+        _warn_ignored(ignored)
+        return link.text, link.decoding or gr.skip(), chosen_beam, *controls, link.step
 
     demo.load(restore, None, [german, decoding, beam, layer, head, pending_step], **PRIVATE).then(
         None, None, None, js=_press_js("translation"), **PRIVATE
