@@ -209,7 +209,9 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
             assert fn.api_visibility == "private"
             if blocks["sentiment-attention"] not in fn.outputs:
                 continue  # the comparison's diff plot follows layer and head too (tests/test_compare_app.py)
-            figures = fn.fn(view, 1, 3)  # (overview, single) for a new layer, single alone for a new head
+            # state, layer, head, then the views' scale, hidden tokens, token, kind of attention, model view open
+            args = [view, 1, 3, "linear", False, None, "self", False][: len(fn.inputs)]
+            figures = fn.fn(*args)  # (overview, single, ...) for a new layer, single alone for a new head
             single = dict(zip(fn.outputs, figures if isinstance(figures, tuple) else (figures,)))[
                 blocks["sentiment-attention"]
             ]

@@ -9,6 +9,8 @@ from starlette.responses import PlainTextResponse
 
 from pipelines.serving import calling_client
 
+from . import theme
+
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
 MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
 # The two models run side by side, one batch each at a time, on one torch thread each: on the 2-core machine a
@@ -50,6 +52,7 @@ class RefuseUploads:
 def launch_options() -> dict:
     """Keyword arguments for demo.launch()."""
     return dict(
+        css=theme.CSS,
         max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
         state_session_capacity=SESSIONS,
         max_threads=QUEUE_SIZE + 40,  # every admitted request may wait in the batcher, redraws still run

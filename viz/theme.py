@@ -1,0 +1,59 @@
+"""The page's look on every screen: CSS for narrow screens, and the plots restyled in the browser for the dark
+theme (?__theme=dark) and for phones. Figures are built once on the server for every visitor, so what depends on
+the visitor's screen is applied where plotly draws them (downloads.PLOTLY_JS calls window.__attentionTheme)."""
+
+# Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
+# server (views_panel) stay out of sight.
+CSS = """
+.views-hidden { display: none !important; }
+@media (max-width: 720px) {
+  .plot-row, .view-options { flex-direction: column !important; flex-wrap: nowrap !important; }
+  .plot-row > *, .view-options > * { min-width: 100% !important; width: 100% !important; }
+}
+"""
+
+# window.__attentionTheme(gd, data, layout) -> [data, layout]: copies, restyled for a dark page (light text,
+# transparent panels, a colour ramp that starts dark) and for a narrow plot (smaller fonts and label margins, the
+# colour bar thinner). The figures' fixed margins were sized for 10 px labels: they shrink with the font.
+THEME_JS = """
+(() => {
+  if (window.__attentionTheme) return;
+  const DARK_BLUES = [[0, '#0f172a'], [0.2, '#1e3a8a'], [0.55, '#3b82f6'], [1, '#dbeafe']];
+  const axes = l => Object.keys(l).filter(k => /^[xy]axis\\d*$/.test(k));
+  const font = (o, k) => (o[k] = Object.assign({}, o[k]));  // o[k] as an object of its own, to change
+  const darken = (data, l) => {
+    font(l, 'font').color = '#e5e7eb';
+    l.paper_bgcolor = l.plot_bgcolor = 'rgba(0,0,0,0)';
+    l.hoverlabel = Object.assign({}, l.hoverlabel, {bgcolor: '#1f2937', font: {color: '#f9fafb'}});
+    if (l.title && l.title.subtitle) font(l.title.subtitle, 'font').color = '#9ca3af';
+    axes(l).forEach(k => Object.assign(l[k], {gridcolor: '#374151', zerolinecolor: '#4b5563', linecolor: '#4b5563'}));
+    (l.annotations || []).forEach(a => { if (a.bgcolor) a.bgcolor = 'rgba(17,24,39,0.85)'; });
+    if (l.coloraxis && l.coloraxis.colorscale === 'Blues') l.coloraxis.colorscale = DARK_BLUES;
+    return data.map(t => t.colorscale === 'Blues' ? Object.assign({}, t, {colorscale: DARK_BLUES}) : t);
+  };
+  const shrink = (data, l, width) => {
+    const f = width < 420 ? 0.7 : 0.82;
+    if (l.title && l.title.font) l.title.font.size = Math.round(l.title.font.size * f + 2);
+    if (l.title && l.title.subtitle) font(l.title.subtitle, 'font').size = 10;
+    if (l.margin) ['l', 'b', 'r'].forEach(s => { if (l.margin[s] > 40) l.margin[s] = Math.round(l.margin[s] * f); });
+    axes(l).forEach(k => {
+      const tick = font(l[k], 'tickfont');
+      tick.size = Math.max(7, Math.round((tick.size || 10) * f));
+      if (l[k].title && l[k].title.text) font(l[k].title, 'font').size = 10;
+    });
+    const thin = t => Object.assign({}, t, {colorbar: Object.assign({}, t.colorbar, {thickness: 8})});
+    return data.map(t => t.colorbar ? thin(t) : t);
+  };
+  window.__attentionTheme = (gd, data, layout) => {
+    const dark = document.querySelector('.dark') !== null;
+    const width = (gd.parentElement || gd).clientWidth || window.innerWidth;
+    const narrow = width > 0 && width < 560;
+    if (!dark && !narrow) return [data, layout];
+    let l = JSON.parse(JSON.stringify(layout || {}));
+    let d = data || [];
+    if (dark) d = darken(d, l);
+    if (narrow) d = shrink(d, l, width);
+    return [d, l];
+  };
+})();
+"""
