@@ -19,6 +19,8 @@ THEME_JS = """
 (() => {
   if (window.__attentionTheme) return;
   const DARK_BLUES = [[0, '#0f172a'], [0.2, '#1e3a8a'], [0.55, '#3b82f6'], [1, '#dbeafe']];
+  const first = cs => String(((Array.isArray(cs) && cs[0]) || [])[1]).replace(/ /g, '');
+  const blues = cs => cs === 'Blues' || first(cs) === 'rgb(247,251,255)';  // plotly.py sends the named scale spelt out
   const axes = l => Object.keys(l).filter(k => /^[xy]axis\\d*$/.test(k));
   const font = (o, k) => (o[k] = Object.assign({}, o[k]));  // o[k] as an object of its own, to change
   const darken = (data, l) => {
@@ -28,15 +30,23 @@ THEME_JS = """
     if (l.title && l.title.subtitle) font(l.title.subtitle, 'font').color = '#9ca3af';
     axes(l).forEach(k => Object.assign(l[k], {gridcolor: '#374151', zerolinecolor: '#4b5563', linecolor: '#4b5563'}));
     (l.annotations || []).forEach(a => { if (a.bgcolor) a.bgcolor = 'rgba(17,24,39,0.85)'; });
-    if (l.coloraxis && l.coloraxis.colorscale === 'Blues') l.coloraxis.colorscale = DARK_BLUES;
-    return data.map(t => t.colorscale === 'Blues' ? Object.assign({}, t, {colorscale: DARK_BLUES}) : t);
+    if (l.coloraxis && blues(l.coloraxis.colorscale)) l.coloraxis.colorscale = DARK_BLUES;
+    return data.map(t => blues(t.colorscale) ? Object.assign({}, t, {colorscale: DARK_BLUES}) : t);
   };
   const shrink = (data, l, width) => {
     const f = width < 420 ? 0.7 : 0.82;
     if (l.title && l.title.font) l.title.font.size = Math.round(l.title.font.size * f + 2);
     if (l.title && l.title.subtitle) font(l.title.subtitle, 'font').size = 10;
     if (l.margin) ['l', 'b', 'r'].forEach(s => { if (l.margin[s] > 40) l.margin[s] = Math.round(l.margin[s] * f); });
+    const px = width - (l.margin ? (l.margin.l || 0) + (l.margin.r || 0) : 0);
     axes(l).forEach(k => {
+      const ax = l[k], share = ax.domain ? ax.domain[1] - ax.domain[0] : 1, room = k[0] === 'x' ? 14 : 11;
+      const most = Math.max(2, Math.floor(px * share / room));  // labels that fit side by side
+      if (k[0] === 'x' && ax.tickvals && ax.tickvals.length > most) {
+        const every = Math.ceil(ax.tickvals.length / most);
+        ax.tickvals = ax.tickvals.filter((_, i) => i % every === 0);
+        if (ax.ticktext) ax.ticktext = ax.ticktext.filter((_, i) => i % every === 0);
+      }
       const tick = font(l[k], 'tickfont');
       tick.size = Math.max(7, Math.round((tick.size || 10) * f));
       if (l[k].title && l[k].title.text) font(l[k].title, 'font').size = 10;

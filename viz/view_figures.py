@@ -8,7 +8,7 @@ from plotly.subplots import make_subplots
 
 from pipelines import attention_views as av
 
-from .figures import COLORSCALE, HIGHLIGHT, MARGIN_TOP, _hover, _layout, colors
+from .figures import COLORSCALE, HIGHLIGHT, MARGIN_TOP, _hover, _layout, _ticks, colors
 
 THUMB_PX = 120  # height of one thumbnail row
 BAR_PX = 78  # height of one head's bars in token focus
@@ -83,17 +83,19 @@ def token_focus(
     at" over the keys and "is looked at by" over the queries. One bar chart a head, stacked, panel after panel."""
     H = panels[0][1].shape[0]
     titles = [f"head {h + 1}: {what}" for what, _, _, _ in panels for h in range(H)]
-    fig = make_subplots(rows=H * len(panels), cols=1, subplot_titles=titles, vertical_spacing=0.35 / (H * len(panels)))
+    fig = make_subplots(rows=H * len(panels), cols=1, subplot_titles=titles, vertical_spacing=0.3 / (H * len(panels)))
     for p, (what, weights, labels, focus) in enumerate(panels):
         top = float(np.max(weights, initial=0.0))
         for h in range(H):
             row = p * H + h + 1
             fig.add_trace(_bars(weights[h], labels, focus, f"head {h + 1}: {what}"), row=row, col=1)
             fig.update_yaxes(range=[0, max(top, 1e-3) * 1.35], row=row, col=1, nticks=3, tickfont=dict(size=9))
-            fig.update_xaxes(type="category", showticklabels=h == H - 1, row=row, col=1)
+            last = row == H * len(panels)  # the panels of a token share its sequence: labels once, at the bottom
+            ticks = _ticks(labels, 700) if last else {}
+            fig.update_xaxes(type="category", showticklabels=last, row=row, col=1, **ticks)
     fig.update_xaxes(tickfont=dict(size=9), tickangle=-60, automargin=True)
     fig.update_annotations(font=dict(size=11), x=0, xanchor="left")
-    height = MARGIN_TOP + len(panels) * (H * BAR_PX + 110)
+    height = MARGIN_TOP + len(panels) * H * BAR_PX + 110
     _layout(fig, title, height, subtitle)
     fig.update_layout(bargap=0.1, margin=dict(l=40, r=10, t=MARGIN_TOP, b=20), dragmode=False)
     return fig

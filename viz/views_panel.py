@@ -181,12 +181,12 @@ def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, 
     ui.scale.change(on_scale, common, [*large, overview, ui.model], **PRIVATE)
     ui.hide.change(on_hide, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
     ui.token.input(on_token, common, [*large, ui.focus], **PRIVATE)
-    ui.token_click.input(on_click, [*common, ui.token_click], [ui.token, *large, ui.focus], **PRIVATE)
+    ui.token_click.change(on_click, [*common, ui.token_click], [ui.token, *large, ui.focus], **PRIVATE)
     if isinstance(ui.kind, gr.Radio):
         ui.kind.change(on_kind, common, [ui.focus, ui.model], **PRIVATE)
     ui.accordion.expand(on_expand, common, [ui.model_open, ui.model], **PRIVATE)
     ui.accordion.collapse(lambda: False, None, [ui.model_open], **PRIVATE)
-    ui.open_head.input(open_head, [ui.open_head], [layer, head], js=SCROLL_JS % LARGE_PLOT, **PRIVATE)
+    ui.open_head.change(open_head, [ui.open_head], [layer, head], js=SCROLL_JS % LARGE_PLOT, **PRIVATE)
     return drawn
 
 
