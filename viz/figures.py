@@ -114,8 +114,8 @@ def _hover(query: str, key: str, extra: str = "") -> str:
     return f"{query} %{{y}}<br>{key} %{{x}}<br>{WEIGHT}<extra>{extra}</extra>"
 
 
-TITLE_TOP = 30  # pixels above the title: plotly's tool bar sits there, off the title
-MARGIN_TOP = 92  # the tool bar, the title and its one-line subtitle
+TITLE_TOP = 40  # pixels above the title: plotly's tool bar sits there, off the title
+MARGIN_TOP = 100  # the tool bar, the title and its one-line subtitle
 HIGHLIGHT = "#ea580c"  # the focused token's row and column, and the cut marker
 
 

@@ -33,10 +33,41 @@ THEME_JS = """
     if (l.coloraxis && blues(l.coloraxis.colorscale)) l.coloraxis.colorscale = DARK_BLUES;
     return data.map(t => blues(t.colorscale) ? Object.assign({}, t, {colorscale: DARK_BLUES}) : t);
   };
+  // Lines of at most `most` characters, broken at spaces outside HTML tags.
+  const wrap = (text, most) => String(text).split(/ (?![^<]*>)/).reduce((lines, word) => {
+    const last = lines[lines.length - 1];
+    const plain = (last + ' ' + word).replace(/<[^>]*>/g, '');
+    if (last && plain.length > most) lines.push(word); else lines[lines.length - 1] = last ? last + ' ' + word : word;
+    return lines;
+  }, ['']);
+  // The title below the tool bar (which takes the top 30 px; plotly places the text a few px above the pad) and wrapped to the plot's width; the plot grows as
+  // much as the title block does, so the plot area keeps its size.
+  const fitTitle = (l, width) => {
+    const t = l.title;
+    if (!t || !t.text) return;
+    let extra = 0;
+    if (t.yref !== 'container') {
+      Object.assign(t, {yref: 'container', y: 1, yanchor: 'top', pad: Object.assign({}, t.pad, {t: 40})});
+      extra += 36;
+    }
+    const size = (t.font && t.font.size) || 17;
+    const lines = wrap(t.text, Math.max(12, Math.floor((width - 24) / (size * 0.56))));
+    t.text = lines.join('<br>');
+    extra += (lines.length - 1) * Math.round(size * 1.3);
+    if (t.subtitle && t.subtitle.text) {
+      const sub = wrap(t.subtitle.text, Math.max(12, Math.floor((width - 24) / 5.8)));
+      t.subtitle.text = sub.join('<br>');
+      extra += (sub.length - 1) * 13;
+    }
+    l.margin = Object.assign({t: 80}, l.margin);
+    l.margin.t += extra;
+    if (l.height) l.height += extra;
+  };
   const shrink = (data, l, width) => {
     const f = width < 420 ? 0.7 : 0.82;
     if (l.title && l.title.font) l.title.font.size = Math.round(l.title.font.size * f + 2);
     if (l.title && l.title.subtitle) font(l.title.subtitle, 'font').size = 10;
+    fitTitle(l, width);
     if (l.margin) ['l', 'b', 'r'].forEach(s => { if (l.margin[s] > 40) l.margin[s] = Math.round(l.margin[s] * f); });
     const px = width - (l.margin ? (l.margin.l || 0) + (l.margin.r || 0) : 0);
     axes(l).forEach(k => {

@@ -148,7 +148,8 @@ def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, 
         return tv.overview(view, layer, scale, hide), *large_figs, _focus(tv, view, layer, token, hide, kind)
 
     def on_head(view, layer, head, scale, hide, token, kind, is_open):
-        return tv.large(view, layer, head, scale, hide, token)
+        figs = tv.large(view, layer, head, scale, hide, token)
+        return figs if len(figs) > 1 else figs[0]  # gradio takes a one-tuple for one output as the value
 
     def on_scale(view, layer, head, scale, hide, token, kind, is_open):
         model = _model(tv, view, scale, hide, kind, is_open)
