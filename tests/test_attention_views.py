@@ -86,3 +86,46 @@ def test_thumbnails_keep_every_row_a_distribution():
     thumbs, starts_q, starts_k = av.thumbnails(layers, max_cells=24)
     assert thumbs.shape == (2, 4, 20, 20) and starts_q[1] == 5
     np.testing.assert_allclose(thumbs.sum(-1), 1.0, rtol=1e-5)
+
+
+# --- the figures drawn from these numbers (viz/), on the tiny classifier --------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_view(sentiment):
+    from viz import handlers
+    from viz.examples import LONG_REVIEW
+
+    view, _, _ = handlers.analyze_review(sentiment, LONG_REVIEW)
+    assert view.cut_after == 16 and view.n_skipped > 0  # the tiny model reads 64 tokens: 16 + 48
+    return view
+
+
+@pytest.mark.parametrize("name", ["linear", "log", "row"])
+def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, name):
+    from viz import handlers
+
+    fig = handlers.sentiment_heatmap(long_view, 1, 2, name)
+    scale = av.color_scale(name)
+    assert scale.label in fig.layout.title.subtitle.text
+    weights = long_view.attentions[1][2].astype(np.float32)
+    trace = fig.data[0]
+    shown = np.asarray(trace.z) if scale.linear else np.asarray(trace.customdata)
+    np.testing.assert_allclose(shown / 1000, np.minimum(weights, 0.999), atol=5e-4)  # hover: the weight itself
+    if not scale.linear:
+        expected = np.rint(scale.apply(weights.astype(np.float64)).positions * 250)
+        np.testing.assert_array_equal(np.asarray(trace.z), expected)
+        assert "%{customdata:03d}" in trace.hovertemplate
+
+
+def test_the_cut_marker_is_drawn_where_the_pipeline_puts_it_with_tokens_hidden(long_view):
+    from viz import handlers
+
+    fig = handlers.sentiment_heatmap(long_view, 0, 0, "linear", True)
+    tokens = [label.split(":", 1)[1] for label in long_view.labels]
+    kept = np.flatnonzero(~av.hidden_positions(tokens))
+    marker = av.cut_marker(long_view.cut_after, long_view.n_skipped, kept)
+    cuts = [s for s in fig.layout.shapes if s.name == "cut"]
+    assert [cuts[0].x0, cuts[1].y0] == [marker.boundary, marker.boundary]
+    assert any("tokens skipped" in a.text for a in fig.layout.annotations)
+    assert len(fig.data[0].y) == len(kept) < len(long_view.labels)

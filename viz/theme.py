@@ -40,8 +40,8 @@ THEME_JS = """
     if (last && plain.length > most) lines.push(word); else lines[lines.length - 1] = last ? last + ' ' + word : word;
     return lines;
   }, ['']);
-  // The title below the tool bar (which takes the top 30 px; plotly places the text a few px above the pad) and wrapped to the plot's width; the plot grows as
-  // much as the title block does, so the plot area keeps its size.
+  // The title below the tool bar (the top 30 px; plotly sets the text a little above its pad), wrapped to the
+  // plot's width; the plot grows as much as the title block does, so the plot area keeps its size.
   const fitTitle = (l, width) => {
     const t = l.title;
     if (!t || !t.text) return;

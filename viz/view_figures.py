@@ -58,15 +58,14 @@ def model_view(
     return fig
 
 
-def _bars(weights: np.ndarray, labels: list[str], focus: int | None, meta: str) -> go.Bar:
-    """One head's weights over the tokens; the focused token in orange, the three largest named above."""
+def _bars(weights: np.ndarray, labels: list[str], meta: str) -> go.Bar:
+    """One head's weights over the tokens, the three largest named above their bars."""
     top = set(av.top_k(weights, 3).tolist())
     names = [labels[i].split(":", 1)[1] if i in top else "" for i in range(len(labels))]
-    color = [HIGHLIGHT if i == focus else "#3b82f6" for i in range(len(labels))]
     return go.Bar(
         x=labels,
         y=np.round(weights.astype(np.float64), 3).tolist(),
-        marker=dict(color=color, line=dict(width=0)),
+        marker=dict(color="#3b82f6", line=dict(width=0)),
         text=names,
         textposition="outside",
         textfont=dict(size=9),
@@ -88,7 +87,9 @@ def token_focus(
         top = float(np.max(weights, initial=0.0))
         for h in range(H):
             row = p * H + h + 1
-            fig.add_trace(_bars(weights[h], labels, focus, f"head {h + 1}: {what}"), row=row, col=1)
+            fig.add_trace(_bars(weights[h], labels, f"head {h + 1}: {what}"), row=row, col=1)
+            if focus is not None:  # the token itself
+                fig.add_vline(x=focus, line=dict(color=HIGHLIGHT, width=1.5, dash="dot"), row=row, col=1)
             fig.update_yaxes(range=[0, max(top, 1e-3) * 1.35], row=row, col=1, nticks=3, tickfont=dict(size=9))
             last = row == H * len(panels)  # the panels of a token share its sequence: labels once, at the bottom
             ticks = _ticks(labels, 700) if last else {}
