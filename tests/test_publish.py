@@ -19,6 +19,7 @@ from PIL import Image
 from pipelines import SentimentPipeline, TranslationPipeline
 from training import publish
 from training.attention_figure import heat, render_heatmap
+from training.hf_export import GENERATION_CONFIG, remote_code
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_REPO_FILES = {
@@ -29,7 +30,8 @@ MODEL_REPO_FILES = {
     "tokenizer.json",
     "tokenizer_config.json",
     "preprocessing.json",
-}
+} | set(remote_code())  # the code transformers loads with trust_remote_code=True (tests/test_hf_export.py)
+TRANSLATION_REPO_FILES = MODEL_REPO_FILES | {GENERATION_CONFIG}
 REVIEWS = ["A wonderful, moving film.", "Dull and far too long. I left early.", "not bad at all"]
 GERMAN = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee."]
 SENTIMENT_METRICS = {
@@ -211,7 +213,7 @@ def test_translation_dry_run_folder_translates_like_the_source_and_carries_the_m
         capsys,
     )
     assert code == 0
-    assert set(publish.list_files(out)) == MODEL_REPO_FILES | {"metrics.json"}
+    assert set(publish.list_files(out)) == TRANSLATION_REPO_FILES | {"metrics.json"}
     src, pub = TranslationPipeline.from_pretrained(str(model)), TranslationPipeline.from_pretrained(str(out))
     assert src.translate(GERMAN) == pub.translate(GERMAN)
     src_weights, pub_weights = src.model.state_dict(), pub.model.state_dict()
@@ -293,7 +295,7 @@ def test_publish_public_by_default_and_into_an_org(translation_dir, online, caps
     code, _, err = run(["translation", "--model", translation_dir, "--repo-id", "attention-lab/tr"], capsys, api)
     assert code == 0, err
     assert api.call("create_repo")[1]["private"] is None
-    assert set(api.uploaded_files) == MODEL_REPO_FILES
+    assert set(api.uploaded_files) == TRANSLATION_REPO_FILES
 
 
 def test_offline_fails_fast_without_any_network_call(sentiment_dir, monkeypatch, tmp_path, no_network, capsys):

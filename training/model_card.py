@@ -28,7 +28,10 @@ class TaskInfo:
     summary: str
     intended: list[str]
     not_for: list[str]
-    example: str
+    example: str  # after `pipe = <pipeline_class>.from_pretrained(repo)`
+    auto_model: str  # the transformers Auto class that loads the repo (training/hf_export.py)
+    transformers_example: str  # after `tokenizer = ...` and `model = <auto_model>.from_pretrained(...)`
+    transformers_note: str
 
 
 TASKS = {
@@ -60,6 +63,18 @@ TASKS = {
         example='result = pipe("A moving, beautifully acted film.")\n'
         "print(result.label, result.confidence)\n"
         "result.attentions[-1]  # the last layer's attention: (heads, tokens, tokens)",
+        auto_model="AutoModelForSequenceClassification",
+        transformers_example='reviews = ["A moving, beautifully acted film.", "Dull and far too long."]\n'
+        'batch = tokenizer(reviews, padding=True, return_tensors="pt")\n'
+        "with torch.no_grad():\n"
+        "    out = model(**batch, output_attentions=True)\n"
+        "print([model.config.id2label[int(i)] for i in out.logits.argmax(-1)])\n"
+        "out.attentions[-1]  # the last layer's attention: (batch, heads, tokens, tokens)",
+        transformers_note="The logits are the pipeline's before its calibration (the pipeline divides them by a "
+        "fitted temperature before the softmax), and so are the scores of "
+        '`transformers.pipeline("text-classification", model=..., trust_remote_code=True)`. A review longer than '
+        "the model reads is cut differently: the pipeline keeps its beginning and its end (`preprocessing.json`: "
+        "`max_len`, `head`).",
     ),
     "translation": TaskInfo(
         pipeline_tag="translation",
@@ -88,6 +103,17 @@ TASKS = {
         example='result = pipe("Ein Hund rennt über eine Wiese.")\n'
         "print(result.translation)\n"
         "result.cross_attentions[-1]  # the last decoder layer: (heads, target tokens, source tokens)",
+        auto_model="AutoModelForSeq2SeqLM",
+        transformers_example="# the source ends with </s>, as the pipeline's does\n"
+        'batch = tokenizer(["Ein Hund rennt über eine Wiese." + tokenizer.eos_token], return_tensors="pt")\n'
+        "with torch.no_grad():\n"
+        "    ids = model.generate(**batch)  # greedy\n"
+        "    out = model(**batch, decoder_input_ids=ids, output_attentions=True)\n"
+        "print(tokenizer.decode(ids[0], skip_special_tokens=True).strip())\n"
+        "out.cross_attentions[-1]  # the last decoder layer: (batch, heads, target tokens, source tokens)",
+        transformers_note="`generate()` decodes greedily by default, as the pipeline does with beam size 1, "
+        "and without a key/value cache. With `num_beams` it ranks beams by `transformers`' length penalty, "
+        "not the pipeline's ((5 + length) / 6) ^ alpha, so beam results can differ from the pipeline's.",
     ),
 }
 
@@ -131,7 +157,7 @@ def model_card(
         pipeline_tag=info.pipeline_tag,
         datasets=[info.dataset_id],
         metrics=sorted({m for _, m, _ in info.metrics}),
-        tags=list(dict.fromkeys([*HUB_KWARGS["tags"], *info.tags, "pytorch", "safetensors"])),
+        tags=list(dict.fromkeys([*HUB_KWARGS["tags"], *info.tags, "pytorch", "safetensors", "custom_code"])),
         eval_results=results or None,
     )
     sections = [
@@ -225,7 +251,30 @@ def _bullets(items: list[str]) -> str:
 
 
 def _usage(info: TaskInfo, repo_id: str) -> str:
+    return _usage_pipeline(info, repo_id) + "\n\n" + _usage_transformers(info, repo_id)
+
+
+def _usage_transformers(info: TaskInfo, repo_id: str) -> str:
+    """Loading the repo with `transformers` alone: the model code travels in the repo (trust_remote_code)."""
     return (
+        "### With `transformers`\n\n"
+        "The repo also holds the model's code (`modeling_attention_demo.py` and the from-scratch modules it "
+        "imports), so `transformers` loads it with `trust_remote_code=True` and nothing else installed "
+        "(`pip install transformers torch`). Read that code before you trust it.\n\n"
+        "```python\n"
+        "import torch\n"
+        f"from transformers import AutoTokenizer, {info.auto_model}\n\n"
+        f'tokenizer = AutoTokenizer.from_pretrained("{repo_id}", trust_remote_code=True)\n'
+        f'model = {info.auto_model}.from_pretrained("{repo_id}", trust_remote_code=True)\n'
+        f"{info.transformers_example}\n"
+        "```\n\n"
+        "`output_attentions=True` returns the model's exact attention weights, per layer. " + info.transformers_note
+    )
+
+
+def _usage_pipeline(info: TaskInfo, repo_id: str) -> str:
+    return (
+        "### With the project's pipelines (calibrated probabilities, every attention map, explanations)\n\n"
         "Install the project's library (the `transformer` and `pipelines` packages; they need only torch, "
         "huggingface_hub, safetensors and tokenizers) from a checkout of the project's code, or straight from "
         "its git repository:\n\n"

@@ -7,7 +7,8 @@
 
 Everything that can be checked here is checked before the first request: the repo id, the model folder
 (it must load with its pipeline), offline mode and the token. Then the repo folder is assembled (weights,
-config, tokenizer, preprocessing.json, metrics.json, a model card with an attention figure), the repo is
+config, tokenizer, preprocessing.json, metrics.json, a model card with an attention figure, and the code that
+lets `transformers` load it with trust_remote_code=True: training/hf_export.py), the repo is
 created if needed, and the folder goes up in one commit, so the repo ends up either fully updated or
 unchanged. `--dry-run` stops after assembling the folder.
 """
@@ -189,16 +190,19 @@ def prepare_out(out: Path | None) -> Path:
 
 
 def build_model_folder(task: str, model_dir: Path, pipe, repo_id: str, folder: Path) -> list[str]:
-    """Copy the model's files into `folder` and write the model card and its attention figure there."""
+    """Copy the model's files into `folder`, add what `transformers` needs to load it (trust_remote_code=True),
+    and write the model card and its attention figure there."""
     from dataclasses import asdict
 
     from .attention_figure import sentiment_figure, translation_figure
+    from .hf_export import export
     from .model_card import FIGURE, model_card
 
     metrics = read_metrics(task, model_dir)
     for name in (*MODEL_FILES, METRICS):
         if (model_dir / name).is_file():
             shutil.copy2(model_dir / name, folder / name)
+    export(task, folder)
     figure = (sentiment_figure if task == "sentiment" else translation_figure)(pipe)
     figure.image().save(folder / FIGURE)
     n_params = sum(p.numel() for p in pipe.model.parameters())

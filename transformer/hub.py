@@ -15,6 +15,10 @@ HUB_KWARGS = dict(
 
 WEIGHTS = "model.safetensors"
 CONFIG = "config.json"
+# What a folder exported for `transformers` (training/hf_export.py) adds to config.json; the model ignores it.
+TRANSFORMERS_KEYS = frozenset(
+    {"model_type", "architectures", "auto_map", "id2label", "label2id", "transformers_version"}
+)
 # Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; no '-' or '.' at either end; 96 characters at most.
 _NAME = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?"
 REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
@@ -80,7 +84,7 @@ def load_model(cls, name_or_path: str | os.PathLike):
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{name_or_path}: {CONFIG} is not valid JSON ({e})") from e
     fields = {f.name for f in dataclasses.fields(inspect.signature(cls.__init__).parameters["config"].annotation)}
-    unknown = sorted(set(config) - fields)
+    unknown = sorted(set(config) - fields - TRANSFORMERS_KEYS)
     if unknown:  # e.g. a translation checkpoint asked to load as a classifier
         raise CheckpointError(f"{name_or_path}: {CONFIG} does not describe a {cls.__name__} (unknown keys {unknown})")
     try:

@@ -1,0 +1,286 @@
+"""Our models out through `transformers`: the folder training.publish assembles loads with the Auto classes and
+trust_remote_code=True, gives the pipeline's logits (before calibration) and its attention maps, and still loads
+in the app. Offline: local folders only, HF_HUB_OFFLINE=1 (conftest)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+import transformers
+from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.batching import pad
+from training import publish
+from training.hf_export import EXPORTS, MODELING, export
+from transformer import (
+    CheckpointError,
+    ClassifierConfig,
+    Seq2SeqConfig,
+    Seq2SeqTransformer,
+    TransformerClassifier,
+    greedy_decode,
+    load_model,
+)
+from transformer.generation import row_limits
+
+ROOT = Path(__file__).resolve().parents[1]
+REVIEWS = ["A wonderful, moving film.", "Dull and far too long. I left early.", "not bad at all"]
+GERMAN = ["Ein Mann fährt Fahrrad.", "Zwei Hunde spielen im Schnee.", "Eine Frau liest."]
+
+
+def published(task: str, model_dir: Path, out: Path) -> Path:
+    """The folder `python -m training.publish <task> --dry-run --out out` assembles from model_dir."""
+    argv = [task, "--model", str(model_dir), "--repo-id", f"alice/demo-{task}", "--dry-run", "--out", str(out)]
+    assert publish.main(argv) == 0
+    return out
+
+
+def auto(cls, folder: Path):
+    return cls.from_pretrained(str(folder), trust_remote_code=True)
+
+
+@pytest.fixture(scope="module")
+def sentiment_repo(sentiment_dir, tmp_path_factory):
+    return published("sentiment", sentiment_dir, tmp_path_factory.mktemp("hf") / "sentiment")
+
+
+@pytest.fixture(scope="module")
+def translation_repo(translation_dir, tmp_path_factory):
+    return published("translation", translation_dir, tmp_path_factory.mktemp("hf") / "translation")
+
+
+# --- the checks, for the tiny models and the bundled ones ---------------------------------------------------
+
+
+def check_classifier(folder: Path) -> None:
+    """Same token ids, logits, attention maps, head switching and labels as SentimentPipeline on this folder."""
+    pipe = SentimentPipeline.from_pretrained(str(folder))
+    model, tok = auto(AutoModelForSequenceClassification, folder), auto(AutoTokenizer, folder)
+    assert type(model).__name__ == "AttentionDemoForSequenceClassification" and not model.training
+    assert model.config.id2label == dict(enumerate(pipe.labels))
+
+    batch = tok(REVIEWS, padding=True, return_tensors="pt")  # right-padded with <pad>
+    real = batch["attention_mask"].bool()
+    assert [row[m].tolist() for row, m in zip(batch["input_ids"], real)] == pipe.encode_many(REVIEWS)
+    with torch.no_grad():
+        out = model(**batch, output_attentions=True)
+        ours = pipe.model(batch["input_ids"], need_weights=True)
+    assert torch.equal(out.logits, ours.logits)
+    raw, _ = pipe.raw_logits(REVIEWS)  # the pipeline's own batches (sorted by length, padded differently)
+    torch.testing.assert_close(out.logits, raw, rtol=0, atol=1e-5)
+
+    B, T = batch["input_ids"].shape
+    assert len(out.attentions) == pipe.n_layers
+    for layer, (theirs, mine) in enumerate(zip(out.attentions, ours.attentions)):
+        assert theirs.shape == (B, pipe.n_heads, T, T) and torch.equal(theirs, mine)
+        for i, text in enumerate(REVIEWS):  # each review run alone, as the app runs it
+            n = int(real[i].sum())
+            torch.testing.assert_close(theirs[i, :, :n, :n], pipe(text).attentions[layer], rtol=0, atol=1e-6)
+
+    with torch.no_grad():
+        plain = model(**batch)
+        off = torch.ones(pipe.n_layers, pipe.n_heads)
+        off[0, 1] = 0.0
+        switched = model(**batch, head_mask=off, labels=torch.tensor([1, 0, 0]))
+    assert plain.attentions is None  # and the model's fast path (no weights) ran, as the pipeline's raw_logits
+    torch.testing.assert_close(plain.logits, raw, rtol=0, atol=1e-5)
+    torch.testing.assert_close(switched.logits, pipe.raw_logits(REVIEWS, head_mask={("self", 0, 1): 0.0})[0])
+    assert not torch.allclose(switched.logits, out.logits)
+    torch.testing.assert_close(switched.loss, F.cross_entropy(switched.logits, torch.tensor([1, 0, 0])))
+
+    classify = transformers.pipeline("text-classification", model=str(folder), trust_remote_code=True)
+    probs = raw.softmax(-1)  # uncalibrated, as the card says
+    for got, p in zip(classify(REVIEWS), probs):
+        assert got["label"] == pipe.labels[int(p.argmax())] and got["score"] == pytest.approx(float(p.max()), abs=1e-5)
+
+
+def check_translator(folder: Path) -> list[str]:
+    """Same source ids, teacher-forced logits and the three kinds of attention as TranslationPipeline's model,
+    and generate() decodes as greedy_decode. Returns the generated English."""
+    pipe = TranslationPipeline.from_pretrained(str(folder))
+    model, tok = auto(AutoModelForSeq2SeqLM, folder), auto(AutoTokenizer, folder)
+    assert type(model).__name__ == "AttentionDemoForConditionalGeneration" and not model.training
+    c = pipe.model.config
+
+    batch = tok([t + tok.eos_token for t in GERMAN], padding=True, return_tensors="pt")  # as the card shows
+    src_ids, _, _ = pipe.encode_source(GERMAN)
+    real = batch["attention_mask"].bool()
+    assert [row[m].tolist() for row, m in zip(batch["input_ids"], real)] == src_ids
+    src = pad(src_ids, c.pad_id)  # (B, Ts)
+    assert torch.equal(batch["input_ids"], src)
+
+    limits = row_limits(pipe.model, src)
+    hyps = greedy_decode(pipe.model, src, limits=limits)
+    tgt = pad([[c.bos_id, *h.tokens] for h in hyps], c.pad_id)  # (B, Tt)
+    with torch.no_grad():
+        out = model(**batch, decoder_input_ids=tgt, output_attentions=True)
+        enc = pipe.model.encode(src, need_weights=True)
+        ours = pipe.model.decode(tgt, enc, need_weights=True)
+    assert torch.equal(out.logits, ours.logits)
+    (B, Ts), Tt, H = src.shape, tgt.size(1), pipe.n_heads
+    for theirs, mine, shape in (
+        (out.encoder_attentions, enc.attentions, (B, H, Ts, Ts)),
+        (out.decoder_attentions, ours.self_attentions, (B, H, Tt, Tt)),
+        (out.cross_attentions, ours.cross_attentions, (B, H, Tt, Ts)),
+    ):
+        assert len(theirs) == len(mine) and all(a.shape == shape and torch.equal(a, b) for a, b in zip(theirs, mine))
+
+    generated = model.generate(**batch, max_new_tokens=int(limits.max()))  # (B, 1 + steps): decoder start first
+    assert (generated[:, 0] == c.bos_id).all()
+    for row, h in zip(generated[:, 1:].tolist(), hyps):
+        assert row[: len(h.tokens)] == h.tokens
+        if h.finished:
+            assert row[len(h.tokens)] == c.eos_id
+    return [tok.decode(row, skip_special_tokens=True).strip() for row in generated]
+
+
+# --- the tiny models ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task", ["sentiment", "translation"])
+def test_config_json_names_the_code_in_the_folder_and_the_app_still_loads_it(task, sentiment_repo, translation_repo):
+    folder = {"sentiment": sentiment_repo, "translation": translation_repo}[task]
+    spec = EXPORTS[task]
+    config = json.loads((folder / "config.json").read_text())
+    assert config["model_type"] == spec.model_type and config["architectures"] == [spec.model_class.__name__]
+    for target in config["auto_map"].values():  # "modeling_attention_demo.ClassName"
+        module, name = target.split(".")
+        assert f"{module}.py" == MODELING and re.search(rf"^class {name}\(", (folder / MODELING).read_text(), re.M)
+    assert set(config["auto_map"]) == {"AutoConfig", spec.auto_model}
+    hf_config = AutoConfig.from_pretrained(str(folder), trust_remote_code=True)
+    assert type(hf_config).__name__ == spec.model_class.config_class.__name__
+    assert hf_config.model_type == spec.model_type and hf_config.dtype == torch.float32
+    # The app's loader reads the same config.json: the keys transformers needs do not stop it, and a folder of
+    # the other task is still refused.
+    pipeline = SentimentPipeline if task == "sentiment" else TranslationPipeline
+    assert pipeline.from_pretrained(str(folder)).model.config.vocab_size == config["vocab_size"]
+    if task == "translation":
+        with pytest.raises(CheckpointError, match="does not describe a TransformerClassifier"):
+            load_model(TransformerClassifier, folder)
+
+
+def test_tiny_classifier_through_transformers_equals_the_pipeline(sentiment_repo):
+    check_classifier(sentiment_repo)
+
+
+def test_tiny_translator_through_transformers_equals_the_pipeline(translation_repo):
+    check_translator(translation_repo)
+
+
+def test_seq2seq_labels_are_shifted_right_behind_bos(translation_repo):
+    model = auto(AutoModelForSeq2SeqLM, translation_repo)
+    c = model.config
+    src = torch.tensor([[20, 21, 22, c.eos_id], [23, 24, c.eos_id, c.pad_id]])  # (B, Ts)
+    labels = torch.tensor([[30, 31, 32, c.eos_id], [33, c.eos_id, -100, -100]])  # -100: not scored
+    with torch.no_grad():
+        out = model(input_ids=src, attention_mask=(src != c.pad_id).long(), labels=labels)
+        prefix = torch.tensor([[c.bos_id, 30, 31, 32], [c.bos_id, 33, c.eos_id, c.pad_id]])
+        ref = model(input_ids=src, decoder_input_ids=prefix)
+    torch.testing.assert_close(out.logits, ref.logits)
+    scored = labels != -100
+    torch.testing.assert_close(out.loss, F.cross_entropy(ref.logits[scored], labels[scored]))
+
+
+@pytest.mark.parametrize("task", ["sentiment", "translation"])
+def test_the_cards_how_to_use_runs_on_the_folder(task, sentiment_repo, translation_repo):
+    """The card's `transformers` snippet, run as written (the repo id pointed at the local folder)."""
+    folder = {"sentiment": sentiment_repo, "translation": translation_repo}[task]
+    card = (folder / "README.md").read_text()
+    section = card[card.index("### With `transformers`") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert f"{EXPORTS[task].auto_model}.from_pretrained(" in code and "trust_remote_code=True" in code
+    assert "output_attentions=True" in code
+    scope: dict = {}
+    exec(code.replace(f"alice/demo-{task}", str(folder)), scope)
+    out, model = scope["out"], scope["model"]
+    n_layers = len(model.model.encoder.layers)
+    maps = out.attentions if task == "sentiment" else out.cross_attentions
+    assert len(maps) == (n_layers if task == "sentiment" else len(model.model.decoder.layers))
+    assert maps[-1].dim() == 4 and maps[-1].size(1) == model.config.n_heads
+
+
+def test_the_folder_loads_with_transformers_and_torch_alone(sentiment_repo, translation_repo, tmp_path):
+    """A fresh Python that cannot import this project (transformer/, pipelines/) loads both folders offline."""
+    script = f"""
+import importlib.util, json, torch
+from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification, AutoTokenizer
+assert all(importlib.util.find_spec(m) is None for m in ("transformer", "pipelines", "training"))
+s = AutoModelForSequenceClassification.from_pretrained({str(sentiment_repo)!r}, trust_remote_code=True)
+tok = AutoTokenizer.from_pretrained({str(sentiment_repo)!r}, trust_remote_code=True)
+t = AutoModelForSeq2SeqLM.from_pretrained({str(translation_repo)!r}, trust_remote_code=True)
+with torch.no_grad():
+    logits = s(**tok({REVIEWS!r}, padding=True, return_tensors="pt")).logits
+    src = torch.tensor([[20, 21, 22, 2]])
+    cross = t(input_ids=src, decoder_input_ids=torch.tensor([[1, 30]]), output_attentions=True).cross_attentions
+print(json.dumps({{"logits": logits.tolist(), "cross": [c.shape[-2:] == (2, 4) for c in cross]}}))
+"""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {
+        "HF_HUB_OFFLINE": "1",
+        "HF_MODULES_CACHE": str(tmp_path / "modules"),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    expected, _ = SentimentPipeline.from_pretrained(str(sentiment_repo)).raw_logits(REVIEWS)
+    torch.testing.assert_close(torch.tensor(got["logits"]), expected, rtol=0, atol=1e-5)
+    assert got["cross"] and all(got["cross"])
+    assert list((tmp_path / "modules").rglob(MODELING))  # the remote code ran from the folder's own copy
+
+
+@pytest.mark.parametrize(
+    "task, config",
+    [
+        ("sentiment", ClassifierConfig(vocab_size=50, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=20,
+                                       positions="learned", norm_first=True, pooling="mean", num_labels=3)),
+        ("translation", Seq2SeqConfig(vocab_size=50, d_model=16, n_heads=2, d_ff=32, max_len=20, positions="learned",
+                                      norm_first=True, tie_embeddings=False, n_encoder_layers=1, n_decoder_layers=2)),
+    ],
+)  # fmt: skip
+def test_other_configurations_load_with_their_own_weights(task, config, tmp_path):
+    """Learned positions (a parameter, not a rebuilt table), pre-norm, mean pooling, 3 labels, untied embeddings."""
+    model = (TransformerClassifier if task == "sentiment" else Seq2SeqTransformer)(config).eval()
+    model.save_pretrained(tmp_path)
+    export(task, tmp_path)
+    theirs = auto(getattr(transformers, EXPORTS[task].auto_model), tmp_path)
+    src = torch.randint(4, 50, (2, 7))
+    tgt = torch.randint(4, 50, (2, 5))
+    with torch.no_grad():
+        if task == "sentiment":
+            torch.testing.assert_close(theirs(src).logits, model(src).logits, rtol=0, atol=1e-6)
+            assert theirs.config.num_labels == 3
+        else:
+            torch.testing.assert_close(
+                theirs(src, decoder_input_ids=tgt).logits, model(src, tgt).logits, rtol=0, atol=1e-6
+            )
+    theirs_weights = {k.removeprefix("model."): v for k, v in theirs.state_dict().items()}
+    assert theirs_weights.keys() == model.state_dict().keys()
+    assert all(torch.equal(v, theirs_weights[k]) for k, v in model.state_dict().items())
+
+
+# --- the bundled models -------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_bundled_models_through_transformers_equal_the_pipelines(tmp_path):
+    """assets/sentiment and assets/translation, as published: unchanged weights, the pipeline's logits and
+    attention maps through the Auto classes, and generate()'s translations equal the app's greedy ones."""
+    sentiment = published("sentiment", ROOT / "assets" / "sentiment", tmp_path / "sentiment")
+    translation = published("translation", ROOT / "assets" / "translation", tmp_path / "translation")
+    for folder, task in ((sentiment, "sentiment"), (translation, "translation")):
+        weights = (ROOT / "assets" / task / "model.safetensors").read_bytes()
+        assert (folder / "model.safetensors").read_bytes() == weights
+    check_classifier(sentiment)
+    english = check_translator(translation)
+    greedy = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation"))
+    greedy.beam_size = 1
+    assert english == [greedy(t).translation for t in GERMAN]
+    assert english[0] == "A man rides a bicycle."
