@@ -178,3 +178,45 @@ def screenshot(page, path: str | Path) -> Path:
     page.mouse.move(0, 0)  # no tooltip in the picture
     page.screenshot(path=str(path), full_page=True)
     return Path(path)
+
+
+def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: str = "xy") -> None:
+    """Click a plot's (sub)plot area at a fraction (fx, fy) of it: a heatmap cell, a thumbnail of the model view."""
+    area = page.locator(f'#{elem_id} .nsewdrag[data-subplot="{subplot}"]').first
+    area.scroll_into_view_if_needed()
+    box = area.bounding_box()
+    page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+
+
+def open_model_view(page, task: str) -> None:
+    """Open the tab's model view (an accordion, drawn on opening) and wait for its thumbnails."""
+    page.get_by_text("Model view: every layer", exact=False).filter(visible=True).first.click()
+    page.wait_for_selector(f"#{task}-model-view .heatmaplayer image")
+
+
+def screenshot_between(page, path: str | Path, first: str, last: str) -> Path:
+    """A picture of the page from the top of element `first` to the bottom of element `last` (CSS selectors)."""
+    page.mouse.move(0, 0)
+    top = page.locator(first).first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+    bottom = page.locator(last).first.evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
+    width = page.viewport_size["width"]
+    page.screenshot(path=str(path), full_page=True, clip=dict(x=0, y=top - 8, width=width, height=bottom - top + 16))
+    return Path(path)
+
+
+def views_screenshots(page, url: str, review: str, folder: Path) -> list[Path]:
+    """The attention views on a long review: the large map (log colour scale) with a token's row and column and
+    that token's focus; the model view. Saved as screenshot-token-focus.png and screenshot-model-view.png."""
+    open_tab(page, url, "Sentiment")
+    analyze_review(page, review)
+    page.wait_for_selector("#sentiment-overview .heatmaplayer image")
+    choose(page, "sentiment-scale", "log", redraws=("sentiment-attention",))
+    mark_plot(page, "sentiment-token-focus")
+    click_plot(page, "sentiment-attention", 0.62, 0.93)  # a row near the end, where reviews give their verdict
+    wait_redrawn(page, "sentiment-token-focus")
+    shots = [screenshot_between(page, folder / "screenshot-token-focus.png", "#sentiment-attention",
+                                "#sentiment-token-focus")]  # fmt: skip
+    open_model_view(page, "sentiment")
+    shots.append(screenshot_between(page, folder / "screenshot-model-view.png", "#sentiment-model-view",
+                                    "#sentiment-model-view"))  # fmt: skip
+    return shots

@@ -68,7 +68,7 @@ class Log(ColorScale):
         low = math.log10(top) - self.decades
         positions = (np.log10(np.maximum(weights, 10**low)) - low) / self.decades
         powers = range(math.ceil(low), math.floor(math.log10(top)) + 1)
-        ticks = [10.0**p for p in powers] + ([top] if math.log10(top) - math.floor(math.log10(top)) > 0.15 else [])
+        ticks = [10.0**p for p in powers]  # decades only: a tick at the top would run into the bar's title
         return Scaled(
             np.clip(positions, 0, 1),
             [(math.log10(t) - low) / self.decades for t in ticks],

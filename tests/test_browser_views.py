@@ -27,16 +27,8 @@ TRACE_JS = f"id => {{ const t = ({PLOT_JS})(id)._fullData[0]; return [t.y, Array
 
 def open_model_view(page, task: str) -> int:
     """Open the model view's accordion; the number of thumbnails drawn."""
-    page.get_by_text("Model view: every layer", exact=False).filter(visible=True).first.click()
-    page.wait_for_selector(f"#{task}-model-view .heatmaplayer image")
+    browser.open_model_view(page, task)
     return page.evaluate(f"id => ({PLOT_JS})(id).data.length", f"{task}-model-view")
-
-
-def click_subplot(page, plot_id: str, subplot: str, fx: float = 0.5, fy: float = 0.5) -> None:
-    area = page.locator(f'#{plot_id} .nsewdrag[data-subplot="{subplot}"]').first
-    area.scroll_into_view_if_needed()
-    box = area.bounding_box()
-    page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
 
 
 @pytest.mark.parametrize(
@@ -56,7 +48,7 @@ def test_model_view_shows_every_layer_and_head_and_a_click_opens_one(page, app_u
     colorbars = page.evaluate(f"id => ({PLOT_JS})(id).layout.coloraxis.colorbar !== undefined", f"{task}-model-view")
     assert colorbars  # one shared colour scale, with its bar
     browser.mark_plot(page, large)
-    click_subplot(page, f"{task}-model-view", "x7y7")  # layer 2 (second row), head 3 (third column)
+    browser.click_plot(page, f"{task}-model-view", subplot="x7y7")  # layer 2 (second row), head 3 (third column)
     page.wait_for_function(
         "([id, t]) => ((document.querySelector('#' + id + ' .gtitle') || {}).textContent || '').includes(t)",
         arg=[large, title],
@@ -70,7 +62,7 @@ def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, ap
     browser.analyze_review(page, LONG_REVIEW)
     page.wait_for_function("() => document.querySelector('#sentiment-token input') !== null")
     browser.mark_plot(page, "sentiment-attention")
-    click_subplot(page, "sentiment-attention", "xy", 0.5, 0.25)
+    browser.click_plot(page, "sentiment-attention", 0.5, 0.25)
     browser.wait_redrawn(page, "sentiment-attention")
     token = page.locator("#sentiment-token input").input_value()
     row = int(token.split(":")[0])
@@ -86,7 +78,7 @@ def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, ap
     browser.translate(page, BENCH_GERMAN, decoding="greedy")
     page.wait_for_selector("#translation-encoder .heatmaplayer image")
     browser.mark_plot(page, "translation-attention")
-    click_subplot(page, "translation-attention", "xy", 0.5, 0.1)
+    browser.click_plot(page, "translation-attention", 0.5, 0.1)
     browser.wait_redrawn(page, "translation-attention")
     token = page.locator("#translation-token input").input_value()
     assert token.endswith("(English)")
@@ -172,7 +164,7 @@ def test_on_a_phone_in_the_dark_no_plot_draws_over_another(page, app_url):
                 page.wait_for_selector("#translation-encoder .heatmaplayer image")
             key = task.lower()
             open_model_view(page, key)
-            click_subplot(page, f"{key}-attention", "xy", 0.5, 0.3)
+            browser.click_plot(page, f"{key}-attention", 0.5, 0.3)
             page.wait_for_selector(f"#{key}-token-focus .barlayer .point")
             plots = page.evaluate(BOXES_JS)
             assert sum(len(p["ticks"]) for p in plots) > 50 and collisions(plots) == []

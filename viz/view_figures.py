@@ -10,7 +10,7 @@ from pipelines import attention_views as av
 
 from .figures import COLORSCALE, HIGHLIGHT, MARGIN_TOP, _hover, _layout, _ticks, colors
 
-THUMB_PX = 120  # height of one thumbnail row
+THUMB_PX = 140  # height of one thumbnail row
 BAR_PX = 78  # height of one head's bars in token focus
 
 
@@ -47,32 +47,34 @@ def model_view(
     fig.update_xaxes(showticklabels=False, type="category", fixedrange=True)
     fig.update_yaxes(showticklabels=False, type="category", autorange="reversed", fixedrange=True)
     subtitle = f"click a map to open it large · {scale.label}"
-    _layout(fig, title, MARGIN_TOP + 70 + THUMB_PX * L, subtitle)
+    _layout(fig, title, MARGIN_TOP + 92 + THUMB_PX * L, subtitle)
     colorbar.update(orientation="h", y=-0.02, yanchor="top", x=0, xanchor="left", len=0.6, thickness=10)
     colorbar["title"] = dict(text=colorbar["title"]["text"], side="top")
     fig.update_layout(
         coloraxis=dict(colorscale=COLORSCALE, cmin=color["zmin"], cmax=color["zmax"], colorbar=colorbar),
-        margin=dict(l=10, r=30, t=MARGIN_TOP, b=70),
+        margin=dict(l=10, r=30, t=MARGIN_TOP + 22, b=70),  # the column titles stand above the maps
         dragmode=False,
     )
     return fig
 
 
 def _bars(weights: np.ndarray, labels: list[str], meta: str) -> go.Bar:
-    """One head's weights over the tokens, the three largest named above their bars."""
-    top = set(av.top_k(weights, 3).tolist())
-    names = [labels[i].split(":", 1)[1] if i in top else "" for i in range(len(labels))]
+    """One head's weights over the tokens."""
     return go.Bar(
         x=labels,
         y=np.round(weights.astype(np.float64), 3).tolist(),
         marker=dict(color="#3b82f6", line=dict(width=0)),
-        text=names,
-        textposition="outside",
-        textfont=dict(size=9),
-        cliponaxis=False,
         hovertemplate=f"{meta}<br>%{{x}}<br>weight %{{y:.3f}}<extra></extra>",
         showlegend=False,
     )
+
+
+def _top_names(fig: go.Figure, weights: np.ndarray, labels: list[str], row: int) -> None:
+    """The three largest bars of a head named above them (bars of a long input are too thin for text)."""
+    for i in av.top_k(weights, 3).tolist():
+        name = labels[i].split(":", 1)[1]
+        fig.add_annotation(x=labels[i], y=float(weights[i]), text=name, showarrow=False, yanchor="bottom",
+                           font=dict(size=9), row=row, col=1)  # fmt: skip
 
 
 def token_focus(
@@ -83,11 +85,13 @@ def token_focus(
     H = panels[0][1].shape[0]
     titles = [f"head {h + 1}: {what}" for what, _, _, _ in panels for h in range(H)]
     fig = make_subplots(rows=H * len(panels), cols=1, subplot_titles=titles, vertical_spacing=0.3 / (H * len(panels)))
+    fig.update_annotations(font=dict(size=11), x=0, xanchor="left")  # the subplot titles, on the left
     for p, (what, weights, labels, focus) in enumerate(panels):
         top = float(np.max(weights, initial=0.0))
         for h in range(H):
             row = p * H + h + 1
             fig.add_trace(_bars(weights[h], labels, f"head {h + 1}: {what}"), row=row, col=1)
+            _top_names(fig, weights[h], labels, row)
             if focus is not None:  # the token itself
                 fig.add_vline(x=focus, line=dict(color=HIGHLIGHT, width=1.5, dash="dot"), row=row, col=1)
             fig.update_yaxes(range=[0, max(top, 1e-3) * 1.35], row=row, col=1, nticks=3, tickfont=dict(size=9))
@@ -95,7 +99,6 @@ def token_focus(
             ticks = _ticks(labels, 700) if last else {}
             fig.update_xaxes(type="category", showticklabels=last, row=row, col=1, **ticks)
     fig.update_xaxes(tickfont=dict(size=9), tickangle=-60, automargin=True)
-    fig.update_annotations(font=dict(size=11), x=0, xanchor="left")
     height = MARGIN_TOP + len(panels) * H * BAR_PX + 110
     _layout(fig, title, height, subtitle)
     fig.update_layout(bargap=0.1, margin=dict(l=40, r=10, t=MARGIN_TOP, b=20), dragmode=False)
