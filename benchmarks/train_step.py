@@ -2,8 +2,9 @@
 
 Both models get the same batches, optimizer and loss; their steps are interleaved (A, B, A, B, ...) so
 that any background load on the machine slows both alike, and the median step time of each is reported.
+On a GPU (the default when there is one) the steps run as `python -m training` runs them: bf16 autocast, TF32.
 
-    python benchmarks/train_step.py [--steps 30] [--d-model 256] [--layers 3] [--batch 128] [--len 16]
+    python benchmarks/train_step.py [--steps 30] [--d-model 256] [--layers 3] [--batch 128] [--len 16] [--device cuda]
 """
 
 import argparse
@@ -19,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from training.device import Precision, describe_device  # noqa: E402
 from transformer import Seq2SeqConfig, Seq2SeqTransformer  # noqa: E402
 from transformer.embeddings import sinusoidal_table  # noqa: E402
 
@@ -41,7 +43,7 @@ class TorchSeq2Seq(nn.Module):
         return self.emb(ids) * math.sqrt(self.c.d_model) + self.pos[: ids.size(1)]
 
     def forward(self, src, tgt):
-        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool)
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), dtype=torch.bool, device=src.device)
         x = self.core(
             self.embed(src),
             self.embed(tgt),
@@ -62,6 +64,31 @@ def batch(cfg: Seq2SeqConfig, B: int, T: int, g: torch.Generator):
     return src, tgt
 
 
+def time_steps(models: dict, cfg: Seq2SeqConfig, a, precision: Precision) -> tuple[dict, torch.Tensor]:
+    """({name: step seconds after warm-up}, the last target batch), the models' steps interleaved."""
+    device = precision.device
+    opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
+    times = {k: [] for k in models}
+    g = torch.Generator().manual_seed(0)
+    for step in range(a.warmup + a.steps):
+        src, tgt = (t.to(device) for t in batch(cfg, a.batch, a.len, g))
+        for name, model in models.items():
+            model.train()
+            t0 = time.perf_counter()
+            with precision.autocast():
+                out = model(src, tgt[:, :-1])
+                logits = out.logits if hasattr(out, "logits") else out
+                loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=0)
+            opts[name].zero_grad()
+            loss.backward()
+            opts[name].step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)  # the step's kernels are done before the clock stops
+            if step >= a.warmup:
+                times[name].append(time.perf_counter() - t0)
+    return times, tgt
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=30)
@@ -74,6 +101,7 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=128)
     p.add_argument("--len", type=int, default=16, help="tokens per sentence (Multi30k averages about 15)")
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     a = p.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -87,26 +115,15 @@ def main() -> None:
         dropout=0.1,
     )
     torch.manual_seed(0)
-    models = {"ours": Seq2SeqTransformer(cfg), "torch.nn.Transformer": TorchSeq2Seq(cfg)}
+    device = torch.device(a.device)
+    precision = Precision.for_device(device)
+    precision.enable_tf32()
+    models = {"ours": Seq2SeqTransformer(cfg).to(device), "torch.nn.Transformer": TorchSeq2Seq(cfg).to(device)}
     params = {k: sum(p.numel() for p in m.parameters()) for k, m in models.items()}
-    opts = {k: torch.optim.AdamW(m.parameters(), lr=1e-4) for k, m in models.items()}
-    times = {k: [] for k in models}
-    g = torch.Generator().manual_seed(0)
-    for step in range(a.warmup + a.steps):
-        src, tgt = batch(cfg, a.batch, a.len, g)
-        for name, model in models.items():
-            model.train()
-            t0 = time.perf_counter()
-            out = model(src, tgt[:, :-1])
-            logits = out.logits if hasattr(out, "logits") else out
-            loss = F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=0)
-            opts[name].zero_grad()
-            loss.backward()
-            opts[name].step()
-            if step >= a.warmup:
-                times[name].append(time.perf_counter() - t0)
+    times, tgt = time_steps(models, cfg, a, precision)
     tokens = int((tgt[:, 1:] != 0).sum())  # target tokens in a (typical) batch
     result = {"config": vars(a), "threads": torch.get_num_threads(), "torch": torch.__version__, "models": {}}
+    result.update(device=describe_device(device), precision=precision.describe())
     for name in models:
         med = statistics.median(times[name])
         result["models"][name] = {

@@ -1,6 +1,6 @@
 """Everything one run shows, as one JSON-ready dict: input, tokens with offsets, prediction or translation,
 every attention map (all layers and heads), explanation scores and head table when the pipeline has them,
-and which model made it. The schema is documented in the README ("Download data")."""
+and which model made it. The schema is documented in docs/reference.md ("Downloads")."""
 
 import dataclasses
 import hashlib

@@ -1,5 +1,8 @@
 """`--resume` from a damaged checkpoint: one line that names the file, exit code 2, never unsafe advice."""
 
+import struct
+import zipfile
+
 import pytest
 import torch
 from test_training import TINY_SENTIMENT
@@ -17,9 +20,27 @@ def good_checkpoint(imdb_dir, tmp_path_factory):  # noqa: F811
     return out / "checkpoint.pt"
 
 
+def overwrite_tensor_bytes(path, member: str = "data/1", n: int = 2000) -> int:
+    """Overwrite up to n bytes of one tensor's storage inside a torch.save zip with 0xFF (as a bad disk
+    would); the file still loads. Returns how many bytes were overwritten."""
+    with zipfile.ZipFile(path) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith("/" + member))
+    data = bytearray(path.read_bytes())
+    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26 : info.header_offset + 30])
+    start = info.header_offset + 30 + name_len + extra_len  # the stored (uncompressed) bytes begin here
+    n = min(n, info.file_size)
+    data[start : start + n] = b"\xff" * n
+    path.write_bytes(bytes(data))
+    return n
+
+
 def _damage(kind: str, good, path, imdb_dir) -> None:  # noqa: F811
     data = good.read_bytes()
-    if kind == "truncated":
+    if kind == "tensor bytes overwritten":
+        path.write_bytes(data)
+        assert overwrite_tensor_bytes(path) > 0
+        assert torch.load(path, weights_only=True)["model"]  # the damage does not stop torch from loading it
+    elif kind == "truncated":
         path.write_bytes(data[: len(data) // 2])
     elif kind == "empty":
         path.write_bytes(b"")
@@ -45,6 +66,7 @@ def _damage(kind: str, good, path, imdb_dir) -> None:  # noqa: F811
         ("pickled code", "truncated or not a training checkpoint"),
         ("missing keys", "incomplete checkpoint (no optimizer, rng)"),
         ("another architecture", "weights for another architecture"),
+        ("tensor bytes overwritten", "damaged checkpoint (checksum mismatch"),
     ],
 )
 def test_resume_from_a_damaged_checkpoint_exits_2_with_one_line(
@@ -81,3 +103,28 @@ def test_garbage_checkpoint_gives_no_warning_lines(tmp_path, recwarn):
     with pytest.raises(DamagedCheckpoint):
         load_state(path)
     assert not recwarn.list
+
+
+def test_a_diverging_run_exits_1_with_one_line_and_keeps_the_last_good_checkpoint(imdb_dir, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "run"
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), *TINY_SENTIMENT, "--epochs", "2"]
+    capsys.readouterr()
+    # lr 1e30: the first step blows the weights up (still finite), the second step's loss is NaN
+    assert train_main([*args, "--lr", "1e30", "--save-every-min", "0"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: non-finite loss nan at epoch 1, step 2: training stopped before the update")
+    assert f"{out / 'checkpoint.pt'} keeps the last good state (step 1)" in err
+    saved = load_state(out / "checkpoint.pt")
+    assert saved["state"]["step"] == 1 and all(torch.isfinite(v).all() for v in saved["model"].values())
+    assert not (out / "best").exists() and not (out / "summary.json").exists()
+
+
+def test_a_checkpoint_from_before_checksums_still_resumes(good_checkpoint, imdb_dir, tmp_path):  # noqa: F811
+    out = tmp_path / "run"
+    out.mkdir()
+    saved = torch.load(good_checkpoint, weights_only=True)
+    assert len(saved.pop("checksum")) == 64  # SHA-256 in hex
+    torch.save(saved, out / "checkpoint.pt")
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), *TINY_SENTIMENT, "--resume"]
+    assert train_main(args) == 0
+    assert load_state(out / "checkpoint.pt")["state"]["step"] > saved["state"]["step"]

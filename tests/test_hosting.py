@@ -136,7 +136,7 @@ def test_the_fair_batcher_refuses_a_client_that_floods_it(app):
 def test_no_event_updates_a_layout_block(app):
     """Gradio's page copies every component that was ever an event's output, with all its children, at each
     change of an event's progress: a layout block (the tabs, a row) among the outputs made it copy whole tabs on
-    every click (README "Hosting"). Events update components, never layout."""
+    every click (docs/reference.md "Hosting"). Events update components, never layout."""
     demo, _ = app
     outputs = [b for fn in demo.fns.values() for b in fn.outputs]
     assert len(outputs) > 40

@@ -17,6 +17,7 @@ from training.evaluate import main as evaluate_main
 TINY_MODEL = "--vocab-size 300 --d-model 32 --n-heads 4 --n-layers 1 --d-ff 64 --batch-size 8 --threads 1".split()
 TINY_SENTIMENT = [*TINY_MODEL, *"--max-len 48 --head 16 --ngram-buckets 101 --ngram-dim 8 --val-size 8".split()]
 TINY_TRANSLATION = [*TINY_MODEL, *"--bleu-sample 8 --beam 2".split()]
+TINY_PRETRAIN = [*TINY_MODEL, *"--max-len 48 --val-size 8 --seq-len 32 --no-unlabeled".split()]
 
 
 @pytest.fixture(scope="module")
@@ -172,41 +173,37 @@ def test_help_documents_every_option():
         assert opt in out
 
 
-@pytest.mark.slow
-def test_two_cpu_processes_under_accelerate(imdb_dir, tmp_path):
-    # `--multi_gpu` is accelerate's torchrun launcher; with no GPU, the loop's Accelerator(cpu=True) uses gloo.
+def launch_two_processes(args: list[str]) -> subprocess.CompletedProcess:
+    """`accelerate launch` with two processes: `--multi_gpu` is accelerate's torchrun launcher (`--cpu` would
+    start one process); with no GPU, the loop's Accelerator(cpu=True) joins them over gloo."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    cmd = [
-        sys.executable,
-        "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
-        "--num_processes",
-        "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        "-m",
-        "training",
-        "sentiment",
-        "--data-dir",
-        str(imdb_dir),
-        "--out",
-        str(tmp_path / "ddp"),
-        "--epochs",
-        "1",
-        *TINY_SENTIMENT,
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=FIXTURES.parents[1], timeout=300)
+    launch = "-m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1".split()
+    launch += "--mixed_precision no --dynamo_backend no -m training".split()
+    return subprocess.run(
+        [sys.executable, *launch, *args], capture_output=True, text=True, env=env, cwd=FIXTURES.parents[1], timeout=300
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "task, options, steps",
+    [
+        ("sentiment", ["--batch-size", "7"], 3),  # 5 batches: one process takes a batch again, never one step more
+        ("pretrain", ["--ngram-buckets", "0"], 3),  # the MLM model leaves the classifier head unused (DDP)
+        ("translation", ["--average-last", "2"], 2),
+    ],
+)
+def test_two_cpu_processes_under_accelerate(imdb_dir, multi30k_dir, tmp_path, task, options, steps):
+    tiny = {"sentiment": TINY_SENTIMENT, "pretrain": TINY_PRETRAIN, "translation": TINY_TRANSLATION}[task]
+    data = multi30k_dir if task == "translation" else imdb_dir
+    out = tmp_path / "ddp"
+    proc = launch_two_processes([task, "--data-dir", str(data), "--out", str(out), "--epochs", "1", *tiny, *options])
     assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads((tmp_path / "ddp" / "summary.json").read_text())
-    assert summary["steps"] == 2  # 4 batches split over 2 processes
-    start = json.loads((tmp_path / "ddp" / "metrics.jsonl").read_text().splitlines()[0])
-    assert start["steps_per_epoch"] == 2
-    assert (tmp_path / "ddp" / "best" / "model.safetensors").is_file()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == steps and summary["processes"] == 2 and summary["tokens_per_s"] > 0
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["steps_per_epoch"] == steps and start["processes"] == 2
+    assert (out / "best" / "model.safetensors").is_file()
 
 
 def test_push_to_hub_fails_before_training_when_offline(imdb_dir, tmp_path, capsys, monkeypatch):
@@ -264,3 +261,73 @@ def test_param_groups_by_module_type():
     seq_groups = param_groups(seq, 0.01)
     assert sum(len(g["params"]) for g in seq_groups) == len(list(seq.parameters()))
     torch.optim.AdamW(seq_groups)  # no parameter in two groups
+
+
+def test_pretrain_then_fine_tune_a_plain_encoder_without_ngrams(imdb_dir, tmp_path):
+    """MLM pre-training with --ngram-buckets 0, then `sentiment --init-from`: the classifier is the same plain
+    encoder (the sentiment command's own n-gram default does not bring the table back), its embeddings and
+    encoder start from the pre-trained weights, its tokenizer is the pre-trained one."""
+    from pipelines import SentimentPipeline
+    from training.sentiment import from_pretrained_encoder
+    from transformer import ClassifierConfig, TransformerClassifier
+
+    pre = tmp_path / "pre"
+    assert (
+        train_main(["pretrain", "--data-dir", str(imdb_dir), "--out", str(pre), *TINY_PRETRAIN, "--ngram-buckets", "0"])
+        == 0
+    )
+    encoder = TransformerClassifier.from_pretrained(str(pre / "best"))
+    assert encoder.config.ngram_buckets == 0 and encoder.ngram_emb is None
+    assert json.loads((pre / "best" / "preprocessing.json").read_text())["pretrained_only"] is True
+
+    fresh = ClassifierConfig(vocab_size=9, d_model=16, n_heads=2, n_layers=1, ngram_buckets=262144, pooling="attention")
+    model = from_pretrained_encoder(str(pre / "best"), fresh)
+    assert model.ngram_emb is None and model.config.d_model == encoder.config.d_model
+    own = model.state_dict()
+    shared = [k for k in encoder.state_dict() if not k.startswith(("head.", "pool_query"))]
+    assert shared and all(torch.equal(own[k], encoder.state_dict()[k]) for k in shared)
+
+    tuned = tmp_path / "tuned"
+    tiny = [a for a in TINY_SENTIMENT if a not in ("--vocab-size", "300")]  # sizes come from the encoder
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--out", str(tuned), *tiny, "--init-from", str(pre / "best")]
+    assert train_main([*args, "--epochs", "1"]) == 0
+    pipe = SentimentPipeline.from_pretrained(str(tuned / "best"))
+    assert pipe.model.config.ngram_buckets == 0 and pipe.model.ngram_emb is None
+    assert pipe.tokenizer.get_vocab() == SentimentPipeline.from_pretrained(str(pre / "best")).tokenizer.get_vocab()
+    assert pipe("Not bad at all.").label in ("negative", "positive")
+
+
+def test_pretraining_never_reads_the_sentiment_validation_rows_even_with_limit(imdb_dir):
+    """--limit counts texts after the held-out rows go: cutting a split first would draw another held-out set
+    (split_indices on fewer rows), and a later full fine-tuning run would validate on pre-trained rows."""
+    from training.cli import build_parser, load_task_data
+    from training.pretrain import pretraining_texts
+    from training.sentiment import labelled_sets
+
+    full = build_parser().parse_args(["sentiment", "--data-dir", str(imdb_dir), "--out", "x", *TINY_SENTIMENT])
+    held_out = set(labelled_sets(load_task_data(full), full)["imdb"]["validation"][0])
+    assert len(held_out) == 8
+    for limit in (None, "20", "3"):
+        args = ["pretrain", "--data-dir", str(imdb_dir), "--out", "x", *TINY_PRETRAIN]
+        args = build_parser().parse_args(args + (["--limit", limit] if limit else []))
+        texts = pretraining_texts(load_task_data(args), args)
+        assert len(texts) == (min(int(limit), 32) if limit else 32) and not held_out & set(texts)
+
+
+def test_shipped_metrics_record_device_precision_and_tokens_per_second(imdb_dir, tmp_path):
+    from training.ship import main as ship_main
+
+    run, bundle = tmp_path / "run", tmp_path / "bundle"
+    assert train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(run), *TINY_SENTIMENT]) == 0
+    test = str(FIXTURES / "imdb_tiny.jsonl")
+    assert ship_main(["sentiment", "--run", str(run), "--to", str(bundle), "--test-data", test]) == 0
+    metrics = json.loads((bundle / "metrics.json").read_text())
+    summary = json.loads((run / "summary.json").read_text())
+    assert metrics["tokens_per_s"] == summary["tokens_per_s"] > 0
+    assert (metrics["device"], metrics["precision"], metrics["processes"]) == ("cpu", "fp32", 1)
+    from training.cli import build_parser, load_task_data
+    from training.sentiment import SentimentTask
+
+    args = build_parser().parse_args(["sentiment", "--data-dir", str(imdb_dir), "--out", str(run), *TINY_SENTIMENT])
+    real_tokens = sum(SentimentTask(args, load_task_data(args), log=lambda *a: None).lengths)
+    assert summary["tokens"] == real_tokens * summary["epochs_run"]  # every real token of every epoch, no padding

@@ -1,5 +1,7 @@
-"""Atomic writes, so a kill mid-save never leaves a half-written checkpoint behind."""
+"""Atomic writes, so a kill mid-save never leaves a half-written checkpoint behind; a checksum, so a checkpoint
+damaged after it was written is refused instead of resumed from."""
 
+import hashlib
 import os
 import shutil
 import warnings
@@ -45,7 +47,42 @@ class DamagedCheckpoint(Exception):
 
 
 RESUME_KEYS = ("model", "optimizer", "scheduler", "state", "rng")
+CHECKSUM = "checksum"  # SHA-256 of everything else in the checkpoint (state_checksum)
 _ADVICE = "delete it to start over, or pass another --out"
+
+
+def _feed(h, obj) -> None:
+    """Hash obj into h: tensors by dtype, shape and bytes; dicts in key order; other values by repr."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous().reshape(-1)
+        h.update(f"T{t.dtype}{tuple(obj.shape)}:".encode())
+        h.update(t.view(torch.uint8).numpy())
+    elif isinstance(obj, dict):
+        h.update(b"{")
+        for k in sorted(obj, key=repr):
+            h.update(repr(k).encode() + b":")
+            _feed(h, obj[k])
+        h.update(b"}")
+    elif isinstance(obj, list | tuple):
+        h.update(b"[")
+        for v in obj:
+            _feed(h, v)
+        h.update(b"]")
+    else:
+        h.update(repr(obj).encode() + b";")
+
+
+def state_checksum(checkpoint: dict) -> str:
+    """SHA-256 (hex) of a checkpoint's contents (its own checksum entry aside), the same before and after a
+    save and load: it changes when any byte of any tensor, or any value, does."""
+    h = hashlib.sha256()
+    _feed(h, {k: v for k, v in checkpoint.items() if k != CHECKSUM})
+    return h.hexdigest()
+
+
+def with_checksum(checkpoint: dict) -> dict:
+    """The checkpoint with its checksum entry, for torch.save."""
+    return {**checkpoint, CHECKSUM: state_checksum(checkpoint)}
 
 
 def load_state(path: Path) -> dict:
@@ -86,6 +123,9 @@ def restore(path: Path, model, optimizer, scheduler, parse_state=dict):
     missing = [k for k in RESUME_KEYS if k not in saved] if isinstance(saved, dict) else list(RESUME_KEYS)
     if missing:
         raise DamagedCheckpoint(f"{path}: incomplete checkpoint (no {', '.join(missing)}); {_ADVICE}")
+    if CHECKSUM in saved and saved[CHECKSUM] != state_checksum(saved):  # older checkpoints carry none
+        why = "checksum mismatch: its contents changed after it was written"
+        raise DamagedCheckpoint(f"{path}: damaged checkpoint ({why}); {_ADVICE}")
     if not isinstance(saved["model"], dict) or (why := _mismatch(model, saved["model"])):
         raise DamagedCheckpoint(f"{path}: {why or 'no model weights'}; {_ADVICE}")
     try:
@@ -93,6 +133,8 @@ def restore(path: Path, model, optimizer, scheduler, parse_state=dict):
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         torch.set_rng_state(saved["rng"])
+        if "cuda_rng" in saved and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(saved["cuda_rng"])
         state = parse_state(saved["state"])
     except Exception as e:
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]

@@ -1,4 +1,9 @@
-"""`python -m training sentiment|translation ...`: train a model on real data and keep the best checkpoint."""
+"""`python -m training sentiment|pretrain|translation ...`: train a model on real data and keep the best checkpoint.
+
+Runs on the GPU when there is one (bf16 autocast, TF32), on the CPU otherwise (fp32); `accelerate launch` runs
+several processes. Exit codes: 0 done, 1 training diverged (a non-finite loss: the last good checkpoint is kept),
+2 bad data or a damaged checkpoint (one line on stderr), 3-7 as `python -m training.publish` with --push-to-hub.
+"""
 
 import argparse
 import json
@@ -56,25 +61,18 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
         help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
     )
     g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    g.add_argument(
+        "--precision",
+        choices=["auto", "bf16", "fp32"],
+        default="auto",
+        help="auto: bf16 autocast on a CUDA GPU, fp32 on a CPU (default %(default)s)",
+    )
     g.add_argument("--norm-first", action="store_true", help="pre-norm layers instead of post-norm")
     g.add_argument(
         "--push-to-hub",
         metavar="USER/NAME",
         default=None,
         help="publish the best model to this Hub repo when training ends",
-    )
-
-
-def layer_options(args, vocab_size: int, pad_id: int) -> dict:
-    """The TransformerConfig fields that both tasks take from the command line."""
-    return dict(
-        vocab_size=vocab_size,
-        d_model=args.d_model,
-        n_heads=args.n_heads,
-        d_ff=args.d_ff,
-        dropout=args.dropout,
-        norm_first=args.norm_first,
-        pad_id=pad_id,
     )
 
 
@@ -152,7 +150,12 @@ def add_pretrain_parser(sub) -> None:
     m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
     add_held_out_args(m)
     m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
-    m.add_argument("--limit", type=int, default=None, help="use only the first N texts of each split (smoke tests)")
+    m.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="use only the first N texts of each source, after the sentiment task's held-out rows are removed",
+    )
 
 
 def add_translation_parser(sub) -> None:
@@ -171,11 +174,26 @@ def add_translation_parser(sub) -> None:
     m.add_argument("--limit", type=int, default=None, help="use only the first N training pairs (smoke tests)")
 
 
+TASKS = {  # sub-command -> (module, class); imported when used
+    "sentiment": ("training.sentiment", "SentimentTask"),
+    "pretrain": ("training.pretrain", "PretrainTask"),
+    "translation": ("training.translation", "TranslationTask"),
+}
+
+
+def task_class(name: str):
+    """The task class of a sub-command (training.loop.Task: batches, step, evaluate, export, build_model)."""
+    import importlib
+
+    module, cls = TASKS[name]
+    return getattr(importlib.import_module(module), cls)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .checkpoint import DamagedCheckpoint
     from .data import DataError
-    from .loop import BEST, train
+    from .loop import BEST, NonFiniteLoss, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -195,14 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.limit:
+    Task = task_class(args.task)
+    if args.limit and not getattr(Task, "applies_limit", False):
         splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
-    if args.task == "sentiment":
-        from .sentiment import SentimentTask as Task
-    elif args.task == "pretrain":
-        from .pretrain import PretrainTask as Task
-    else:
-        from .translation import TranslationTask as Task
     task = Task(args, splits)
     torch.manual_seed(args.seed)
     model = task.build_model()
@@ -219,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     except DamagedCheckpoint as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except NonFiniteLoss as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(summary))
     if args.push_to_hub:
         from .publish import main as publish_main
@@ -247,6 +263,7 @@ def loop_config(args):
         max_minutes=args.max_minutes,
         max_steps=args.max_steps,
         average_last=getattr(args, "average_last", 0),
+        precision=args.precision,
     )
 
 

@@ -1,9 +1,12 @@
 """A training loop that knows nothing about the model: the task supplies batches, the loss and the score.
 
 AdamW with linear warm-up and cosine (or inverse square root) decay, gradient clipping, fixed seeds,
-a tqdm bar (loss, accuracy, tokens/s, ETA), JSON-lines metrics, atomic checkpoints every epoch and
-every few minutes, --resume after a kill, the best model kept, early stopping. Runs under
-`accelerate` (one CPU process by default, `accelerate launch` for several processes or GPUs).
+a tqdm bar (loss, accuracy, tokens/s, ETA), JSON-lines metrics, atomic checkpoints (with a checksum) every
+epoch and every few minutes, --resume after a kill, the best model kept, early stopping; a non-finite loss
+stops the run before it reaches the weights or a checkpoint. Runs under `accelerate`: one process on the
+GPU (bf16 autocast, TF32) or the CPU (fp32) by default, `accelerate launch` for several processes or GPUs.
+Every process takes the same number of steps per epoch; decisions that depend on the clock or on a loss (save
+now, stop now) are agreed over all processes in the one small all-reduce a step makes when there are several.
 """
 
 import json
@@ -16,7 +19,8 @@ from typing import Protocol
 import torch
 from tqdm.auto import tqdm
 
-from .checkpoint import atomic_folder, atomic_torch_save, load_state, restore
+from .checkpoint import atomic_folder, atomic_torch_save, load_state, restore, with_checksum
+from .device import Precision, describe_device, to_device
 
 # The files of a run folder (--out).
 CHECKPOINT = "checkpoint.pt"  # what --resume needs
@@ -44,6 +48,11 @@ class LoopConfig:
     max_minutes: float | None = None  # stop cleanly after this much training time
     max_steps: int | None = None  # stop cleanly after this many steps (the schedule still spans all epochs)
     average_last: int = 0  # average the weights of the last N epochs into the final model
+    precision: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on a CPU) | "bf16" | "fp32"
+
+
+class NonFiniteLoss(RuntimeError):
+    """Training produced a NaN or infinite loss (or gradient norm); str() is one line for the user."""
 
 
 class Task(Protocol):
@@ -104,6 +113,7 @@ class LoopState:
     best_epoch: int = -1
     bad_epochs: int = 0
     train_seconds: float = 0.0
+    tokens: int = 0  # training tokens so far, over all processes
     recent: list[str] = field(default_factory=list)  # weight files in out/recent/ for --average-last
 
     @classmethod
@@ -134,9 +144,9 @@ class Window:
         self.correct += stats.get("correct", 0)
         self.count += stats.get("count", 0)
 
-    def summary(self, processes: int) -> dict:
-        """Mean loss, accuracy and tokens/s (over all processes) since the window opened."""
-        tok_s = self.tokens * processes / max(time.time() - self.t0, 1e-9)
+    def summary(self) -> dict:
+        """Mean loss, accuracy and tokens/s (tokens of all processes) since the window opened."""
+        tok_s = self.tokens / max(time.time() - self.t0, 1e-9)
         return {"loss": self.loss / max(self.steps, 1), "acc": self.correct / max(self.count, 1), "tokens_per_s": tok_s}
 
 
@@ -148,7 +158,10 @@ class Run:
         from accelerate.utils import set_seed
 
         # Without a GPU, cpu=True lets `accelerate launch --multi_gpu` (torchrun) run several CPU processes over gloo.
-        self.acc = acc = Accelerator(cpu=not torch.cuda.is_available())
+        # Autocast is ours (Precision), not accelerate's: the same for every launcher, and around the loss too.
+        self.acc = acc = Accelerator(cpu=not torch.cuda.is_available(), mixed_precision="no")
+        self.precision = Precision.for_device(acc.device, cfg.precision)
+        self.precision.enable_tf32()
         set_seed(cfg.seed)
         self.task, self.cfg, self.state = task, cfg, LoopState()
         self.out = Path(cfg.out)
@@ -164,9 +177,20 @@ class Run:
         self.sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, self.total, warmup, cfg.schedule))
         if cfg.resume:
             self.resume(model, opt)
+        self.saved_step = self.state.step if cfg.resume and self.ckpt_path.exists() else None
         self.model, self.opt = acc.prepare(model, opt)
         self.raw = acc.unwrap_model(self.model)
         self.last_save = time.time()
+        where = self.where()
+        acc.print(f"training on {where['device']} ({where['precision']}), {where['processes']} process(es)")
+
+    def where(self) -> dict:
+        """Device, precision and process count, for the log's start record."""
+        return {
+            "device": describe_device(self.acc.device),
+            "precision": self.precision.describe(),
+            "processes": self.acc.num_processes,
+        }
 
     def resume(self, model, opt) -> None:
         if not self.ckpt_path.exists():
@@ -183,7 +207,7 @@ class Run:
                 f.write(json.dumps({**record, "time": round(time.time(), 1)}) + "\n")
 
     def save(self) -> None:
-        """checkpoint.pt: what --resume needs, and nothing else."""
+        """checkpoint.pt: what --resume needs, and nothing else, with its checksum. Every process calls it."""
         if self.acc.is_main_process:
             checkpoint = {
                 "model": self.raw.state_dict(),
@@ -192,27 +216,62 @@ class Run:
                 "state": asdict(self.state),
                 "rng": torch.get_rng_state(),
             }
-            atomic_torch_save(checkpoint, self.ckpt_path)
+            if torch.cuda.is_available():
+                checkpoint["cuda_rng"] = torch.cuda.get_rng_state_all()
+            atomic_torch_save(with_checksum(checkpoint), self.ckpt_path)
         self.acc.wait_for_everyone()
-        self.last_save = time.time()
+        self.last_save, self.saved_step = time.time(), self.state.step
 
     def epoch_batches(self, epoch: int) -> list:
-        """This process's share of the epoch's batches."""
+        """This process's share of the epoch's batches: steps_per_epoch of them on every process (DDP
+        all-reduces every step), the last ones taken again from the start when the batches do not split evenly."""
         batches = self.first_batches if epoch == 0 else self.task.train_batches(epoch)
         self.first_batches = None
         acc = self.acc
-        return batches[acc.process_index :: acc.num_processes][: self.steps_per_epoch]
+        needed = self.steps_per_epoch * acc.num_processes
+        batches = [batches[i % len(batches)] for i in range(needed)]
+        return batches[acc.process_index :: acc.num_processes]
 
-    def train_step(self, batch) -> tuple[float, dict]:
-        batch = [t.to(self.acc.device) if torch.is_tensor(t) else t for t in batch]
-        loss, stats = self.task.step(self.model, batch)
+    def agree(self, *values: float) -> list[float]:
+        """The sums of `values` over all processes (one all-reduce); the values themselves with one process."""
+        if self.acc.num_processes == 1:
+            return [float(v) for v in values]
+        summed = self.acc.reduce(torch.tensor(values, dtype=torch.float64, device=self.acc.device), "sum")
+        return summed.tolist()
+
+    def train_step(self, batch, t0: float) -> tuple[float, dict, dict]:
+        """One optimizer step; returns (loss, stats with the tokens of all processes, {"save", "stop"}: what
+        the processes agreed to do after it). Raises NonFiniteLoss before a NaN can reach the weights."""
+        cfg, state = self.cfg, self.state
+        batch = to_device(batch, self.acc.device)
+        with self.precision.autocast():
+            loss, stats = self.task.step(self.model, batch)
         self.opt.zero_grad(set_to_none=True)
         self.acc.backward(loss)
-        if self.cfg.clip:
-            self.acc.clip_grad_norm_(self.model.parameters(), self.cfg.clip)
+        norm = self.acc.clip_grad_norm_(self.model.parameters(), cfg.clip) if cfg.clip else None
+        value = float(loss.detach())
+        bad = not math.isfinite(value) or (norm is not None and not math.isfinite(float(norm)))
+        save = time.time() - self.last_save > cfg.save_every_min * 60
+        stop = bool(cfg.max_minutes) and state.train_seconds + time.time() - t0 > cfg.max_minutes * 60
+        tokens, bad, save, stop = self.agree(stats.get("tokens", 0), bad, save, stop)
+        if bad:
+            raise NonFiniteLoss(self.non_finite_message(value, norm))
         self.opt.step()
         self.sched.step()
-        return float(loss.detach()), stats
+        return value, {**stats, "tokens": int(tokens)}, {"save": save > 0, "stop": stop > 0}
+
+    def non_finite_message(self, loss: float, norm) -> str:
+        s = self.state
+        what = f"loss {loss}" if not math.isfinite(loss) else f"gradient norm {float(norm)} (loss {loss:.4f})"
+        kept = (
+            f"{self.ckpt_path} keeps the last good state (step {self.saved_step})"
+            if self.saved_step is not None
+            else "no checkpoint was written before it"
+        )
+        return (
+            f"non-finite {what} at epoch {s.epoch + 1}, step {s.step + 1}: training stopped before the update; "
+            f"{kept}; lower --lr, or check the data and --resume"
+        )
 
 
 def train_epoch(run: Run, epoch: int) -> str | None:
@@ -224,32 +283,43 @@ def train_epoch(run: Run, epoch: int) -> str | None:
     bar = tqdm(
         total=len(batches), initial=state.batch, desc=desc, disable=not acc.is_local_main_process, dynamic_ncols=True
     )
-    window, stopped = Window(), None
+    with bar:  # closed (its line ended) before any error message
+        stopped = run_steps(run, epoch, batches, bar)
+    if stopped is None:
+        state.epoch, state.batch = state.epoch + 1, 0
+    return stopped
+
+
+def run_steps(run: Run, epoch: int, batches: list, bar) -> str | None:
+    """The steps of one epoch from run.state.batch on; returns why they stopped early, or None."""
+    cfg, state = run.cfg, run.state
+    window = Window()
     for i in range(state.batch, len(batches)):
         t0 = time.time()
-        loss, stats = run.train_step(batches[i])
+        loss, stats, then = run.train_step(batches[i], t0)
         state.step, state.batch = state.step + 1, i + 1
         state.train_seconds += time.time() - t0
+        state.tokens += stats.get("tokens", 0)
         window.add(loss, stats)
-        now = window.summary(acc.num_processes)
+        now = window.summary()
         bar.set_postfix(loss=f"{now['loss']:.3f}", acc=f"{now['acc']:.3f}", tok_s=f"{now['tokens_per_s']:,.0f}")
         bar.update(1)
         if state.step % cfg.log_every == 0:
             lr = run.sched.get_last_lr()[0]
             run.log({"event": "train", "epoch": epoch, "step": state.step, "lr": lr, **now})
             window = Window()
-        if time.time() - run.last_save > cfg.save_every_min * 60:
+        if then["save"]:
             run.save()
-        if cfg.max_minutes and state.train_seconds > cfg.max_minutes * 60:
-            stopped = f"time budget of {cfg.max_minutes} min reached"
-            break
+        if then["stop"]:
+            return f"time budget of {cfg.max_minutes} min reached"
         if cfg.max_steps and state.step >= cfg.max_steps:
-            stopped = f"step budget of {cfg.max_steps} steps reached"
-            break
-    bar.close()
-    if stopped is None:
-        state.epoch, state.batch = state.epoch + 1, 0
-    return stopped
+            return f"step budget of {cfg.max_steps} steps reached"
+    return None
+
+
+def throughput(state: LoopState) -> float:
+    """Training tokens per second (all processes) so far."""
+    return state.tokens / max(state.train_seconds, 1e-9)
 
 
 def validate(run: Run, epoch: int) -> str | None:
@@ -268,12 +338,14 @@ def validate(run: Run, epoch: int) -> str | None:
 def record_validation(run: Run, epoch: int) -> str | None:
     task, cfg, state = run.task, run.cfg, run.state
     t_eval = time.time()
-    metrics = task.evaluate(run.raw)
+    with run.precision.autocast():
+        metrics = task.evaluate(run.raw)
     score = metrics[task.metric]
     timing = {"eval_seconds": time.time() - t_eval, "train_seconds": state.train_seconds}
-    run.log({"event": "validation", "epoch": epoch, "step": state.step, **metrics, **timing})
+    speed = {"tokens": state.tokens, "tokens_per_s": throughput(state)}
+    run.log({"event": "validation", "epoch": epoch, "step": state.step, **metrics, **timing, **speed})
     scores = ", ".join(f"{k}={v:.4f}" for k, v in metrics.items() if isinstance(v, float))
-    run.acc.print(f"epoch {epoch + 1}: {scores}")
+    run.acc.print(f"epoch {epoch + 1}: {scores}; {speed['tokens_per_s']:,.0f} training tokens/s")
     if cfg.average_last:
         remember_weights(run)
     if state.best is None or score > state.best:
@@ -309,7 +381,7 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
     state = run.state
     if state.step == 0:
         plan = {"steps_per_epoch": run.steps_per_epoch, "total_steps": run.total}
-        run.log({"event": "start", **(run_info or {}), **plan})
+        run.log({"event": "start", **(run_info or {}), **run.where(), **plan})
     stopped = None
     while state.epoch < cfg.epochs and stopped is None:
         epoch = state.epoch
@@ -324,6 +396,9 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
         "best_epoch": state.best_epoch,
         f"best_{task.metric}": state.best,
         "train_seconds": round(state.train_seconds, 1),
+        "tokens": state.tokens,
+        "tokens_per_s": round(throughput(state), 1),
+        **run.where(),
     }
     if run.acc.is_main_process:
         finish(run, summary, started)
@@ -335,7 +410,8 @@ def finish(run: Run, summary: dict, started: float | None) -> None:
     if run.cfg.average_last and len(run.state.recent) > 1:
         files = [run.out / RECENT / name for name in run.state.recent]
         recent = [load_state(f) for f in files if f.is_file()]  # a kill can leave a name without its file
-        summary.update(average_checkpoints(run.raw, run.task, recent, run.out, run.state.best))
+        with run.precision.autocast():
+            summary.update(average_checkpoints(run.raw, run.task, recent, run.out, run.state.best))
     if started is not None:
         summary["wall_seconds"] = round(time.time() - started, 1)  # this invocation, data loading included
     run.log({"event": "end", **summary})

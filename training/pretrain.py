@@ -24,6 +24,7 @@ from transformer import ClassifierConfig, TransformerClassifier
 from transformer.masks import padding_mask
 
 from .batching import bucketed_batches
+from .device import model_device
 from .sentiment import LABELS, split_indices
 
 MASK = UNK
@@ -39,6 +40,10 @@ class MaskedLM(nn.Module):
         d = backbone.config.d_model
         self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
         self.bias = nn.Parameter(torch.zeros(backbone.config.vocab_size))
+        # The classifier's pooling query and head take no part here: frozen, so that DistributedDataParallel
+        # (accelerate launch with several processes) does not wait for gradients they never get.
+        for p in [*backbone.head.parameters(), *([backbone.pool_query] if backbone.pool_query is not None else [])]:
+            p.requires_grad_(False)
 
     def forward(self, ids: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
         """ids (B, T) with masked tokens, where (B, T) bool -> logits (N, V) at the N positions in `where`."""
@@ -52,15 +57,20 @@ class MaskedLM(nn.Module):
 
 
 def mask_tokens(ids: torch.Tensor, seed: int, vocab_size: int, rate: float = 0.15):
-    """(corrupted ids, where (B, T) bool, targets (N,)), reproducible from `seed`."""
+    """(corrupted ids, where (B, T) bool, targets (N,)), on the device of ids, reproducible from `seed`.
+
+    The draws come from a CPU generator and then move to ids' device: a resumed run, or one on another device,
+    masks the same tokens."""
     g = torch.Generator().manual_seed(seed)
+    pick = torch.rand(ids.shape, generator=g).to(ids.device)  # (B, T) which tokens are predicted
+    roll = torch.rand(ids.shape, generator=g).to(ids.device)  # (B, T) and how each is corrupted
+    random_ids = torch.randint(N_SPECIAL, vocab_size, ids.shape, generator=g).to(ids.device)  # (B, T)
     real = ids >= N_SPECIAL
-    where = (torch.rand(ids.shape, generator=g) < rate) & real
-    roll = torch.rand(ids.shape, generator=g)
+    where = (pick < rate) & real
     corrupted = ids.clone()
     corrupted[where & (roll < 0.8)] = MASK
     rand_pos = where & (roll >= 0.8) & (roll < 0.9)
-    corrupted[rand_pos] = torch.randint(N_SPECIAL, vocab_size, ids.shape, generator=g)[rand_pos]
+    corrupted[rand_pos] = random_ids[rand_pos]
     return corrupted, where, ids[where]
 
 
@@ -70,19 +80,28 @@ def chunks(ids: list[int], length: int) -> list[list[int]]:
     return [c for c in out if len(c) >= 8] or out[:1]
 
 
+def pretraining_texts(splits: dict, args) -> list[str]:
+    """IMDB's unlabelled reviews, its training reviews and SST-2's training sentences, less the rows the
+    sentiment task holds out for validation (drawn from the full splits, as `python -m training sentiment`
+    draws them); `args.limit` then keeps the first N texts of each source (so a smoke run never reads them
+    either)."""
+    limit = getattr(args, "limit", None)
+    texts = list(splits.get("unsupervised", {"text": []})["text"])[:limit]
+    for key, column, val_size in (("train", "text", args.val_size), ("sst2_train", "sentence", args.sst2_val_size)):
+        if key in splits:
+            rows = list(splits[key][column])
+            _, keep = split_indices(len(rows), val_size, args.seed)  # never read the sentiment validation rows
+            texts += [rows[i] for i in keep][:limit]
+    return texts
+
+
 class PretrainTask:
     metric = "mlm_accuracy"
+    applies_limit = True  # --limit counts texts after the held-out rows are removed (pretraining_texts)
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
-        texts = list(splits.get("unsupervised", {"text": []})["text"])
-        train = list(splits["train"]["text"])
-        _, keep = split_indices(len(train), args.val_size, args.seed)  # never read the sentiment validation reviews
-        texts += [train[i] for i in keep]
-        if "sst2_train" in splits:
-            sst = list(splits["sst2_train"]["sentence"])
-            _, keep = split_indices(len(sst), args.sst2_val_size, args.seed)
-            texts += [sst[i] for i in keep]
+        texts = pretraining_texts(splits, args)
         t0 = time.time()
         self.tokenizer = train_bpe(texts, args.vocab_size, lowercase=True, strip_html_breaks=True)
         log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")
@@ -143,8 +162,9 @@ class PretrainTask:
         model.eval()
         correct = count = 0
         loss = 0.0
+        device = model_device(model)
         for k in range(0, len(self.val_ids), 64):
-            ids = pad(self.val_ids[k : k + 64], PAD)
+            ids = pad(self.val_ids[k : k + 64], PAD).to(device)  # (B, T)
             corrupted, where, targets = mask_tokens(ids, k, self.tokenizer.get_vocab_size(), self.args.mask_rate)
             logits = model(corrupted, where)
             loss += float(F.cross_entropy(logits, targets, reduction="sum"))

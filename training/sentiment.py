@@ -23,7 +23,8 @@ from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
-from .cli import layer_options
+from .device import model_device
+from .layer_options import layer_options
 
 LABELS = ["negative", "positive"]
 
@@ -72,7 +73,7 @@ class SentimentTask:
     metric = "accuracy"
 
     def __init__(self, args, splits: dict, log=print):
-        self.args = args
+        self.args, self.log = args, log
         self.sets = labelled_sets(splits, args)
         pseudo = getattr(args, "pseudo_labels", None)
         self.pseudo = read_pseudo_labels(pseudo, args.limit) if pseudo else ([], [])
@@ -113,7 +114,14 @@ class SentimentTask:
             ngram_dropout=a.ngram_dropout,
         )
         if getattr(a, "init_from", None):
-            return from_pretrained_encoder(a.init_from, cfg)
+            model = from_pretrained_encoder(a.init_from, cfg)
+            c = model.config
+            ngrams = f"{c.ngram_buckets} n-gram buckets" if c.ngram_buckets else "no n-gram table"
+            self.log(
+                f"encoder from {a.init_from}: {c.n_layers} layers x {c.d_model}, {c.n_heads} heads, {ngrams} "
+                "(its sizes, not this command's); pooling and head start fresh"
+            )
+            return model
         return TransformerClassifier(cfg)
 
     def train_batches(self, epoch: int) -> list:
@@ -189,10 +197,11 @@ def accuracy(model, ids: list[list[int]], labels: list[int], batch_size: int = 6
     """Accuracy and mean loss of `model` over pre-tokenized texts (sorted by length for speed)."""
     was_training = model.training
     model.eval()
+    device = model_device(model)
     correct, loss = 0, 0.0
     for rows, batch in sorted_batches(ids, batch_size, PAD):
-        logits = model(batch).logits
-        y = torch.tensor([labels[i] for i in rows])
+        logits = model(batch.to(device)).logits  # (B, 2)
+        y = torch.tensor([labels[i] for i in rows], device=device)  # (B,)
         correct += int((logits.argmax(-1) == y).sum())
         loss += float(F.cross_entropy(logits, y, reduction="sum"))
     model.train(was_training)

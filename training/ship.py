@@ -83,6 +83,10 @@ def run_metrics(a, test: dict) -> dict:
         "wall_seconds": summary.get("wall_seconds"),
         "train_seconds": summary.get("train_seconds"),
         "machine": start.get("machine"),
+        "device": start.get("device"),  # e.g. "cuda:0 (NVIDIA H100 80GB HBM3)" or "cpu"
+        "precision": start.get("precision"),  # "bf16 autocast, TF32 matmuls" or "fp32"
+        "processes": start.get("processes"),
+        "tokens_per_s": summary.get("tokens_per_s"),  # training tokens per second, all processes
         "parameters": start.get("parameters"),
         "test": test,
         "validation": validations[summary.get("best_epoch", -1)] if validations else None,

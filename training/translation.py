@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from pipelines.batching import pad
+from pipelines.batching import pad, sorted_batches
 from pipelines.common import save_folder
 from pipelines.text import clean_text
 from pipelines.tokenizers_io import BOS, EOS, PAD, train_bpe
@@ -15,7 +15,8 @@ from pipelines.translation import TranslationPipeline
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
 from .batching import bucketed_batches
-from .cli import layer_options
+from .device import model_device
+from .layer_options import layer_options
 
 
 def corpus_scores(hyps: list[str], refs: list[str]) -> dict:
@@ -28,6 +29,17 @@ def corpus_scores(hyps: list[str], refs: list[str]) -> dict:
         "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score,
         "n": len(hyps),
     }
+
+
+def translate_on_device(pipe: TranslationPipeline, texts: list[str], beam: int, batch_size: int = 64) -> list[str]:
+    """The pipeline's translations (greedy for beam 1), with each batch of source ids on the model's device."""
+    ids, _, _ = pipe.encode_source(texts)
+    device = model_device(pipe.model)
+    out: list[str] = [""] * len(ids)
+    for rows, src in sorted_batches(ids, batch_size, pipe.model.config.pad_id):
+        for i, hyp in zip(rows, pipe.search(src.to(device), beam, pipe.alpha)):  # src (B, Ts)
+            out[i] = pipe.detokenize(hyp.tokens)
+    return out
 
 
 class TranslationTask:
@@ -91,7 +103,7 @@ class TranslationTask:
         was_training = model.training
         model.eval()
         idx = range(len(self.val_de)) if full else self.sample
-        hyps = self.pipeline(model).translate([self.val_de[i] for i in idx], beam_size=beam)
+        hyps = translate_on_device(self.pipeline(model), [self.val_de[i] for i in idx], beam)
         model.train(was_training)
         return corpus_scores(hyps, [self.val_en[i] for i in idx])
 

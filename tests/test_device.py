@@ -1,0 +1,133 @@
+"""Every tensor a training task builds follows the model's device (what a GPU run needs), checked on a CPU.
+
+On a CPU-only machine every tensor is on the CPU, so a batch left behind on the CPU goes unnoticed until the
+first GPU run crashes. Here the model lives on the `meta` device (shapes without data) and a torch function
+mode fails any torch call whose tensors sit on two devices, naming the call. A `meta` tensor holds no values,
+so the mode answers the few reads of a value (`int(t)`, `t.item()`, `t.tolist()`, `bool(t)`) with stand-ins
+and a boolean-mask selection with every row (a shape `meta` cannot know): the tasks then run their whole
+training step and evaluation, decoding included, as they would on an accelerator.
+"""
+
+import pytest
+import torch
+from test_training import TINY_PRETRAIN, TINY_SENTIMENT, TINY_TRANSLATION
+from test_training import imdb_dir as imdb_dir  # noqa: F401  (a fixture)
+from test_training import multi30k_dir as multi30k_dir  # noqa: F401  (a fixture)
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
+
+from training.cli import build_parser, load_task_data, task_class
+
+DEVICE = torch.device("meta")
+Tensor = torch.Tensor
+READS = {Tensor.__int__, Tensor.__float__, Tensor.__bool__, Tensor.__index__, Tensor.item, Tensor.tolist}
+
+
+def stand_in(t: torch.Tensor):
+    """A value for a read of a meta tensor: True, 1 or 0.5 by dtype (nested lists for tolist)."""
+    value = True if t.dtype == torch.bool else 0.5 if t.is_floating_point() else 1
+    out = value
+    for n in reversed(t.shape):
+        out = [out] * n if not isinstance(out, list) else [list(out) for _ in range(n)]
+    return out
+
+
+class FollowsDevice(TorchFunctionMode):
+    """Fails a torch call that mixes devices (0-dim CPU scalars aside, as torch allows them); on meta tensors,
+    answers value reads with stand-ins and boolean-mask selection with all rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        self.calls += 1
+        tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        devices = {str(t.device) for t in tensors if t.dim() > 0}
+        if len(devices) > 1:
+            raise AssertionError(f"{getattr(func, '__qualname__', func)} mixes devices {sorted(devices)}")
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if first is not None and first.is_meta:
+            if func in READS:
+                return stand_in(first)
+            if func is Tensor.__getitem__:
+                return self.select(first, args[1])
+        return func(*args, **kwargs)
+
+    @staticmethod
+    def select(t: torch.Tensor, index):
+        """t[index] on meta: a boolean mask selects every row (how many it selects is data), and a 0-dim
+        index tensor reads as 0."""
+        if isinstance(index, torch.Tensor) and index.dtype == torch.bool:
+            return t.flatten(0, index.dim() - 1)
+        parts = index if isinstance(index, tuple) else (index,)
+        parts = tuple(0 if isinstance(i, torch.Tensor) and i.dim() == 0 else i for i in parts)
+        return t[parts if isinstance(index, tuple) else parts[0]]
+
+
+def task_for(command: list[str], data_dir):
+    args = build_parser().parse_args([*command, "--data-dir", str(data_dir), "--out", "unused"])
+    task = task_class(args.task)(args, load_task_data(args), log=lambda *a: None)
+    torch.manual_seed(0)
+    return task, task.build_model()
+
+
+def step_and_evaluate(task, model) -> dict:
+    """A training step (forward, loss, backward) on the first batch and a full evaluation, on `meta`."""
+    model.to(DEVICE).train()
+    batch = [t.to(DEVICE) if torch.is_tensor(t) else t for t in task.train_batches(0)[0]]  # as the loop moves it
+    with FollowsDevice() as mode:
+        loss, stats = task.step(model, batch)
+        assert loss.device == DEVICE and loss.dim() == 0
+        loss.backward()
+        metrics = task.evaluate(model)
+    assert mode.calls > 100  # the mode saw the work (it is not bypassed)
+    assert any(p.grad is not None and p.grad.is_meta for p in model.parameters())
+    return metrics
+
+
+def test_the_check_catches_a_cpu_tensor_beside_a_meta_one():
+    with FollowsDevice(), pytest.raises(AssertionError, match="mixes devices"):
+        torch.zeros(3, device=DEVICE) + torch.zeros(3)
+    with FollowsDevice(), pytest.raises(AssertionError, match="embedding"):
+        torch.nn.functional.embedding(torch.tensor([1, 2]), torch.zeros(5, 2, device=DEVICE))  # torch allows it
+    with FollowsDevice():
+        ids = torch.zeros(2, 3, dtype=torch.long, device=DEVICE)
+        assert int(ids.sum()) == 1 and ids.tolist() == [[1, 1, 1], [1, 1, 1]]
+        assert ids[ids > 0].shape == (6,) and (torch.zeros(3, device=DEVICE) * torch.tensor(2.0)).is_meta
+
+
+@pytest.mark.parametrize("ngrams", ["101", "0"])
+def test_sentiment_step_and_evaluation_follow_the_model_device(imdb_dir, ngrams):  # noqa: F811
+    task, model = task_for(["sentiment", *TINY_SENTIMENT, "--ngram-buckets", ngrams], imdb_dir)
+    metrics = step_and_evaluate(task, model)
+    assert {"accuracy", "imdb_accuracy", "imdb_loss"} <= metrics.keys()
+
+
+def test_pretrain_step_and_evaluation_follow_the_model_device(imdb_dir):  # noqa: F811
+    task, model = task_for(["pretrain", *TINY_PRETRAIN, "--ngram-buckets", "0"], imdb_dir)
+    metrics = step_and_evaluate(task, model)
+    assert {"mlm_accuracy", "mlm_loss"} <= metrics.keys()
+
+
+def test_translation_step_and_evaluation_follow_the_model_device(multi30k_dir):  # noqa: F811
+    task, model = task_for(["translation", *TINY_TRANSLATION], multi30k_dir)
+    metrics = step_and_evaluate(task, model)  # greedy validation decoding, as each epoch runs it
+    assert {"bleu", "chrf"} <= metrics.keys()
+    with FollowsDevice():
+        assert task.evaluate(model, beam=2)["n"] == len(task.sample)  # beam search, as the final score runs it
+
+
+@pytest.mark.parametrize("task_name", ["sentiment", "pretrain", "translation"])
+def test_each_task_steps_and_evaluates_under_bf16_autocast(imdb_dir, multi30k_dir, task_name):  # noqa: F811
+    """What a CUDA run does (training.device.Precision "bf16"), with the CPU's bf16 autocast: no dtype clash."""
+    tiny = {"sentiment": TINY_SENTIMENT, "pretrain": TINY_PRETRAIN, "translation": TINY_TRANSLATION}[task_name]
+    task, model = task_for([task_name, *tiny], multi30k_dir if task_name == "translation" else imdb_dir)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss, _ = task.step(model, task.train_batches(0)[0])
+        assert loss.dtype == torch.float32  # losses are computed in fp32 under autocast
+        loss.backward()
+        metrics = task.evaluate(model)
+    assert all(p.grad is None or p.grad.dtype == torch.float32 for p in model.parameters())
+    assert metrics[task.metric] >= 0.0
