@@ -16,7 +16,11 @@ from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")
 HIDE_LABEL = "Hide special tokens and punctuation (rows renormalised)"
-KIND_CHOICES = [("cross-attention", "cross"), ("encoder self-attention", "encoder"), ("decoder", "decoder")]
+KIND_CHOICES = [
+    ("cross-attention", "cross"),
+    ("encoder self-attention", "encoder"),
+    ("decoder self-attention", "decoder"),
+]
 # Clicks on plots, in the browser. Plotly reports clicks through gd.on('plotly_click'), bound to a plot the first
 # time a pointer goes down on it (gradio replaces plot divs on new figures, so binding at draw time would miss some).
 VIEWS_JS = """
@@ -92,7 +96,7 @@ def options(task: str) -> tuple[gr.Radio, gr.Checkbox]:
     return scale, hide
 
 
-def focus_and_model(task: str, scale, hide, kinds: bool) -> ViewsUI:
+def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox, kinds: bool) -> ViewsUI:
     """Token focus and the model view (with the kind of attention to show, for the translator)."""
     gr.HTML("", js_on_load=VIEWS_JS, container=False, padding=False, elem_classes=["views-js"])
     gr.Markdown("### Token focus\nPick a token, or click a row of a large heatmap: every head of the layer at once.")
