@@ -204,19 +204,43 @@ def screenshot_between(page, path: str | Path, first: str, last: str) -> Path:
     return Path(path)
 
 
-def views_screenshots(page, url: str, review: str, folder: Path) -> list[Path]:
-    """The attention views on a long review: the large map (log colour scale) with a token's row and column and
-    that token's focus; the model view. Saved as screenshot-token-focus.png and screenshot-model-view.png."""
+# Where a token is drawn on the large map: the fraction of the way down its rows (the last row of the word wanted).
+_ROW_OF_JS = """([id, words]) => {
+  const y = Array.from(document.querySelector('#' + id + ' .js-plotly-plot')._fullData[0].y);
+  const tokens = y.map(l => l.split(':')[1]);
+  for (const w of words) { const i = tokens.lastIndexOf(w); if (i >= 0) return (i + 0.5) / y.length; }
+  return 0.9;
+}"""
+VERDICT_WORDS = ["avoid", "worst", "waste", "boring", "recommend", "best", "great"]
+
+
+def _views_of(page, url: str, review: str) -> None:
+    """A long review analysed, the large map on the log scale with the row of a verdict word clicked."""
     open_tab(page, url, "Sentiment")
     analyze_review(page, review)
     page.wait_for_selector("#sentiment-overview .heatmaplayer image")
     choose(page, "sentiment-scale", "log", redraws=("sentiment-attention",))
     mark_plot(page, "sentiment-token-focus")
-    click_plot(page, "sentiment-attention", 0.62, 0.93)  # a row near the end, where reviews give their verdict
+    click_plot(page, "sentiment-attention", 0.5, page.evaluate(_ROW_OF_JS, ["sentiment-attention", VERDICT_WORDS]))
     wait_redrawn(page, "sentiment-token-focus")
+
+
+def views_screenshots(page, url: str, review: str, folder: Path) -> list[Path]:
+    """The attention views on a long review: the large map (log colour scale) with a token's row and column and
+    that token's focus; the model view; the same on a phone in the dark theme. Saved as
+    screenshot-token-focus.png, screenshot-model-view.png and screenshot-phone-dark.png."""
+    _views_of(page, url, review)
     shots = [screenshot_between(page, folder / "screenshot-token-focus.png", "#sentiment-attention",
                                 "#sentiment-token-focus")]  # fmt: skip
     open_model_view(page, "sentiment")
     shots.append(screenshot_between(page, folder / "screenshot-model-view.png", "#sentiment-model-view",
                                     "#sentiment-model-view"))  # fmt: skip
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        _views_of(page, url + "?__theme=dark", review)
+        shots.append(screenshot_between(page, folder / "screenshot-phone-dark.png", "#sentiment-attention",
+                                        "#sentiment-token-focus"))  # fmt: skip
+    finally:
+        page.set_viewport_size(size)
     return shots

@@ -163,7 +163,8 @@ def marks(cut: av.CutMarker | None, n_rows: int, n_cols: int, row: int | None, c
         if cut_rows:
             shapes.append(dict(x0=0, x1=1, y0=cut.boundary, y1=cut.boundary, xref="x domain", yref="y", **line))
         notes.append(
-            dict(x=cut.boundary, y=1, xref="x", yref="y domain", yanchor="bottom", text=cut.text, showarrow=False,
+            dict(x=cut.boundary, y=1, xref="x", yref="y domain", yanchor="bottom", xanchor="left", text=cut.text,
+                 showarrow=False,
                  font=dict(size=11, color=HIGHLIGHT), bgcolor="rgba(255,255,255,0.8)")
         )  # fmt: skip
     box = dict(type="rect", line=dict(color=HIGHLIGHT, width=2), fillcolor="rgba(0,0,0,0)")
@@ -197,8 +198,12 @@ def attention_heatmap(
     ticks = dict(tickfont=dict(size=10), type="category", automargin=False)
     layout = _layout_dict(title, height, f"row = {query} (attending), column = {key} · {scale.label}")
     layout.update(
-        xaxis=dict(title=dict(text=f"{key} (attended to)"), tickangle=-60, **ticks, **_ticks(k_labels, area)),
-        yaxis=dict(title=dict(text=f"{query} (attending)"), autorange="reversed", **ticks, **_ticks(q_labels, area)),
+        # ranges given: the cut marker's note must not widen them (plotly's autorange makes room for annotations)
+        xaxis=dict(title=dict(text=f"{key} (attended to)"), tickangle=-60, range=[-0.5, Tk - 0.5], **ticks,
+                   **_ticks(k_labels, area)),
+        yaxis=dict(title=dict(text=f"{query} (attending)"), range=[Tq - 0.5, -0.5], **ticks, **_ticks(q_labels, area)),
+    )  # fmt: skip
+    layout.update(
         margin=dict(l=_label_margin(q_labels), r=80, t=MARGIN_TOP, b=_label_margin(k_labels, slant=0.87)),
         shapes=shapes[0],
         annotations=shapes[1],

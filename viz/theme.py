@@ -82,8 +82,11 @@ THEME_JS = """
       tick.size = Math.max(7, Math.round((tick.size || 10) * f));
       if (l[k].title && l[k].title.text) font(l[k].title, 'font').size = 10;
     });
-    const thin = t => Object.assign({}, t, {colorbar: Object.assign({}, t.colorbar, {thickness: 8})});
-    return data.map(t => t.colorbar ? thin(t) : t);
+    // a narrow colour bar: thin, its title turned along it (a title across it took a quarter of a phone's width)
+    const bar = cb => cb.orientation === 'h' ? cb
+      : Object.assign({}, cb, {thickness: 8, xpad: 4, title: Object.assign({}, cb.title, {side: 'right'})});
+    if (l.coloraxis && l.coloraxis.colorbar) l.coloraxis.colorbar = bar(l.coloraxis.colorbar);
+    return data.map(t => t.colorbar ? Object.assign({}, t, {colorbar: bar(t.colorbar)}) : t);
   };
   window.__attentionTheme = (gd, data, layout) => {
     const dark = document.querySelector('.dark') !== null;
