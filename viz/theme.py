@@ -69,6 +69,15 @@ THEME_JS = """
     if (l.title && l.title.subtitle) font(l.title.subtitle, 'font').size = 10;
     fitTitle(l, width);
     if (l.margin) ['l', 'b', 'r'].forEach(s => { if (l.margin[s] > 40) l.margin[s] = Math.round(l.margin[s] * f); });
+    // margins for the tick labels actually shown (the server sized them for the longest token at 10 px)
+    const longest = ax => Math.max(0, ...(ax && ax.ticktext ? ax.ticktext : []).map(t => String(t).length));
+    const fontOf = ax => Math.max(7, Math.round((((ax || {}).tickfont || {}).size || 10) * f));
+    if (l.margin && l.yaxis && l.yaxis.ticktext && !l.yaxis2) {
+      l.margin.l = Math.min(l.margin.l, Math.round(longest(l.yaxis) * fontOf(l.yaxis) * 0.62 + 26));
+    }
+    if (l.margin && l.xaxis && l.xaxis.ticktext && !l.xaxis2) {
+      l.margin.b = Math.min(l.margin.b, Math.round(longest(l.xaxis) * fontOf(l.xaxis) * 0.62 * 0.87 + 30));
+    }
     const px = width - (l.margin ? (l.margin.l || 0) + (l.margin.r || 0) : 0);
     axes(l).forEach(k => {
       const ax = l[k], share = ax.domain ? ax.domain[1] - ax.domain[0] : 1, room = k[0] === 'x' ? 14 : 11;
