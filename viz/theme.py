@@ -99,7 +99,9 @@ THEME_JS = """
   };
   window.__attentionTheme = (gd, data, layout) => {
     const dark = document.querySelector('.dark') !== null;
-    const width = (gd.parentElement || gd).clientWidth || window.innerWidth;
+    // the plot's own width only on a small window: reading it makes the browser lay out the page first
+    const small = window.innerWidth < 720;
+    const width = small ? (gd.parentElement || gd).clientWidth || window.innerWidth : window.innerWidth;
     const narrow = width > 0 && width < 560;
     if (!dark && !narrow) return [data, layout];
     let l = JSON.parse(JSON.stringify(layout || {}));
