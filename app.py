@@ -24,6 +24,7 @@ from viz import (  # noqa: E402
 )
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
+from viz.model_compare import model_compare_panel  # noqa: E402
 from viz.models import redact_paths  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
@@ -71,7 +72,8 @@ def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
 
-def sentiment_tab(pipe, demo: gr.Blocks) -> None:
+def sentiment_tab(pipe, demo: gr.Blocks, other=None) -> None:
+    """The sentiment tab; other: a second sentiment pipeline to compare with on the same review."""
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
@@ -125,6 +127,8 @@ def sentiment_tab(pipe, demo: gr.Blocks) -> None:
     hosting.watch_for_expiry(state, layer, head)
     heads_panel(pipe, "sentiment", state, drawn, [review])
     share_ui.sentiment_compare_panel(pipe, review=review, submit=submit, layer=layer, head=head)
+    if other is not None:
+        model_compare_panel(pipe, other, review=review, layer=layer, head=head)
     share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
 
 
@@ -206,7 +210,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     redrawn = [encoder, decoder, step, step_heads, step_topk]
     drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
-    translation_explanation_panel.wire(p.explanations, pipe, inputs, state, step, translated)
+    translation_explanation_panel.wire(p.explanations, pipe, state, step, translated)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
@@ -220,13 +224,21 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
 
 
 def build_demo(
-    sentiment=None, translation=None, *, sentiment_error=None, translation_error=None, own_process=()
+    sentiment=None,
+    translation=None,
+    *,
+    sentiment_error=None,
+    translation_error=None,
+    own_process=(),
+    sentiment_compare=None,
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
     own_process: the tasks whose requests run in a process of their own (pipelines.processes; python app.py
-    sets hosting.OWN_PROCESS). Launch it with hosting.launch_options()."""
+    sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
+    same review ($SENTIMENT_COMPARE_MODEL). Launch it with hosting.launch_options()."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     sentiment, translation = served(sentiment, translation, batcher, own_process)
+    other = served(sentiment_compare, None, batcher)[0]
     with gr.Blocks(
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:
@@ -236,7 +248,7 @@ def build_demo(
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
                 else:
-                    sentiment_tab(sentiment, demo)
+                    sentiment_tab(sentiment, demo, other)
             with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
                 if translation is None:
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
@@ -251,7 +263,7 @@ def build_demo(
 
 
 def main() -> None:
-    from viz.models import load_models
+    from viz.models import load_compare_model, load_models
 
     tame_malloc()
     hosting.set_torch_threads()
@@ -262,6 +274,7 @@ def main() -> None:
         sentiment_error=sentiment.error,
         translation_error=translation.error,
         own_process=hosting.OWN_PROCESS,
+        sentiment_compare=load_compare_model(),
     )
     demo.launch(**hosting.launch_options())
 

@@ -25,9 +25,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipelines.explanations import DEFAULTS_FILE, default_method, target_probs  # noqa: E402
-from pipelines.faithfulness import evaluate_rankings, mean_faithfulness, random_rankings, ranking  # noqa: E402
-from pipelines.translation_explanations import compare_rankings  # noqa: E402
+from pipelines.explanations import DEFAULTS_FILE, default_method  # noqa: E402
+from pipelines.explanations.faithfulness import (  # noqa: E402
+    compare_rankings,
+    evaluate_rankings,
+    mean_faithfulness,
+    random_rankings,
+    ranking,
+    target_probs,
+)
 
 DATA = ROOT.parent / "shared" / "data"
 SOURCES = {
@@ -58,8 +64,10 @@ def sentiment_input(pipe, text: str, seed: int) -> dict:
         expls[m], secs[m] = timed(pipe.explain, text, m)
     first = next(iter(expls.values()))
     t = pipe.labels.index(first.target)
-    orders = [ranking(e.scores) for e in expls.values()] + random_rankings(len(first.ids), seed=seed)
-    res = evaluate_rankings(lambda b: target_probs(pipe, b, t), first.ids, orders)
+    a, b = first.n_prefix, len(first.ids) - first.n_suffix  # the review's own tokens (not [CLS], [SEP])
+    body, wrap = first.ids[a:b], lambda seq: first.ids[:a] + seq + first.ids[b:]
+    orders = [ranking(e.scores[a:b]) for e in expls.values()] + random_rankings(len(body), seed=seed)
+    res = evaluate_rankings(lambda batch: target_probs(pipe, [wrap(s) for s in batch], t), body, orders)
     n = len(expls)
     return {"methods": dict(zip(expls, res[:n])), "random": mean_faithfulness(res[n:]), "seconds": secs}
 

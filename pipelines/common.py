@@ -55,3 +55,21 @@ def save_folder(model, tokenizer, folder: Path, model_max_length: int, preproces
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+
+
+class BatchRunner:
+    """The one entry the served path runs a pipeline by (pipelines.serving), in this process or a model process."""
+
+    def run_batch(self, items: list, name: str, **options) -> list:
+        """self.<name> on the items: a batch method (analyze_many, explain_many) takes every item at once; any
+        other method is called once per item, an (args, kwargs) pair, its error returned in place of its result."""
+        fn = getattr(self, name)
+        if name.endswith("_many"):
+            return fn(items, **options)
+        out = []
+        for args, kwargs in items:
+            try:
+                out.append(fn(*args, **kwargs))
+            except Exception as e:  # this caller gets the error; the others their results
+                out.append(e)
+        return out

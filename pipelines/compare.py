@@ -128,6 +128,6 @@ def compare_translation(pipe, text_a: str, text_b: str, beam_size: int | None = 
     """Translate both sentences with the same decoding and align their source tokens and their outputs."""
     a, b = pipe(text_a, beam_size=beam_size), pipe(text_b, beam_size=beam_size)
     src_a, src_b = [t.id for t in a.source_tokens], [t.id for t in b.source_tokens]
-    eos = pipe.model.config.eos_id
+    eos = pipe.adapter.eos_id
     source = align_tokens(src_a, src_b, _token_texts(a.source_tokens, eos), _token_texts(b.source_tokens, eos))
     return TranslationComparison(a, b, source, align_tokens(a.target_tokens, b.target_tokens))

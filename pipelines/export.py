@@ -32,6 +32,8 @@ def to_jsonable(value, decimals: int = DECIMALS):
         if np.isfinite(value).all():
             return value.tolist()  # nested lists of floats, fast
         return np.where(np.isfinite(value), value, None).tolist()
+    if hasattr(value, "as_dict"):  # a dataclass that names its fields for export (explanations)
+        return to_jsonable(value.as_dict(), decimals)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_jsonable(getattr(value, f.name), decimals) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
@@ -59,7 +61,7 @@ def model_info(pipe) -> dict:
         match = _SNAPSHOT.search(Path(folder).as_posix())
         info["revision"] = match.group(1) if match else None
         info["weights_sha256"] = _weights_hash(Path(folder) / "model.safetensors")
-    info["config"] = to_jsonable(dataclasses.asdict(pipe.model.config))
+    info["config"] = to_jsonable(pipe.adapter.config_dict())
     return info
 
 
@@ -168,5 +170,5 @@ def translation_record(pipe, text: str, beam_size: int | None = None, method: st
             "cross": to_jsonable(result.cross_attentions),
         },
         "explanation": _optional(pipe, "explain", text, method=method, result=result),  # of this very translation
-        "head_table": _optional(pipe, "head_table", text, beam_size=beam),
+        "head_table": _optional(pipe, "head_table", text, beam_size=beam, result=result),  # no second decoding
     }

@@ -10,8 +10,6 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
-from transformer import HeadMasks
-
 from .head_stats import agreement as rank_agreement
 from .head_stats import punctuation_keys, stats_rows
 
@@ -68,20 +66,16 @@ def _chunks(keys: list[HeadKey]):
 # --- the classifier ------------------------------------------------------------------------------------
 
 
-def classifier_layers(model) -> dict[str, int]:
-    return {"self": model.config.n_layers}
-
-
 @torch.no_grad()
-def classifier_effects(model, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
+def classifier_effects(adapter, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
     """(probability of `label` with every head on, {head: change of that probability with the head off})."""
-    layers, H = classifier_layers(model), model.config.n_heads
-    intact = float(model(torch.tensor([ids])).logits[0].softmax(-1)[label])
+    layers, H = adapter.head_layers, adapter.n_heads
+    intact = float(adapter.forward(torch.tensor([ids])).logits[0].softmax(-1)[label])
     effects = {}
     for keys in _chunks(head_keys(layers, H)):
         masks = single_head_off(keys, layers, H)
         batch = torch.tensor([ids]).expand(len(keys), -1)  # (N, T): the same input once per head
-        probs = model(batch, head_mask=masks["self"]).logits.softmax(-1)[:, label]  # (N,)
+        probs = adapter.forward(batch, head_mask=masks).logits.softmax(-1)[:, label]  # (N,)
         effects.update({k: float(p) - intact for k, p in zip(keys, probs)})
     return intact, effects
 
@@ -95,7 +89,7 @@ def sentiment_head_table(pipe, text: str) -> list[dict]:
     maps = [a.float().numpy() for a in result.attentions]
     # The classifier reads no special tokens: its 'end' is the last token of the text.
     rows = stats_rows("self", maps, end_key=len(tokens) - 1, punct=punctuation_keys(tokens))
-    _, effects = classifier_effects(pipe.model, ids, pipe.labels.index(result.label))
+    _, effects = classifier_effects(pipe.adapter, ids, pipe.labels.index(result.label))
     for row in rows:
         row["effect"] = effects[(row["kind"], row["layer"], row["head"])]
     return rows
@@ -104,37 +98,27 @@ def sentiment_head_table(pipe, text: str) -> list[dict]:
 # --- the translator ------------------------------------------------------------------------------------
 
 
-def translator_layers(model) -> dict[str, int]:
-    c = model.config
-    return {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers}
-
-
-def head_masks(masks: Mapping[str, torch.Tensor] | None) -> HeadMasks | None:
-    return None if masks is None else HeadMasks(masks["encoder"], masks["decoder"], masks["cross"])
-
-
 @torch.no_grad()
-def teacher_forced_log_prob(model, src_ids: list[int], produced: list[int], masks: HeadMasks | None, rows: int = 1):
+def teacher_forced_log_prob(adapter, src_ids: list[int], produced: list[int], masks, rows: int = 1):
     """(rows,) log-probability of the token ids `produced` (EOS included if it is there) given the source,
-    in one teacher-forced pass; masks may hold a (L, rows, H) mask per kind, one row per variant."""
+    in one teacher-forced pass; masks {kind: (L, H) or (L, rows, H)}, one row per variant."""
     if not produced:
         return torch.zeros(rows)
-    c = model.config
     src = torch.tensor([src_ids]).expand(rows, -1)  # (rows, Ts)
-    tgt_in = torch.tensor([[c.bos_id] + produced[:-1]]).expand(rows, -1)  # (rows, Tt)
-    logp = model(src, tgt_in, head_mask=masks).logits.log_softmax(-1)  # (rows, Tt, V)
+    tgt_in = torch.tensor([[adapter.bos_id] + produced[:-1]]).expand(rows, -1)  # (rows, Tt)
+    logp = adapter.forward(src, tgt_in, head_mask=masks).logits.log_softmax(-1)  # (rows, Tt, V)
     gold = torch.tensor(produced)[None, :, None].expand(rows, -1, -1)  # (rows, Tt, 1)
     return logp.gather(-1, gold)[..., 0].sum(-1)
 
 
-def translator_effects(model, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
+def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
     """(log-probability of the produced translation with every head on, {head: its change with the head off})."""
-    layers, H = translator_layers(model), model.config.n_heads
-    intact = float(teacher_forced_log_prob(model, src_ids, produced, None)[0])
+    layers, H = adapter.head_layers, adapter.n_heads
+    intact = float(teacher_forced_log_prob(adapter, src_ids, produced, None)[0])
     effects = {}
     for keys in _chunks(head_keys(layers, H)):
-        masks = head_masks(single_head_off(keys, layers, H))
-        logp = teacher_forced_log_prob(model, src_ids, produced, masks, rows=len(keys))
+        masks = single_head_off(keys, layers, H)
+        logp = teacher_forced_log_prob(adapter, src_ids, produced, masks, rows=len(keys))
         effects.update({k: float(v) - intact for k, v in zip(keys, logp)})
     return intact, effects
 
@@ -169,12 +153,13 @@ def _cross_agreement(pipe, text: str, result) -> dict[HeadKey, float] | None:
 
 
 def translation_head_table(
-    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True, result=None
 ) -> list[dict]:
     """The head table of the translator on one sentence: statistics of each head's attention, agreement of
     cross-attention heads with the attribution (None without one), and each head's effect (change of the
-    log-probability of the produced translation, teacher-forced, when that head alone is off)."""
-    result = pipe(text, beam_size=beam_size, alpha=alpha)
+    log-probability of the produced translation, teacher-forced, when that head alone is off).
+    result: the TranslationResult of `text` to measure (None: decode it now)."""
+    result = result or pipe(text, beam_size=beam_size, alpha=alpha)
     src_ids = [t.id for t in result.source_tokens]
     produced = result.target_ids
     src_text = [t.text for t in result.source_tokens[:-1]] + ["</s>"]
@@ -187,7 +172,7 @@ def translation_head_table(
         + stats_rows("decoder", np_maps(result.decoder_attentions), 0, tgt_punct)  # 'end': the start token
         + stats_rows("cross", np_maps(result.cross_attentions), end_src, src_punct)
     )
-    _, effects = translator_effects(pipe.model, src_ids, produced)
+    _, effects = translator_effects(pipe.adapter, src_ids, produced)
     agree = (_cross_agreement(pipe, text, result) if agreement else None) or {}
     for row in rows:
         key = (row["kind"], row["layer"], row["head"])

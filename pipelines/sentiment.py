@@ -3,16 +3,17 @@
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from transformer import TransformerClassifier
 
-from . import heads
-from .attribution import METHODS
+from . import explanations, heads, hf_adapter
+from .adapter import OurClassifier
+from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import TokenSpan, load_folder, save_folder, spans
+from .common import BatchRunner, TokenSpan, load_folder
 from .domain import DomainModel, load_domain
-from .explanations import explain_review, review_faithfulness
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
 
@@ -35,13 +36,23 @@ class SentimentResult:
     def confidence(self) -> float:
         return self.probabilities[self.label]
 
+    def attention_maps(self) -> AttentionMaps:
+        """Every map by kind ("self"), layer and head: (L, H, T, T), with the tokens."""
+        return sentiment_maps(self)
 
-class SentimentPipeline:
-    """Loads a TransformerClassifier with its tokenizer from a local folder or a Hub repo id."""
+
+def _uniform(T: int) -> torch.Tensor:
+    """(T,) equal weights: what a model without pooling weights reads of each token, for lack of better."""
+    return torch.full((T,), 1.0 / T)
+
+
+class SentimentPipeline(BatchRunner):
+    """A classifier behind a model adapter (pipelines.adapter): ours (a TransformerClassifier with its tokenizer)
+    or a `transformers` sequence classifier (pipelines.hf_adapter), from a local folder or a Hub repo id."""
 
     def __init__(
         self,
-        model: TransformerClassifier,
+        model,
         tokenizer,
         max_len: int,
         head_tokens: int,
@@ -49,22 +60,36 @@ class SentimentPipeline:
         calibration: Temperature | None = None,
         domain: DomainModel | None = None,
     ):
-        self.model, self.tokenizer = model.eval(), tokenizer
+        # model: a TransformerClassifier (with its tokenizer) or a ready adapter (tokenizer None)
+        self.adapter = OurClassifier(model, tokenizer) if isinstance(model, nn.Module) else model
         self.max_len, self.labels = max_len, labels
         self.head_tokens = head_tokens  # a long review keeps its first head_tokens and last max_len - head_tokens
         self.calibration = calibration or Temperature()  # applied to every probability the pipeline returns
         self.domain = domain
 
     @property
+    def model(self):
+        """The adapter's model (a TransformerClassifier for ours)."""
+        return self.adapter.model
+
+    @property
+    def tokenizer(self):
+        return self.adapter.tokenizer
+
+    @property
     def n_layers(self) -> int:
-        return self.model.config.n_layers
+        return self.adapter.head_layers["self"]
 
     @property
     def n_heads(self) -> int:
-        return self.model.config.n_heads
+        return self.adapter.n_heads
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
+        """Ours (a folder or repo with our config.json) or a transformers sequence classifier (model id or folder):
+        its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting."""
+        if hf_adapter.is_transformers_model(name_or_path):
+            return cls.from_transformers(name_or_path)
         model, tok, prep = load_folder(TransformerClassifier, name_or_path)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
@@ -72,6 +97,18 @@ class SentimentPipeline:
         calibration = Temperature.from_preprocessing(prep)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
         pipe.source = str(name_or_path)  # which model made a result (export)
+        return pipe
+
+    @classmethod
+    def from_transformers(cls, name_or_path: str) -> "SentimentPipeline":
+        adapter = hf_adapter.HFClassifier.from_pretrained(name_or_path)
+        prep = hf_adapter.read_preprocessing(name_or_path)
+        max_len = min(prep.get("max_len", adapter.max_len), adapter.max_len)
+        labels = prep.get("labels", adapter.labels)
+        domain = load_domain(prep, adapter.tokenizer, adapter.vocab_size, name_or_path)
+        calibration = Temperature.from_preprocessing(prep)
+        pipe = cls(adapter, None, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+        pipe.source = str(name_or_path)
         return pipe
 
     def preprocessing(self) -> dict:
@@ -82,7 +119,7 @@ class SentimentPipeline:
 
     def save_pretrained(self, folder) -> None:
         """Save model, tokenizer and preprocessing.json (temperature included) for from_pretrained."""
-        save_folder(self.model, self.tokenizer, folder, self.max_len, self.preprocessing())
+        self.adapter.save(folder, self.max_len, self.preprocessing())
 
     def domain_check(self, ids: list[int]) -> tuple[bool, float | None]:
         """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
@@ -91,23 +128,30 @@ class SentimentPipeline:
         score = self.domain.score({"words": self.domain.words(ids)})
         return self.domain.flagged(score), score
 
+    @property
+    def n_special(self) -> int:
+        """Special tokens the model reads around the text's own ([CLS] ... [SEP]; none for ours)."""
+        return self.adapter.n_prefix + self.adapter.n_suffix
+
     def encode(self, text: str):
-        """(kept ids, kept TokenSpans, total token count) for one text."""
+        """(kept ids, kept TokenSpans, total token count) for one text; ids and spans include the model's
+        special tokens (a special token covers no characters), the count does not."""
         text = clean_text(text)
-        enc = self.tokenizer.encode(text)
-        ids = enc.ids  # a new list at every access of enc.ids: read it once
-        keep = kept_positions(len(ids), self.max_len, self.head_tokens)
-        toks = spans(enc, text)
-        return [ids[i] for i in keep], [toks[i] for i in keep], len(ids)
+        ids, toks = self.adapter.tokenize(text)
+        if not ids:
+            return [], [], 0
+        keep = kept_positions(len(ids), self.max_len - self.n_special, self.head_tokens)
+        kept_ids, kept_toks = [ids[i] for i in keep], [toks[i] for i in keep]
+        return self.adapter.wrap(kept_ids), self.adapter.wrap_spans(kept_toks, text), len(ids)
 
     def tokens_read(self, text: str) -> int:
         """How many tokens of this text the model reads (cut to max_len), without building its spans."""
-        return min(len(self.tokenizer.encode(clean_text(text))), self.max_len)
+        return min(len(self.adapter.tokenize_many([clean_text(text)])[0]) + self.n_special, self.max_len)
 
     @property
     def head_layers(self) -> dict[str, int]:
         """Layers per kind of attention: {"self": n_layers}."""
-        return heads.classifier_layers(self.model)
+        return self.adapter.head_layers
 
     def __call__(
         self, text: str, head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
@@ -133,9 +177,9 @@ class SentimentPipeline:
         results: list = [ValueError("the text has no tokens")] * len(texts)
         if not real:
             return results
-        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
-        batch = pad([encoded[i][0] for i in real], self.model.config.pad_id)  # (B, T)
-        out = self.model(batch, need_weights=need_weights, head_mask=None if masks is None else masks["self"])
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads)
+        batch = pad([encoded[i][0] for i in real], self.adapter.pad_id)  # (B, T)
+        out = self.adapter.forward(batch, need_weights=need_weights, head_mask=masks)
         lengths = [len(encoded[i][0]) for i in real]
         probs = self.calibration.scale(out.logits, lengths).softmax(-1)  # (B, labels), calibrated
         for row, i in enumerate(real):
@@ -146,9 +190,9 @@ class SentimentPipeline:
                 label=self.labels[int(probs[row].argmax())],
                 probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
                 tokens=toks,
-                attentions=[a[row, :, :T, :T].clone() for a in out.attentions or []],  # (H, T, T)
-                pool_weights=out.pool_weights[row, :T].clone(),
-                truncated=n > T,
+                attentions=[a[row, :, :T, :T].clone() for a in out.attentions],  # (H, T, T)
+                pool_weights=out.token_weights[row, :T].clone() if out.token_weights is not None else _uniform(T),
+                truncated=n > T - self.n_special,
                 n_tokens=n,
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
@@ -160,33 +204,37 @@ class SentimentPipeline:
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
         return heads.sentiment_head_table(self, text)
 
-    explanation_methods = METHODS
+    @property
+    def explanation_methods(self) -> tuple[str, ...]:
+        """The registered methods that explain a classifier (pipelines.explanations.registry)."""
+        return explanations.names("sentiment")
 
     def explain(self, text: str, method: str | None = None, target: str | None = None):
-        """Signed attribution of each token read toward `target` (default: the predicted label); `method`
-        is one of explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
-        Returns a pipelines.explanations.SentimentExplanation (tokens, scores, target, method, ...)."""
-        return explain_review(self, text, method, target)
+        """Attribution of each token read toward `target` (default: the predicted label); `method` is one of
+        explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
+        Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
+        return explanations.explain_review(self, text, method, target)
 
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
-        return review_faithfulness(self, explanation)
+        return explanations.faithfulness(self, explanation)
 
     def encode_many(self, texts: list[str]) -> list[list[int]]:
         """The ids the model reads for each text (cut to max_len; [pad] for a text with no tokens)."""
-        encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
-        return [head_tail(e.ids, self.max_len, self.head_tokens) or [self.model.config.pad_id] for e in encs]
+        ids = self.adapter.tokenize_many([clean_text(t) for t in texts])
+        cut = self.max_len - self.n_special
+        return [self.adapter.wrap(head_tail(i, cut, self.head_tokens)) if i else [self.adapter.pad_id] for i in ids]
 
     @torch.no_grad()
     def raw_logits(
         self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
     ) -> tuple[torch.Tensor, list[int]]:
         """((N, C) logits before calibration, tokens read per text), on the fast path, in input order."""
-        masks = heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads)
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads)
         ids = self.encode_many(texts)
         logits = torch.zeros(len(ids), len(self.labels))
-        for rows, batch in sorted_batches(ids, batch_size, self.model.config.pad_id):
-            logits[rows] = self.model(batch, head_mask=None if masks is None else masks["self"]).logits
+        for rows, batch in sorted_batches(ids, batch_size, self.adapter.pad_id):
+            logits[rows] = self.adapter.forward(batch, head_mask=masks).logits
         return logits, [len(i) for i in ids]
 
     def predict(

@@ -1,9 +1,13 @@
 """Pipelines for a server: calls from many request threads go through one fair MicroBatcher.
 
 The stand-ins behave like the pipelines they wrap (same call, same results, other attributes passed
-through), so handlers written for a pipeline work unchanged. Who is calling comes from `calling_client`.
+through), so handlers written for a pipeline work unchanged. Every call that runs the model (the model run,
+a run with heads switched off, explanations, faithfulness, the head table, scoring) goes through the batcher
+to the model's one runner, pipe.run_batch, in the model's own process where it has one; only cheap attributes
+(tokenizing, sizes, names) are read from the pipeline here. Who is calling comes from `calling_client`.
 """
 
+import functools
 import logging
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
@@ -19,6 +23,7 @@ SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, 
 # resting memory against 41 MB for 4, at 22-25 ms a review against 19-24 ms in batches of 8 here.
 LONG_REVIEW_BATCH = 4
 SHORT_SENTENCE = 32
+HEAVY = ("explain", "faithfulness", "head_table", "score")  # methods that run the model, one call a batch
 
 
 @contextmanager
@@ -32,16 +37,22 @@ def calling_client(key: Hashable) -> Iterator[None]:
 
 
 class _Served:
-    batch_method = ""  # the pipeline's method that runs a batch
+    batch_method = ""  # the pipeline's method that runs a batch of model runs
 
     def __init__(self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None):
         """process: a ModelProcess holding a copy of pipe, to run the batches in (None: in this process)."""
         self.pipe, self.batcher, self.process = pipe, batcher, process
-        local = process is None
-        self.run_batch = getattr(pipe, self.batch_method) if local else remote(process, self.batch_method)
+        # One runner per model: the batcher never runs two batches of one runner at once.
+        self.run_batch = pipe.run_batch if process is None else remote(process, "run_batch")
+
+    def _one(self, method: str, *args, **kwargs):
+        """pipe.method(*args, **kwargs) as a batch of its own on the model's runner."""
+        item = (args, kwargs)
+        return self.batcher.submit(self.run_batch, item, client=_CLIENT.get(), bucket=method, max_batch=1, name=method)
 
     def __getattr__(self, name):
-        return getattr(self.pipe, name)
+        value = getattr(self.pipe, name)  # AttributeError for what the pipeline lacks, as the pipeline would
+        return functools.partial(self._one, name) if name in HEAVY else value
 
 
 class ServedSentiment(_Served):
@@ -50,12 +61,18 @@ class ServedSentiment(_Served):
     batch_method = "analyze_many"
 
     def __call__(self, text: str, head_mask=None, need_weights: bool = True):
-        if head_mask:  # a what-if run with heads switched off (rare): not batched
-            return self.pipe(text, head_mask, need_weights)
+        if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
+            return self._one("__call__", text, head_mask, need_weights)
         long = self.pipe.tokens_read(text) > SHORT_REVIEW
         limit = LONG_REVIEW_BATCH if long and need_weights else 0  # the maps are what takes the memory
         return self.batcher.submit(
-            self.run_batch, text, client=_CLIENT.get(), bucket=long, max_batch=limit, need_weights=need_weights
+            self.run_batch,
+            text,
+            client=_CLIENT.get(),
+            bucket=long,
+            max_batch=limit,
+            name=self.batch_method,
+            need_weights=need_weights,
         )
 
 
@@ -67,14 +84,15 @@ class ServedTranslation(_Served):
     def __call__(
         self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5, head_mask=None
     ):
-        if head_mask:  # a what-if run with heads switched off (rare): not batched
-            return self.pipe(text, beam_size, alpha, top_k, head_mask)
+        if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
+            return self._one("__call__", text, beam_size, alpha, top_k, head_mask)
         n = len(self.pipe.encode_source([text])[0][0])
         return self.batcher.submit(
             self.run_batch,
             text,
             client=_CLIENT.get(),
             bucket=n > SHORT_SENTENCE,
+            name=self.batch_method,
             beam_size=self.pipe.beam_size if beam_size is None else beam_size,
             alpha=self.pipe.alpha if alpha is None else alpha,
             top_k=top_k,

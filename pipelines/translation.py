@@ -3,18 +3,18 @@
 from dataclasses import dataclass, field
 
 import torch
+from torch import nn
 
-from transformer import HeadMasks, Hypothesis, Seq2SeqTransformer, beam_search, greedy_decode
-from transformer.generation import row_limits
+from transformer import Hypothesis, Seq2SeqTransformer
 
-from . import heads
+from . import explanations, heads, hf_adapter
+from .adapter import KindMasks, OurSeq2Seq
+from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
-from .common import TokenSpan, load_folder, save_folder, spans
+from .common import BatchRunner, TokenSpan, load_folder
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text
-from .translation_attribution import TRANSLATION_METHODS
-from .translation_explanations import explain_translation, translation_faithfulness
 
 
 @dataclass
@@ -42,103 +42,134 @@ class TranslationResult:
     # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
+    text: str = ""  # the sentence as given
+    beam_size: int | None = None  # the beam width it was decoded with (1 = greedy)
+
+    def attention_maps(self) -> AttentionMaps:
+        """Every map by kind ("encoder", "decoder", "cross"), layer and head: (L, H, Tq, Tk), with the tokens."""
+        return translation_maps(self)
 
 
-class TranslationPipeline:
-    """Loads a Seq2SeqTransformer with its tokenizer from a local folder or a Hub repo id."""
+class TranslationPipeline(BatchRunner):
+    """A translator behind a model adapter (pipelines.adapter): ours (a Seq2SeqTransformer with its tokenizer)
+    or a `transformers` seq2seq model (pipelines.hf_adapter), from a local folder or a Hub repo id."""
 
     def __init__(
         self,
-        model: Seq2SeqTransformer,
+        model,
         tokenizer,
         beam_size: int = 4,
         alpha: float = 0.6,
         domain: DomainModel | None = None,
     ):
-        self.model, self.tokenizer = model.eval(), tokenizer
+        # model: a Seq2SeqTransformer (with its tokenizer) or a ready adapter (tokenizer None)
+        self.adapter = OurSeq2Seq(model, tokenizer) if isinstance(model, nn.Module) else model
         self.beam_size, self.alpha = beam_size, alpha
-        self.max_src = model.config.max_len - 1
         self.domain = domain
+
+    @property
+    def model(self):
+        """The adapter's model (a Seq2SeqTransformer for ours)."""
+        return self.adapter.model
+
+    @property
+    def tokenizer(self):
+        return self.adapter.tokenizer
+
+    @property
+    def max_src(self) -> int:
+        return self.adapter.max_source
 
     @property
     def n_layers(self) -> int:
         """The deeper of the encoder and the decoder (the app's layer control covers both)."""
-        return max(self.model.config.n_encoder_layers, self.model.config.n_decoder_layers)
+        return max(self.head_layers.values())
 
     @property
     def n_heads(self) -> int:
-        return self.model.config.n_heads
+        return self.adapter.n_heads
 
     @classmethod
     def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
+        """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder)."""
+        if hf_adapter.is_transformers_model(name_or_path):
+            return cls.from_transformers(name_or_path)
         model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
         pipe.source = str(name_or_path)  # which model made a result (export)
         return pipe
 
+    @classmethod
+    def from_transformers(cls, name_or_path: str) -> "TranslationPipeline":
+        adapter = hf_adapter.HFSeq2Seq.from_pretrained(name_or_path)
+        prep = hf_adapter.read_preprocessing(name_or_path)
+        beams = prep.get("beam_size", getattr(adapter.model.generation_config, "num_beams", None) or 4)
+        domain = load_domain(prep, adapter.tokenizer, adapter.vocab_size, name_or_path)
+        pipe = cls(adapter, None, beams, prep.get("alpha", 0.6), domain)
+        pipe.source = str(name_or_path)
+        return pipe
+
     def save_pretrained(self, folder) -> None:
         """Save model, tokenizer and preprocessing.json (decoding and domain statistics) for from_pretrained."""
         prep = {"beam_size": self.beam_size, "alpha": self.alpha}
         prep |= {"domain": self.domain.to_preprocessing()} if self.domain else {}
-        save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, prep)
+        self.adapter.save(folder, prep)
 
     def domain_check(self, src_ids: list[int], mean_logprob: float) -> tuple[bool, float | None]:
         """(out of domain, domain score) from the source tokens (EOS dropped) and the output's log-probability."""
         if self.domain is None:
             return False, None
-        ids = [i for i in src_ids if i != self.model.config.eos_id]
+        ids = [i for i in src_ids if i != self.adapter.eos_id]
         score = self.domain.score({"words": self.domain.words(ids), "output_logprob": mean_logprob})
         return self.domain.flagged(score), score
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
         """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""
-        encs = self.tokenizer.encode_batch([clean_text(t) for t in texts])
-        eos = self.model.config.eos_id
-        ids = [e.ids[: self.max_src - 1] + [eos] for e in encs]
-        return ids, encs, [len(e.ids) > self.max_src - 1 for e in encs]
+        cleaned = [clean_text(t) for t in texts]
+        encs = [self.adapter.tokenize(t) for t in cleaned]  # (ids, spans) without special tokens
+        ids = [self.adapter.source_ids(e[0]) for e in encs]
+        return ids, encs, [len(e[0]) > self.max_src - 1 for e in encs]
 
     def search(
-        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: HeadMasks | None = None, limits=None
+        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: KindMasks | None = None, limits=None
     ) -> list[Hypothesis]:
         """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search.
-        limits (B,): row b stops after limits[b] tokens (row_limits: as if each row ran alone)."""
-        if beam_size <= 1:
-            return greedy_decode(self.model, src, head_mask=head_mask, limits=limits)
-        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, head_mask=head_mask, limits=limits)
+        limits (B,): row b stops after limits[b] tokens (adapter.row_limits: as if each row ran alone)."""
+        return self.adapter.generate(src, beam_size, alpha, head_mask, limits)
 
     @property
     def head_layers(self) -> dict[str, int]:
         """Layers per kind of attention: {"encoder": ..., "decoder": ..., "cross": ...}."""
-        return heads.translator_layers(self.model)
+        return self.adapter.head_layers
 
-    def head_masks(self, head_mask: dict[HeadKey, float] | None) -> HeadMasks | None:
-        """{(kind, layer, head): multiplier} -> the model's HeadMasks (ValueError for a head it lacks)."""
-        return heads.head_masks(heads.mask_tensors(head_mask, self.head_layers, self.model.config.n_heads))
+    def head_masks(self, head_mask: dict[HeadKey, float] | None) -> KindMasks | None:
+        """{(kind, layer, head): multiplier} -> {kind: (L, H)} (ValueError for a head the model lacks)."""
+        return heads.mask_tensors(head_mask, self.head_layers, self.n_heads)
 
     def detokenize(self, ids: list[int]) -> str:
         """Output ids -> English text."""
-        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        return self.adapter.detokenize(ids)
 
     def token_text(self, token_id: int) -> str:
-        c = self.model.config
-        if token_id == c.eos_id:
-            return "</s>"
-        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+        return self.adapter.token_text(token_id)
 
-    explanation_methods = TRANSLATION_METHODS
+    @property
+    def explanation_methods(self) -> tuple[str, ...]:
+        """The registered methods that explain a translation (pipelines.explanations.registry)."""
+        return explanations.names("translation")
 
     def explain(self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None):
         """Attribution of every produced token to the source tokens (and the target prefix), with each
         cross-attention head's agreement. method: one of explanation_methods (None = the benchmark's most
         faithful); contrast={step: token_text} (0-based step, a top-5 alternative) explains "this token
         rather than that one" at that step. result: a TranslationResult of `text` to reuse (no new decoding).
-        Returns a pipelines.translation_explanations.TranslationExplanation."""
-        return explain_translation(self, text, method, contrast, result)
+        Returns a pipelines.explanations.Explanation (scores (Tt, Ts))."""
+        return explanations.explain_translation(self, text, method, contrast, result)
 
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings."""
-        return translation_faithfulness(self, explanation)
+        return explanations.faithfulness(self, explanation)
 
     @torch.no_grad()
     def translate_scored(
@@ -155,7 +186,7 @@ class TranslationPipeline:
         masks = self.head_masks(head_mask)
         ids, _, _ = self.encode_source(texts)
         out: list = [None] * len(ids)
-        for rows, src in sorted_batches(ids, batch_size, self.model.config.pad_id):
+        for rows, src in sorted_batches(ids, batch_size, self.adapter.pad_id):
             for i, hyp in zip(rows, self.search(src, beam_size, alpha, masks)):
                 mean_lp = hyp.score / max(1, len(hyp.tokens) + int(hyp.finished))
                 out[i] = (self.detokenize(hyp.tokens), mean_lp, *self.domain_check(ids[i], mean_lp))
@@ -199,21 +230,20 @@ class TranslationPipeline:
         masks = self.head_masks(head_mask)
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
-        c = self.model.config
+        a = self.adapter
         ids, encs, truncated = self.encode_source(texts)
         real = [i for i in range(len(texts)) if len(ids[i]) > 1]
         results: list = [ValueError("the text has no tokens")] * len(texts)
         if not real:
             return results
-        src = pad([ids[i] for i in real], c.pad_id)  # (B, Ts)
-        hyps = self.search(src, beam_size, alpha, masks, row_limits(self.model, src))
-        produced = [h.tokens + ([c.eos_id] if h.finished else []) for h in hyps]
+        src = pad([ids[i] for i in real], a.pad_id)  # (B, Ts)
+        hyps = self.search(src, beam_size, alpha, masks, a.row_limits(src))
+        produced = [h.tokens + ([a.eos_id] if h.finished else []) for h in hyps]
         # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
-        enc = self.model.encode(src, need_weights=True, head_mask=masks)
-        tgt_in = pad([[c.bos_id] + p[:-1] for p in produced], c.pad_id)  # (B, Tt)
-        dec = self.model.decode(tgt_in, enc, need_weights=True, head_mask=masks)
-        topv, topi = dec.logits.softmax(-1).topk(top_k, dim=-1)  # (B, Tt, k)
+        tgt_in = pad([[a.bos_id] + p[:-1] for p in produced], a.pad_id)  # (B, Tt)
+        run = a.forward(src, tgt_in, need_weights=True, head_mask=masks)
+        topv, topi = run.logits.softmax(-1).topk(top_k, dim=-1)  # (B, Tt, k)
         for row, i in enumerate(real):
             Ts, Tt = len(ids[i]), max(len(produced[row]), 1)
             steps = [
@@ -223,16 +253,14 @@ class TranslationPipeline:
             mean_lp = hyps[row].score / max(1, len(produced[row]))
             out_of_domain, domain_score = self.domain_check(ids[i], mean_lp)
             text_clean = clean_text(texts[i])
-            src_spans = spans(encs[i], text_clean)[: Ts - 1] + [
-                TokenSpan(c.eos_id, "", len(text_clean), len(text_clean))
-            ]
+            src_spans = encs[i][1][: Ts - 1] + [TokenSpan(a.eos_id, "", len(text_clean), len(text_clean))]
             results[i] = TranslationResult(
                 translation=self.detokenize(hyps[row].tokens),
                 source_tokens=src_spans,
                 target_tokens=[s.token for s in steps],
-                encoder_attentions=[a[row, :, :Ts, :Ts].clone() for a in enc.attentions],
-                decoder_attentions=[a[row, :, :Tt, :Tt].clone() for a in dec.self_attentions],
-                cross_attentions=[a[row, :, :Tt, :Ts].clone() for a in dec.cross_attentions],
+                encoder_attentions=[m[row, :, :Ts, :Ts].clone() for m in run.encoder],
+                decoder_attentions=[m[row, :, :Tt, :Tt].clone() for m in run.decoder],
+                cross_attentions=[m[row, :, :Tt, :Ts].clone() for m in run.cross],
                 steps=steps,
                 score=hyps[row].score,
                 truncated=truncated[i],
@@ -240,6 +268,8 @@ class TranslationPipeline:
                 mean_logprob=mean_lp,
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
+                text=texts[i],
+                beam_size=beam_size,
             )
         return results
 
@@ -248,12 +278,18 @@ class TranslationPipeline:
         sentence, teacher-forced, with the heads of head_mask switched off."""
         ids, _, _ = self.encode_source([text])
         masks = self.head_masks(head_mask)
-        return float(heads.teacher_forced_log_prob(self.model, ids[0], list(target_ids), masks)[0])
+        return float(heads.teacher_forced_log_prob(self.adapter, ids[0], list(target_ids), masks)[0])
 
     def head_table(
-        self, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True
+        self,
+        text: str,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        agreement: bool = True,
+        result: TranslationResult | None = None,
     ) -> list[dict]:
         """One dict per head (kind "encoder" / "decoder" / "cross", layer, head from 0): attention statistics
         on this sentence, agreement of cross-attention heads with the attribution (when explain exists) and
-        the effect of switching that head alone off (change of the translation's log-probability)."""
-        return heads.translation_head_table(self, text, beam_size, alpha, agreement)
+        the effect of switching that head alone off (change of the translation's log-probability).
+        result: a TranslationResult of `text` to reuse (no new decoding)."""
+        return heads.translation_head_table(self, text, beam_size, alpha, agreement, result)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pipelines import SentimentPipeline
-from pipelines.attribution import attention_rollout
+from pipelines.explanations.methods import attention_rollout
 from viz import explain, explanation_panel, handlers
 from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS

@@ -6,14 +6,15 @@ import pytest
 import torch
 
 from pipelines import SentimentPipeline
-from pipelines.attribution import METHODS, gradient_x_input, integrated_gradients, occlusion
+from pipelines.adapter import OurClassifier
 from pipelines.common import TokenSpan
-from pipelines.explanations import default_method
-from pipelines.faithfulness import evaluate_rankings, faithfulness, n_top, variants
-from pipelines.gradients import classifier_embeddings, classifier_logits, log_odds
+from pipelines.explanations import default_method, names
+from pipelines.explanations.faithfulness import evaluate_rankings, faithfulness, n_top, variants
+from pipelines.explanations.methods import GradientXInput, IntegratedGradients, Occlusion, log_odds
 from pipelines.words import word_ids, word_scores
 from transformer import ClassifierConfig, TransformerClassifier
 
+METHODS = names("sentiment")
 TEXT = "The acting was wooden and the plot was predictable, but the music was wonderful."
 
 
@@ -22,10 +23,10 @@ def pipe(sentiment_dir):
     return SentimentPipeline.from_pretrained(str(sentiment_dir))
 
 
-def linear_model(vocab_size: int) -> TransformerClassifier:
+def linear_model(vocab_size: int) -> OurClassifier:
     """No layers, mean pooling, no n-grams: the log-odds are linear in the embeddings."""
     cfg = ClassifierConfig(vocab_size=vocab_size, d_model=16, n_heads=2, n_layers=0, d_ff=16, max_len=64)
-    return TransformerClassifier(cfg).eval()
+    return OurClassifier(TransformerClassifier(cfg), None)
 
 
 def one_token_model(vocab_size: int, token: int) -> TransformerClassifier:
@@ -60,7 +61,7 @@ def ids_of(pipe, text=TEXT) -> torch.Tensor:
 def test_embedding_forward_equals_the_model(pipe):
     x = ids_of(pipe)
     with torch.no_grad():
-        ours = classifier_logits(pipe.model, classifier_embeddings(pipe.model, x), x)
+        ours = pipe.adapter.logits_from_embeddings(pipe.adapter.embed(x), x)
         assert torch.allclose(ours, pipe.model(x).logits, atol=1e-5)
 
 
@@ -77,19 +78,21 @@ def test_log_odds_of_two_labels_are_opposite():
 def test_gradient_x_input_is_complete_on_a_linear_model(pipe):
     model = linear_model(pipe.model.config.vocab_size)
     x = ids_of(pipe)
-    scores = gradient_x_input(model, x, target=1).scores
-    emb = classifier_embeddings(model, x)
+    scores = GradientXInput().review(model, x, target=1, words=None).scores
+    emb = model.embed(x)
     with torch.no_grad():
-        diff = log_odds(classifier_logits(model, emb, x)) - log_odds(classifier_logits(model, torch.zeros_like(emb), x))
+        diff = log_odds(model.logits_from_embeddings(emb, x)) - log_odds(
+            model.logits_from_embeddings(torch.zeros_like(emb), x)
+        )
     assert scores.sum() == pytest.approx(float(diff[0, 1]), abs=1e-4)
 
 
 def test_integrated_gradients_are_complete_within_the_reported_delta(pipe):
     x = ids_of(pipe)
-    attr = integrated_gradients(pipe.model, x, target=1, steps=32)
-    emb = classifier_embeddings(pipe.model, x).detach()
+    attr = IntegratedGradients().review(pipe.adapter, x, target=1, words=None)
+    emb = pipe.adapter.embed(x).detach()
     with torch.no_grad():
-        f = lambda e: float(log_odds(classifier_logits(pipe.model, e, x))[0, 1])  # noqa: E731
+        f = lambda e: float(log_odds(pipe.adapter.logits_from_embeddings(e, x))[0, 1])  # noqa: E731
         diff = f(emb) - f(torch.zeros_like(emb))
     assert attr.steps == 32 and attr.delta is not None
     assert attr.scores.sum() - diff == pytest.approx(attr.delta, abs=1e-4)
@@ -100,7 +103,7 @@ def test_occlusion_on_a_model_that_reads_one_token_ranks_it_first(pipe):
     ids, toks, _ = pipe.encode(TEXT)
     token = unique_token(ids, toks)
     model = one_token_model(pipe.model.config.vocab_size, token)
-    scores = occlusion(model, torch.tensor([ids]), target=1, words=word_ids(toks)).scores
+    scores = Occlusion().review(OurClassifier(model, None), torch.tensor([ids]), target=1, words=word_ids(toks)).scores
     first = [i for i, t in enumerate(ids) if t == token]
     assert int(np.argmax(scores)) in first
     others = np.delete(scores, first)
@@ -140,7 +143,7 @@ def test_every_method_scores_every_token_read(pipe, method):
 
 
 def test_methods_default_and_errors(pipe):
-    assert set(METHODS) <= set(SentimentPipeline.explanation_methods)
+    assert set(METHODS) <= set(pipe.explanation_methods)
     assert pipe.explain(TEXT).method == default_method("sentiment")["method"] in METHODS
     with pytest.raises(ValueError, match="unknown method"):
         pipe.explain(TEXT, "lime")

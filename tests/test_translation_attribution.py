@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from pipelines import TranslationPipeline
-from pipelines.gradients import seq2seq_step_log_probs
-from pipelines.translation_attribution import rank_correlation
+from pipelines.explanations.run import head_agreement
+from pipelines.head_stats import spearman
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
 
@@ -28,12 +28,9 @@ def test_step_log_probs_equal_the_model(pipe, result):
     T = tgt.size(1)
     with torch.no_grad():
         full = pipe.model(src, tgt).logits[0].log_softmax(-1)  # (T, V)
-        ours = seq2seq_step_log_probs(
-            pipe.model,
-            pipe.model.src_emb(src.expand(T, -1)),
-            src.expand(T, -1),
-            pipe.model.tgt_emb(tgt.expand(T, -1)),
-            torch.arange(T),
+        a = pipe.adapter
+        ours = a.step_log_probs(
+            a.embed_source(src.expand(T, -1)), src.expand(T, -1), a.embed_target(tgt.expand(T, -1)), torch.arange(T)
         )
     assert torch.allclose(ours, full, atol=1e-5)
 
@@ -57,7 +54,7 @@ def test_integrated_gradients_are_complete_within_the_reported_delta(pipe, resul
     T = tgt.size(1)
     s_emb, t_emb = pipe.model.src_emb(src.expand(T, -1)), pipe.model.tgt_emb(tgt.expand(T, -1))
     with torch.no_grad():
-        f = lambda s, t: seq2seq_step_log_probs(pipe.model, s, src.expand(T, -1), t, torch.arange(T))  # noqa: E731
+        f = lambda s, t: pipe.adapter.step_log_probs(s, src.expand(T, -1), t, torch.arange(T))  # noqa: E731
         rows = torch.arange(T)
         tok = torch.tensor(expl.produced)
         diff = f(s_emb, t_emb)[rows, tok] - f(torch.zeros_like(s_emb), torch.zeros_like(t_emb))[rows, tok]
@@ -66,10 +63,15 @@ def test_integrated_gradients_are_complete_within_the_reported_delta(pipe, resul
     assert expl.steps == 32 and np.abs(expl.deltas).max() < 0.05 * np.abs(diff.numpy()).max() + 0.01
 
 
-def test_rank_correlation():
-    a = np.array([0.1, 0.5, 0.2, 0.9])
-    assert rank_correlation(a, a * 3) == pytest.approx(1.0) and rank_correlation(a, -a) == pytest.approx(-1.0)
-    assert rank_correlation(a, np.ones(4)) == 0.0
+def test_one_rank_correlation_for_head_agreement():
+    """Head agreement uses head_stats.spearman (average ranks for ties, None on a constant input). It used its
+    own rank_correlation, which ranked ties by position (0.40 here; average ranks 1.5, 1.5, 3, 4 give
+    3 / sqrt(22.5) = 0.632) and said 0.0 on constants."""
+    a, b = np.array([1.0, 1.0, 2.0, 3.0]), np.array([3.0, 1.0, 2.0, 4.0])
+    assert spearman(a, b) == pytest.approx(3 / np.sqrt(22.5))
+    cross = np.stack([a / a.sum(), np.full(4, 0.25)])[:, None, :]  # (H=2, Tt=1, Ts=4); head 2 is constant
+    got = head_agreement(b[None, :], [cross])  # (L=1, H=2)
+    assert got[0, 0] == pytest.approx(spearman(a, b)) and np.isnan(got[0, 1])
 
 
 def test_contrast_explains_one_step_against_an_alternative(pipe, result):

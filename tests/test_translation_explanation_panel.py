@@ -16,7 +16,7 @@ def pipe(translation_dir):
 
 def test_explains_the_translation_on_screen_with_heatmaps(pipe):
     view, english, _ = handlers.translate(pipe, GERMAN, "greedy", 2)
-    expl, heat, agree = panel.explain(pipe, GERMAN, "greedy", 2, "gradient_x_input")
+    expl, heat, agree = panel.explain(pipe, view, "gradient_x_input")
     assert expl.translation == english and expl.target_tokens == [s.token for s in view.steps]
     assert heat.data[0].z.shape == (len(expl.target_tokens), len(expl.source_tokens))
     assert heat.data[0].zmin == -heat.data[0].zmax and heat.data[0].colorscale  # diverging, centred on 0
@@ -30,12 +30,12 @@ def test_contrast_at_the_slider_step(pipe):
     choices = panel.alternatives(view, 2)
     alts = [c[0] if isinstance(c, tuple) else c for c in choices.choices][1:]
     assert 1 <= len(alts) <= 4 and view.steps[1].token not in alts
-    expl, heat, _ = panel.explain(pipe, GERMAN, "greedy", 2, "gradient_x_input", step=2, alternative=alts[0])
+    expl, heat, _ = panel.explain(pipe, view, "gradient_x_input", step=2, alternative=alts[0])
     assert expl.contrast == {1: alts[0]} and "(vs " in heat.data[0].y[1]
     assert "rather than" in panel.faithfulness(pipe, expl)
 
 
 def test_nothing_to_explain(pipe):
-    assert panel.explain(pipe, "", "greedy", 2, "gradient_x_input") == (None, None, None)
+    assert panel.explain(pipe, None, "gradient_x_input") == (None, None, None)
     assert panel.faithfulness(pipe, None) == ""
     assert panel.alternatives(None, 1).value == panel.NO_CONTRAST

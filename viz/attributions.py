@@ -10,7 +10,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from pipelines.attribution import METHOD_NAMES
+from pipelines.explanations import is_signed, label
 from pipelines.words import word_scores
 
 from .explain import _gap, display_token
@@ -79,7 +79,7 @@ def legend_html(target: str, scale: float, signed: bool) -> str:
 
 def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0) -> str:
     """The review with each word shaded by its attribution toward `target`, a legend, and the top words."""
-    signed = method not in ("attention", "rollout")
+    signed = is_signed(method)
     cut = len(spans) if cut_after is None else cut_after
     head = word_spans(spans[:cut], words[:cut], scores[:cut])
     tail = word_spans(spans[cut:], words[cut:], scores[cut:])
@@ -102,7 +102,7 @@ def attribution_html(text, spans, words, scores, target, method, cut_after=None,
         against = [seg for seg in ranked[::-1][:6] if seg[2] < 0]
         worst = " · ".join(f"“{html.escape(display_token(text[s:e]))}” {fmt(w)}" for s, e, w in against)
         lines.append(f"<b>Speaks against it most:</b> {worst or 'nothing'}")
-    caption = f"{METHOD_NAMES.get(method, method)}: each word's score toward “{target}”. Hover a word for its value."
+    caption = f"{label('sentiment', method)}: each word's score toward “{target}”. Hover a word for its value."
     return (
         '<div class="token-highlight">'
         f'<p style="margin:0 0 2px;color:#6b7280;font-size:0.9em">{html.escape(caption)}</p>'
@@ -119,8 +119,7 @@ def faithfulness_markdown(report, explanation, default: dict | None = None) -> s
     beats = [m.comprehensiveness > r.comprehensiveness, m.sufficiency < r.sufficiency]
     verdict = {2: "beats random on both", 1: "beats random on one of the two", 0: "does not beat random"}[sum(beats)]
     lines = [
-        f"**How faithful is this view on your review?** {METHOD_NAMES.get(explanation.method, explanation.method)} "
-        f"{verdict}.",
+        f"**How faithful is this view on your review?** {label('sentiment', explanation.method)} {verdict}.",
         "",
         "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
         "| --- | --- | --- |",
@@ -135,7 +134,7 @@ def faithfulness_markdown(report, explanation, default: dict | None = None) -> s
         lines.append(f"Integrated gradients: {explanation.steps} steps, convergence delta {explanation.delta:+.4f}.")
     lines.append(f"Computed in {explanation.seconds:.2f} s; faithfulness in {report.seconds:.2f} s.")
     if default:
-        lines.append(f"Default method: **{METHOD_NAMES.get(default['method'], default['method'])}**. {default['why']}")
+        lines.append(f"Default method: **{label('sentiment', default['method'])}**. {default['why']}")
     return "\n".join(lines)
 
 
@@ -143,7 +142,7 @@ def deletion_curve(report, target: str, method: str) -> go.Figure:
     """p(target) as the top 0, 1, 5, 10, 20, 50% of tokens are deleted: this ranking and random ones."""
     x = [0, *report.method.levels]
     fig = go.Figure()
-    name = METHOD_NAMES.get(method, method)
+    name = label("sentiment", method)
     fig.add_scatter(x=x, y=report.method.curve, mode="lines+markers", name=name, line=dict(color="rgb(37,99,235)"))
     fig.add_scatter(
         x=x, y=report.random.curve, mode="lines+markers", name="random", line=dict(color=RANDOM_COLOR, dash="dash")

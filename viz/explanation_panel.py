@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from pipelines.attribution import METHOD_NAMES, METHODS
+from pipelines import explanations
 from pipelines.explanations import default_method
 
 from . import attributions
@@ -19,8 +19,9 @@ log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 
 
-def method_choices(default: str) -> list[tuple[str, str]]:
-    return [(METHOD_NAMES[m] + (" (default)" if m == default else ""), m) for m in METHODS]
+def method_choices() -> list[tuple[str, str]]:
+    """(label, name) of every registered method that explains a classifier, the default marked."""
+    return explanations.choices("sentiment")
 
 
 def explain(pipe, view, method: str):
@@ -73,7 +74,7 @@ def build() -> ExplanationPanel:
     default = default_method("sentiment")
     gr.Markdown("### What drives the prediction")
     method = gr.Radio(
-        method_choices(default["method"]),
+        method_choices(),
         value=default["method"],
         label="Explanation method (blue = supports the predicted label, red = speaks against it)",
         elem_id="sentiment-highlight-mode",

@@ -94,7 +94,7 @@ def analyze_review(
         )
     view = _sentiment_view(checked.text, result, cut_after) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
-    ood = notices_.sentiment_notice(result)
+    ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
     return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
 
 
@@ -138,6 +138,10 @@ class TranslationView:
     encoder: list[np.ndarray]  # per layer (H, Ts, Ts) float16
     decoder: list[np.ndarray]  # per layer (H, Tt, Tt), causal
     cross: list[np.ndarray]  # per layer (H, Tt, Ts), row t = step t
+    text: str = ""  # the sentence translated
+    # The pipeline's TranslationResult: the explanation, the head table and the download reuse it, so a Translate
+    # click decodes once (a sentence's maps in float32: at most a few hundred kB).
+    result: object = None
 
 
 def step_slider(view: TranslationView | None) -> gr.Slider:
@@ -180,10 +184,12 @@ def translate(pipe, german_text: str, decoding: str = "beam search", beam_size: 
         encoder=[_half(a) for a in result.encoder_attentions],
         decoder=[_half(a) for a in result.decoder_attentions],
         cross=[_half(a) for a in result.cross_attentions],
+        text=checked.text,
+        result=result,
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
     summary = f"{plural(len(result.steps), 'step')}, {how}; {notices_.translation_confidence(result.mean_logprob)}"
-    ood = notices_.translation_notice(result)
+    ood = notices_.translation_notice(result) or notices_.domain_note(pipe)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 

@@ -49,6 +49,7 @@ class HeadsView:
     beam_size: int | None  # translation only
     rows: list[dict]  # pipelines' head table: 0-based layer and head
     effect_of: str  # what 'effect' measures, in words
+    result: object = None  # translation: the intact TranslationResult measured (switch_off reuses it)
 
 
 def head_value(kind: str, layer: int, head: int) -> str:
@@ -141,8 +142,9 @@ def grid_styler(rows: list[dict]):
 # --- handlers --------------------------------------------------------------------------------------------
 
 
-def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None):
-    """Measure every head on the text: (HeadsView, grid, table, status Markdown). The model runs here."""
+def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None, result=None):
+    """Measure every head on the text: (HeadsView, grid, table, status Markdown). The model runs here;
+    result: a translation's TranslationResult of this text and decoding, to measure without decoding again."""
     limit, what = (MAX_REVIEW_CHARS, "review") if task == "sentiment" else (MAX_GERMAN_CHARS, "German sentence")
     checked = check_text(text, limit, what)
     if checked.text is None:
@@ -153,7 +155,10 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
         if task == "sentiment":
             rows = pipe.head_table(checked.text)
         else:
-            rows = pipe.head_table(checked.text, beam_size=beam)
+            result = _same_input(result, checked.text, beam)
+            if result is None:
+                result = pipe(checked.text, beam_size=beam)
+            rows = pipe.head_table(checked.text, beam_size=beam, result=result)
     except ValueError:
         return None, None, None, _status([], "The model found no words to read in this text.")
     except Exception:
@@ -161,7 +166,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
         return None, None, None, _status([], "Sorry, the heads could not be measured on this text.")
     seconds = time.perf_counter() - start
     effect_of = "the predicted label's probability" if task == "sentiment" else "the translation's log-probability"
-    view = HeadsView(task, checked.text, beam, rows, effect_of)
+    view = HeadsView(task, checked.text, beam, rows, effect_of, result if task == "translation" else None)
     top = min(rows, key=lambda r: r["effect"])
     lines = [
         f"{len(rows)} heads measured in {seconds:.2f} s. **Effect** = change of {effect_of} when that head "
@@ -170,6 +175,13 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
         "Click a cell of the grid for that head's attention map; sort the table by clicking a column header.",
     ]
     return view, grid_styler(rows), table_styler(rows), "\n\n".join(lines)
+
+
+def _same_input(result, text: str, beam: int | None):
+    """The result when it is a decoding of this very text with this beam width (the tab's last run), else None."""
+    if result is None or getattr(result, "beam_size", None) != beam:
+        return None
+    return result if getattr(result, "text", None) == text else None
 
 
 def selected_head(heads: HeadsView | None, evt: gr.SelectData) -> str | None:
@@ -312,7 +324,7 @@ def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str
     try:
         if heads.task == "sentiment":
             return sentiment_comparison(pipe(heads.text), pipe(heads.text, head_mask=mask), mask)
-        intact = pipe(heads.text, beam_size=heads.beam_size)
+        intact = heads.result or pipe(heads.text, beam_size=heads.beam_size)
         off = pipe(heads.text, beam_size=heads.beam_size, head_mask=mask)
         old_logp_off = pipe.score(heads.text, intact.target_ids, head_mask=mask)
         return translation_comparison(intact, off, old_logp_off, mask)

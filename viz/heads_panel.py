@@ -23,7 +23,8 @@ COLUMNS_HELP = (
 
 def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) -> None:
     """Add the panel; it measures the heads after `run_event` (the tab's model run) on `inputs`
-    (the text, and for translation the decoding and beam size)."""
+    (the text, and for translation the decoding and beam size), reusing the run's result where main_state
+    holds one (a translation: no second decoding)."""
     p = f"{task}-heads"
     layers, n_heads = pipe.head_layers, pipe.n_heads
     state, clicked = gr.State(None), gr.State(None)
@@ -41,10 +42,10 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
     run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")
     compare = gr.HTML(elem_id=f"{p}-compare")
 
-    def measure(*args):
-        return heads.head_table(pipe, task, *args)
+    def measure(view, *args):
+        return heads.head_table(pipe, task, *args, result=getattr(view, "result", None))
 
-    run_event.then(measure, inputs, [state, grid, table, status], **PRIVATE)
+    run_event.then(measure, [main_state, *inputs], [state, grid, table, status], **PRIVATE)
     grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(
         heads.head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
     )

@@ -1,4 +1,5 @@
-"""Loading the two pipelines once at start, from Hub repo ids or local folders named by env vars."""
+"""Loading the two pipelines once at start, from Hub repo ids or local folders named by env vars: ours or
+`transformers` models (a model id or folder), and optionally a second sentiment model to compare with."""
 
 import logging
 import os
@@ -29,7 +30,7 @@ def model_source(env_var: str) -> str:
     the repo root, so `SENTIMENT_MODEL=assets/sentiment python /elsewhere/app.py` still works.
     """
     value = os.environ.get(env_var, "").strip()
-    if not value:
+    if not value and env_var in DEFAULT_SOURCES:
         return str(ROOT / DEFAULT_SOURCES[env_var])
     if not os.path.isabs(value) and not os.path.exists(value) and (ROOT / value).is_dir():
         return str(ROOT / value)
@@ -56,6 +57,16 @@ def load_models() -> tuple[LoadedModel, LoadedModel]:
     from pipelines import SentimentPipeline, TranslationPipeline
 
     return load_pipeline(SentimentPipeline, "SENTIMENT_MODEL"), load_pipeline(TranslationPipeline, "TRANSLATION_MODEL")
+
+
+def load_compare_model():
+    """The sentiment pipeline named by $SENTIMENT_COMPARE_MODEL (a second model for the compare view), or None
+    when it is not set or does not load."""
+    from pipelines import SentimentPipeline
+
+    if not os.environ.get("SENTIMENT_COMPARE_MODEL", "").strip():
+        return None
+    return load_pipeline(SentimentPipeline, "SENTIMENT_COMPARE_MODEL").pipeline
 
 
 def redact_paths(message: str) -> str:

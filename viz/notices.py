@@ -10,6 +10,18 @@ TRANSLATION_OUT_OF_DOMAIN = (
 )
 
 
+DOMAIN_OFF = (
+    "The out-of-domain check is off for this model: it has no out-of-domain statistics "
+    "(`python -m training.calibrate` fits them on held-out in-domain data)."
+)
+
+
+def domain_note(pipe) -> str | None:
+    """A note that the out-of-domain notice cannot show, for a model without fitted statistics (a transformers
+    model as downloaded); None when the check is on."""
+    return DOMAIN_OFF if getattr(pipe, "domain", False) is None else None
+
+
 def sentiment_summary(label: str, confidence: float, n_tokens: int) -> str:
     """'**positive** (83.4%) · fairly sure · 40 tokens read': the calibrated probability, also in words."""
     from .inputs import plural

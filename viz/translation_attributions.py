@@ -6,14 +6,10 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from pipelines.translation_attribution import TRANSLATION_METHODS
+from pipelines.explanations import label
 
 from .explain import axis_labels
 from .figures import _layout
-
-NAMES = dict(
-    zip(TRANSLATION_METHODS, ["Cross-attention (mean of every head)", "Gradient × input", "Integrated gradients"])
-)
 
 
 def attribution_heatmap(expl) -> go.Figure:
@@ -23,7 +19,7 @@ def attribution_heatmap(expl) -> go.Figure:
     tgt = axis_labels(expl.target_tokens)
     for t, alt in expl.contrast.items():
         tgt[t] += f" (vs {html.escape(alt, quote=False)})"
-    signed = expl.method != "attention"
+    signed = expl.signed
     scale = float(np.abs(expl.scores).max()) or 1.0
     heat = go.Heatmap(
         z=expl.scores.astype(np.float32),
@@ -38,7 +34,7 @@ def attribution_heatmap(expl) -> go.Figure:
     fig = go.Figure(heat)
     fig.update_xaxes(title_text="German token", tickangle=-60, tickfont=dict(size=10), type="category")
     fig.update_yaxes(title_text="English step", autorange="reversed", tickfont=dict(size=10), type="category")
-    title = f"{NAMES[expl.method]}: English step × German token"
+    title = f"{label('translation', expl.method)}: English step × German token"
     return _layout(fig, title, int(min(760, max(420, 220 + 18 * len(tgt)))))
 
 
@@ -67,14 +63,15 @@ def agreement_heatmap(expl) -> go.Figure:
 
 def faithfulness_markdown(report, expl) -> str:
     m, r = report.method, report.random
-    best = np.unravel_index(int(np.argmax(expl.head_agreement)), expl.head_agreement.shape)
+    agree = np.nan_to_num(expl.head_agreement, nan=-np.inf)  # a head without a defined correlation is never best
+    best = np.unravel_index(int(np.argmax(agree)), agree.shape)
     lines = [
         f"**How faithful is this view on your sentence?** Over the {len(expl.produced)} steps, deleting the "
         "top-scored German tokens (1, 5, 10, 20, 50%) and keeping only them (ERASER, teacher-forced):",
         "",
         "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
         "| --- | --- | --- |",
-        f"| {NAMES[expl.method]} | {m.comprehensiveness:.3f} | {m.sufficiency:.3f} |",
+        f"| {label('translation', expl.method)} | {m.comprehensiveness:.3f} | {m.sufficiency:.3f} |",
         f"| random (mean of 3) | {r.comprehensiveness:.3f} | {r.sufficiency:.3f} |",
         "",
         f"The head that agrees best: layer {best[0] + 1}, head {best[1] + 1} "

@@ -2,8 +2,8 @@
 integrated gradients, or mean cross-attention), every head's agreement with that, faithfulness, and a
 contrastive step ("this token rather than that one", from the step's top-5 alternatives).
 
-It runs after the translation is shown, in its own events (gradio shows their progress), and decodes the
-sentence again with the same settings so that it explains exactly the translation on screen.
+It runs after the translation is shown, in its own events (gradio shows their progress), on the translation
+kept in the tab's state: it explains exactly the translation on screen, without decoding again.
 """
 
 import logging
@@ -11,29 +11,27 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from pipelines import explanations
 from pipelines.explanations import default_method
-from pipelines.translation_attribution import TRANSLATION_METHODS
 
 from . import translation_attributions as figs
-from .inputs import MAX_GERMAN_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 NO_CONTRAST = "(no contrast)"
 
 
-def explain(pipe, text: str, decoding: str, beam_size, method: str, step=None, alternative: str | None = None):
-    """(explanation for gr.State, attribution heatmap, head-agreement heatmap) for the translated sentence;
-    with an alternative, step (1-based, as on the slider) is explained against it."""
-    checked = check_text(text, MAX_GERMAN_CHARS, "German sentence")
-    if checked.text is None:
+def explain(pipe, view, method: str, step=None, alternative: str | None = None):
+    """(explanation for gr.State, attribution heatmap, head-agreement heatmap) for the translation in `view`
+    (handlers.TranslationView: its result is reused); with an alternative, step (1-based, as on the slider)
+    is explained against it."""
+    if view is None or view.result is None:
         return None, None, None
     contrast = None
     if alternative and alternative != NO_CONTRAST and step:
         contrast = {int(step) - 1: alternative}
     try:
-        result = pipe(checked.text, beam_size=beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)))
-        expl = pipe.explain(checked.text, method or None, contrast=contrast, result=result)
+        expl = pipe.explain(view.text, method or None, contrast=contrast, result=view.result)
     except Exception:
         log.exception("translation explanation failed")
         return None, None, None
@@ -72,7 +70,7 @@ class TranslationExplanationPanel:
 def build() -> TranslationExplanationPanel:
     """Lay out the panel (inside a gr.Blocks context)."""
     default = default_method("translation")
-    names = [(figs.NAMES[m] + (" (default)" if m == default["method"] else ""), m) for m in TRANSLATION_METHODS]
+    names = explanations.choices("translation")
     gr.Markdown("### Which German tokens drove each English token")
     with gr.Row():
         method = gr.Radio(names, value=default["method"], label="Attribution", elem_id="translation-explain-method")
@@ -89,17 +87,17 @@ def build() -> TranslationExplanationPanel:
     return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, gr.State(None))
 
 
-def wire(panel: TranslationExplanationPanel, pipe, inputs: list, view_state: gr.State, step: gr.Slider, translated):
-    """Explain after `translated` and whenever the method, the step or the contrast changes.
-    inputs: the German text, decoding and beam size components."""
+def wire(panel: TranslationExplanationPanel, pipe, view_state: gr.State, step: gr.Slider, translated):
+    """Explain the translation in view_state after `translated` and whenever the method, the step or the
+    contrast changes."""
 
-    def run(text, decoding, beam_size, method, step_value, alternative):
-        return explain(pipe, text, decoding, beam_size, method, step_value, alternative)
+    def run(view, method, step_value, alternative):
+        return explain(pipe, view, method, step_value, alternative)
 
     def run_faithfulness(expl):
         return faithfulness(pipe, expl)
 
-    args = [*inputs, panel.method, step, panel.contrast]
+    args = [view_state, panel.method, step, panel.contrast]
     outs = [panel.explained, panel.attribution, panel.agreement]
     for event in (translated.then, panel.method.change, panel.contrast.change):
         event(run, args, outs, **PRIVATE).then(run_faithfulness, [panel.explained], [panel.faithfulness], **PRIVATE)

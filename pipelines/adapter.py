@@ -1,0 +1,219 @@
+"""The model adapter: the one small interface the pipelines use to reach a model, and its implementation for the
+from-scratch models of transformer/. pipelines/hf_adapter.py implements it for `transformers` models.
+
+What a pipeline may ask of a model: tokenize with character offsets, add the special tokens, embed ids,
+run forward from embeddings (what attribution differentiates), return attention weights by kind, layer and
+head, switch heads off for one call, and (seq2seq) generate. Nothing else of a model's internals.
+
+Head masks come in one form everywhere: {kind: (L, H) or (L, B, H) multipliers}, 0 = head off (pipelines.heads
+builds them from {(kind, layer, head): multiplier}).
+"""
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from transformer import HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
+from transformer.generation import Hypothesis, row_limits
+from transformer.masks import padding_mask
+
+from .common import TokenSpan, save_folder, spans
+
+KindMasks = dict[str, torch.Tensor]  # kind -> (L, H) or (L, B, H) multipliers on the heads' outputs
+
+
+@dataclass
+class ClassifierRun:
+    """One forward pass of a classifier adapter."""
+
+    logits: torch.Tensor  # (B, C)
+    attentions: list[torch.Tensor]  # per layer (B, H, T, T), rows = queries; [] without need_weights
+    token_weights: torch.Tensor | None  # (B, T) what the classifier reads of each token (sums to 1), or None
+
+
+@dataclass
+class Seq2SeqRun:
+    """One teacher-forced pass of a seq2seq adapter."""
+
+    logits: torch.Tensor  # (B, Tt, V)
+    encoder: list[torch.Tensor]  # per encoder layer (B, H, Ts, Ts)
+    decoder: list[torch.Tensor]  # per decoder layer (B, H, Tt, Tt), causal
+    cross: list[torch.Tensor]  # per decoder layer (B, H, Tt, Ts)
+
+
+class TokenizerMixin:
+    """tokenize / detokenize over a `tokenizers.Tokenizer` (ours) with character offsets."""
+
+    tokenizer = None
+
+    def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]:
+        """(ids, TokenSpans into `text`) of the text's own tokens, without special tokens."""
+        enc = self.tokenizer.encode(text)
+        return list(enc.ids), spans(enc, text)
+
+    def tokenize_many(self, texts: list[str]) -> list[list[int]]:
+        return [list(e.ids) for e in self.tokenizer.encode_batch(texts)]
+
+
+class OurClassifier(TokenizerMixin):
+    """The adapter for transformer.TransformerClassifier with a tokenizers.Tokenizer."""
+
+    kind = "ours"
+    n_prefix = n_suffix = 0  # special tokens around the text's own: none
+
+    def __init__(self, model: TransformerClassifier, tokenizer):
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def pad_id(self) -> int:
+        return self.model.config.pad_id
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.config.vocab_size
+
+    @property
+    def n_heads(self) -> int:
+        return self.model.config.n_heads
+
+    @property
+    def max_len(self) -> int:
+        return self.model.config.max_len
+
+    @property
+    def head_layers(self) -> dict[str, int]:
+        return {"self": self.model.config.n_layers}
+
+    def config_dict(self) -> dict:
+        return dataclasses.asdict(self.model.config)
+
+    def wrap(self, ids: list[int]) -> list[int]:
+        """The ids the model reads for the text's own ids (no special tokens here)."""
+        return list(ids)
+
+    def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
+        return list(toks)
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
+        """ids (B, T) padded with pad_id -> ClassifierRun."""
+        out = self.model(ids, need_weights=need_weights, head_mask=None if head_mask is None else head_mask["self"])
+        return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, D): token plus hashed n-gram embeddings, what the encoder scales and positions."""
+        m = self.model
+        tok = m.tok_emb(ids)
+        if m.ngram_emb is not None:
+            tok = tok + m.ngram_emb(ids) / m.encoder.scale
+        return tok
+
+    def logits_from_embeddings(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        """emb (B, T, D) in place of embed(ids), ids (B, T) for the mask -> logits (B, C)."""
+        m = self.model
+        mask = padding_mask(ids, m.config.pad_id)  # (B, 1, 1, T)
+        x = m.encoder(emb, mask).memory  # (B, T, D)
+        weights = m.pool_weights(x, mask[:, 0, 0, :])  # (B, T)
+        return m.head((weights.unsqueeze(-1) * x).sum(dim=1))
+
+    def save(self, folder: Path, max_len: int, preprocessing: dict) -> None:
+        save_folder(self.model, self.tokenizer, folder, max_len, preprocessing)
+
+
+class OurSeq2Seq(TokenizerMixin):
+    """The adapter for transformer.Seq2SeqTransformer with a tokenizers.Tokenizer (shared vocabulary)."""
+
+    kind = "ours"
+
+    def __init__(self, model: Seq2SeqTransformer, tokenizer):
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    @property
+    def config(self):
+        return self.model.config
+
+    pad_id = property(lambda self: self.model.config.pad_id)
+    bos_id = property(lambda self: self.model.config.bos_id)  # what the decoder reads first
+    eos_id = property(lambda self: self.model.config.eos_id)
+    vocab_size = property(lambda self: self.model.config.vocab_size)
+    n_heads = property(lambda self: self.model.config.n_heads)
+
+    @property
+    def max_source(self) -> int:
+        """Source tokens the model reads at most, EOS included."""
+        return self.model.config.max_len - 1
+
+    @property
+    def head_layers(self) -> dict[str, int]:
+        c = self.model.config
+        return {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers}
+
+    def config_dict(self) -> dict:
+        return dataclasses.asdict(self.model.config)
+
+    def source_ids(self, ids: list[int]) -> list[int]:
+        """The source the encoder reads: the text's ids cut to fit, then EOS."""
+        return ids[: self.max_source - 1] + [self.eos_id]
+
+    @staticmethod
+    def _masks(head_mask: KindMasks | None) -> HeadMasks | None:
+        return None if head_mask is None else HeadMasks(head_mask["encoder"], head_mask["decoder"], head_mask["cross"])
+
+    def generate(
+        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: KindMasks | None = None, limits=None
+    ) -> list[Hypothesis]:
+        """The best output for each row of src (B, Ts): greedy for beam_size 1, else beam search. limits (B,):
+        row b stops after limits[b] tokens."""
+        masks = self._masks(head_mask)
+        if beam_size <= 1:
+            return greedy_decode(self.model, src, head_mask=masks, limits=limits)
+        return beam_search(self.model, src, beam_size=beam_size, alpha=alpha, head_mask=masks, limits=limits)
+
+    def row_limits(self, src: torch.Tensor) -> torch.Tensor:
+        """(B,) the most tokens each row may produce, from its own length (as if each row ran alone)."""
+        return row_limits(self.model, src)
+
+    def forward(
+        self, src: torch.Tensor, tgt_in: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None
+    ) -> Seq2SeqRun:
+        """Teacher-forced: src (B, Ts), tgt_in (B, Tt) = bos + output[:-1] -> Seq2SeqRun."""
+        masks = self._masks(head_mask)
+        enc = self.model.encode(src, need_weights=need_weights, head_mask=masks)
+        dec = self.model.decode(tgt_in, enc, need_weights=need_weights, head_mask=masks)
+        return Seq2SeqRun(
+            dec.logits, list(enc.attentions or []), list(dec.self_attentions or []), list(dec.cross_attentions or [])
+        )
+
+    def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.src_emb(ids)
+
+    def embed_target(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model.tgt_emb(ids)
+
+    def step_log_probs(
+        self, src_emb: torch.Tensor, src_ids: torch.Tensor, tgt_emb: torch.Tensor, pos: torch.Tensor
+    ) -> torch.Tensor:
+        """src_emb (B, Ts, D), tgt_emb (B, Tt, D) in place of the embeddings of src_ids and the target prefix,
+        pos (B,) -> log-probabilities (B, V) of the next token after position pos[b] of row b."""
+        m = self.model
+        src_mask = padding_mask(src_ids, m.config.pad_id)  # (B, 1, 1, Ts)
+        memory = m.encoder(src_emb, src_mask).memory  # (B, Ts, D)
+        x = m.decoder(tgt_emb, memory, src_mask=src_mask).hidden  # (B, Tt, D)
+        rows = torch.arange(x.size(0), device=x.device)
+        return m.lm_head(x[rows, pos]).log_softmax(-1)  # (B, V)
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+    def token_text(self, token_id: int) -> str:
+        if token_id == self.eos_id:
+            return "</s>"
+        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+
+    def save(self, folder: Path, preprocessing: dict) -> None:
+        save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, preprocessing)

@@ -1,0 +1,70 @@
+"""One source of attention by kind, layer and head, for any model and any view.
+
+Kinds: "self" for a classifier; "encoder", "decoder" (self-attention) and "cross" for a translator. A view
+asks for a kind, a layer and a head and gets a (Tq, Tk) map with the tokens of its rows and columns, whichever
+model (ours or a `transformers` one) made it. Layers and heads count from 0; rows are queries.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class AttentionMaps:
+    """Every attention map of one run: kind -> (L, H, Tq, Tk), with the tokens of the rows and columns."""
+
+    maps: dict[str, np.ndarray]  # kind -> (L, H, Tq, Tk), rows = queries, each row sums to 1
+    queries: dict[str, list[str]]  # kind -> Tq token texts (rows)
+    keys: dict[str, list[str]]  # kind -> Tk token texts (columns)
+
+    @property
+    def kinds(self) -> list[str]:
+        return list(self.maps)
+
+    def n_layers(self, kind: str) -> int:
+        return self.maps[kind].shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return next(iter(self.maps.values())).shape[1]
+
+    def layer(self, kind: str, layer: int) -> np.ndarray:
+        """(H, Tq, Tk): every head of one layer."""
+        return self.maps[kind][layer]
+
+    def head(self, kind: str, layer: int, head: int) -> np.ndarray:
+        """(Tq, Tk): one head."""
+        return self.maps[kind][layer, head]
+
+
+def _stack(per_layer) -> np.ndarray:
+    """Per layer (H, Tq, Tk) tensors or arrays -> (L, H, Tq, Tk) float32."""
+    return np.stack([np.asarray(a.float().numpy() if hasattr(a, "float") else a, dtype=np.float32) for a in per_layer])
+
+
+def token_texts(tokens) -> list[str]:
+    """What to show for TokenSpans: the text typed, or '␣' for a token that covers none (a special token)."""
+    return [t.text or "␣" for t in tokens]
+
+
+def sentiment_maps(result) -> AttentionMaps:
+    """The classifier's self-attention of a SentimentResult (which must hold its maps)."""
+    toks = token_texts(result.tokens)
+    return AttentionMaps({"self": _stack(result.attentions)}, {"self": toks}, {"self": toks})
+
+
+def translation_maps(result) -> AttentionMaps:
+    """Encoder, decoder and cross-attention of a TranslationResult. The decoder's rows are the steps (the token
+    produced at each), its keys what it read: the start token, then its own earlier output."""
+    src = [t.text for t in result.source_tokens[:-1]] + ["</s>"]
+    tgt = list(result.target_tokens)
+    read = ["<s>", *tgt[:-1]]
+    maps = {
+        "encoder": _stack(result.encoder_attentions),
+        "decoder": _stack(result.decoder_attentions),
+        "cross": _stack(result.cross_attentions),
+    }
+    return AttentionMaps(
+        maps, {"encoder": src, "decoder": tgt, "cross": tgt}, {"encoder": src, "decoder": read, "cross": src}
+    )

@@ -1,0 +1,42 @@
+"""Explanations: which input tokens drove an output, for either task and any registered method.
+
+registry.py      methods by name (label, signed, attribute), the defaults the benchmark chose
+methods.py       the built-in methods, one registered class each
+run.py           explain_review / explain_translation: a method's scores as one Explanation
+result.py        Explanation (both tasks), FaithfulnessReport
+faithfulness.py  ERASER comprehensiveness and sufficiency against random rankings, both tasks
+"""
+
+from . import methods  # noqa: F401  (registers the built-in methods)
+from .faithfulness import FaithfulnessReport
+from .faithfulness import measure as faithfulness
+from .registry import (
+    DEFAULTS_FILE,
+    Attribution,
+    Method,
+    choices,
+    default_method,
+    is_signed,
+    label,
+    names,
+    register,
+)
+from .result import Explanation
+from .run import explain_review, explain_translation
+
+__all__ = [
+    "DEFAULTS_FILE",
+    "Attribution",
+    "Explanation",
+    "FaithfulnessReport",
+    "Method",
+    "choices",
+    "default_method",
+    "explain_review",
+    "explain_translation",
+    "faithfulness",
+    "is_signed",
+    "label",
+    "names",
+    "register",
+]

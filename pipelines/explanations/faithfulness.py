@@ -1,0 +1,199 @@
+"""Faithfulness of a token ranking on one input: ERASER comprehensiveness and sufficiency (DeYoung et al.
+2020), as AOPC over deleting / keeping the top 1, 5, 10, 20 and 50% of tokens, against random rankings.
+
+Comprehensiveness = mean over levels of p(target | input) - p(target | input without the top tokens):
+higher is better (the tokens named matter). Sufficiency = mean of p(target | input) - p(target | only the
+top tokens): lower is better (the tokens named are enough). Deleting a token removes it from the
+sequence; the variants of every ranking are scored together in batched forward passes. A review is scored on
+the label's probability; a translation step by step (teacher-forced), over the source tokens.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..batching import pad, sorted_batches
+
+LEVELS = (1, 5, 10, 20, 50)  # percent of tokens deleted or kept
+N_RANDOM = 3  # random rankings averaged for the baseline
+
+ProbFn = Callable[[list[list[int]]], np.ndarray]  # id lists -> (N,) probability of the target
+
+
+@dataclass
+class Faithfulness:
+    comprehensiveness: float  # AOPC, higher = more faithful
+    sufficiency: float  # AOPC, lower = more faithful
+    curve: np.ndarray  # (1 + len(LEVELS),) p(target) after deleting the top 0, 1, 5, 10, 20, 50%
+    levels: tuple[int, ...] = LEVELS
+
+    @property
+    def score(self) -> float:
+        """One number to rank methods: comprehensiveness - sufficiency (higher = more faithful)."""
+        return self.comprehensiveness - self.sufficiency
+
+
+@dataclass
+class FaithfulnessReport:
+    """ERASER comprehensiveness and sufficiency of an explanation's ranking on its own input, beside random
+    rankings of the same tokens (a translation: the mean over steps, and each step's score)."""
+
+    method: Faithfulness
+    random: Faithfulness
+    seconds: float
+    per_step: np.ndarray | None = None  # translator: (Tt,) comprehensiveness - sufficiency at each step
+
+
+def n_top(n_tokens: int, percent: float) -> int:
+    """How many tokens the top `percent` is: at least one, at most all."""
+    return min(n_tokens, max(1, round(n_tokens * percent / 100)))
+
+
+def variants(ids: list[int], order: np.ndarray, levels=LEVELS) -> tuple[list[list[int]], list[list[int]]]:
+    """(without the top k%, only the top k%) per level; `order` ranks token positions, best first.
+    Kept tokens stay in their original order."""
+    without, only = [], []
+    for pct in levels:
+        top = set(order[: n_top(len(ids), pct)].tolist())
+        without.append([t for i, t in enumerate(ids) if i not in top])
+        only.append([t for i, t in enumerate(ids) if i in top])
+    return without, only
+
+
+def ranking(scores: np.ndarray) -> np.ndarray:
+    """Token positions from most to least supportive of the target (stable on ties)."""
+    return np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+
+
+def random_rankings(n_tokens: int, n: int = N_RANDOM, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.permutation(n_tokens) for _ in range(n)]
+
+
+def ranking_batch(ids: list[int], orders: list[np.ndarray], levels=LEVELS) -> list[list[int]]:
+    """Every sequence to score for these rankings: the input, then per ranking the variants without and
+    with only the top k% at each level."""
+    batch: list[list[int]] = [ids]
+    for order in orders:
+        without, only = variants(ids, order, levels)
+        batch += without + only
+    return batch
+
+
+def score_batch(probs: np.ndarray, n_orders: int, levels=LEVELS) -> list[Faithfulness]:
+    """Faithfulness per ranking from p(target) of each sequence of ranking_batch, in its order."""
+    full, L = float(probs[0]), len(levels)
+    out = []
+    for r in range(n_orders):
+        without = probs[1 + 2 * L * r : 1 + 2 * L * r + L]
+        only = probs[1 + 2 * L * r + L : 1 + 2 * L * (r + 1)]
+        curve = np.concatenate([[full], without]).astype(np.float32)
+        out.append(Faithfulness(float(np.mean(full - without)), float(np.mean(full - only)), curve, tuple(levels)))
+    return out
+
+
+def evaluate_rankings(prob_fn: ProbFn, ids: list[int], orders: list[np.ndarray], levels=LEVELS) -> list[Faithfulness]:
+    """Faithfulness of each ranking of `ids`, from one batched call of prob_fn over every variant."""
+    return score_batch(prob_fn(ranking_batch(ids, orders, levels)), len(orders), levels)
+
+
+def mean_faithfulness(results: list[Faithfulness]) -> Faithfulness:
+    """The average of several rankings' results (the random baseline)."""
+    return Faithfulness(
+        float(np.mean([r.comprehensiveness for r in results])),
+        float(np.mean([r.sufficiency for r in results])),
+        np.mean([r.curve for r in results], axis=0).astype(np.float32),
+        results[0].levels,
+    )
+
+
+def faithfulness(
+    prob_fn: ProbFn, ids: list[int], scores: np.ndarray, seed: int = 0
+) -> tuple[Faithfulness, Faithfulness]:
+    """(the ranking by `scores`, the mean of N_RANDOM random rankings) on one input."""
+    orders = [ranking(scores), *random_rankings(len(ids), N_RANDOM, seed)]
+    method, *rand = evaluate_rankings(prob_fn, ids, orders)
+    return method, mean_faithfulness(rand)
+
+
+# --- on a model: a review, a translation ---------------------------------------------------------------
+
+
+def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 64) -> np.ndarray:
+    """(N,) p(target) for many id lists (an empty list reads as one padding token), batched by length."""
+    pad = pipe.adapter.pad_id
+    ids = [seq or [pad] for seq in batch]
+    out = np.zeros(len(ids), dtype=np.float64)
+    with torch.no_grad():
+        for rows, x in sorted_batches(ids, batch_size, pad):
+            out[rows] = pipe.adapter.forward(x).logits.softmax(-1)[:, target].double().numpy()
+    return out
+
+
+def review_faithfulness(pipe, expl, seed: int = 0) -> tuple[Faithfulness, Faithfulness, None]:
+    """Over the review's own tokens (special tokens stay in place, never ranked)."""
+    t = expl.output_ids[0]
+    a, b = expl.n_prefix, len(expl.ids) - expl.n_suffix  # the review's own tokens: ids[a:b]
+    head, body, tail = expl.ids[:a], expl.ids[a:b], expl.ids[b:]
+    scores = np.asarray(expl.scores)[a:b]
+    ours, rand = faithfulness(lambda b: target_probs(pipe, [head + s + tail for s in b], t), body, scores, seed)
+    return ours, rand, None
+
+
+def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int], batch_size: int = 128):
+    """(N,) p(token at step t | tgt_in[:t+1], source) for (source ids, t, token) queries; an empty source
+    reads as one padding token. The decoder is causal, so every row can carry the whole prefix."""
+    a = pipe.adapter
+    out = np.zeros(len(queries))
+    with torch.no_grad():
+        for s in range(0, len(queries), batch_size):
+            part = queries[s : s + batch_size]
+            src = pad([q[0] or [a.pad_id] for q in part], a.pad_id)
+            tgt = a.embed_target(torch.tensor([tgt_in]).expand(len(part), -1))
+            pos, tok = torch.tensor([q[1] for q in part]), torch.tensor([q[2] for q in part])
+            logp = a.step_log_probs(a.embed_source(src), src, tgt, pos)  # (B, V)
+            out[s : s + batch_size] = logp.gather(1, tok[:, None])[:, 0].exp().double().numpy()
+    return out
+
+
+def compare_rankings(pipe, src_ids: list[int], produced: list[int], score_mats: list[np.ndarray], seed: int = 0):
+    """Faithfulness over the source tokens, step by step (teacher-forced on the produced prefix), of several
+    (Tt, Ts) score matrices at once, and of random rankings, in one batched pass.
+    Returns ([per matrix: mean over steps], random mean over steps, [per matrix: (Tt,) per-step score])."""
+    tgt_in = [pipe.adapter.bos_id] + produced[:-1]
+    n = len(score_mats)
+    orders = [
+        [*(ranking(m[t]) for m in score_mats), *random_rankings(len(src_ids), seed=seed + t)]
+        for t in range(len(produced))
+    ]
+    batches = [ranking_batch(src_ids, o) for o in orders]  # one per step
+    probs = step_probs(pipe, [(src, t, produced[t]) for t, b in enumerate(batches) for src in b], tgt_in)
+    per_method: list[list[Faithfulness]] = [[] for _ in range(n)]
+    rand, at = [], 0
+    for t, batch in enumerate(batches):
+        res = score_batch(probs[at : at + len(batch)], len(orders[t]))
+        at += len(batch)
+        for k in range(n):
+            per_method[k].append(res[k])
+        rand.append(mean_faithfulness(res[n:]))
+    per_step = [np.array([r.score for r in rs], dtype=np.float32) for rs in per_method]
+    return [mean_faithfulness(rs) for rs in per_method], mean_faithfulness(rand), per_step
+
+
+def translation_faithfulness(pipe, expl, seed: int = 0) -> tuple[Faithfulness, Faithfulness, np.ndarray]:
+    """Over the source tokens, step by step, averaged over steps."""
+    (ours,), rand, (per_step,) = compare_rankings(pipe, expl.ids, expl.output_ids, [expl.scores], seed)
+    return ours, rand, per_step
+
+
+TASKS = {"sentiment": review_faithfulness, "translation": translation_faithfulness}
+
+
+def measure(pipe, expl, seed: int = 0):
+    """The FaithfulnessReport of an explanation (either task) on its own input."""
+    start = time.perf_counter()
+    ours, rand, per_step = TASKS[expl.task](pipe, expl, seed)
+    return FaithfulnessReport(ours, rand, time.perf_counter() - start, per_step)

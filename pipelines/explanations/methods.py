@@ -1,0 +1,195 @@
+"""The built-in explanation methods, one registered class each.
+
+Classifier: every method scores each token toward a target label, its log-odds log p / (1 - p), so with two
+labels an attribution toward one label is exactly minus the attribution toward the other. Translator: the
+objective of step t is log p(y_t | y_<t, x), or log p(y_t) - log p(alt) for a contrastive step; all steps are
+one batch of Tt rows. Captum computes gradient x input, integrated gradients and occlusion at the embedding
+output (pipelines.adapter: embed / forward from embeddings); attention and rollout are read from the forward
+pass and are unsigned (they say where the model looks, not which way a token pushes).
+
+Integrated gradients' baseline: every embedding vector zero, with the same tokens present (same padding mask,
+same positions). It removes only what each token says; an all-padding baseline would instead hide the tokens
+from attention, which is not a neutral input. The convergence delta is reported with every result.
+"""
+
+import numpy as np
+import torch
+
+from .registry import Attribution, Method, register
+
+IG_STEPS = 32  # Gauss-Legendre points
+IG_BATCH = 16  # classifier: interpolation points per forward pass (memory stays small for long reviews)
+IG_STEP_BATCH = 64  # translator: rows (interpolation point x decoding step) per forward pass
+
+
+def log_odds(logits: torch.Tensor) -> torch.Tensor:
+    """(B, C) logits -> (B, C) log p(c) / (1 - p(c)). With two labels the two columns are exact opposites."""
+    C = logits.size(-1)
+    if C == 1:
+        return logits
+    others = logits.unsqueeze(1).expand(-1, C, -1)  # (B, C, C): row c lists every logit
+    eye = torch.eye(C, dtype=torch.bool, device=logits.device)
+    return logits - others.masked_fill(eye, float("-inf")).logsumexp(-1)
+
+
+def attention_rollout(attentions: list[np.ndarray]) -> np.ndarray:
+    """(T, T) attention rollout (Abnar & Zuidema 2020): head-averaged maps with the residual, multiplied
+    through the layers. Row i says how much position i at the top draws on each input token."""
+    T = attentions[0].shape[-1]
+    eye = np.eye(T, dtype=np.float64)
+    rollout = eye
+    for attn in attentions:  # (H, T, T)
+        a = 0.5 * attn.mean(axis=0, dtype=np.float64) + 0.5 * eye  # the residual stream carries half
+        a = a / a.sum(axis=-1, keepdims=True)
+        rollout = a @ rollout
+    return rollout
+
+
+def _review_fn(adapter):
+    """f(emb, ids) -> (B, C) log-odds: what captum differentiates (it picks the target column)."""
+    return lambda emb, ids: log_odds(adapter.logits_from_embeddings(emb, ids))
+
+
+def _step_fn(adapter):
+    """f(src_emb, tgt_emb, src_ids, pos, tok, alt) -> (B,) log p(tok) - log p(alt) at position pos of each row
+    (alt < 0: no contrast). Every row is one decoding step, so captum attributes steps independently."""
+
+    def f(src_emb, tgt_emb, src_ids, pos, tok, alt):
+        at = adapter.step_log_probs(src_emb, src_ids, tgt_emb, pos)  # (B, V)
+        out = at.gather(1, tok[:, None])[:, 0]
+        other = at.gather(1, alt.clamp(min=0)[:, None])[:, 0]
+        return out - torch.where(alt >= 0, other, torch.zeros_like(other))
+
+    return f
+
+
+def _step_inputs(adapter, src, tgt_in, produced, alts):
+    """Every step as one row: (src_emb (Tt, Ts, D), tgt_emb (Tt, Tt, D)), (src ids, pos, tok, alt)."""
+    Tt = tgt_in.size(1)
+    src_ids = src.expand(Tt, -1)
+    src_emb = adapter.embed_source(src_ids).detach()
+    tgt_emb = adapter.embed_target(tgt_in.expand(Tt, -1)).detach()
+    return (src_emb, tgt_emb), (src_ids, torch.arange(Tt), torch.tensor(produced), torch.tensor(alts))
+
+
+def _token_sums(a: torch.Tensor) -> np.ndarray:
+    return a.sum(-1).detach().numpy().astype(np.float32)
+
+
+@register
+class AttentionMethod(Method):
+    """Classifier: what it reads of each token (its pooling weights; the first token's last-layer attention for
+    a `transformers` model). Translator: cross-attention averaged over every layer and head."""
+
+    name = "attention"
+    label = "Attention (pooling weights)"
+    task_labels = {"translation": "Cross-attention (mean of every head)"}
+    signed = False
+
+    @torch.no_grad()
+    def review(self, adapter, ids, target, words):
+        w = adapter.forward(ids, need_weights=True).token_weights[0].double().numpy()  # (T,)
+        return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+
+    def steps(self, adapter, src, tgt_in, produced, alts, cross):
+        scores = np.mean([a.mean(0) for a in cross], axis=0).astype(np.float32)  # (Tt, Ts)
+        return Attribution(scores, np.zeros((len(produced), len(produced)), dtype=np.float32))
+
+
+@register
+class RolloutMethod(Method):
+    """The classifier's reading weights traced back to the input through every layer (attention rollout)."""
+
+    name = "rollout"
+    label = "Attention rollout"
+    signed = False
+
+    @torch.no_grad()
+    def review(self, adapter, ids, target, words):
+        out = adapter.forward(ids, need_weights=True)
+        w = out.token_weights[0].double().numpy() @ attention_rollout([a[0].double().numpy() for a in out.attentions])
+        return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+
+
+@register
+class GradientXInput(Method):
+    """Gradient of the objective times the embedding, summed over the embedding's dimensions."""
+
+    name = "gradient_x_input"
+    label = "Gradient × input"
+    signed = True
+
+    def review(self, adapter, ids, target, words):
+        from captum.attr import InputXGradient  # captum (and matplotlib, which it loads) only when asked for
+
+        emb = adapter.embed(ids).detach().requires_grad_()
+        attr = InputXGradient(_review_fn(adapter)).attribute(emb, target=target, additional_forward_args=(ids,))
+        return Attribution(_token_sums(attr)[0])
+
+    def steps(self, adapter, src, tgt_in, produced, alts, cross):
+        from captum.attr import InputXGradient
+
+        inputs, extra = _step_inputs(adapter, src, tgt_in, produced, alts)
+        inputs = tuple(x.requires_grad_() for x in inputs)
+        src_a, tgt_a = InputXGradient(_step_fn(adapter)).attribute(inputs, additional_forward_args=extra)
+        return Attribution(_token_sums(src_a), _token_sums(tgt_a))
+
+
+@register
+class IntegratedGradients(Method):
+    """Integrated gradients at the embedding output, from zero vectors with the tokens kept in place."""
+
+    name = "integrated_gradients"
+    label = "Integrated gradients"
+    signed = True
+    n_steps = IG_STEPS
+
+    def review(self, adapter, ids, target, words):
+        from captum.attr import IntegratedGradients as IG
+
+        emb = adapter.embed(ids).detach()
+        attr, delta = IG(_review_fn(adapter)).attribute(
+            emb,
+            baselines=torch.zeros_like(emb),
+            target=target,
+            additional_forward_args=(ids,),
+            n_steps=self.n_steps,
+            internal_batch_size=IG_BATCH,
+            return_convergence_delta=True,
+        )
+        return Attribution(_token_sums(attr)[0], steps=self.n_steps, delta=float(delta[0]))
+
+    def steps(self, adapter, src, tgt_in, produced, alts, cross):
+        from captum.attr import IntegratedGradients as IG
+
+        inputs, extra = _step_inputs(adapter, src, tgt_in, produced, alts)
+        (src_a, tgt_a), delta = IG(_step_fn(adapter)).attribute(
+            inputs,
+            baselines=tuple(torch.zeros_like(x) for x in inputs),
+            additional_forward_args=extra,
+            n_steps=self.n_steps,
+            internal_batch_size=IG_STEP_BATCH,
+            return_convergence_delta=True,
+        )
+        deltas = delta.detach().numpy().astype(np.float32)
+        return Attribution(_token_sums(src_a), _token_sums(tgt_a), steps=self.n_steps, deltas=deltas)
+
+
+@register
+class Occlusion(Method):
+    """The drop in the label's log-odds when a word's tokens are replaced by padding (masked out of attention
+    and pooling), shared evenly by the word's pieces."""
+
+    name = "occlusion"
+    label = "Occlusion (leave one word out)"
+    signed = True
+
+    def review(self, adapter, ids, target, words):
+        from captum.attr import FeatureAblation
+
+        mask = torch.as_tensor(words, dtype=torch.long)[None]  # (1, T)
+        attr = FeatureAblation(lambda x: log_odds(adapter.forward(x).logits)).attribute(
+            ids, baselines=adapter.pad_id, target=target, feature_mask=mask, perturbations_per_eval=32
+        )
+        pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
+        return Attribution((attr[0].float().numpy() / pieces).astype(np.float32))

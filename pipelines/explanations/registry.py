@@ -1,0 +1,102 @@
+"""The one registry of explanation methods: name -> class (its label, whether it is signed, how it attributes).
+
+Adding a method is adding one registered class (see methods.py): the app's choices, the pipelines' `explain`
+and `explanation_methods`, and the faithfulness benchmark all read this registry. A method serves a task when
+it implements that task's function: `review` (a classifier's label) or `steps` (every step of a translation).
+"""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+
+DEFAULTS_FILE = Path(__file__).with_name("default_methods.json")
+TASK_FUNCTIONS = {"sentiment": "review", "translation": "steps"}  # task -> the Method function it needs
+
+
+@dataclass
+class Attribution:
+    """What a method returns: scores over the input tokens, and how they were computed."""
+
+    scores: np.ndarray  # review: (T,) toward the target label; steps: (Tt, Ts), one row per produced token
+    prefix: np.ndarray | None = None  # steps: (Tt, Tt) to <s> and the earlier outputs (column j = input j)
+    steps: int | None = None  # integrated gradients: interpolation steps
+    delta: float | None = None  # review: convergence delta (completeness error)
+    deltas: np.ndarray | None = None  # steps: (Tt,) convergence delta of each step
+
+
+class Method:
+    """One explanation method. Subclasses set the class attributes and implement `review` and/or `steps`."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]  # shown in the app
+    task_labels: ClassVar[dict[str, str]] = {}  # a different label for one task
+    signed: ClassVar[bool]  # True: + supports, - speaks against; False: a weight >= 0 (where the model looks)
+
+    def review(self, adapter, ids, target: int, words: np.ndarray) -> Attribution:
+        """ids (1, T) of a classifier adapter -> (T,) scores toward label index `target`; words (T,) word ids."""
+        raise NotImplementedError
+
+    def steps(self, adapter, src, tgt_in, produced: list[int], alts: list[int], cross: list[np.ndarray]) -> Attribution:
+        """src (1, Ts), tgt_in (1, Tt) = <s> + produced[:-1]; alts[t] >= 0 makes step t contrastive (log p(tok)
+        - log p(alt)); cross: per layer (H, Tt, Ts) cross-attention of this output -> (Tt, Ts) scores."""
+        raise NotImplementedError
+
+    @classmethod
+    def serves(cls, task: str) -> bool:
+        fn = TASK_FUNCTIONS[task]
+        return getattr(cls, fn) is not getattr(Method, fn)
+
+    @classmethod
+    def label_for(cls, task: str) -> str:
+        return cls.task_labels.get(task, cls.label)
+
+
+_METHODS: dict[str, type[Method]] = {}
+
+
+def register(cls: type[Method]) -> type[Method]:
+    """Class decorator: make a method available by its name (a later class of the same name replaces it)."""
+    _METHODS[cls.name] = cls
+    return cls
+
+
+def unregister(name: str) -> None:
+    _METHODS.pop(name, None)
+
+
+def names(task: str) -> tuple[str, ...]:
+    """The methods that serve a task, in registration order."""
+    return tuple(n for n, cls in _METHODS.items() if cls.serves(task))
+
+
+def get(task: str, name: str | None) -> Method:
+    """The method `name` (None: the task's default) as an instance; ValueError for one that does not serve it."""
+    name = name or default_method(task)["method"]
+    cls = _METHODS.get(name)
+    if cls is None or not cls.serves(task):
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(names(task))}")
+    return cls()
+
+
+def label(task: str, name: str) -> str:
+    cls = _METHODS.get(name)
+    return cls.label_for(task) if cls else name
+
+
+def is_signed(name: str) -> bool:
+    cls = _METHODS.get(name)
+    return bool(cls and cls.signed)
+
+
+def choices(task: str) -> list[tuple[str, str]]:
+    """(label, name) per method of a task, the default marked: for the app's pickers."""
+    default = default_method(task)["method"]
+    return [(label(task, n) + (" (default)" if n == default else ""), n) for n in names(task)]
+
+
+def default_method(task: str) -> dict:
+    """{'method': name, 'why': one sentence} for 'sentiment' or 'translation', as the benchmark wrote it."""
+    return json.loads(DEFAULTS_FILE.read_text())[task]

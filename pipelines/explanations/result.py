@@ -1,0 +1,74 @@
+"""One explanation result for every task and method."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..common import TokenSpan
+
+
+@dataclass
+class Explanation:
+    """Which input tokens drove each output. A classifier has one output (the label explained), so `scores` is
+    (T,); a translator has one output per produced token, so `scores` is (Tt, Ts), row t = step t."""
+
+    task: str  # "sentiment" | "translation"
+    method: str  # a registered method's name (pipelines.explanations.registry)
+    signed: bool  # True: > 0 supports the output, < 0 speaks against it; False: a weight >= 0
+    tokens: list[TokenSpan]  # the input tokens scored (a review as read; German subwords with '</s>' last)
+    ids: list[int]  # their ids, to measure faithfulness without tokenizing again
+    outputs: list[str]  # what is explained: [the label], or the produced tokens, one per step
+    output_ids: list[int]  # [label index], or the produced token ids
+    scores: np.ndarray  # (T,) or (Tt, Ts) float32
+    seconds: float  # time to compute the scores
+    n_prefix: int = 0  # special tokens at the start of `tokens` ([CLS]: never ranked for faithfulness)
+    n_suffix: int = 0  # special tokens at the end ([SEP])
+    probability: float | None = None  # classifier: p(target | review), calibrated
+    words: np.ndarray | None = None  # classifier: (T,) the word index of each token
+    prefix_scores: np.ndarray | None = None  # translator: (Tt, Tt) to <s> and earlier outputs (column j = input j)
+    head_agreement: np.ndarray | None = None  # translator: (L, H) each cross head's rank corr. with |scores|
+    translation: str = ""
+    contrast: dict[int, str] = field(default_factory=dict)  # step (0-based) -> the alternative explained against
+    steps: int | None = None  # integrated gradients: interpolation steps
+    delta: float | None = None  # classifier, integrated gradients: convergence delta (completeness error)
+    deltas: np.ndarray | None = None  # translator, integrated gradients: (Tt,) convergence delta per step
+
+    def as_dict(self) -> dict:
+        """The fields under the names of the explained task (what a download holds)."""
+        common = {"method": self.method, "signed": self.signed, "scores": self.scores, "seconds": self.seconds}
+        if self.task == "sentiment":
+            extra = {"tokens": self.tokens, "ids": self.ids, "target": self.target, "probability": self.probability}
+            return common | extra | {"words": self.words, "steps": self.steps, "delta": self.delta}
+        return common | {
+            "source_tokens": self.tokens,
+            "target_tokens": self.outputs,
+            "src_ids": self.ids,
+            "produced": self.output_ids,
+            "prefix_scores": self.prefix_scores,
+            "head_agreement": self.head_agreement,
+            "translation": self.translation,
+            "contrast": self.contrast,
+            "steps": self.steps,
+            "deltas": self.deltas,
+        }
+
+    # The names each task's views use.
+    @property
+    def target(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def source_tokens(self) -> list[TokenSpan]:
+        return self.tokens
+
+    @property
+    def target_tokens(self) -> list[str]:
+        return self.outputs
+
+    @property
+    def src_ids(self) -> list[int]:
+        return self.ids
+
+    @property
+    def produced(self) -> list[int]:
+        return self.output_ids

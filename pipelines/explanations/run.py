@@ -1,0 +1,105 @@
+"""explain(pipe, ...) for either task: the registered method's scores, wrapped in one Explanation.
+
+A translation is explained on a TranslationResult (the decoding on screen, reused: no new decoding); the
+agreement of every cross-attention head with the scores uses the one rank correlation (head_stats.agreement).
+"""
+
+import time
+
+import numpy as np
+import torch
+
+from ..head_stats import agreement
+from ..words import word_ids
+from . import registry
+from .result import Explanation
+
+
+def explain_review(pipe, text: str, method: str | None = None, target: str | None = None) -> Explanation:
+    """Attribution of each token read toward `target` (default: the predicted label) by `method`."""
+    m = registry.get("sentiment", method)
+    ids, toks, _ = pipe.encode(text)
+    if not ids:
+        raise ValueError("the text has no tokens")
+    a = pipe.adapter
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        probs = a.forward(x).logits[0].softmax(-1)
+    t = int(probs.argmax()) if target is None else pipe.labels.index(target)
+    words = word_ids(toks)
+    start = time.perf_counter()
+    attr = m.review(a, x, t, words)
+    scores = np.array(attr.scores, dtype=np.float32)
+    scores[: a.n_prefix] = 0.0  # special tokens ([CLS], [SEP]) are not the review's words
+    scores[len(ids) - a.n_suffix :] = 0.0
+    return Explanation(
+        task="sentiment",
+        method=m.name,
+        signed=m.signed,
+        tokens=toks,
+        ids=ids,
+        outputs=[pipe.labels[t]],
+        output_ids=[t],
+        scores=scores,
+        seconds=time.perf_counter() - start,
+        n_prefix=a.n_prefix,
+        n_suffix=a.n_suffix,
+        probability=float(probs[t]),
+        words=words,
+        steps=attr.steps,
+        delta=attr.delta,
+    )
+
+
+def _alternatives(pipe, logp: torch.Tensor, produced: list[int], contrast: dict | None, k: int = 5) -> list[int]:
+    """alts[t]: the id of the top-k alternative named for step t, -1 for a plain step."""
+    alts = [-1] * len(produced)
+    for step, text in (contrast or {}).items():
+        t = int(step)
+        if not 0 <= t < len(produced):
+            raise ValueError(f"step {t} is outside the translation's {len(produced)} steps (0-based)")
+        top = [int(i) for i in logp[t].topk(k).indices]
+        match = [i for i in top if pipe.token_text(i) == text and i != produced[t]]
+        if not match:
+            raise ValueError(f"{text!r} is not one of the top-{k} alternatives at step {t}")
+        alts[t] = match[0]
+    return alts
+
+
+def head_agreement(scores: np.ndarray, cross: list[np.ndarray]) -> np.ndarray:
+    """(L, H): per decoder layer and head, the mean over steps of the rank correlation (Spearman, ties at their
+    average rank) between the head's cross-attention and |scores| (Tt, Ts); NaN where it is undefined."""
+    return np.stack([agreement(attn, scores) for attn in cross]).astype(np.float32)
+
+
+def explain_translation(pipe, text: str, method: str | None = None, contrast: dict | None = None, result=None):
+    """Attribute every produced token of `result` (a TranslationResult of `text`; None: translate it now)."""
+    m = registry.get("translation", method)
+    result = result or pipe(text)
+    a = pipe.adapter
+    src_ids = [t.id for t in result.source_tokens]
+    produced = result.target_ids
+    src, tgt_in = torch.tensor([src_ids]), torch.tensor([[a.bos_id] + produced[:-1]])
+    with torch.no_grad():
+        logp = a.forward(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
+    alts = _alternatives(pipe, logp, produced, contrast)
+    start = time.perf_counter()
+    cross = [c.float().numpy() for c in result.cross_attentions]  # per layer (H, Tt, Ts)
+    attr = m.steps(a, src, tgt_in, produced, alts, cross)
+    return Explanation(
+        task="translation",
+        method=m.name,
+        signed=m.signed,
+        tokens=result.source_tokens,
+        ids=src_ids,
+        outputs=list(result.target_tokens),
+        output_ids=list(produced),
+        scores=attr.scores,
+        seconds=time.perf_counter() - start,
+        prefix_scores=attr.prefix,
+        head_agreement=head_agreement(attr.scores, cross),
+        translation=result.translation,
+        contrast={int(t): pipe.token_text(alt) for t, alt in enumerate(alts) if alt >= 0},
+        steps=attr.steps,
+        deltas=attr.deltas,
+    )

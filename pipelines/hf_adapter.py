@@ -1,0 +1,354 @@
+"""The model adapter (pipelines/adapter.py) for Hugging Face `transformers` models: sequence classifiers
+(AutoModelForSequenceClassification: BERT, DistilBERT, RoBERTa, ...) and seq2seq translators
+(AutoModelForSeq2SeqLM: Marian, ...), loaded from a model id or a folder.
+
+transformers 5 facts this relies on: attention weights come back only with attn_implementation="eager", and
+`forward` takes no head_mask any more. A head is switched off, for one call, by a forward pre-hook on its
+layer's attention output projection that scales that head's slice of the projection's input (the heads' outputs,
+concatenated), exactly what our models' head masks do. Nothing edits the weights.
+"""
+
+import json
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from transformer.generation import Hypothesis
+
+from .adapter import ClassifierRun, KindMasks, Seq2SeqRun
+from .common import TokenSpan
+
+# The attention output projections, by the end of their module name (BERT / RoBERTa, DistilBERT, BART / Marian).
+OUT_PROJECTIONS = ("attention.output.dense", "attention.out_lin", "self_attn.out_proj", "encoder_attn.out_proj")
+_LAYER = re.compile(r"\.(?:layer|layers|block)\.(\d+)\.")
+OUR_FIELDS = ("d_model", "n_heads")  # config.json keys of our own models (a folder that has them is ours)
+
+
+def is_transformers_config(config: dict) -> bool:
+    """True for a `transformers` config.json: a model_type, and not one of our own models' configs (which may
+    carry a model_type too, when exported for transformers' Auto classes)."""
+    return "model_type" in config and not all(k in config for k in OUR_FIELDS)
+
+
+def read_config(name_or_path: str) -> dict | None:
+    """config.json of a folder, or of a Hub repo id already in the local cache; None when it cannot be read."""
+    path = Path(name_or_path) / "config.json"
+    if not path.is_file():
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(str(name_or_path), "config.json"))
+        except Exception:
+            return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def read_preprocessing(name_or_path: str) -> dict:
+    """preprocessing.json beside a transformers model (what this app fitted for it: calibration, out-of-domain
+    statistics, cutting), from its folder or the Hub cache; {} when there is none."""
+    path = Path(name_or_path) / "preprocessing.json"
+    if not path.is_file():
+        try:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(str(name_or_path), "preprocessing.json"))
+        except Exception:
+            return {}
+    return json.loads(path.read_text())
+
+
+def is_transformers_model(name_or_path: str) -> bool:
+    config = read_config(str(name_or_path))
+    return config is not None and is_transformers_config(config)
+
+
+def _kind(name: str, encoder_kind: str) -> str:
+    if "encoder_attn" in name:
+        return "cross"
+    return "decoder" if "decoder." in name else encoder_kind
+
+
+def out_projections(model: torch.nn.Module, encoder_kind: str) -> dict[str, list[torch.nn.Module]]:
+    """{kind: [the attention output projection of each layer]}: kinds "self" (encoder_kind) for a classifier;
+    "encoder", "decoder" and "cross" for a seq2seq model."""
+    found: dict[str, dict[int, torch.nn.Module]] = {}
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and name.endswith(OUT_PROJECTIONS):
+            layer = _LAYER.search("." + name + ".")
+            if layer:
+                found.setdefault(_kind(name, encoder_kind), {})[int(layer.group(1))] = module
+    if not found:
+        names = ", ".join(OUT_PROJECTIONS)
+        raise ValueError(f"{type(model).__name__}: no attention output projections found ({names})")
+    return {kind: [layers[i] for i in sorted(layers)] for kind, layers in found.items()}
+
+
+@contextmanager
+def heads_off(projections: dict[str, list[torch.nn.Module]], masks: KindMasks | None, n_heads: int):
+    """For the calls inside: each layer's heads scaled by masks[kind][layer], (H,) or (B, H), 0 = off."""
+    hooks = []
+
+    def scale(mask: torch.Tensor):
+        def hook(module, args):
+            x = args[0]  # (B, T, H * hs): the heads' outputs, concatenated
+            B, T, D = x.shape
+            m = mask.to(x.dtype).reshape(-1, 1, n_heads, 1)  # (1 or B, 1, H, 1)
+            return (x.reshape(B, T, n_heads, D // n_heads) * m).reshape(B, T, D), *args[1:]
+
+        return hook
+
+    try:
+        for kind, layer_masks in (masks or {}).items():
+            for module, mask in zip(projections[kind], layer_masks):
+                if bool((mask != 1).any()):
+                    hooks.append(module.register_forward_pre_hook(scale(mask)))
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def load_tokenizer(name_or_path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(name_or_path)
+
+
+class _HFTokenizing:
+    """tokenize / tokenize_many over a transformers fast tokenizer, with character offsets; pickled as where it
+    was loaded from (a model process loads it again: a transformers model unpickled in a fresh interpreter
+    returns no attention weights)."""
+
+    tokenizer = None
+    source: str | None = None  # the model id or folder it was loaded from
+
+    def __reduce__(self):
+        if self.source is None:
+            raise TypeError(f"{type(self).__name__} built from objects cannot be pickled: load it with from_pretrained")
+        return type(self).from_pretrained, (self.source,)
+
+    def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]:
+        """(ids, TokenSpans into `text`) of the text's own tokens, without special tokens."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
+        return ids, [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(ids, offsets)]
+
+    def tokenize_many(self, texts: list[str]) -> list[list[int]]:
+        return [list(i) for i in self.tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+
+    def _specials(self) -> tuple[list[int], list[int]]:
+        """(ids before, ids after) the text's own that the tokenizer adds: [CLS] ... [SEP], <s> ... </s>."""
+        bare = list(self.tokenizer("a", add_special_tokens=False)["input_ids"])
+        full = list(self.tokenizer("a")["input_ids"])
+        for i in range(len(full) - len(bare) + 1):
+            if full[i : i + len(bare)] == bare:
+                return full[:i], full[i + len(bare) :]
+        return [], []
+
+
+def _eager(cls, name_or_path: str):
+    model = cls.from_pretrained(name_or_path, attn_implementation="eager")
+    return model.eval()
+
+
+class HFClassifier(_HFTokenizing):
+    """The adapter for a transformers sequence classifier."""
+
+    kind = "transformers"
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        self.prefix, self.suffix = self._specials()
+        self.n_prefix, self.n_suffix = len(self.prefix), len(self.suffix)
+        c = model.config
+        self.n_heads = c.num_attention_heads if hasattr(c, "num_attention_heads") else c.n_heads
+        self.projections = out_projections(model, "self")
+        self.head_layers = {"self": len(self.projections["self"])}
+        self.pad_id = c.pad_token_id if c.pad_token_id is not None else (tokenizer.pad_token_id or 0)
+        self.vocab_size = c.vocab_size
+        positions = c.max_position_embeddings - (2 if c.model_type in ("roberta", "xlm-roberta", "camembert") else 0)
+        self.max_len = min(positions, tokenizer.model_max_length or positions)
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str) -> "HFClassifier":
+        from transformers import AutoModelForSequenceClassification
+
+        adapter = cls(_eager(AutoModelForSequenceClassification, name_or_path), load_tokenizer(name_or_path))
+        adapter.source = str(name_or_path)
+        return adapter
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def labels(self) -> list[str]:
+        id2label = self.model.config.id2label
+        return [str(id2label[i]) for i in range(len(id2label))]
+
+    def config_dict(self) -> dict:
+        return self.model.config.to_dict()
+
+    def wrap(self, ids: list[int]) -> list[int]:
+        return [*self.prefix, *ids, *self.suffix]
+
+    def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
+        """The special tokens as spans that cover no characters, at the start and the end of the text."""
+        end = len(text)
+        before, after = [TokenSpan(i, "", 0, 0) for i in self.prefix], [TokenSpan(i, "", end, end) for i in self.suffix]
+        return before + list(toks) + after
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
+        """ids (B, T) padded with pad_id -> ClassifierRun; token_weights: the first token's ([CLS]) last-layer
+        attention, averaged over heads: what the classification head reads, when need_weights."""
+        with heads_off(self.projections, head_mask, self.n_heads):
+            out = self.model(input_ids=ids, attention_mask=ids != self.pad_id, output_attentions=need_weights)
+        attentions = list(out.attentions) if need_weights else []
+        weights = attentions[-1][:, :, 0, :].mean(1) if attentions else None  # (B, T)
+        return ClassifierRun(out.logits, attentions, weights)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) -> (B, T, D): the word embeddings (the model adds positions and token types itself)."""
+        return self.model.get_input_embeddings()(ids)
+
+    def logits_from_embeddings(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(inputs_embeds=emb, attention_mask=ids != self.pad_id).logits
+
+    def save(self, folder: Path, max_len: int, preprocessing: dict) -> None:
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        (Path(folder) / "preprocessing.json").write_text(json.dumps(preprocessing, indent=2) + "\n")
+
+
+class HFSeq2Seq(_HFTokenizing):
+    """The adapter for a transformers encoder-decoder (Marian and kin): source + EOS in, the decoder starts from
+    decoder_start_token_id."""
+
+    kind = "transformers"
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer = model.eval(), tokenizer
+        c = model.config
+        self.n_heads = c.encoder_attention_heads
+        if c.decoder_attention_heads != c.encoder_attention_heads:
+            raise ValueError("the encoder and the decoder must have the same number of heads")
+        self.projections = out_projections(model, "encoder")
+        self.head_layers = {k: len(self.projections[k]) for k in ("encoder", "decoder", "cross")}
+        self.pad_id, self.eos_id = c.pad_token_id, c.eos_token_id
+        self.bos_id = c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
+        self.vocab_size = c.vocab_size
+        self.max_positions = c.max_position_embeddings
+        self.max_source = min(self.max_positions, tokenizer.model_max_length or self.max_positions) - 1
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str) -> "HFSeq2Seq":
+        from transformers import AutoModelForSeq2SeqLM
+
+        adapter = cls(_eager(AutoModelForSeq2SeqLM, name_or_path), load_tokenizer(name_or_path))
+        adapter.source = str(name_or_path)
+        return adapter
+
+    @property
+    def config(self):
+        return self.model.config
+
+    def config_dict(self) -> dict:
+        return self.model.config.to_dict()
+
+    def source_ids(self, ids: list[int]) -> list[int]:
+        return ids[: self.max_source - 1] + [self.eos_id]
+
+    def row_limits(self, src: torch.Tensor) -> torch.Tensor:
+        real = (src != self.pad_id).sum(1)  # (B,)
+        return ((real * 3) // 2 + 10).clamp(max=self.max_positions - 1)
+
+    def forward(
+        self, src: torch.Tensor, tgt_in: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None
+    ) -> Seq2SeqRun:
+        """Teacher-forced: src (B, Ts), tgt_in (B, Tt) = decoder start + output[:-1] -> Seq2SeqRun. The decoder is
+        causal, so padding after a row's own tokens changes nothing before it."""
+        with heads_off(self.projections, head_mask, self.n_heads):
+            mask, weights = src != self.pad_id, need_weights
+            out = self.model(input_ids=src, attention_mask=mask, decoder_input_ids=tgt_in, output_attentions=weights)
+        if not need_weights:
+            return Seq2SeqRun(out.logits, [], [], [])
+        return Seq2SeqRun(
+            out.logits, list(out.encoder_attentions), list(out.decoder_attentions), list(out.cross_attentions)
+        )
+
+    @torch.no_grad()
+    def generate(
+        self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: KindMasks | None = None, limits=None
+    ) -> list[Hypothesis]:
+        """transformers' generate (greedy for beam_size 1, else beam search with its length penalty alpha), with the
+        heads of head_mask ((L, H) per kind) off. Each hypothesis' score is the sum of its tokens' log-probabilities
+        (EOS included when produced), teacher-forced with the same heads off."""
+        if head_mask and any(m.dim() == 3 for m in head_mask.values()):
+            raise ValueError("generate takes one head mask for every row: (L, H) per kind")
+        limits = self.row_limits(src) if limits is None else limits
+        beams = (
+            dict(num_beams=beam_size, length_penalty=alpha, early_stopping=True) if beam_size > 1 else {"num_beams": 1}
+        )
+        with heads_off(self.projections, head_mask, self.n_heads):
+            out = self.model.generate(
+                input_ids=src,
+                attention_mask=src != self.pad_id,
+                do_sample=False,
+                max_new_tokens=int(limits.max()),
+                decoder_start_token_id=self.bos_id,
+                eos_token_id=self.eos_id,
+                pad_token_id=self.pad_id,
+                **beams,
+            )
+        hyps = []
+        for row in out[:, 1:].tolist():  # without the decoder start
+            finished = self.eos_id in row
+            tokens = row[: row.index(self.eos_id)] if finished else row
+            hyps.append(Hypothesis(tokens, 0.0, finished))
+        self._score(src, hyps, head_mask)
+        return hyps
+
+    def _score(self, src: torch.Tensor, hyps: list[Hypothesis], head_mask: KindMasks | None) -> None:
+        from .batching import pad
+
+        produced = [h.tokens + ([self.eos_id] if h.finished else []) for h in hyps]
+        if not any(produced):
+            return
+        tgt_in = pad([[self.bos_id] + p[:-1] for p in produced], self.pad_id)  # (B, Tt)
+        logp = self.forward(src, tgt_in, head_mask=head_mask).logits.log_softmax(-1)  # (B, Tt, V)
+        for b, (h, p) in enumerate(zip(hyps, produced)):
+            h.score = float(logp[b, torch.arange(len(p)), torch.tensor(p, dtype=torch.long)].sum()) if p else 0.0
+
+    def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
+        """What the encoder adds positions to: its token embeddings, scaled as its own forward scales them."""
+        enc = self.model.get_encoder()
+        return enc.embed_tokens(ids) * getattr(enc, "embed_scale", 1.0)
+
+    def embed_target(self, ids: torch.Tensor) -> torch.Tensor:
+        """The decoder's token embeddings (its forward scales decoder_inputs_embeds itself)."""
+        return self.model.get_decoder().embed_tokens(ids)
+
+    def step_log_probs(
+        self, src_emb: torch.Tensor, src_ids: torch.Tensor, tgt_emb: torch.Tensor, pos: torch.Tensor
+    ) -> torch.Tensor:
+        out = self.model(inputs_embeds=src_emb, attention_mask=src_ids != self.pad_id, decoder_inputs_embeds=tgt_emb)
+        rows = torch.arange(out.logits.size(0), device=out.logits.device)
+        return out.logits[rows, pos].log_softmax(-1)  # (B, V)
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+    def token_text(self, token_id: int) -> str:
+        if token_id == self.eos_id:
+            return "</s>"
+        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+
+    def save(self, folder: Path, preprocessing: dict) -> None:
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+        (Path(folder) / "preprocessing.json").write_text(json.dumps(preprocessing, indent=2) + "\n")

@@ -1,0 +1,83 @@
+"""A Translate click decodes once: the explanation, its faithfulness and the head table reuse the translation kept
+in the tab's state; and every call that runs a model goes through the served path (the batcher and the model's
+one runner), none around it. (Before: three decodes per click, and explain / head_table / faithfulness ran on
+the pipeline in the server's threads, beside the batcher.)"""
+
+import pytest
+
+from benchmarks import browser
+from pipelines import TranslationPipeline
+from pipelines.microbatch import MicroBatcher
+from pipelines.serving import served
+from viz import handlers, heads
+from viz import translation_explanation_panel as panel
+
+GERMAN = "Ein Mann fährt mit dem Fahrrad."
+
+
+class Counting:
+    """Counts the decodings of an adapter (its generate) and records the methods the served runner ran."""
+
+    def __init__(self, pipe):
+        self.decodes, self.methods = 0, []
+        generate, run_batch = pipe.adapter.generate, pipe.run_batch
+
+        def counted_generate(*args, **kwargs):
+            self.decodes += 1
+            return generate(*args, **kwargs)
+
+        def recorded_run_batch(items, name, **options):
+            self.methods.append(name)
+            return run_batch(items, name, **options)
+
+        pipe.adapter.generate = counted_generate
+        pipe.run_batch = recorded_run_batch
+
+
+@pytest.fixture
+def counted(translation_dir):
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    return pipe, Counting(pipe)
+
+
+def test_the_click_chain_decodes_once_and_runs_through_the_batcher(counted):
+    pipe, count = counted
+    _, served_pipe = served(None, pipe, MicroBatcher(4))
+    view, english, _ = handlers.translate(served_pipe, GERMAN, "beam search", 3)  # the button
+    expl, _, _ = panel.explain(served_pipe, view, "gradient_x_input")  # the explanation panel
+    assert "comprehensiveness" in panel.faithfulness(served_pipe, expl)
+    heads_view, *_ = heads.head_table(served_pipe, "translation", GERMAN, "beam search", 3, result=view.result)
+    assert count.decodes == 1
+    assert expl.translation == english and heads_view.rows
+    assert count.methods == ["explain_many", "explain", "faithfulness", "head_table"]
+
+
+def test_a_result_of_another_decoding_is_not_reused(counted):
+    pipe, count = counted
+    view, *_ = handlers.translate(pipe, GERMAN, "greedy", 3)
+    heads.head_table(pipe, "translation", GERMAN, "beam search", 3, result=view.result)  # another beam width
+    assert count.decodes == 2
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}")
+def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_path):
+    from app import build_demo
+
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    count = Counting(pipe)
+    demo = build_demo(None, pipe)
+    try:
+        url = browser.serve(demo)
+        with browser.chromium_page(tmp_path / "profile") as page:
+            browser.open_tab(page, url, "Translation")
+            browser.translate(page, GERMAN, decoding="beam search")
+            page.locator("#translation-heads-grid [data-testid=cell-4-2]").wait_for()
+            page.wait_for_function(
+                "() => (document.querySelector('#translation-faithfulness') || {}).innerText?.includes('random')"
+            )
+            page.locator("#translation-attribution .js-plotly-plot").wait_for()
+    finally:
+        demo.close()
+    assert count.decodes == 1
+    assert {"explain_many", "explain", "faithfulness", "head_table"} <= set(count.methods)

@@ -1,0 +1,68 @@
+"""Adding an explanation method is one registered class: a toy method shows up in the app's choices, the
+pipeline's API (explanation_methods, explain, faithfulness, the JSON download) and the faithfulness benchmark."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipelines import explanations
+from pipelines.explanations import Attribution, Method, register
+from pipelines.explanations.registry import unregister
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT = "A wonderful film with a dull ending."
+
+
+class TokenLength(Method):
+    """Toy: each token's score is the number of characters it covers (longer words 'matter more')."""
+
+    name = "toy_token_length"
+    label = "Token length (toy)"
+    signed = False
+
+    def review(self, adapter, ids, target, words):
+        return Attribution(np.arange(ids.shape[1], dtype=np.float32) + 1.0)
+
+
+@pytest.fixture
+def toy():
+    register(TokenLength)
+    yield TokenLength
+    unregister(TokenLength.name)
+
+
+def benchmark():
+    spec = importlib.util.spec_from_file_location("faithfulness_benchmark", ROOT / "benchmarks" / "faithfulness.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_registered_method_is_everywhere(toy, sentiment):
+    from viz import explanation_panel
+
+    assert ("Token length (toy)", "toy_token_length") in explanation_panel.method_choices()
+    assert "toy_token_length" in sentiment.explanation_methods
+    assert "toy_token_length" not in explanations.names("translation")  # it explains reviews only
+
+    expl = sentiment.explain(TEXT, "toy_token_length")
+    assert expl.method == "toy_token_length" and not expl.signed
+    np.testing.assert_array_equal(expl.scores, np.arange(len(expl.tokens)) + 1.0)
+    report = sentiment.faithfulness(expl)
+    assert 0.0 <= report.method.curve[0] <= 1.0
+
+    from viz import downloads
+
+    path, _ = downloads.sentiment_download(sentiment, TEXT, "toy_token_length")
+    assert json.loads(Path(path).read_text())["explanation"]["method"] == "toy_token_length"
+
+    row = benchmark().sentiment_input(sentiment, TEXT, seed=0)
+    assert "toy_token_length" in row["methods"] and "toy_token_length" in row["seconds"]
+
+
+def test_an_unregistered_method_is_refused(sentiment):
+    with pytest.raises(ValueError, match="unknown method"):
+        sentiment.explain(TEXT, "toy_token_length")

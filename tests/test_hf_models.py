@@ -1,0 +1,276 @@
+"""transformers models behind the adapter (pipelines/hf_adapter.py), on tiny random BERT, DistilBERT, RoBERTa and
+Marian models built here: the pipeline's attention equals the model's own output_attentions for every layer and
+head; switching a head off equals zeroing that head's slice of the output projection's input by hand; the
+forward passes from embeddings equal the model's; every explanation method and faithfulness run; the app's
+handlers work on them. Offline: every model and tokenizer is saved to a temporary folder."""
+
+import copy
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
+from viz import downloads, handlers, heads
+from viz import explanation_panel as review_panel
+from viz import translation_explanation_panel as translation_panel
+
+REVIEW = "A wonderful film, but the ending was dull and far too long."
+GERMAN = "Ein Mann fährt mit dem Fahrrad."
+
+
+@pytest.fixture(scope="module", params=["bert", "distilbert", "roberta"])
+def classifier(request, tmp_path_factory):
+    from tiny_hf_models import CLASSIFIERS
+
+    folder = CLASSIFIERS[request.param](tmp_path_factory.mktemp("hf") / request.param)
+    return SentimentPipeline.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="module")
+def marian_dir(tmp_path_factory):
+    from tiny_hf_models import make_marian_dir
+
+    return make_marian_dir(tmp_path_factory.mktemp("hf") / "marian")
+
+
+@pytest.fixture(scope="module")
+def translator(marian_dir):
+    return TranslationPipeline.from_pretrained(str(marian_dir))
+
+
+def own_attentions(model, **inputs):
+    with torch.no_grad():
+        return model(**inputs, output_attentions=True)
+
+
+def zero_head_by_hand(model, projection_name: str, head: int, n_heads: int):
+    """A copy of the model with the weight columns that read `head`'s slice set to zero."""
+    off = copy.deepcopy(model)
+    proj = dict(off.named_modules())[projection_name]
+    hs = proj.in_features // n_heads
+    with torch.no_grad():
+        proj.weight[:, head * hs : (head + 1) * hs] = 0.0
+    return off
+
+
+def projection_name(model, kind: str, layer: int, encoder_kind: str) -> str:
+    target = out_projections(model, encoder_kind)[kind][layer]
+    return next(n for n, m in model.named_modules() if m is target)
+
+
+# --- classifiers -----------------------------------------------------------------------------------------
+
+
+def test_classifier_loads_behind_the_transformers_adapter(classifier):
+    assert isinstance(classifier.adapter, HFClassifier)
+    assert classifier.labels == ["negative", "positive"] and classifier.head_layers == {"self": 2}
+    result = classifier(REVIEW)
+    assert result.tokens[0].text == "" and result.tokens[-1].text == ""  # [CLS] / <s> ... [SEP] / </s>
+    assert REVIEW[result.tokens[1].start : result.tokens[1].end] == result.tokens[1].text == "A"
+
+
+def test_classifier_attention_equals_the_models_own(classifier):
+    result = classifier(REVIEW)
+    ids = torch.tensor([[t.id for t in result.tokens]])
+    own = own_attentions(classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids))
+    assert len(result.attentions) == len(own.attentions) == classifier.n_layers
+    for layer, attn in enumerate(own.attentions):  # (1, H, T, T)
+        for head in range(classifier.n_heads):
+            torch.testing.assert_close(result.attentions[layer][head], attn[0, head])
+    maps = result.attention_maps()
+    assert maps.maps["self"].shape == (classifier.n_layers, classifier.n_heads, len(ids[0]), len(ids[0]))
+
+
+def test_classifier_head_off_equals_zeroing_its_slice_by_hand(classifier):
+    ids, _, _ = classifier.encode(REVIEW)
+    x = torch.tensor([ids])
+    for layer, head in [(0, 1), (1, 3)]:
+        name = projection_name(classifier.model, "self", layer, "self")
+        by_hand = zero_head_by_hand(classifier.model, name, head, classifier.n_heads)
+        with torch.no_grad():
+            expected = by_hand(input_ids=x, attention_mask=torch.ones_like(x)).logits
+        got = classifier.raw_logits([REVIEW], head_mask={("self", layer, head): 0.0})[0]
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+        assert not torch.allclose(got, classifier.raw_logits([REVIEW])[0])  # the head mattered
+    assert classifier.raw_logits([REVIEW], head_mask={("self", 0, 1): 1.0})[0].allclose(
+        classifier.raw_logits([REVIEW])[0]
+    )
+
+
+def test_classifier_padding_and_embeddings(classifier):
+    texts = [REVIEW, "Dull."]
+    batch = classifier.predict(texts)
+    alone = [classifier.predict([t])[0] for t in texts]
+    for a, b in zip(batch, alone):
+        assert a == pytest.approx(b, abs=1e-5)
+    x = torch.tensor([classifier.encode(REVIEW)[0]])
+    a = classifier.adapter
+    with torch.no_grad():
+        torch.testing.assert_close(a.logits_from_embeddings(a.embed(x), x), a.forward(x).logits)
+
+
+def test_classifier_every_method_explains_and_is_measured(classifier):
+    n = classifier.adapter.n_prefix
+    for method in classifier.explanation_methods:
+        expl = classifier.explain(REVIEW, method)
+        assert expl.scores.shape == (len(expl.tokens),) and np.isfinite(expl.scores).all()
+        assert expl.scores[:n].tolist() == [0.0] * n and expl.scores[-1] == 0.0  # special tokens: no score
+        report = classifier.faithfulness(expl)
+        assert np.isfinite([report.method.comprehensiveness, report.method.sufficiency]).all()
+        assert report.method.curve[0] == pytest.approx(expl.probability, abs=1e-5)
+
+
+def test_classifier_in_the_app_handlers(classifier, tmp_path):
+    view, probabilities, status = handlers.analyze_review(classifier, REVIEW)
+    assert set(probabilities) == {"negative", "positive"} and "tokens read" in status
+    assert "out-of-domain check is off" in status  # not fitted for this model: said so
+    fig = handlers.sentiment_heatmap(view, 1, 3)
+    assert np.asarray(fig.data[0].z).shape == (len(view.labels), len(view.labels))
+    expl, html = review_panel.explain(classifier, view, "gradient_x_input")
+    assert "token-text" in html
+    assert "comprehensiveness" in review_panel.faithfulness(classifier, expl)[0]
+    heads_view, _, _, status = heads.head_table(classifier, "sentiment", REVIEW)
+    assert "8 heads measured" in status
+    assert "Switching off" in heads.switch_off(classifier, heads_view, ["self:1:2"])
+    path, _ = downloads.sentiment_download(classifier, REVIEW, "attention")
+    data = json.loads(Path(path).read_text())
+    assert data["model"]["config"]["model_type"] in ("bert", "distilbert", "roberta")
+    assert len(data["attentions"]["self"]) == 2 and data["explanation"]["method"] == "attention"
+
+
+# --- a Marian translator ---------------------------------------------------------------------------------
+
+
+def test_translator_attention_equals_the_models_own(translator):
+    assert isinstance(translator.adapter, HFSeq2Seq)
+    result = translator(GERMAN, beam_size=2)
+    src = torch.tensor([[t.id for t in result.source_tokens]])
+    tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
+    own = own_attentions(translator.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
+    pairs = [
+        (result.encoder_attentions, own.encoder_attentions),
+        (result.decoder_attentions, own.decoder_attentions),
+        (result.cross_attentions, own.cross_attentions),
+    ]
+    for ours, theirs in pairs:
+        assert len(ours) == len(theirs) == 2
+        for layer, attn in enumerate(theirs):
+            for head in range(translator.n_heads):
+                torch.testing.assert_close(ours[layer][head], attn[0, head])
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_translator_head_off_equals_zeroing_its_slice_by_hand(translator, kind):
+    result = translator(GERMAN, beam_size=1)
+    src = torch.tensor([[t.id for t in result.source_tokens]])
+    tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
+    name = projection_name(translator.model, kind, 1, "encoder")
+    by_hand = zero_head_by_hand(translator.model, name, 2, translator.n_heads)
+    with torch.no_grad():
+        expected = by_hand(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in).logits
+        got = translator.adapter.forward(src, tgt_in, head_mask=translator.head_masks({(kind, 1, 2): 0.0})).logits
+        intact = translator.adapter.forward(src, tgt_in).logits
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(got, intact)
+    off = translator(GERMAN, beam_size=1, head_mask={(kind, 1, 2): 0.0})  # decoding runs with the head off too
+    assert off.target_ids and np.isfinite(off.score)
+
+
+def test_translator_step_log_probs_equal_the_model(translator):
+    result = translator(GERMAN, beam_size=1)
+    a = translator.adapter
+    src = torch.tensor([[t.id for t in result.source_tokens]])
+    tgt = torch.tensor([[a.bos_id] + result.target_ids[:-1]])
+    T = tgt.size(1)
+    with torch.no_grad():
+        full = a.forward(src, tgt).logits[0].log_softmax(-1)
+        ours = a.step_log_probs(
+            a.embed_source(src.expand(T, -1)), src.expand(T, -1), a.embed_target(tgt.expand(T, -1)), torch.arange(T)
+        )
+    torch.testing.assert_close(ours, full, rtol=1e-4, atol=1e-5)
+    assert result.score == pytest.approx(float(full[torch.arange(T), torch.tensor(result.target_ids)].sum()), abs=1e-3)
+
+
+def test_translator_every_method_explains_and_is_measured(translator):
+    result = translator(GERMAN, beam_size=2)
+    for method in translator.explanation_methods:
+        expl = translator.explain(GERMAN, method, result=result)
+        assert expl.scores.shape == (len(result.target_tokens), len(result.source_tokens))
+        assert np.isfinite(expl.scores).all() and expl.head_agreement.shape == (2, 4)
+        report = translator.faithfulness(expl)
+        assert report.per_step.shape == (len(result.target_tokens),)
+
+
+def test_translator_in_the_app_handlers(translator):
+    view, english, status = handlers.translate(translator, GERMAN, "beam search", 2)
+    assert view is not None and english == view.result.translation and "beam search" in status
+    figs = handlers.translation_figures(view, 1, 3)
+    assert all(f is not None for f in figs)
+    expl, heat, agree = translation_panel.explain(translator, view, "gradient_x_input")
+    assert heat is not None and agree is not None
+    assert "comprehensiveness" in translation_panel.faithfulness(translator, expl)
+    heads_view, _, _, status = heads.head_table(translator, "translation", GERMAN, "beam search", 2, result=view.result)
+    assert "24 heads measured" in status
+    assert "Switching off" in heads.switch_off(translator, heads_view, ["cross:0:1"])
+    path, _ = downloads.translation_download(translator, GERMAN, "greedy", 2)
+    assert json.loads(Path(path).read_text())["model"]["config"]["model_type"] == "marian"
+
+
+def test_translator_runs_in_a_model_process(translator):
+    """A model process gets the pipeline pickled; a transformers model loads again there (unpickled as it is, it
+    returned no attention weights in the child)."""
+    from pipelines.processes import ModelProcess
+
+    here = translator(GERMAN, beam_size=1)
+    process = ModelProcess(translator).start()
+    try:
+        (there,) = process.call("run_batch", [GERMAN], name="explain_many", beam_size=1, alpha=0.6, top_k=5)
+    finally:
+        process.close()
+    assert there.translation == here.translation and len(there.cross_attentions) == 2
+    torch.testing.assert_close(there.cross_attentions[1], here.cross_attentions[1])
+
+
+def test_two_models_side_by_side(classifier, sentiment):
+    from viz.model_compare import compare_models
+
+    html, first, second = compare_models(classifier, sentiment, REVIEW, layer=1, head=3)
+    assert html.count("compare-side") >= 2 and ("agree" in html)
+    assert first is not None and second is not None
+    assert compare_models(classifier, sentiment, "")[1:] == (None, None)
+
+
+def test_compare_views_on_transformers_models(classifier, translator):
+    from viz import compare
+
+    view, html, diff = compare.compare_reviews(classifier, REVIEW, REVIEW.replace("wonderful", "dreadful"), 1, 2)
+    assert view is not None and diff is not None and "First" in html
+    view, html, diff = compare.compare_translations(translator, GERMAN, "Eine Frau fährt mit dem Fahrrad.", "greedy")
+    assert view is not None and diff is not None
+
+
+def test_calibration_where_fitted(tmp_path):
+    """A preprocessing.json beside a transformers model (what training/calibrate.py writes) calibrates it."""
+    from tiny_hf_models import make_distilbert_dir
+
+    folder = make_distilbert_dir(tmp_path / "distilbert")
+    plain = SentimentPipeline.from_pretrained(str(folder))
+    (folder / "preprocessing.json").write_text(json.dumps({"temperature": 0.05, "labels": ["neg", "pos"]}))
+    fitted = SentimentPipeline.from_pretrained(str(folder))
+    assert plain.calibration.temperature == 1.0 and fitted.labels == ["neg", "pos"]
+    logits, _ = plain.raw_logits([REVIEW])
+    expected = (logits[0] / 0.05).softmax(-1)
+    assert list(fitted.predict([REVIEW])[0].values()) == pytest.approx(expected.tolist(), abs=1e-5)
+
+
+def test_faithfulness_benchmark_on_a_transformers_classifier(classifier):
+    """benchmarks/faithfulness.py ranks the review's own tokens: [CLS] and [SEP] stay in place."""
+    from test_explanation_registry import benchmark
+
+    row = benchmark().sentiment_input(classifier, REVIEW, seed=0)
+    assert set(row["methods"]) == set(classifier.explanation_methods)
+    assert all(np.isfinite(f.comprehensiveness) for f in row["methods"].values())

@@ -1,0 +1,66 @@
+"""Two sentiment models side by side on the same review (ours against a pre-trained one, say): both predictions
+and the chosen head of each. Shown when a second model is configured ($SENTIMENT_COMPARE_MODEL)."""
+
+import html
+import logging
+
+import gradio as gr
+
+from . import explain, figures
+from .compare import STYLE, _side
+from .inputs import MAX_REVIEW_CHARS, check_text
+
+log = logging.getLogger(__name__)
+PRIVATE = dict(api_visibility="private")
+
+
+def model_name(pipe) -> str:
+    """A short name for a pipeline: the last part of where it was loaded from."""
+    source = str(getattr(pipe, "source", "") or "model").rstrip("/")
+    return source.rsplit("/", 1)[-1] or source
+
+
+def _head_figure(pipe, result, layer: int, head: int):
+    layer = min(max(int(layer or 0), 0), len(result.attentions) - 1)
+    head = min(max(int(head or 0), 0), result.attentions[0].shape[0] - 1)
+    labels = explain.axis_labels([t.text for t in result.tokens])
+    title = f"{html.escape(model_name(pipe))}: layer {layer + 1}, head {head + 1}"
+    return figures.attention_heatmap(result.attentions[layer][head].float().numpy(), labels, labels, title)
+
+
+def compare_models(pipe_a, pipe_b, review: str, layer=0, head=0):
+    """(side-by-side HTML, the chosen head of model A, of model B) on one review; each model reads it with its
+    own tokenizer, and the layer and head are clamped to each model's size."""
+    checked = check_text(review, MAX_REVIEW_CHARS, "review")
+    if checked.text is None:
+        return f"⚠️ {html.escape(checked.error or '')}", None, None
+    try:
+        a, b = pipe_a(checked.text), pipe_b(checked.text)
+    except ValueError:
+        return "⚠️ A model found no words to read in this review.", None, None
+    except Exception:
+        log.exception("model comparison failed")
+        return "⚠️ Sorry, a model failed on this review.", None, None
+    sides = "".join(
+        _side(html.escape(model_name(p)), r.label, f"{r.confidence:.1%} · {len(r.tokens):,} tokens read")
+        for p, r in ((pipe_a, a), (pipe_b, b))
+    )
+    agree = "The two models agree." if a.label == b.label else "The two models disagree."
+    body = f"{STYLE}<div class='compare-sides'>{sides}</div><p>{agree}</p>"
+    return body, _head_figure(pipe_a, a, layer, head), _head_figure(pipe_b, b, layer, head)
+
+
+def model_compare_panel(pipe, other, *, review, layer, head) -> None:
+    """The panel (inside a gr.Blocks context): a button, the two predictions and the two heads."""
+    names = f"**{html.escape(model_name(pipe))}** and by **{html.escape(model_name(other))}**"
+    gr.Markdown(f"### Compare two models\nThe review above, read by {names}: both predictions and the chosen head.")
+    button = gr.Button("Compare the models", variant="secondary", elem_id="sentiment-models-submit")
+    output = gr.HTML(elem_id="sentiment-models-output")
+    with gr.Row():
+        first = gr.Plot(show_label=False, elem_id="sentiment-models-first")
+        second = gr.Plot(show_label=False, elem_id="sentiment-models-second")
+
+    def run(text, layer, head):
+        return compare_models(pipe, other, text, layer, head)
+
+    button.click(run, [review, layer, head], [output, first, second], **PRIVATE)
