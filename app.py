@@ -5,6 +5,7 @@ or a local folder), else from assets/sentiment and assets/translation. The logic
 """
 
 import os
+from types import SimpleNamespace
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -13,7 +14,14 @@ import gradio as gr  # noqa: E402
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
-from viz import explanation_panel, handlers, hosting, share_ui, translation_explanation_panel  # noqa: E402
+from viz import (  # noqa: E402
+    explanation_panel,
+    handlers,
+    hosting,
+    share_ui,
+    translation_explanation_panel,
+    views_panel,
+)
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402
@@ -72,6 +80,14 @@ def _missing_translation(status: str) -> None:
 MISSING_ENDPOINTS = {"sentiment": _missing_sentiment, "translation": _missing_translation}
 
 
+SENTIMENT_VIEWS = views_panel.TaskViews(
+    handlers.sentiment_kinds, lambda *a: (handlers.sentiment_heatmap(*a),), handlers.sentiment_overview
+)
+TRANSLATION_VIEWS = views_panel.TaskViews(
+    handlers.translation_kinds, handlers.translation_head_figures, handlers.translation_overview
+)
+
+
 def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
@@ -105,27 +121,29 @@ def sentiment_tab(pipe, demo: gr.Blocks, other=None) -> None:
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
         head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
+    scale, hide = views_panel.options("sentiment")
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
+    views = views_panel.focus_and_model("sentiment", scale, hide, kinds=False)
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
-    def analyze(review: str, layer: int, head: int, request: gr.Request = None):
+    def analyze(review: str, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
         """The button: the prediction and the large heatmap come back together (one round trip to a drawn map)."""
         view, probabilities, status = hosting.run_as(request, handlers.analyze_review, pipe, review)
-        return view, probabilities, status, handlers.sentiment_heatmap(view, layer, head)
+        return view, probabilities, status, handlers.sentiment_heatmap(view, layer, head, scale, hide)
 
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
         return hosting.run_as(request, handlers.analyze_review, pipe, review, False)[1:]
 
     outputs = [state, label, status, single]
-    predicted = submit.click(analyze, [review, layer, head], outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW)
-    # then the small multiples, then the explanation (integrated gradients takes a core for a second or two)
-    drawn = hosting.after_paint(predicted).then(handlers.sentiment_overview, [state, layer], [overview], **PRIVATE)
+    inputs = [review, layer, head, scale, hide]
+    predicted = submit.click(analyze, inputs, outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW)
+    # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
+    # second or two); a new layer redraws the plots of a layer, a new head only the large one
+    painted = hosting.after_paint(predicted)
+    drawn = views_panel.wire(views, SENTIMENT_VIEWS, state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, pipe, state, drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
-    # a new layer redraws both plots, a new head only the large one (the small multiples show every head)
-    layer.change(handlers.sentiment_figures, [state, layer, head], [overview, single], **PRIVATE)
-    head.change(handlers.sentiment_heatmap, [state, layer, head], [single], **PRIVATE)
     hosting.watch_for_expiry(state, layer, head)
     heads_panel(pipe, "sentiment", state, drawn, [review])
     share_ui.sentiment_compare_panel(pipe, review=review, layer=layer, head=head)
@@ -152,6 +170,28 @@ def _translation_inputs(pipe):
     return german, decoding, beam_size, submit
 
 
+def _translation_plots(pipe) -> SimpleNamespace:
+    """The translation tab's controls and plots under its inputs, by name."""
+    with gr.Row():
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
+    scale, hide = views_panel.options("translation")
+    cross = gr.Plot(show_label=False, elem_id="translation-attention")
+    cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
+    gr.Markdown(STEP_HELP)
+    step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
+    with gr.Row(elem_classes=["plot-row"]):
+        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
+        step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
+    explanations = translation_explanation_panel.build()
+    gr.Markdown("### Self-attention")
+    with gr.Row(elem_classes=["plot-row"]):
+        encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
+        decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
+    views = views_panel.focus_and_model("translation", scale, hide, kinds=True)
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k != "pipe"})
+
+
 def translation_tab(pipe, demo: gr.Blocks) -> None:
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
@@ -161,47 +201,36 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
             share = share_ui.share_controls("translation")
-    with gr.Row():
-        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
-        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
-    cross = gr.Plot(show_label=False, elem_id="translation-attention")
-    cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
-    gr.Markdown(STEP_HELP)
-    step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
-    with gr.Row():
-        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
-        step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
-    explanations = translation_explanation_panel.build()
-    gr.Markdown("### Self-attention")
-    with gr.Row():
-        encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
-        decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
+    p = _translation_plots(pipe)
+    layer, head, scale, hide, cross, cross_overview = p.layer, p.head, p.scale, p.hide, p.cross, p.cross_overview
+    step, step_heads, step_topk, encoder, decoder = p.step, p.step_heads, p.step_topk, p.encoder, p.decoder
 
-    def run(german_text: str, decoding: str, beam_size: float, layer: int, head: int, request: gr.Request = None):
+    def run(german_text: str, decoding: str, beam: float, layer, head, scale, hide, request: gr.Request = None):
         """The button: the translation and the large cross-attention heatmap come back together."""
-        view, text, status = hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)
-        return view, text, status, handlers.translation_heatmap(view, layer, head)
+        view, text, status = hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam)
+        return view, text, status, handlers.translation_heatmap(view, layer, head, scale, hide)
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""
         return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)[1:]
 
-    def redraw(view, layer, head):  # the other plots of a new translation, with the step slider back at 1
-        overview = handlers.translation_overview(view, layer)
-        encoder_decoder = handlers.translation_self_attention(view, layer, head)
-        return (overview, *encoder_decoder, handlers.step_slider(view), *handlers.translation_step(view, layer, 1))
+    def redraw(view, layer, head, scale, hide):  # the other plots of a new translation, with the step slider at 1
+        encoder_decoder = handlers.translation_self_attention(view, layer, head, scale, hide)
+        return (*encoder_decoder, handlers.step_slider(view), *handlers.translation_step(view, layer, 1))
 
-    attention_plots = [cross_overview, cross, encoder, decoder]
     inputs = [german, decoding, beam_size]
+    outputs = [state, english, status, cross]
     translated = submit.click(
-        run, [*inputs, layer, head], [state, english, status, cross], **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW
+        run, [*inputs, layer, head, scale, hide], outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW
     )
-    redrawn = [cross_overview, encoder, decoder, step, step_heads, step_topk]
-    drawn = hosting.after_paint(translated).then(redraw, [state, layer, head], redrawn, **PRIVATE)
+    painted = hosting.after_paint(translated)
+    viewed = views_panel.wire(
+        p.views, TRANSLATION_VIEWS, state, layer, head, [cross, encoder, decoder], cross_overview, painted
+    )
+    redrawn = [encoder, decoder, step, step_heads, step_topk]
+    drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
-    translation_explanation_panel.wire(explanations, pipe, state, step, translated)
-    layer.change(handlers.translation_figures, [state, layer, head], attention_plots, **PRIVATE)
-    head.change(handlers.translation_head_figures, [state, layer, head], attention_plots[1:], **PRIVATE)
+    translation_explanation_panel.wire(p.explanations, pipe, state, step, translated)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)

@@ -9,7 +9,9 @@ reported, on the page's own clock (the button's click event to the first frame t
 drawn) and, for comparison with older reports, on Playwright's (which adds its click and polling). Before each
 click the app finishes what the previous one started (the explanation, the head table), as it has when a visitor
 types a new review.
-With --screenshots DIR, saves screenshot-sentiment.png and screenshot-translation.png there.
+With --screenshots DIR, saves screenshot-sentiment.png and screenshot-translation.png there, and the attention views
+on a long review (--long-review FILE, a text file; else the benchmark review twice over): screenshot-token-focus.png
+and screenshot-model-view.png.
 """
 
 import argparse
@@ -77,6 +79,7 @@ def bench_tab(page, demo, tab: str, submit, other, name: str, runs: int, screens
     first, times = time_clicks(timed, lambda: other(page), runs, lambda: wait_quiet(demo))
     report(name, first, times)
     if screenshot:
+        wait_quiet(demo)  # every plot of the last click drawn
         if tab == "Translation":
             browser.step_forward(page, 2)  # show a step that has a history
         print("saved", browser.screenshot(page, screenshot))
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--screenshots", type=Path, help="save screenshot-sentiment.png / screenshot-translation.png here"
     )
+    parser.add_argument("--long-review", type=Path, help="a text file with the long review of the views' screenshots")
     args = parser.parse_args(argv)
 
     if reason := browser.chromium_missing():
@@ -134,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
                     args.runs,
                     shots and shots / "screenshot-translation.png",
                 )
+            if shots and sentiment.pipeline is not None:
+                long = args.long_review.read_text() if args.long_review else f"{BENCH_REVIEW}\n\n{BENCH_REVIEW}"
+                for path in browser.views_screenshots(page, demo.local_url, long, shots):
+                    print("saved", path)
     finally:
         demo.close()
     return 0

@@ -184,3 +184,69 @@ def screenshot(page, path: str | Path) -> Path:
     page.mouse.move(0, 0)  # no tooltip in the picture
     page.screenshot(path=str(path), full_page=True)
     return Path(path)
+
+
+def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: str = "xy") -> None:
+    """Click a plot's (sub)plot area at a fraction (fx, fy) of it: a heatmap cell, a thumbnail of the model view."""
+    area = page.locator(f'#{elem_id} .nsewdrag[data-subplot="{subplot}"]').first
+    area.scroll_into_view_if_needed()
+    box = area.bounding_box()
+    page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
+
+
+def open_model_view(page, task: str) -> None:
+    """Open the tab's model view (an accordion, drawn on opening) and wait for its thumbnails."""
+    page.get_by_text("Model view: every layer", exact=False).filter(visible=True).first.click()
+    page.wait_for_selector(f"#{task}-model-view .heatmaplayer image")
+
+
+def screenshot_between(page, path: str | Path, first: str, last: str) -> Path:
+    """A picture of the page from the top of element `first` to the bottom of element `last` (CSS selectors)."""
+    page.mouse.move(0, 0)
+    top = page.locator(first).first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+    bottom = page.locator(last).first.evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
+    width = page.viewport_size["width"]
+    page.screenshot(path=str(path), full_page=True, clip=dict(x=0, y=top - 8, width=width, height=bottom - top + 16))
+    return Path(path)
+
+
+# Where a token is drawn on the large map: the fraction of the way down its rows (the last row of the word wanted).
+_ROW_OF_JS = """([id, words]) => {
+  const y = Array.from(document.querySelector('#' + id + ' .js-plotly-plot')._fullData[0].y);
+  const tokens = y.map(l => l.split(':')[1]);
+  for (const w of words) { const i = tokens.lastIndexOf(w); if (i >= 0) return (i + 0.5) / y.length; }
+  return 0.9;
+}"""
+VERDICT_WORDS = ["avoid", "worst", "waste", "boring", "recommend", "best", "great"]
+
+
+def _views_of(page, url: str, review: str) -> None:
+    """A long review analysed, the large map on the log scale with the row of a verdict word clicked."""
+    open_tab(page, url, "Sentiment")
+    analyze_review(page, review)
+    page.wait_for_selector("#sentiment-overview .heatmaplayer image")
+    choose(page, "sentiment-scale", "log", redraws=("sentiment-attention",))
+    mark_plot(page, "sentiment-token-focus")
+    click_plot(page, "sentiment-attention", 0.5, page.evaluate(_ROW_OF_JS, ["sentiment-attention", VERDICT_WORDS]))
+    wait_redrawn(page, "sentiment-token-focus")
+
+
+def views_screenshots(page, url: str, review: str, folder: Path) -> list[Path]:
+    """The attention views on a long review: the large map (log colour scale) with a token's row and column and
+    that token's focus; the model view; the same on a phone in the dark theme. Saved as
+    screenshot-token-focus.png, screenshot-model-view.png and screenshot-phone-dark.png."""
+    _views_of(page, url, review)
+    shots = [screenshot_between(page, folder / "screenshot-token-focus.png", "#sentiment-attention",
+                                "#sentiment-token-focus")]  # fmt: skip
+    open_model_view(page, "sentiment")
+    shots.append(screenshot_between(page, folder / "screenshot-model-view.png", "#sentiment-model-view",
+                                    "#sentiment-model-view"))  # fmt: skip
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        _views_of(page, url + "?__theme=dark", review)
+        shots.append(screenshot_between(page, folder / "screenshot-phone-dark.png", "#sentiment-attention",
+                                        "#sentiment-token-focus"))  # fmt: skip
+    finally:
+        page.set_viewport_size(size)
+    return shots

@@ -3,7 +3,9 @@
     python benchmarks/payload.py [--review-words 300]
 
 Prints, for the ~300-word benchmark review and the 15-word German sentence, the size of every figure the
-first draw sends (plotly JSON, as gr.Plot serializes it) and the total per task.
+first draw sends (plotly JSON, as gr.Plot serializes it) and the total per task, with the token list of token focus.
+Then what the views send on demand: the model view (once its accordion is opened), token focus for one token,
+and the large heatmap under the log and row-max colour scales.
 """
 
 import argparse
@@ -14,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from viz import handlers  # noqa: E402
+from viz import handlers, view_handlers  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
 
 
@@ -34,25 +36,45 @@ def report(name: str, figs: dict) -> int:
     return total
 
 
+def choices_bytes(choices) -> int:
+    """What a gr.Dropdown update with these choices sends (its choices as JSON)."""
+    return len(json.dumps(choices).encode())
+
+
+def sentiment_report(pipe) -> None:
+    view, _, _ = handlers.analyze_review(pipe, BENCH_REVIEW)
+    overview, single = handlers.sentiment_figures(view, 0, 0)
+    kinds = handlers.sentiment_kinds(view)
+    tokens = choices_bytes(view_handlers.token_choices(list(kinds.values())))
+    first = report(
+        f"sentiment ({len(BENCH_REVIEW.split())}-word review, {len(view.labels)} tokens)",
+        {"overview": overview, "single": single},
+    )
+    print(f"  with the token list of token focus ({tokens / 1000:.0f} KB): {(first + tokens) / 1000:.0f} KB in all")
+    L, H = len(view.attentions), view.attentions[0].shape[0]
+    worst = max(
+        (sum(figure_bytes(f) for f in handlers.sentiment_figures(view, layer, head)), layer, head)
+        for layer in range(L)
+        for head in range(H)
+    )
+    print(f"  heaviest layer/head choice: layer {worst[1] + 1}, head {worst[2] + 1}: {worst[0] / 1000:.0f} KB")
+    on_demand = {
+        "model view": view_handlers.model_view(kinds["self"]),
+        "token focus": view_handlers.token_focus(kinds["self"], 0, "src:5"),
+        "single, log scale": handlers.sentiment_heatmap(view, 0, 0, "log"),
+        "single, row-max scale": handlers.sentiment_heatmap(view, 0, 0, "row"),
+        "single, tokens hidden": handlers.sentiment_heatmap(view, 0, 0, "linear", True),
+    }
+    print("  on demand: " + ", ".join(f"{k} {figure_bytes(f) / 1000:.0f} KB" for k, f in on_demand.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     from viz.models import load_models
 
     sentiment, translation = load_models()
     if sentiment.pipeline is not None:
-        view, _, _ = handlers.analyze_review(sentiment.pipeline, BENCH_REVIEW)
-        overview, single = handlers.sentiment_figures(view, 0, 0)
-        n = len(view.labels)
-        report(
-            f"sentiment ({len(BENCH_REVIEW.split())}-word review, {n} tokens)", {"overview": overview, "single": single}
-        )
-        L, H = len(view.attentions), view.attentions[0].shape[0]
-        worst = max(
-            (sum(figure_bytes(f) for f in handlers.sentiment_figures(view, layer, head)), layer, head)
-            for layer in range(L)
-            for head in range(H)
-        )
-        print(f"  heaviest layer/head choice: layer {worst[1] + 1}, head {worst[2] + 1}: {worst[0] / 1000:.0f} KB")
+        sentiment_report(sentiment.pipeline)
     if translation.pipeline is not None:
         view, _, _ = handlers.translate(translation.pipeline, BENCH_GERMAN)
         figs = handlers.translation_figures(view, 0, 0)

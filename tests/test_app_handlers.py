@@ -170,7 +170,9 @@ def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mas
     assert rows[5] == "15–17:w1…"
     fig = figures.heads_overview(attn, labels, labels, "Layer 1", max_cells=128)
     assert (
-        len(fig.data) == 4 and np.asarray(fig.data[0].z).shape == (100, 100) and "blocks of 3" in fig.layout.title.text
+        len(fig.data) == 4
+        and np.asarray(fig.data[0].z).shape == (100, 100)
+        and "blocks of 3" in fig.layout.title.subtitle.text
     )
     short = figures.heads_overview(attn[:, :30, :30], labels[:30], labels[:30], "Layer 1")
     assert np.asarray(short.data[0].z).shape == (30, 30)  # short inputs keep every token
@@ -207,7 +209,9 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
             assert fn.api_visibility == "private"
             if blocks["sentiment-attention"] not in fn.outputs:
                 continue  # the comparison's diff plot follows layer and head too (tests/test_compare_app.py)
-            figures = fn.fn(view, 1, 3)  # (overview, single) for a new layer, single alone for a new head
+            # state, layer, head, then the views' scale, hidden tokens, token, kind of attention, model view open
+            args = [view, 1, 3, "linear", False, None, "self", False][: len(fn.inputs)]
+            figures = fn.fn(*args)  # (overview, single, ...) for a new layer, single alone for a new head
             single = dict(zip(fn.outputs, figures if isinstance(figures, tuple) else (figures,)))[
                 blocks["sentiment-attention"]
             ]

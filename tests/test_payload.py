@@ -43,12 +43,16 @@ def test_a_long_input_heatmap_is_light_and_keeps_hover_precision(peak):
     assert (fig.data[0].zmin, fig.data[0].zmax) == (0, z.max())
 
 
-def test_small_multiples_each_span_their_own_range():
-    w = np.stack([attention(12, peak, seed=h) for h, peak in enumerate((0.1, 0.5, 0.9, 0.0))])
-    labels = explain.axis_labels([f"w{i}" for i in range(12)])
+def test_small_multiples_share_one_colour_scale_with_a_colour_bar_and_ticks():
+    """Each head was scaled to its own maximum without saying so, with no colour bar and no ticks past 20 tokens."""
+    w = np.stack([attention(40, peak, seed=h) for h, peak in enumerate((0.1, 0.5, 0.9, 0.0))])
+    labels = explain.axis_labels([f"w{i}" for i in range(40)])
     fig = figures.heads_overview(w, labels, labels, "Layer 1")
-    assert [t.zmax for t in fig.data] == [int(np.asarray(t.z).max()) for t in fig.data]
-    assert len({t.zmax for t in fig.data}) == 4
+    assert {t.coloraxis for t in fig.data} == {"coloraxis"}
+    assert fig.layout.coloraxis.cmax == max(int(np.asarray(t.z).max()) for t in fig.data)
+    assert fig.layout.coloraxis.colorbar.ticktext[0] == "0"
+    assert fig.layout.xaxis3.showticklabels is not False and fig.layout.yaxis.showticklabels is not False
+    assert "one linear colour scale" in fig.layout.title.subtitle.text
 
 
 def test_overview_of_a_long_input_has_at_most_32_cells_a_side():

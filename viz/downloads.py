@@ -24,6 +24,7 @@ from pipelines.export import sentiment_record, translation_record
 
 from .failures import failure_message
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
+from .theme import THEME_JS
 
 log = logging.getLogger(__name__)
 KEEP_SECONDS = 120
@@ -60,7 +61,9 @@ def export_dir() -> Path:
 # replaces that div with a new one and draws the figure again (60-90 ms each for a long review's heatmap). Drawn
 # in the next animation frame instead, only into divs still on the page and only the last figure given to each,
 # a new heatmap is drawn once, just before the browser paints.
-PLOTLY_JS = """
+PLOTLY_JS = (
+    THEME_JS
+    + """
 (() => {
   if (window.__attentionDemoPlotly) return;
   window.__attentionDemoPlotly = true;
@@ -75,6 +78,7 @@ PLOTLY_JS = """
     const {args, done} = pending.get(gd);
     pending.delete(gd);
     if (!gd.isConnected) return done(gd);  // replaced before it was drawn: nothing to show
+    if (window.__attentionTheme) [args[1], args[2]] = window.__attentionTheme(gd, args[1], args[2]);  // viz.theme
     Promise.resolve(react.apply(P, args)).then(done, done);
   };
   const patch = P => {
@@ -100,6 +104,7 @@ PLOTLY_JS = """
   Object.defineProperty(window, 'Plotly', {configurable: true, get: () => current, set: v => { current = patch(v); }});
 })();
 """
+)
 
 # After the server wrote the file, have the browser save it: a link to its address (export_url), clicked once.
 CLICK_DOWNLOAD_JS = """(url) => {

@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from pipelines import attention_views as av
+
 COLORSCALE = "Blues"
 FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)
 
@@ -72,26 +74,69 @@ def _heatmap(weights: np.ndarray, x: list[str], y: list[str], hover: str, colorb
     return go.Heatmap(z=z, x=x, y=y, zmin=0, zmax=top, colorscale=COLORSCALE, hovertemplate=hover, **scale, **kw)
 
 
+SCALE_STEPS = 250  # colour positions of a non-linear scale travel as 0..250: one byte a cell
+
+
+def colors(weights: np.ndarray, scale: av.ColorScale, hover: str) -> tuple[dict, dict]:
+    """(trace keywords: z, zmin, zmax, hovertemplate and, for a non-linear scale, customdata; its colour bar).
+    Linear: z holds the weights in thousandths. Otherwise (pipelines.attention_views) z holds each cell's colour
+    position and customdata its weight in thousandths, for the hover. One call for several maps shares a scale."""
+    weights = as_float32(weights)
+    if scale.linear:
+        top = _top(weights)
+        return dict(z=thousandths(weights), zmin=0, zmax=top, hovertemplate=hover), _colorbar(top)
+    scaled = scale.apply(weights.astype(np.float64))
+    colorbar = dict(
+        title=dict(text=scaled.title),
+        thickness=12,
+        tickvals=[round(p * SCALE_STEPS, 2) for p in scaled.tick_positions],
+        ticktext=scaled.tick_labels,
+    )
+    kw = dict(z=np.rint(scaled.positions * SCALE_STEPS).astype(np.uint8), zmin=0, zmax=SCALE_STEPS)
+    kw.update(customdata=thousandths_array(weights), hovertemplate=hover.replace("%{z:03d}", "%{customdata:03d}"))
+    return kw, colorbar
+
+
+def _scaled_heatmap(weights: np.ndarray, x, y, hover: str, scale: av.ColorScale, **kw) -> go.Heatmap:
+    """A heatmap coloured by any scale, with its colour bar."""
+    color, colorbar = colors(weights, scale, hover)
+    return go.Heatmap(x=x, y=y, colorscale=COLORSCALE, colorbar=colorbar, **color, **kw)
+
+
+def thousandths_array(weights: np.ndarray) -> np.ndarray:
+    """thousandths as a numpy array (uint8 when every value fits a byte, else int16): sent base64-encoded."""
+    z = np.clip(np.rint(np.asarray(weights, dtype=np.float64) * 1000), 0, 999).astype(np.int16)
+    return z.astype(np.uint8) if z.size and z.max() < 256 else z
+
+
 def _hover(query: str, key: str, extra: str = "") -> str:
     # %{y} and %{x} are the 'i:token' labels: the token itself, and which occurrence of it.
     return f"{query} %{{y}}<br>{key} %{{x}}<br>{WEIGHT}<extra>{extra}</extra>"
 
 
-def _layout_dict(title: str, height: int) -> dict:
+TITLE_TOP = 40  # pixels above the title: plotly's tool bar sits there, off the title
+MARGIN_TOP = 100  # the tool bar, the title and its one-line subtitle
+HIGHLIGHT = "#ea580c"  # the focused token's row and column, and the cut marker
+
+
+def _layout_dict(title: str, height: int, subtitle: str = "") -> dict:
+    title_dict = dict(text=title, x=0, xanchor="left", yref="container", y=1, yanchor="top", font=dict(size=15))
+    title_dict.update(pad=dict(t=TITLE_TOP), subtitle=dict(text=subtitle, font=dict(size=12, color="#6b7280")))
     return dict(
         template=SLIM_TEMPLATE,
-        title=dict(text=title, x=0, xanchor="left", font=dict(size=15)),
+        title=title_dict,
         height=height,
-        margin=dict(l=10, r=10, t=60, b=10),
+        margin=dict(l=10, r=10, t=MARGIN_TOP if subtitle else MARGIN_TOP - 18, b=10),
         font=FONT,
         dragmode="zoom",
         hoverlabel=dict(bgcolor="white", font_size=13),
-        plot_bgcolor="white",
+        paper_bgcolor="rgba(0,0,0,0)",  # the page's own background, light or dark (viz/theme.py does the rest)
+        plot_bgcolor="rgba(0,0,0,0)",
     )
 
 
-def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
-    fig.update_layout(**_layout_dict(title, height))
+def _layout(fig: go.Figure, title: str, height: int, subtitle: str = "") -> go.Figure:
+    fig.update_layout(**_layout_dict(title, height, subtitle))
     return fig
 
 
@@ -102,35 +147,79 @@ def _label_margin(labels: list[str], slant: float = 1.0) -> int:
     return int(min(170, 34 + slant * 6.2 * longest))
 
 
+def _ticks(labels: list[str], pixels: int) -> dict:
+    """Tick labels for a category axis: every token when they fit (12 px each), else every k-th; hover names all."""
+    shown = av.tick_positions(len(labels), max(2, min(MAX_TICKS, pixels // 12)))
+    return dict(tickmode="array", tickvals=[labels[i] for i in shown], ticktext=[labels[i] for i in shown])
+
+
+def marks(cut: av.CutMarker | None, n_rows: int, n_cols: int, row: int | None, col: int | None, cut_rows=True):
+    """Layout shapes and annotations: the cut of a long input on both axes (rows only with cut_rows), and the
+    focused token's row and column (display positions)."""
+    shapes, notes = [], []
+    if cut is not None:
+        line = dict(type="line", line=dict(color=HIGHLIGHT, width=2, dash="dot"), name="cut")
+        shapes.append(dict(x0=cut.boundary, x1=cut.boundary, y0=0, y1=1, xref="x", yref="y domain", **line))
+        if cut_rows:
+            shapes.append(dict(x0=0, x1=1, y0=cut.boundary, y1=cut.boundary, xref="x domain", yref="y", **line))
+        notes.append(
+            dict(x=cut.boundary, y=1, xref="x", yref="y domain", yanchor="bottom", xanchor="left", text=cut.text,
+                 showarrow=False,
+                 font=dict(size=11, color=HIGHLIGHT), bgcolor="rgba(255,255,255,0.8)")
+        )  # fmt: skip
+    box = dict(type="rect", line=dict(color=HIGHLIGHT, width=2), fillcolor="rgba(0,0,0,0)")
+    if row is not None:
+        shapes.append(dict(x0=-0.5, x1=n_cols - 0.5, y0=row - 0.5, y1=row + 0.5, name="focus-row", **box))
+    if col is not None:
+        shapes.append(dict(x0=col - 0.5, x1=col + 0.5, y0=-0.5, y1=n_rows - 0.5, name="focus-col", **box))
+    return shapes, notes
+
+
 def attention_heatmap(
-    weights: np.ndarray, q_labels: list[str], k_labels: list[str], title: str, query: str = "query", key: str = "key"
+    weights: np.ndarray,
+    q_labels: list[str],
+    k_labels: list[str],
+    title: str,
+    query: str = "query",
+    key: str = "key",
+    scale: av.ColorScale | None = None,
+    shapes: tuple[list, list] = ([], []),
+    meta: dict | None = None,
 ) -> go.Figure:
-    """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset."""
+    """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset.
+    scale: the colour scale (linear when None); shapes: (shapes, annotations) from marks(); meta: kept on the
+    trace for the page's click handlers (which token a row or column is)."""
     Tq, Tk = weights.shape
     assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
+    scale = scale or av.color_scale("linear")
     # Built as one dict (plotly's update_* calls took 30 ms for a long review) with margins fixed in advance.
-    ticks = dict(tickfont=dict(size=10), type="category", nticks=MAX_TICKS, automargin=False)
-    layout = _layout_dict(title, int(min(820, max(480, 260 + 9 * max(Tq, Tk)))))
+    height = int(min(820, max(480, 260 + 9 * max(Tq, Tk))))
+    area = height - MARGIN_TOP - _label_margin(k_labels, slant=0.87)
+    ticks = dict(tickfont=dict(size=10), type="category", automargin=False)
+    layout = _layout_dict(title, height, f"row = {query} (attending), column = {key} · {scale.label}")
     layout.update(
-        xaxis=dict(title=dict(text=f"{key} (attended to)"), tickangle=-60, **ticks),
-        yaxis=dict(title=dict(text=f"{query} (attending)"), autorange="reversed", **ticks),
-        margin=dict(l=_label_margin(q_labels), r=80, t=60, b=_label_margin(k_labels, slant=0.87)),
+        # ranges given: the cut marker's note must not widen them (plotly's autorange makes room for annotations)
+        xaxis=dict(title=dict(text=f"{key} (attended to)"), tickangle=-60, range=[-0.5, Tk - 0.5], **ticks,
+                   **_ticks(k_labels, area)),
+        yaxis=dict(title=dict(text=f"{query} (attending)"), range=[Tq - 0.5, -0.5], **ticks, **_ticks(q_labels, area)),
+    )  # fmt: skip
+    layout.update(
+        margin=dict(l=_label_margin(q_labels), r=80, t=MARGIN_TOP, b=_label_margin(k_labels, slant=0.87)),
+        shapes=shapes[0],
+        annotations=shapes[1],
     )
-    return go.Figure(_heatmap(weights, k_labels, q_labels, _hover(query, key), hoverongaps=False), layout)
+    trace = _scaled_heatmap(weights, k_labels, q_labels, _hover(query, key), scale, hoverongaps=False, meta=meta)
+    return go.Figure(trace, layout)
 
 
 def pool_blocks(weights: np.ndarray, labels_q: list[str], labels_k: list[str], max_cells: int):
-    """Shrink (H, Tq, Tk) maps to at most max_cells per side by token blocks, for small multiples of long
-    inputs: a cell holds the attention mass the block's queries give the block's keys (rows still sum to 1).
-    Returns (weights, row labels, column labels); the labels name each block's first token."""
-    H, Tq, Tk = weights.shape
-    bq, bk = math.ceil(Tq / max_cells), math.ceil(Tk / max_cells)
-    if bq == bk == 1:
+    """Shrink (H, Tq, Tk) maps to at most max_cells per side by token blocks (pipelines.attention_views.pool_blocks)
+    for small multiples of long inputs. Returns (weights, row labels, column labels); the labels name each block's
+    first token."""
+    pooled, starts_q, starts_k = av.pool_blocks(weights, max_cells)
+    if pooled.shape[-2:] == weights.shape[-2:]:
         return weights, labels_q, labels_k
-    starts_q, starts_k = np.arange(0, Tq, bq), np.arange(0, Tk, bk)
-    mass = np.add.reduceat(np.add.reduceat(weights, starts_k, axis=2), starts_q, axis=1)  # (H, nq, nk)
-    rows = np.diff(np.append(starts_q, Tq))  # queries per block
-    return mass / rows[None, :, None], _block_labels(labels_q, starts_q), _block_labels(labels_k, starts_k)
+    return pooled, _block_labels(labels_q, starts_q), _block_labels(labels_k, starts_k)
 
 
 def _block_labels(labels: list[str], starts: np.ndarray) -> list[str]:
@@ -146,35 +235,43 @@ def heads_overview(
     query: str = "query",
     key: str = "key",
     max_cells: int = OVERVIEW_CELLS,
+    scale: av.ColorScale | None = None,
 ) -> go.Figure:
-    """All heads of one layer as small multiples: weights (H, Tq, Tk). Each head has its own color range.
-    Inputs longer than max_cells tokens are shown in token blocks (pool_blocks) to keep the figure small."""
+    """All heads of one layer as small multiples: weights (H, Tq, Tk), on one colour scale with its colour bar
+    and tick labels on the outer axes. Inputs longer than max_cells tokens are shown in token blocks (pool_blocks)
+    to keep the figure small."""
     weights = as_float32(weights)
     H, Tq, Tk = weights.shape
     weights, q_labels, k_labels = pool_blocks(weights, q_labels, k_labels, max_cells)
+    subtitle = f"every head on one {(scale or av.color_scale('linear')).label}"
     if len(q_labels) < Tq or len(k_labels) < Tk:
-        block = math.ceil(max(Tq, Tk) / max_cells)
-        note = f"(in blocks of {block} tokens: the large plot has every token)"
-        title += f" <span style='font-size:12px;color:#6b7280'>{note}</span>"
-    cols = min(H, 4)
+        subtitle += f"; in blocks of {math.ceil(max(Tq, Tk) / max_cells)} tokens"
+    cols = min(H, 2)  # two a row: the maps stay readable on a phone
     rows = math.ceil(H / cols)
     fig = make_subplots(
         rows=rows,
         cols=cols,
         subplot_titles=[f"head {h + 1}" for h in range(H)],
-        horizontal_spacing=0.03,
-        vertical_spacing=0.08 if rows > 1 else 0.0,
+        shared_xaxes=True,
+        shared_yaxes=True,
+        horizontal_spacing=0.04,
+        vertical_spacing=0.1 if rows > 1 else 0.0,
     )
-    small = max(Tq, Tk) <= 20  # tick labels only where they can be read
+    color, colorbar = colors(weights, scale or av.color_scale("linear"), _hover(query, key, "%{meta}"))
     for h in range(H):
-        fig.add_trace(
-            _heatmap(weights[h], k_labels, q_labels, _hover(query, key, f"head {h + 1}"), colorbar=False),
-            row=h // cols + 1,
-            col=h % cols + 1,
-        )
-    fig.update_xaxes(showticklabels=small, tickfont=dict(size=8), tickangle=-60, type="category")
-    fig.update_yaxes(showticklabels=small, tickfont=dict(size=8), autorange="reversed", type="category")
-    return _layout(fig, title, 60 + 270 * rows)
+        head = {k: (v[h] if k in ("z", "customdata") else v) for k, v in color.items()}
+        trace = go.Heatmap(x=k_labels, y=q_labels, coloraxis="coloraxis", meta=f"head {h + 1}", **head)
+        fig.add_trace(trace, row=h // cols + 1, col=h % cols + 1)
+    fig.update_xaxes(tickfont=dict(size=8), tickangle=-60, type="category", automargin=False, **_ticks(k_labels, 180))
+    fig.update_yaxes(tickfont=dict(size=8), autorange="reversed", type="category", automargin=False)
+    fig.update_yaxes(**_ticks(q_labels, 220))
+    _layout(fig, title, MARGIN_TOP + _label_margin(k_labels, 0.7) + 230 * rows, subtitle)
+    zmin, zmax = color["zmin"], color["zmax"]
+    fig.update_layout(
+        coloraxis=dict(colorscale=COLORSCALE, cmin=zmin, cmax=zmax, colorbar=colorbar),
+        margin=dict(l=_label_margin(q_labels, 0.8), r=80, b=_label_margin(k_labels, 0.7), t=MARGIN_TOP),
+    )
+    return fig
 
 
 def step_heatmap(weights: np.ndarray, src_labels: list[str], title: str) -> go.Figure:

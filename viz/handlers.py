@@ -15,6 +15,7 @@ from pipelines.common import NonFiniteOutput, non_finite
 
 from . import explain, figures
 from . import notices as notices_
+from . import view_handlers as views
 from .failures import failure_message
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text, clamp, decoding_options, plural
 
@@ -97,27 +98,31 @@ def analyze_review(
     return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
 
 
-def sentiment_heatmap(view: SentimentView | None, layer: int, head: int):
+def sentiment_kinds(view: SentimentView) -> dict[str, views.KindMaps]:
+    """The classifier's one kind of attention, self-attention over the review."""
+    km = views.KindMaps("self", "Self-attention", view.attentions, "src", "src", view.labels, view.labels)
+    km = views.KindMaps(**{**km.__dict__, "cut_after": view.cut_after, "n_skipped": view.n_skipped})
+    return {"self": km}
+
+
+def sentiment_heatmap(view: SentimentView | None, layer: int, head: int, scale="linear", hide=False, token=None):
     """The chosen head of the chosen layer, large: every token by every token."""
     if view is None:
         return None
-    layer, head = _layer_head(len(view.attentions), view.attentions[0].shape[0], layer, head)
-    title = f"Layer {layer + 1}, head {head + 1}: row = query token, column = key"
-    return figures.attention_heatmap(view.attentions[layer][head], view.labels, view.labels, title)
+    title = "Layer {layer}, head {head}"
+    return views.heatmap(sentiment_kinds(view)["self"], layer, head, title, scale, hide, token)
 
 
-def sentiment_overview(view: SentimentView | None, layer: int):
+def sentiment_overview(view: SentimentView | None, layer: int, scale="linear", hide=False):
     """Every head of the chosen layer as small multiples."""
     if view is None:
         return None
-    layer, _ = _layer_head(len(view.attentions), 1, layer, 0)
-    attn = view.attentions[layer]  # (H, T, T)
-    return figures.heads_overview(attn, view.labels, view.labels, f"Layer {layer + 1}: every head")
+    return views.overview(sentiment_kinds(view)["self"], layer, "Layer {layer}: every head", scale, hide)
 
 
-def sentiment_figures(view: SentimentView | None, layer: int, head: int):
+def sentiment_figures(view: SentimentView | None, layer: int, head: int, scale="linear", hide=False, token=None):
     """(all heads of a layer, one head large) for the chosen layer and head."""
-    return sentiment_overview(view, layer), sentiment_heatmap(view, layer, head)
+    return sentiment_overview(view, layer, scale, hide), sentiment_heatmap(view, layer, head, scale, hide, token)
 
 
 # --- translation ----------------------------------------------------------------------------------------
@@ -197,62 +202,62 @@ def translate(pipe, german_text: str, decoding: str | None = None, beam_size: in
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 
-def translation_heatmap(view: TranslationView | None, layer: int, head: int):
-    """The cross-attention of the chosen head, large: English steps (rows) by German tokens."""
+def translation_kinds(view: TranslationView) -> dict[str, views.KindMaps]:
+    """The translator's three kinds of attention, by name: encoder, decoder (self-attention) and cross."""
+    src, tgt = view.src_labels, view.tgt_labels
+    return {
+        "encoder": views.KindMaps("encoder", "Encoder self-attention", view.encoder, "src", "src", src, src),
+        "decoder": views.KindMaps("decoder", "Decoder self-attention", view.decoder, "tgt", "tgt", tgt, tgt),
+        "cross": views.KindMaps("cross", "Cross-attention", view.cross, "tgt", "src", tgt, src, "English", "German"),
+    }
+
+
+TRANSLATION_TITLES = {
+    "cross": "Cross-attention, layer {layer}, head {head}",
+    "encoder": "Encoder self-attention, layer {layer}, head {head}",
+    "decoder": "Decoder self-attention, layer {layer}, head {head} (causal)",
+}
+
+
+def translation_heatmap(
+    view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None, kind="cross"
+):
+    """One head of one kind, large (cross-attention: English steps (rows) by German tokens)."""
     if view is None:
         return None
-    layer, head = _layer_head(len(view.cross), view.cross[0].shape[0], layer, head)
-    title = f"Cross-attention, layer {layer + 1}, head {head + 1}: English step (row) → German token"
-    return figures.attention_heatmap(
-        view.cross[layer][head], view.tgt_labels, view.src_labels, title, query="English", key="German"
-    )
+    km = translation_kinds(view)[kind]
+    return views.heatmap(km, layer, head, TRANSLATION_TITLES[kind], scale, hide, token)
 
 
-def translation_overview(view: TranslationView | None, layer: int):
+def translation_overview(view: TranslationView | None, layer: int, scale="linear", hide=False):
     """Every cross-attention head of the chosen layer as small multiples."""
     if view is None:
         return None
-    dec_layer, _ = _layer_head(len(view.cross), 1, layer, 0)
-    title = f"Cross-attention, layer {dec_layer + 1}: every head"
-    return figures.heads_overview(
-        view.cross[dec_layer], view.tgt_labels, view.src_labels, title, query="English", key="German"
-    )
+    km = translation_kinds(view)["cross"]
+    return views.overview(km, layer, "Cross-attention, layer {layer}: every head", scale, hide)
 
 
-def translation_head_figures(view: TranslationView | None, layer: int, head: int):
+def translation_head_figures(
+    view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None
+):
     """(cross-attention, encoder self-attention, decoder self-attention) of the chosen head: what a change of
     head redraws."""
-    return (translation_heatmap(view, layer, head), *translation_self_attention(view, layer, head))
+    return tuple(translation_heatmap(view, layer, head, scale, hide, token, kind) for kind in TRANSLATION_TITLES)
 
 
-def translation_figures(view: TranslationView | None, layer: int, head: int):
+def translation_figures(view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None):
     """(cross-attention: every head, cross-attention: one head, encoder self-attention, decoder self-attention)."""
-    return (translation_overview(view, layer), *translation_head_figures(view, layer, head))
-
-
-def translation_self_attention(view: TranslationView | None, layer: int, head: int):
-    """(encoder self-attention, decoder self-attention) of the chosen head."""
-    if view is None:
-        return None, None
-    H = view.cross[0].shape[0]
-    dec_layer, head = _layer_head(len(view.cross), H, layer, head)
-    enc_layer, _ = _layer_head(len(view.encoder), H, layer, head)
-    where = f"layer {dec_layer + 1}, head {head + 1}"
-    tgt, src = view.tgt_labels, view.src_labels
     return (
-        figures.attention_heatmap(
-            view.encoder[enc_layer][head],
-            src,
-            src,
-            f"Encoder self-attention, layer {enc_layer + 1}, head {head + 1}",
-        ),
-        figures.attention_heatmap(
-            view.decoder[dec_layer][head],
-            tgt,
-            tgt,
-            f"Decoder self-attention, {where} (causal: only earlier steps)",
-        ),
+        translation_overview(view, layer, scale, hide),
+        *translation_head_figures(view, layer, head, scale, hide, token),
     )
+
+
+def translation_self_attention(
+    view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None
+):
+    """(encoder self-attention, decoder self-attention) of the chosen head."""
+    return translation_head_figures(view, layer, head, scale, hide, token)[1:]
 
 
 def translation_step(view: TranslationView | None, layer: int, step: int):

@@ -10,7 +10,7 @@ from starlette.responses import PlainTextResponse
 from pipelines import serving
 from pipelines.serving import calling_client
 
-from . import page
+from . import page, theme
 from .downloads import ServeExports
 from .guard import ApiGuard
 
@@ -55,7 +55,7 @@ class RefuseUploads:
 def launch_options() -> dict:
     """Keyword arguments for demo.launch()."""
     return dict(
-        css=page.CSS,
+        css=page.CSS + theme.CSS,
         head=page.head_html(),
         max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
         state_session_capacity=SESSIONS,

@@ -1,0 +1,131 @@
+"""The numbers behind the attention views (pipelines.attention_views): colour scales, the cut marker of a long
+review, hidden tokens with renormalised rows, ticks, token focus and thumbnails."""
+
+import numpy as np
+import pytest
+
+from pipelines import attention_views as av
+from pipelines.text import kept_positions
+
+
+def rows(T: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.full(T, 0.3), size=T)
+
+
+def test_linear_scale_is_proportional_and_its_ticks_are_weights():
+    w = np.array([[0.0, 0.05, 0.2], [0.1, 0.1, 0.1]])
+    s = av.color_scale("linear").apply(w)
+    np.testing.assert_allclose(s.positions, w / 0.2)
+    assert s.tick_labels[0] == "0" and all(0 <= p <= 1 for p in s.tick_positions)
+    for pos, label in zip(s.tick_positions, s.tick_labels):
+        assert pos * 0.2 == pytest.approx(float(label))
+
+
+def test_log_scale_spreads_small_weights_and_places_decades():
+    w = np.array([[1e-6, 1e-3, 1e-2, 0.1]])
+    s = av.color_scale("log").apply(w)
+    np.testing.assert_allclose(s.positions, [[0.0, 1 / 3, 2 / 3, 1.0]])  # three decades below the top
+    assert s.tick_labels == ["0.0001", "0.001", "0.01", "0.1"]
+    np.testing.assert_allclose(s.tick_positions, [0.0, 1 / 3, 2 / 3, 1.0])
+    assert "log" in av.color_scale("log").label
+
+
+def test_row_scale_gives_every_row_its_own_maximum():
+    w = np.array([[0.5, 0.25, 0.25], [0.02, 0.01, 0.97], [0.0, 0.0, 0.0]])
+    s = av.color_scale("row").apply(w)
+    np.testing.assert_allclose(s.positions, [[1, 0.5, 0.5], [0.02 / 0.97, 0.01 / 0.97, 1], [0, 0, 0]])
+    assert "row" in av.color_scale("row").label
+    assert av.color_scale("no such scale").name == "linear"
+
+
+def test_cut_marker_sits_between_the_kept_head_and_tail():
+    n, max_len, head = 700, 512, 128
+    kept = kept_positions(n, max_len, head)  # what the pipeline keeps: positions into the whole review
+    marker = av.cut_marker(head, n - max_len, np.arange(len(kept)))
+    assert marker.boundary == head - 0.5 and marker.n_skipped == 188 and "188 tokens skipped" in marker.text
+    assert kept[head - 1] + 1 < kept[head]  # the positions on either side are not neighbours in the review
+
+
+def test_cut_marker_follows_hidden_tokens_and_vanishes_without_a_cut():
+    shown = np.array([0, 2, 3, 5, 6, 9])  # positions 1, 4, 7, 8 hidden
+    assert av.cut_marker(6, 40, shown).boundary == 3.5  # 0, 2, 3, 5 are before the cut
+    assert av.cut_marker(None, 0) is None and av.cut_marker(6, 0) is None
+    assert av.cut_marker(1, 5, np.array([3, 4])) is None  # every shown token is on one side
+
+
+def test_hiding_tokens_renormalises_the_rows_over_what_remains():
+    tokens = ["The", "film", ",", "sadly", ".", "</s>"]
+    hidden = av.hidden_positions(tokens)
+    assert hidden.tolist() == [False, False, True, False, True, True]
+    w = rows(6)[None]  # (1, 6, 6)
+    shown, kept_q, kept_k = av.hide_tokens(w, hidden, hidden)
+    assert kept_q.tolist() == kept_k.tolist() == [0, 1, 3]
+    np.testing.assert_allclose(shown.sum(-1), 1.0)
+    expected = w[0][np.ix_([0, 1, 3], [0, 1, 3])]
+    np.testing.assert_allclose(shown[0], expected / expected.sum(-1, keepdims=True))
+
+
+def test_tick_positions_show_every_token_when_they_fit():
+    assert av.tick_positions(12, 30) == list(range(12))
+    ticks = av.tick_positions(512, 30)
+    assert ticks[:3] == [0, 20, 40] and len(ticks) <= 30
+
+
+def test_token_focus_reads_a_row_and_a_column_of_every_head():
+    w = np.stack([rows(5, seed=h) for h in range(3)])  # (H, T, T)
+    focus = av.token_focus(w, 2, 4)
+    np.testing.assert_array_equal(focus.looks_at, w[:, 2, :])
+    np.testing.assert_array_equal(focus.looked_at_by, w[:, :, 4])
+    assert av.token_focus(w, None, 1).looks_at is None
+    assert av.top_k(np.array([0.1, 0.5, 0.1, 0.3]), 2).tolist() == [1, 3]
+
+
+def test_thumbnails_keep_every_row_a_distribution():
+    layers = [np.stack([rows(100, seed=10 * layer + h) for h in range(4)]) for layer in range(2)]
+    thumbs, starts_q, starts_k = av.thumbnails(layers, max_cells=24)
+    assert thumbs.shape == (2, 4, 20, 20) and starts_q[1] == 5
+    np.testing.assert_allclose(thumbs.sum(-1), 1.0, rtol=1e-5)
+
+
+# --- the figures drawn from these numbers (viz/), on the tiny classifier --------------------------------
+
+
+@pytest.fixture(scope="module")
+def long_view(sentiment):
+    from viz import handlers
+    from viz.examples import LONG_REVIEW
+
+    view, _, _ = handlers.analyze_review(sentiment, LONG_REVIEW)
+    assert view.cut_after == 16 and view.n_skipped > 0  # the tiny model reads 64 tokens: 16 + 48
+    return view
+
+
+@pytest.mark.parametrize("name", ["linear", "log", "row"])
+def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, name):
+    from viz import handlers
+
+    fig = handlers.sentiment_heatmap(long_view, 1, 2, name)
+    scale = av.color_scale(name)
+    assert scale.label in fig.layout.title.subtitle.text
+    weights = long_view.attentions[1][2].astype(np.float32)
+    trace = fig.data[0]
+    shown = np.asarray(trace.z) if scale.linear else np.asarray(trace.customdata)
+    np.testing.assert_allclose(shown / 1000, np.minimum(weights, 0.999), atol=5e-4)  # hover: the weight itself
+    if not scale.linear:
+        expected = np.rint(scale.apply(weights.astype(np.float64)).positions * 250)
+        np.testing.assert_array_equal(np.asarray(trace.z), expected)
+        assert "%{customdata:03d}" in trace.hovertemplate
+
+
+def test_the_cut_marker_is_drawn_where_the_pipeline_puts_it_with_tokens_hidden(long_view):
+    from viz import handlers
+
+    fig = handlers.sentiment_heatmap(long_view, 0, 0, "linear", True)
+    tokens = [label.split(":", 1)[1] for label in long_view.labels]
+    kept = np.flatnonzero(~av.hidden_positions(tokens))
+    marker = av.cut_marker(long_view.cut_after, long_view.n_skipped, kept)
+    cuts = [s for s in fig.layout.shapes if s.name == "cut"]
+    assert [cuts[0].x0, cuts[1].y0] == [marker.boundary, marker.boundary]
+    assert any("tokens skipped" in a.text for a in fig.layout.annotations)
+    assert len(fig.data[0].y) == len(kept) < len(long_view.labels)

@@ -1,0 +1,175 @@
+"""The attention views in a real headless chromium, on the tiny models: the model view (every layer x head; a click
+opens that head), token focus (a click on the large map), hidden tokens renormalised as the pipeline computes
+them, and a phone-sized dark page where no two plots draw over each other."""
+
+import numpy as np
+import pytest
+
+from benchmarks import browser
+from pipelines import attention_views as av
+from viz import handlers
+from viz.examples import BENCH_GERMAN, LONG_REVIEW
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+SHORT_REVIEW = "A warm, funny and beautifully acted film about two brothers who finally talk."
+PUNCTUATED = "Wow. A dull, slow film; far too long! Still, the music... is lovely?"
+PLOT_JS = "id => document.querySelector('#' + id + ' .js-plotly-plot')"
+SHAPES_JS = f"""([id, name]) => {{ const gd = ({PLOT_JS})(id);
+  const s = ((gd && gd.layout.shapes) || []).find(s => s.name === name);
+  return s ? [s.x0, s.x1, s.y0, s.y1] : null; }}"""
+
+
+TRACE_JS = f"id => {{ const t = ({PLOT_JS})(id)._fullData[0]; return [t.y, Array.from(t.z, r => Array.from(r))]; }}"
+
+
+def open_model_view(page, task: str) -> int:
+    """Open the model view's accordion; the number of thumbnails drawn."""
+    browser.open_model_view(page, task)
+    return page.evaluate(f"id => ({PLOT_JS})(id).data.length", f"{task}-model-view")
+
+
+@pytest.mark.parametrize(
+    "task,large,title",
+    [
+        ("sentiment", "sentiment-attention", "Layer 2, head 3"),
+        ("translation", "translation-attention", "layer 2, head 3"),
+    ],
+)
+def test_model_view_shows_every_layer_and_head_and_a_click_opens_one(page, app_url, task, large, title):
+    browser.open_tab(page, app_url, task.title())
+    if task == "sentiment":
+        browser.analyze_review(page, LONG_REVIEW)
+    else:
+        browser.translate(page, BENCH_GERMAN, decoding="greedy")
+    assert open_model_view(page, task) == 2 * 4  # the tiny models: 2 layers x 4 heads (of each kind)
+    colorbars = page.evaluate(f"id => ({PLOT_JS})(id).layout.coloraxis.colorbar !== undefined", f"{task}-model-view")
+    assert colorbars  # one shared colour scale, with its bar
+    browser.mark_plot(page, large)
+    browser.click_plot(page, f"{task}-model-view", subplot="x7y7")  # layer 2 (second row), head 3 (third column)
+    page.wait_for_function(
+        "([id, t]) => ((document.querySelector('#' + id + ' .gtitle') || {}).textContent || '').includes(t)",
+        arg=[large, title],
+    )
+    checked = page.locator(f"#{task}-head input:checked").evaluate("e => e.closest('label').textContent.trim()")
+    assert checked == "3"
+
+
+def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, app_url):
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, LONG_REVIEW)
+    page.wait_for_function("() => document.querySelector('#sentiment-token input') !== null")
+    browser.mark_plot(page, "sentiment-attention")
+    browser.click_plot(page, "sentiment-attention", 0.5, 0.25)
+    browser.wait_redrawn(page, "sentiment-attention")
+    token = page.locator("#sentiment-token input").input_value()
+    row = int(token.split(":")[0])
+    assert page.evaluate(SHAPES_JS, ["sentiment-attention", "focus-row"])[2:] == [row - 0.5, row + 0.5]
+    assert page.evaluate(SHAPES_JS, ["sentiment-attention", "focus-col"])[:2] == [row - 0.5, row + 0.5]
+    page.wait_for_selector("#sentiment-token-focus .barlayer .point")
+    titles = page.locator("#sentiment-token-focus .annotation-text").all_text_contents()
+    assert f"head 1: where {token} looks" in titles and f"head 4: what looks at {token}" in titles
+    cut = page.evaluate(SHAPES_JS, ["sentiment-attention", "cut"])
+    assert cut[:2] == [15.5, 15.5]  # the tiny model keeps 16 tokens from the start of a long review
+
+    browser.open_tab(page, app_url, "Translation")  # cross-attention: a row is an English step
+    browser.translate(page, BENCH_GERMAN, decoding="greedy")
+    page.wait_for_selector("#translation-encoder .heatmaplayer image")
+    browser.mark_plot(page, "translation-attention")
+    browser.click_plot(page, "translation-attention", 0.5, 0.1)
+    browser.wait_redrawn(page, "translation-attention")
+    token = page.locator("#translation-token input").input_value()
+    assert token.endswith("(English)")
+    page.wait_for_selector("#translation-token-focus .barlayer .point")
+    titles = page.locator("#translation-token-focus .annotation-text").all_text_contents()
+    assert any("where" in t for t in titles) and not any("what looks at" in t for t in titles)  # German looks at none
+    step = int(token.split(":")[0])
+    assert page.evaluate(SHAPES_JS, ["translation-attention", "focus-row"])[2:] == [step - 0.5, step + 0.5]
+
+
+def test_hiding_tokens_shows_the_rows_the_pipeline_renormalised(page, app_url, sentiment):
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, PUNCTUATED)
+    browser.mark_plot(page, "sentiment-attention")
+    page.locator("#sentiment-hide-tokens input").check()
+    browser.wait_redrawn(page, "sentiment-attention")
+    shown = page.evaluate(TRACE_JS, "sentiment-attention")
+    view, _, _ = handlers.analyze_review(sentiment, PUNCTUATED)  # the same weights, outside the app
+    tokens = [label.split(":", 1)[1] for label in view.labels]
+    hidden = av.hidden_positions(tokens)
+    expected, kept, _ = av.hide_tokens(view.attentions[0].astype(np.float32), hidden, hidden)
+    assert shown[0] == [view.labels[i] for i in kept] and hidden.sum() >= 6
+    np.testing.assert_allclose(np.asarray(shown[1]) / 1000, np.minimum(expected[0], 0.999), atol=1.5e-3)
+    assert "rows renormalised" in page.locator("#sentiment-attention .g-gtitle").text_content()
+    page.locator("#sentiment-hide-tokens input").uncheck()
+
+
+# Per plot on the page: its box, its title's boxes, the tool bar's box, and each tick label's box with its subplot,
+# and each subplot's plot area ([left, top, right, bottom] in pixels).
+BOXES_JS = """() => {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const plots = Array.from(document.querySelectorAll('.js-plotly-plot'));
+  return plots.filter(p => p.getBoundingClientRect().width > 0).map(p => ({
+    id: (p.closest('[id]') || {}).id,
+    plot: box(p),
+    titles: Array.from(p.querySelectorAll('.gtitle, .gtitle-subtitle')).map(box).filter(b => b[2] > b[0]),
+    modebar: p.querySelector('.modebar') ? box(p.querySelector('.modebar')) : null,
+    ticks: Array.from(p.querySelectorAll('.xtick text, .ytick text')).map(t => [
+      (t.closest('.subplot') || {classList: ['?']}).classList[1], box(t)]).filter(t => t[1][2] > t[1][0]),
+    areas: Array.from(p.querySelectorAll('.nsewdrag')).map(a => [a.dataset.subplot, box(a)]),
+  }));
+}"""
+
+
+def overlap(a, b, by: float = 1) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > by and min(a[3], b[3]) - max(a[1], b[1]) > by
+
+
+def collisions(plots: list[dict]) -> list:
+    """Titles or tick labels of different plots that overlap; a tick label over another subplot's map; a title
+    under the tool bar or cut at the plot's right edge."""
+    found = []
+    labels = [[*p["titles"], *(b for _, b in p["ticks"])] for p in plots]
+    for i, a_boxes in enumerate(labels):
+        found += [
+            (plots[i]["id"], a, b) for b_boxes in labels[i + 1 :] for a in a_boxes for b in b_boxes if overlap(a, b)
+        ]
+    for p in plots:
+        found += [
+            (p["id"], "tick over map", t)
+            for s, t in p["ticks"]
+            for s2, area in p["areas"]
+            if s != s2 and overlap(t, area, 2)
+        ]
+        found += [
+            (p["id"], "title under tool bar", t) for t in p["titles"] if p["modebar"] and overlap(t, p["modebar"])
+        ]
+        found += [(p["id"], "title cut", t) for t in p["titles"] if t[2] > p["plot"][2] + 1]
+    return found
+
+
+def test_on_a_phone_in_the_dark_no_plot_draws_over_another(page, app_url):
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        for task in ("Sentiment", "Translation"):
+            page.goto(app_url + "?__theme=dark")
+            page.get_by_role("tab", name=task, exact=False).first.click()
+            if task == "Sentiment":
+                browser.analyze_review(page, SHORT_REVIEW)  # every token labelled in the small multiples too
+                page.wait_for_selector("#sentiment-overview .heatmaplayer image")
+            else:
+                browser.translate(page, BENCH_GERMAN, decoding="greedy")
+                page.wait_for_selector("#translation-encoder .heatmaplayer image")
+            key = task.lower()
+            open_model_view(page, key)
+            browser.click_plot(page, f"{key}-attention", 0.5, 0.3)
+            page.wait_for_selector(f"#{key}-token-focus .barlayer .point")
+            plots = page.evaluate(BOXES_JS)
+            assert sum(len(p["ticks"]) for p in plots) > 50 and collisions(plots) == []
+            assert max(p["plot"][2] for p in plots) <= 391  # nothing reaches past the screen's edge
+            ramp = page.evaluate(f"id => ({PLOT_JS})(id)._fullData[0].colorscale[0][1]", f"{key}-attention")
+            assert ramp == "#0f172a"  # the dark theme's colour ramp starts dark
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})

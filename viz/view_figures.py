@@ -1,0 +1,105 @@
+"""Figures of the model view (every layer x head as thumbnails on one colour scale) and of token focus (one
+token in every head of a layer: where it looks, what looks at it). The numbers come from
+pipelines.attention_views; this module only draws."""
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from pipelines import attention_views as av
+
+from .figures import COLORSCALE, HIGHLIGHT, MARGIN_TOP, _hover, _layout, _ticks, colors
+
+THUMB_PX = 140  # height of one thumbnail row
+BAR_PX = 78  # height of one head's bars in token focus
+
+
+def model_view(
+    thumbs: np.ndarray,
+    q_labels: list[str],
+    k_labels: list[str],
+    title: str,
+    kind: str,
+    scale: av.ColorScale,
+    layer_names: list[str] | None = None,
+    query: str = "query",
+    key: str = "key",
+) -> go.Figure:
+    """thumbs (L, H, nq, nk) from attention_views.thumbnails, labelled by their blocks. One colour scale and colour
+    bar for all; each trace's meta is {kind, layer, head} (0-based) for the page's click handler."""
+    L, H = thumbs.shape[:2]
+    layer_names = layer_names or [f"layer {i + 1}" for i in range(L)]
+    fig = make_subplots(
+        rows=L,
+        cols=H,
+        column_titles=[f"head {h + 1}" for h in range(H)],
+        row_titles=layer_names,
+        horizontal_spacing=0.02,
+        vertical_spacing=0.03,
+    )
+    color, colorbar = colors(thumbs, scale, _hover(query, key, "%{meta.name}"))
+    for layer in range(L):
+        for h in range(H):
+            one = {k: (v[layer, h] if k in ("z", "customdata") else v) for k, v in color.items()}
+            meta = dict(kind=kind, layer=layer, head=h, name=f"{layer_names[layer]}, head {h + 1}")
+            trace = go.Heatmap(x=k_labels, y=q_labels, coloraxis="coloraxis", meta=meta, **one)
+            fig.add_trace(trace, row=layer + 1, col=h + 1)
+    fig.update_xaxes(showticklabels=False, type="category", fixedrange=True)
+    fig.update_yaxes(showticklabels=False, type="category", autorange="reversed", fixedrange=True)
+    subtitle = f"click a map to open it large · {scale.label}"
+    _layout(fig, title, MARGIN_TOP + 92 + THUMB_PX * L, subtitle)
+    colorbar.update(orientation="h", y=-0.02, yanchor="top", x=0, xanchor="left", len=0.6, thickness=10)
+    colorbar["title"] = dict(text=colorbar["title"]["text"], side="top")
+    fig.update_layout(
+        coloraxis=dict(colorscale=COLORSCALE, cmin=color["zmin"], cmax=color["zmax"], colorbar=colorbar),
+        margin=dict(l=10, r=30, t=MARGIN_TOP + 22, b=70),  # the column titles stand above the maps
+        dragmode=False,
+    )
+    return fig
+
+
+def _bars(weights: np.ndarray, labels: list[str], meta: str) -> go.Bar:
+    """One head's weights over the tokens."""
+    return go.Bar(
+        x=labels,
+        y=np.round(weights.astype(np.float64), 3).tolist(),
+        marker=dict(color="#3b82f6", line=dict(width=0)),
+        hovertemplate=f"{meta}<br>%{{x}}<br>weight %{{y:.3f}}<extra></extra>",
+        showlegend=False,
+    )
+
+
+def _top_names(fig: go.Figure, weights: np.ndarray, labels: list[str], row: int) -> None:
+    """The three largest bars of a head named above them (bars of a long input are too thin for text)."""
+    for i in av.top_k(weights, 3).tolist():
+        name = labels[i].split(":", 1)[1]
+        fig.add_annotation(x=labels[i], y=float(weights[i]), text=name, showarrow=False, yanchor="bottom",
+                           font=dict(size=9), row=row, col=1)  # fmt: skip
+
+
+def token_focus(
+    panels: list[tuple[str, np.ndarray, list[str], int | None]], title: str, subtitle: str = ""
+) -> go.Figure:
+    """panels: (what it shows, weights (H, T), token labels, the focused token's position or None), e.g. "looks
+    at" over the keys and "is looked at by" over the queries. One bar chart a head, stacked, panel after panel."""
+    H = panels[0][1].shape[0]
+    titles = [f"head {h + 1}: {what}" for what, _, _, _ in panels for h in range(H)]
+    fig = make_subplots(rows=H * len(panels), cols=1, subplot_titles=titles, vertical_spacing=0.3 / (H * len(panels)))
+    fig.update_annotations(font=dict(size=11), x=0, xanchor="left")  # the subplot titles, on the left
+    for p, (what, weights, labels, focus) in enumerate(panels):
+        top = float(np.max(weights, initial=0.0))
+        for h in range(H):
+            row = p * H + h + 1
+            fig.add_trace(_bars(weights[h], labels, f"head {h + 1}: {what}"), row=row, col=1)
+            _top_names(fig, weights[h], labels, row)
+            if focus is not None:  # the token itself
+                fig.add_vline(x=focus, line=dict(color=HIGHLIGHT, width=1.5, dash="dot"), row=row, col=1)
+            fig.update_yaxes(range=[0, max(top, 1e-3) * 1.35], row=row, col=1, nticks=3, tickfont=dict(size=9))
+            last = row == H * len(panels)  # the panels of a token share its sequence: labels once, at the bottom
+            ticks = _ticks(labels, 700) if last else {}
+            fig.update_xaxes(type="category", showticklabels=last, row=row, col=1, **ticks)
+    fig.update_xaxes(tickfont=dict(size=9), tickangle=-60, automargin=True)
+    height = MARGIN_TOP + len(panels) * H * BAR_PX + 110
+    _layout(fig, title, height, subtitle)
+    fig.update_layout(bargap=0.1, margin=dict(l=40, r=10, t=MARGIN_TOP, b=20), dragmode=False)
+    return fig

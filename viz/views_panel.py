@@ -1,0 +1,204 @@
+"""The attention views of a tab, laid out and wired: colour scale and hidden tokens (options under the layer and
+head controls), token focus, and the model view (every layer x head, drawn only once its accordion is opened).
+
+The same events serve both tabs: a tab gives its kinds of attention and its large heatmaps as a TaskViews.
+A click in the page (VIEWS_JS) writes into a hidden textbox: a heatmap cell picks its row's token, a thumbnail
+of the model view sets the layer and head controls."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gradio as gr
+
+from pipelines import attention_views as av
+
+from . import view_handlers as views
+
+PRIVATE = dict(api_visibility="private")
+HIDE_LABEL = "Hide special tokens and punctuation (rows renormalised)"
+KIND_CHOICES = [
+    ("cross-attention", "cross"),
+    ("encoder self-attention", "encoder"),
+    ("decoder self-attention", "decoder"),
+]
+# Clicks on plots, in the browser. Plotly reports clicks through gd.on('plotly_click'), bound to a plot the first
+# time a pointer goes down on it (gradio replaces plot divs on new figures, so binding at draw time would miss some).
+VIEWS_JS = """
+(() => {
+  if (window.__attentionViews) return;
+  window.__attentionViews = true;
+  const send = (id, value) => {
+    const box = document.querySelector('#' + id + ' textarea, #' + id + ' input');
+    if (!box) return;
+    box.value = value + '#' + Date.now();
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  const onClick = (plotId, ev) => {
+    const pt = ev && ev.points && ev.points[0];
+    if (!pt) return;
+    const task = plotId.split('-')[0];
+    const meta = pt.data.meta || {};
+    if (plotId.endsWith('-model-view')) {
+      send(task + '-open-head', meta.layer + ':' + meta.head + ':' + meta.kind);
+    } else if (meta.q) {
+      send(task + '-token-click', meta.q + ':' + parseInt(String(pt.y), 10));
+    }
+  };
+  const bind = e => {
+    const gd = e.target.closest && e.target.closest('.js-plotly-plot');
+    if (!gd || gd.__viewsBound || typeof gd.on !== 'function') return;
+    const host = gd.closest('[id^="sentiment-"], [id^="translation-"]');
+    if (!host) return;
+    gd.__viewsBound = true;
+    gd.on('plotly_click', ev => onClick(host.id, ev));
+  };
+  document.addEventListener('pointerdown', bind, true);
+  document.addEventListener('mousedown', bind, true);
+})();
+"""
+LARGE_PLOT = {"self": "sentiment-attention", "cross": "translation-attention", "encoder": "translation-encoder",
+              "decoder": "translation-decoder"}  # fmt: skip
+SCROLL_JS = (  # the thumbnail's head opens in its large plot: bring that plot into view
+    "(value) => { const k = String(value || '').split(':')[2]; const p = %s[k]; "
+    "const el = p && document.getElementById(p); if (el) el.scrollIntoView({block: 'start'}); return value; }"
+)
+
+
+@dataclass(frozen=True)
+class TaskViews:
+    """What a tab contributes: its kinds of attention, and its large heatmaps and small multiples."""
+
+    kinds: Callable  # view -> {kind: KindMaps}
+    large: Callable  # (view, layer, head, scale, hide, token) -> tuple of figures
+    overview: Callable  # (view, layer, scale, hide) -> figure
+
+
+@dataclass
+class ViewsUI:
+    task: str
+    scale: gr.Radio
+    hide: gr.Checkbox
+    kind: gr.Radio | gr.State
+    token: gr.Dropdown
+    token_click: gr.Textbox
+    open_head: gr.Textbox
+    focus: gr.Plot
+    accordion: gr.Accordion
+    model: gr.Plot
+    model_open: gr.State
+
+
+def options(task: str) -> tuple[gr.Radio, gr.Checkbox]:
+    """The colour scale and the hidden tokens, for every attention plot of the tab."""
+    with gr.Row(elem_classes=["view-options"]):
+        scale = gr.Radio(av.SCALE_CHOICES, value="linear", label="Colour scale", elem_id=f"{task}-scale")
+        hide = gr.Checkbox(False, label=HIDE_LABEL, elem_id=f"{task}-hide-tokens")
+    return scale, hide
+
+
+def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox, kinds: bool) -> ViewsUI:
+    """Token focus and the model view (with the kind of attention to show, for the translator)."""
+    gr.HTML("", js_on_load=VIEWS_JS, container=False, padding=False, elem_classes=["views-js"])
+    gr.Markdown("### Token focus\nPick a token, or click a row of a large heatmap: every head of the layer at once.")
+    with gr.Row(elem_classes=["view-options"]):
+        kind = gr.Radio(KIND_CHOICES, value="cross", label="Attention", elem_id=f"{task}-view-kind") if kinds else None
+        token = gr.Dropdown([], value=None, label="Token", elem_id=f"{task}-token", filterable=True)
+    with gr.Row(elem_classes=["views-hidden"]):
+        token_click = gr.Textbox(elem_id=f"{task}-token-click", show_label=False, container=False)
+        open_head = gr.Textbox(elem_id=f"{task}-open-head", show_label=False, container=False)
+    focus = gr.Plot(show_label=False, elem_id=f"{task}-token-focus")
+    with gr.Accordion("Model view: every layer × head (click one to open it)", open=False) as accordion:
+        model = gr.Plot(show_label=False, elem_id=f"{task}-model-view")
+    kind = kind or gr.State("self")
+    return ViewsUI(task, scale, hide, kind, token, token_click, open_head, focus, accordion, model, gr.State(False))
+
+
+def _focus_kind(tv: TaskViews, view, kind):
+    kinds = tv.kinds(view)
+    return kinds.get(kind) or next(iter(kinds.values()))
+
+
+def _model(tv: TaskViews, view, scale, hide, kind, is_open):
+    if not is_open or view is None:
+        return gr.skip()
+    return views.model_view(_focus_kind(tv, view, kind), scale, hide)
+
+
+def _focus(tv: TaskViews, view, layer, token, hide, kind):
+    return None if view is None else views.token_focus(_focus_kind(tv, view, kind), layer, token, hide)
+
+
+def _token_box(tv: TaskViews, view):
+    choices = [] if view is None else views.token_choices(list(tv.kinds(view).values()))
+    return gr.Dropdown(choices=choices, value=None)
+
+
+def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, painted):
+    """Every event of the views: new result (after `painted`, the first heatmap shown), layer, head, scale, hidden
+    tokens, token, kind, model view. `large`: the tab's large heatmaps, in the order tv.large returns them.
+    Returns the event that redraws the rest of a new result (small multiples, token list, model view)."""
+    common = [state, layer, head, ui.scale, ui.hide, ui.token, ui.kind, ui.model_open]
+
+    def after_run(view, layer, head, scale, hide, token, kind, is_open):
+        return (
+            tv.overview(view, layer, scale, hide),
+            _token_box(tv, view),
+            None,
+            _model(tv, view, scale, hide, kind, is_open),
+        )
+
+    def on_layer(view, layer, head, scale, hide, token, kind, is_open):
+        large_figs = tv.large(view, layer, head, scale, hide, token)
+        return tv.overview(view, layer, scale, hide), *large_figs, _focus(tv, view, layer, token, hide, kind)
+
+    def on_head(view, layer, head, scale, hide, token, kind, is_open):
+        figs = tv.large(view, layer, head, scale, hide, token)
+        return figs if len(figs) > 1 else figs[0]  # gradio takes a one-tuple for one output as the value
+
+    def on_scale(view, layer, head, scale, hide, token, kind, is_open):
+        model = _model(tv, view, scale, hide, kind, is_open)
+        return *tv.large(view, layer, head, scale, hide, token), tv.overview(view, layer, scale, hide), model
+
+    def on_hide(view, layer, head, scale, hide, token, kind, is_open):
+        return *on_scale(view, layer, head, scale, hide, token, kind, is_open), _focus(
+            tv, view, layer, token, hide, kind
+        )
+
+    def on_token(view, layer, head, scale, hide, token, kind, is_open):
+        return *tv.large(view, layer, head, scale, hide, token), _focus(tv, view, layer, token, hide, kind)
+
+    def on_click(view, layer, head, scale, hide, token, kind, is_open, clicked):
+        parsed = views.parse_token(clicked)
+        if parsed is None:
+            return gr.skip(), *[gr.skip()] * len(large), gr.skip()
+        token = f"{parsed[0]}:{parsed[1]}"
+        return token, *on_token(view, layer, head, scale, hide, token, kind, is_open)
+
+    def on_kind(view, layer, head, scale, hide, token, kind, is_open):
+        return _focus(tv, view, layer, token, hide, kind), _model(tv, view, scale, hide, kind, is_open)
+
+    def on_expand(view, layer, head, scale, hide, token, kind, is_open):
+        return True, _model(tv, view, scale, hide, kind, True)
+
+    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **PRIVATE)
+    layer.change(on_layer, common, [overview, *large, ui.focus], **PRIVATE)
+    head.change(on_head, common, large, **PRIVATE)
+    ui.scale.change(on_scale, common, [*large, overview, ui.model], **PRIVATE)
+    ui.hide.change(on_hide, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
+    ui.token.input(on_token, common, [*large, ui.focus], **PRIVATE)
+    ui.token_click.change(on_click, [*common, ui.token_click], [ui.token, *large, ui.focus], **PRIVATE)
+    if isinstance(ui.kind, gr.Radio):
+        ui.kind.change(on_kind, common, [ui.focus, ui.model], **PRIVATE)
+    ui.accordion.expand(on_expand, common, [ui.model_open, ui.model], **PRIVATE)
+    ui.accordion.collapse(lambda: False, None, [ui.model_open], **PRIVATE)
+    ui.open_head.change(open_head, [ui.open_head], [layer, head], js=SCROLL_JS % LARGE_PLOT, **PRIVATE)
+    return drawn
+
+
+def open_head(clicked) -> tuple:
+    """'layer:head:kind' from a thumbnail -> (layer, head) for the radios, whose change events redraw."""
+    try:
+        layer, head = (int(x) for x in str(clicked).split("#")[0].split(":")[:2])
+    except ValueError:
+        return gr.skip(), gr.skip()
+    return layer, head
