@@ -47,11 +47,11 @@ def sentiment_report(pipe) -> None:
     kinds = handlers.sentiment_kinds(view)
     tokens = choices_bytes(view_handlers.token_choices(list(kinds.values())))
     first = report(
-        f"sentiment ({len(BENCH_REVIEW.split())}-word review, {len(view.labels)} tokens)",
+        f"sentiment ({len(BENCH_REVIEW.split())}-word review, {len(view.maps.queries['self'])} tokens)",
         {"overview": overview, "single": single},
     )
     print(f"  with the token list of token focus ({tokens / 1000:.0f} KB): {(first + tokens) / 1000:.0f} KB in all")
-    L, H = len(view.attentions), view.attentions[0].shape[0]
+    L, H = view.maps.n_layers("self"), view.maps.n_heads
     worst = max(
         (sum(figure_bytes(f) for f in handlers.sentiment_figures(view, layer, head)), layer, head)
         for layer in range(L)

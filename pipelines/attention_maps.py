@@ -14,7 +14,7 @@ import numpy as np
 class AttentionMaps:
     """Every attention map of one run: kind -> (L, H, Tq, Tk), with the tokens of the rows and columns."""
 
-    maps: dict[str, np.ndarray]  # kind -> (L, H, Tq, Tk), rows = queries, each row sums to 1
+    maps: dict[str, np.ndarray]  # kind -> (L, H, Tq, Tk) float32 (see astype), rows = queries, each row sums to 1
     queries: dict[str, list[str]]  # kind -> Tq token texts (rows)
     keys: dict[str, list[str]]  # kind -> Tk token texts (columns)
 
@@ -28,6 +28,10 @@ class AttentionMaps:
     @property
     def n_heads(self) -> int:
         return next(iter(self.maps.values())).shape[1]
+
+    def astype(self, dtype) -> "AttentionMaps":
+        """The same maps in another dtype (float16 halves what a session keeps), the same tokens."""
+        return AttentionMaps({k: m.astype(dtype) for k, m in self.maps.items()}, self.queries, self.keys)
 
     def layer(self, kind: str, layer: int) -> np.ndarray:
         """(H, Tq, Tk): every head of one layer."""

@@ -53,7 +53,8 @@ def test_review_gives_probabilities_status_and_state(sentiment):
     assert set(probs) == {"negative", "positive"} and sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
     best = max(probs, key=probs.get)
     assert f"**{best}** ({probs[best]:.1%})" in status
-    assert len(view.labels) == len(view.spans) == view.attentions[0].shape[-1]
+    labels = handlers.sentiment_kinds(view)["self"].q_labels
+    assert len(labels) == len(view.spans) == view.maps.layer("self", 0).shape[-1]
     assert view.cut_after is None and view.n_skipped == 0
 
 
@@ -107,8 +108,9 @@ def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, n
 def test_markup_never_reaches_status_or_labels(sentiment):
     view, _, status = handlers.analyze_review(sentiment, SCRIPT)
     assert "<" not in status and "script" not in status
-    assert all("<" not in label for label in view.labels)
-    assert any("&lt;" in label for label in view.labels)  # shown as the text '<' by plotly
+    labels = handlers.sentiment_kinds(view)["self"].q_labels
+    assert all("<" not in label for label in labels)
+    assert any("&lt;" in label for label in labels)  # shown as the text '<' by plotly
 
 
 def test_highlight_keeps_a_long_review_readable(sentiment):
@@ -125,7 +127,7 @@ def test_highlight_keeps_a_long_review_readable(sentiment):
 
 def test_highlight_modes_weigh_tokens_to_one(sentiment):
     view, _, _ = handlers.analyze_review(sentiment, REVIEWS[2][1])
-    attentions = [a.astype(np.float32) for a in view.attentions]
+    attentions = list(view.maps.maps["self"].astype(np.float32))
     pool = sentiment.explain(view.text, "attention").scores
     rollout = sentiment.explain(view.text, "rollout").scores
     assert pool.sum() == pytest.approx(1.0) and rollout.sum() == pytest.approx(1.0)
@@ -148,10 +150,10 @@ def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
     )
     tpl = single.data[0].hovertemplate
     assert "query %{y}" in tpl and "key %{x}" in tpl and "weight 0.%{z" in tpl
-    weights = view.attentions[1][2].astype(np.float32)
+    weights = view.maps.head("self", 1, 2).astype(np.float32)
     np.testing.assert_allclose(np.asarray(single.data[0].z) / 1000, np.minimum(weights, 0.999), atol=5e-4)
     assert "Layer 2, head 3" in single.layout.title.text
-    H = view.attentions[1].shape[0]
+    H = view.maps.n_heads
     assert len(overview.data) == H and all("weight 0.%{z" in tr.hovertemplate for tr in overview.data)
     assert single.layout.dragmode == "zoom"
 
@@ -226,18 +228,22 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
 def test_translation_gives_text_status_and_every_figure(translation):
     view, english, status = handlers.translate(translation, GERMAN[0], "greedy", 4)
     assert isinstance(english, str) and "greedy decoding" in status
-    Tt, Ts = len(view.steps), len(view.src_labels)
+    kinds = handlers.translation_kinds(view)
+    src, tgt = kinds["cross"].k_labels, kinds["cross"].q_labels
+    Tt, Ts = len(view.steps), len(src)
     cross_all, cross, enc, dec = handlers.translation_figures(view, 1, 2)
     x, y = heatmap_labels(cross)
     assert (len(y), len(x)) == (Tt, Ts) and len(set(x)) == Ts and len(set(y)) == Tt
     assert x[0].endswith(":Ein") and x[-1] == f"{Ts - 1}:&lt;/s&gt;"
     assert "English %{y}" in cross.data[0].hovertemplate and "German %{x}" in cross.data[0].hovertemplate
     assert "weight 0.%{z" in cross.data[0].hovertemplate
-    weights = np.minimum(view.cross[1][2].astype(np.float32), 0.999)
+    weights = np.minimum(view.maps.head("cross", 1, 2).astype(np.float32), 0.999)
     np.testing.assert_allclose(np.asarray(cross.data[0].z) / 1000, weights, atol=5e-4)  # sent in thousandths
-    assert len(cross_all.data) == view.cross[1].shape[0]
-    assert heatmap_labels(enc) == (view.src_labels, view.src_labels)
-    assert heatmap_labels(dec) == (view.tgt_labels, view.tgt_labels)
+    assert len(cross_all.data) == view.maps.n_heads
+    assert heatmap_labels(enc) == (src, src)
+    # the decoder's keys are what it read at each step: the start token, then its earlier output
+    produced = [s.token for s in view.steps]
+    assert heatmap_labels(dec) == (explain.axis_labels(["<s>", *produced[:-1]]), tgt)  # (x, y)
     dz = np.asarray(dec.data[0].z)
     assert np.allclose(np.triu(dz, k=1), 0)  # causal: no step looks ahead
 
@@ -245,9 +251,10 @@ def test_translation_gives_text_status_and_every_figure(translation):
 def test_translation_step_figures(translation):
     view, _, _ = handlers.translate(translation, GERMAN[3], "greedy", 4)
     heads, topk = handlers.translation_step(view, 0, 2)
-    H, Ts = view.cross[0].shape[0], len(view.src_labels)
-    assert np.asarray(heads.data[0].z).shape == (H, Ts) and list(heads.data[0].x) == view.src_labels
-    weights = np.minimum(view.cross[0][:, 1, :].astype(np.float32), 0.999)
+    src = explain.axis_labels([t.text for t in view.result.source_tokens[:-1]] + ["</s>"])
+    H, Ts = view.maps.n_heads, len(src)
+    assert np.asarray(heads.data[0].z).shape == (H, Ts) and list(heads.data[0].x) == src
+    weights = np.minimum(view.maps.layer("cross", 0)[:, 1, :].astype(np.float32), 0.999)
     np.testing.assert_allclose(np.asarray(heads.data[0].z) / 1000, weights, atol=5e-4)
     assert "Step 2 of" in heads.layout.title.text
     bars = topk.data[0]

@@ -1,6 +1,8 @@
 """The numbers behind the attention views (pipelines.attention_views): colour scales, the cut marker of a long
 review, hidden tokens with renormalised rows, ticks, token focus and thumbnails."""
 
+import html
+
 import numpy as np
 import pytest
 
@@ -108,7 +110,7 @@ def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, nam
     fig = handlers.sentiment_heatmap(long_view, 1, 2, name)
     scale = av.color_scale(name)
     assert scale.label in fig.layout.title.subtitle.text
-    weights = long_view.attentions[1][2].astype(np.float32)
+    weights = long_view.maps.head("self", 1, 2).astype(np.float32)
     trace = fig.data[0]
     shown = np.asarray(trace.z) if scale.linear else np.asarray(trace.customdata)
     np.testing.assert_allclose(shown / 1000, np.minimum(weights, 0.999), atol=5e-4)  # hover: the weight itself
@@ -122,10 +124,66 @@ def test_the_cut_marker_is_drawn_where_the_pipeline_puts_it_with_tokens_hidden(l
     from viz import handlers
 
     fig = handlers.sentiment_heatmap(long_view, 0, 0, "linear", True)
-    tokens = [label.split(":", 1)[1] for label in long_view.labels]
+    labels = handlers.sentiment_kinds(long_view)["self"].q_labels
+    tokens = [label.split(":", 1)[1] for label in labels]
     kept = np.flatnonzero(~av.hidden_positions(tokens))
     marker = av.cut_marker(long_view.cut_after, long_view.n_skipped, kept)
     cuts = [s for s in fig.layout.shapes if s.name == "cut"]
     assert [cuts[0].x0, cuts[1].y0] == [marker.boundary, marker.boundary]
     assert any("tokens skipped" in a.text for a in fig.layout.annotations)
-    assert len(fig.data[0].y) == len(kept) < len(long_view.labels)
+    assert len(fig.data[0].y) == len(kept) < len(labels)
+
+
+# --- token focus on the translator: the views read its AttentionMaps, the decoder's keys one step behind ----------
+
+
+@pytest.fixture(scope="module")
+def translated(translation):
+    from viz import handlers
+    from viz.examples import GERMAN
+
+    view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
+    assert len(view.steps) >= 3
+    return view, handlers.translation_kinds(view)
+
+
+def test_token_focus_on_the_decoder_reads_the_token_where_the_next_step_read_it(translated):
+    from viz import view_handlers as views
+
+    view, kinds = translated
+    maps = view.result.attention_maps()  # float32, straight from the pipeline
+    dec = kinds["decoder"]
+    s = views.shown(dec, 1, False)
+    i = 1
+    (_, looks, _, looks_mark), (_, by, _, by_mark) = views.focus_panels(dec, s, f"tgt:{i}")
+    np.testing.assert_allclose(looks, maps.layer("decoder", 1)[:, i, :], atol=1e-3)  # its row: step i
+    np.testing.assert_allclose(by, maps.layer("decoder", 1)[:, :, i + 1], atol=1e-3)  # read at step i + 1
+    assert (looks_mark, by_mark) == (i + 1, i)  # itself, on the other axis
+    last = views.focus_panels(dec, s, f"tgt:{len(view.steps) - 1}")  # the last output is never read
+    assert [p[0].split(" ")[0] for p in last] == ["where"]
+
+
+def test_token_focus_on_cross_attention_marks_no_german_token_for_an_english_one(translated):
+    from viz import view_handlers as views
+
+    view, kinds = translated
+    cross = kinds["cross"]
+    s = views.shown(cross, 0, False)
+    ((what, looks, labels, mark),) = views.focus_panels(cross, s, "tgt:1")
+    assert what.startswith("where") and labels == cross.k_labels and mark is None
+    np.testing.assert_allclose(looks, view.result.attention_maps().layer("cross", 0)[:, 1, :], atol=1e-3)
+    ((what, by, labels, mark),) = views.focus_panels(cross, s, "src:2")
+    assert what.startswith("what looks at") and labels == cross.q_labels and mark is None
+
+
+def test_token_choices_name_each_token_once_with_its_own_position(translated):
+    from viz import view_handlers as views
+
+    view, kinds = translated
+    choices = views.token_choices(list(kinds.values()))
+    values = [v for _, v in choices]
+    Ts, Tt = len(kinds["encoder"].q_labels), len(view.steps)
+    assert values == [f"src:{i}" for i in range(Ts)] + [f"tgt:{i}" for i in range(Tt)]
+    assert [lab for lab, _ in choices][
+        Ts
+    ] == f"0:{html.unescape(kinds['cross'].q_labels[0].split(':', 1)[1])} (English)"

@@ -97,10 +97,10 @@ def test_hiding_tokens_shows_the_rows_the_pipeline_renormalised(page, app_url, s
     browser.wait_redrawn(page, "sentiment-attention")
     shown = page.evaluate(TRACE_JS, "sentiment-attention")
     view, _, _ = handlers.analyze_review(sentiment, PUNCTUATED)  # the same weights, outside the app
-    tokens = [label.split(":", 1)[1] for label in view.labels]
-    hidden = av.hidden_positions(tokens)
-    expected, kept, _ = av.hide_tokens(view.attentions[0].astype(np.float32), hidden, hidden)
-    assert shown[0] == [view.labels[i] for i in kept] and hidden.sum() >= 6
+    labels = handlers.sentiment_kinds(view)["self"].q_labels
+    hidden = av.hidden_positions([label.split(":", 1)[1] for label in labels])
+    expected, kept, _ = av.hide_tokens(view.maps.layer("self", 0).astype(np.float32), hidden, hidden)
+    assert shown[0] == [labels[i] for i in kept] and hidden.sum() >= 6
     np.testing.assert_allclose(np.asarray(shown[1]) / 1000, np.minimum(expected[0], 0.999), atol=1.5e-3)
     assert "rows renormalised" in page.locator("#sentiment-attention .g-gtitle").text_content()
     page.locator("#sentiment-hide-tokens input").uncheck()

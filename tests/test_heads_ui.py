@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from viz import handlers, heads
+from viz import explain, handlers, heads
 
 REVIEW = "A warm, funny film. The acting is great!"
 GERMAN = "Ein Mann fährt Fahrrad."
@@ -32,7 +32,8 @@ def test_sentiment_table_grid_and_click(sentiment):
     state, _, _ = handlers.analyze_review(sentiment, REVIEW)
     fig = heads.head_heatmap(state, view, value)
     assert "layer 2, head 3" in fig.layout.title.text and "effect" in fig.layout.title.text
-    assert fig.data[0].z.shape == (len(state.labels), len(state.labels))
+    T = len(state.maps.queries["self"])
+    assert fig.data[0].z.shape == (T, T)
     assert heads.add_head(["self:0:0"], value) == ["self:0:0", value]
     assert heads.add_head([value], value) == [value]
 
@@ -55,15 +56,17 @@ def test_translation_table_click_and_switch_off(translation):
     assert "24 heads measured" in status and view.beam_size == 1
     assert list(grid.data.iloc[:, 0]) == ["encoder 1", "encoder 2", "decoder 1", "decoder 2", "cross 1", "cross 2"]
     state, english, _ = handlers.translate(translation, GERMAN, "greedy", 4)
+    produced = [s.token for s in state.steps]
+    src = explain.axis_labels([t.text for t in state.result.source_tokens[:-1]] + ["</s>"])
+    labels = {"src": src, "tgt": explain.axis_labels(produced), "read": explain.axis_labels(["<s>", *produced[:-1]])}
     for row, kind, (q, k) in [
         (0, "encoder", ("src", "src")),
-        (3, "decoder", ("tgt", "tgt")),
+        (3, "decoder", ("tgt", "read")),  # the decoder's keys: the start token, then its earlier output
         (5, "cross", ("tgt", "src")),
     ]:
         value = heads.selected_head(view, click(grid, row, 2))
         assert value == f"{kind}:{row % 2}:1"
         fig = heads.head_heatmap(state, view, value)
-        labels = {"src": state.src_labels, "tgt": state.tgt_labels}
         assert list(fig.data[0].y) == labels[q] and list(fig.data[0].x) == labels[k]
     out = heads.switch_off(translation, view, ["cross:0:0", "cross:1:1"])
     off = translation(GERMAN, beam_size=1, head_mask=heads.parse_heads(["cross:0:0", "cross:1:1"]))

@@ -67,7 +67,7 @@ def test_one_token_and_one_step_are_singular(sentiment):
     assert plural(1, "token") == "1 token" and plural(2_000, "token") == "2,000 tokens"
     assert check_text("\x00x", 100, "review").notices == ["1 control character replaced by spaces."]
     view, _, status = handlers.analyze_review(sentiment, "a")
-    n = len(view.labels)
+    n = len(view.spans)
     assert f"{plural(n, 'token')} read" in status and "1 tokens" not in status
 
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 import gradio as gr
 import numpy as np
 
+from pipelines.attention_maps import AttentionMaps
 from pipelines.common import NonFiniteOutput, non_finite
 
-from . import explain, figures
+from . import figures
 from . import notices as notices_
 from . import view_handlers as views
 from .failures import failure_message
@@ -30,11 +31,6 @@ def _status(lines: list[str], error: str | None = None) -> str:
     return "\n".join([first, *(f"- {line}" for line in rest)])
 
 
-def _half(attn) -> np.ndarray:
-    """A torch attention map as float16 numpy: gr.State keeps one result per session, so keep it small."""
-    return attn.detach().to("cpu").half().numpy()
-
-
 def _layer_head(n_layers: int, n_heads: int, layer, head) -> tuple[int, int]:
     """Clamp layer and head choices (ints, or strings from an API client) into range."""
     return clamp(layer, 0, n_layers - 1, 0), clamp(head, 0, n_heads - 1, 0)
@@ -49,8 +45,7 @@ class SentimentView:
 
     text: str
     spans: list[tuple[int, int]]  # each token's characters in text
-    labels: list[str]  # unique axis labels 'i:token'
-    attentions: list[np.ndarray]  # per layer (H, T, T) float16, rows = queries
+    maps: AttentionMaps  # the result's attention, float16 (its tokens name the axes)
     pool_weights: np.ndarray  # (T,)
     n_skipped: int  # tokens of a long review the model never saw
     cut_after: int | None  # the model read tokens [:cut_after] from the start and the rest from the end
@@ -60,8 +55,7 @@ def _sentiment_view(text: str, result, cut_after: int | None) -> SentimentView:
     return SentimentView(
         text=text,
         spans=[(t.start, t.end) for t in result.tokens],
-        labels=explain.axis_labels([t.text for t in result.tokens]),
-        attentions=[_half(a) for a in result.attentions],
+        maps=result.attention_maps().astype(np.float16),
         pool_weights=result.pool_weights.numpy(),
         n_skipped=result.n_tokens - len(result.tokens),
         cut_after=cut_after,
@@ -100,9 +94,7 @@ def analyze_review(
 
 def sentiment_kinds(view: SentimentView) -> dict[str, views.KindMaps]:
     """The classifier's one kind of attention, self-attention over the review."""
-    km = views.KindMaps("self", "Self-attention", view.attentions, "src", "src", view.labels, view.labels)
-    km = views.KindMaps(**{**km.__dict__, "cut_after": view.cut_after, "n_skipped": view.n_skipped})
-    return {"self": km}
+    return views.kinds_of(view.maps, view.cut_after, view.n_skipped)
 
 
 def sentiment_heatmap(view: SentimentView | None, layer: int, head: int, scale="linear", hide=False, token=None):
@@ -130,14 +122,10 @@ def sentiment_figures(view: SentimentView | None, layer: int, head: int, scale="
 
 @dataclass
 class TranslationView:
-    """One translation, kept in gr.State, with unique axis labels for source and target tokens."""
+    """One translation, kept in gr.State."""
 
     steps: list  # pipelines.DecodingStep per produced token: the token and the top-k next tokens
-    src_labels: list[str]
-    tgt_labels: list[str]
-    encoder: list[np.ndarray]  # per layer (H, Ts, Ts) float16
-    decoder: list[np.ndarray]  # per layer (H, Tt, Tt), causal
-    cross: list[np.ndarray]  # per layer (H, Tt, Ts), row t = step t
+    maps: AttentionMaps  # encoder (Ts, Ts), decoder (Tt, Tt, causal), cross (Tt, Ts) attention, float16
     text: str = ""  # the sentence translated
     # The pipeline's TranslationResult: the explanation, the head table and the download reuse it, so a Translate
     # click decodes once (a sentence's maps in float32: at most a few hundred kB).
@@ -185,14 +173,9 @@ def translate(pipe, german_text: str, decoding: str | None = None, beam_size: in
         notices.append("The model produced no words for this sentence.")
     if not result.target_tokens or result.target_tokens[-1] != "</s>":
         notices.append("The model stopped at its length limit before finishing the sentence.")
-    src = [t.text for t in result.source_tokens[:-1]] + ["</s>"]
     view = TranslationView(
         steps=result.steps,
-        src_labels=explain.axis_labels(src),
-        tgt_labels=explain.axis_labels(result.target_tokens),
-        encoder=[_half(a) for a in result.encoder_attentions],
-        decoder=[_half(a) for a in result.decoder_attentions],
-        cross=[_half(a) for a in result.cross_attentions],
+        maps=result.attention_maps().astype(np.float16),
         text=checked.text,
         result=result,
     )
@@ -204,12 +187,7 @@ def translate(pipe, german_text: str, decoding: str | None = None, beam_size: in
 
 def translation_kinds(view: TranslationView) -> dict[str, views.KindMaps]:
     """The translator's three kinds of attention, by name: encoder, decoder (self-attention) and cross."""
-    src, tgt = view.src_labels, view.tgt_labels
-    return {
-        "encoder": views.KindMaps("encoder", "Encoder self-attention", view.encoder, "src", "src", src, src),
-        "decoder": views.KindMaps("decoder", "Decoder self-attention", view.decoder, "tgt", "tgt", tgt, tgt),
-        "cross": views.KindMaps("cross", "Cross-attention", view.cross, "tgt", "src", tgt, src, "English", "German"),
-    }
+    return views.kinds_of(view.maps)
 
 
 TRANSLATION_TITLES = {
@@ -264,14 +242,14 @@ def translation_step(view: TranslationView | None, layer: int, step: int):
     """(every head's cross-attention over the source at this step, the top-k next tokens at this step)."""
     if view is None:
         return None, None
-    steps = view.steps
-    layer, _ = _layer_head(len(view.cross), 1, layer, 0)
+    steps, cross = view.steps, translation_kinds(view)["cross"]
+    layer, _ = _layer_head(len(cross.maps), 1, layer, 0)
     t = clamp(step, 1, len(steps), 1) - 1
     produced = steps[t].token
     tok = html.escape(produced, quote=False)
     heat = figures.step_heatmap(
-        view.cross[layer][:, t, :],
-        view.src_labels,
+        cross.maps[layer][:, t, :],
+        cross.k_labels,
         f"Step {t + 1} of {len(steps)} (produced “{tok}”): layer {layer + 1}, every head",
     )
     bar = figures.topk_bar(steps[t].top_k, produced, f"Step {t + 1}: the {len(steps[t].top_k)} most likely next tokens")

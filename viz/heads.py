@@ -12,7 +12,7 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from . import figures
+from . import figures, view_handlers
 from .handlers import _status
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
 
@@ -221,19 +221,10 @@ def head_heatmap(view, heads: HeadsView | None, value: str | None):
     kind, layer, head = value.split(":")
     layer, head = int(layer), int(head)
     row = _row(heads, value)
-    if kind == "self":
-        attn, q_labels, k_labels, names = view.attentions[layer], view.labels, view.labels, ("query", "key")
-    else:
-        maps = {"encoder": view.encoder, "decoder": view.decoder, "cross": view.cross}[kind]
-        attn = maps[layer]
-        q_labels = view.src_labels if kind == "encoder" else view.tgt_labels
-        k_labels = view.tgt_labels if kind == "decoder" else view.src_labels
-        names = ("English", "German") if kind == "cross" else ("query", "key")
+    km = view_handlers.kinds_of(view.maps)[kind]  # one source of attention for every view
     stats = f"effect {row['effect']:+.3f} · entropy {row['entropy']:.2f}" if row else ""
     title = f"{KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}: {stats}"
-    return figures.attention_heatmap(
-        attn[head].astype(np.float32), q_labels, k_labels, title, query=names[0], key=names[1]
-    )
+    return figures.attention_heatmap(km.maps[layer][head], km.q_labels, km.k_labels, title, km.query, km.key)
 
 
 def add_head(selected: list[str] | None, value: str | None) -> list[str]:

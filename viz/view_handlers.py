@@ -1,8 +1,11 @@
-"""Handlers of the attention views, the same for every kind of attention: the large heatmap with its colour scale,
-hidden tokens, cut marker and focused token; the small multiples of a layer; token focus; the model view.
+"""Handlers of the attention views, the same for every kind of attention and every model: the large heatmap with
+its colour scale, hidden tokens, cut marker and focused token; the small multiples of a layer; token focus; the
+model view.
 
-A result in gr.State (handlers.SentimentView / TranslationView) offers its maps by kind (`kind_maps`); tokens are
-named "side:position" with side "src" (the input: the review, the German sentence) or "tgt" (the English output).
+Every map and token comes from one source, a result's AttentionMaps (pipelines.attention_maps), whichever model
+made it (ours or a `transformers` one); `kinds_of` turns it into KindMaps, one per kind. Tokens are named
+"side:position" with side "src" (the input: the review, the German sentence) or "tgt" (the English output): the
+token produced at step position. A row or column of a map is that token, or none (the decoder's start token).
 """
 
 import html
@@ -11,9 +14,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines import attention_views as av
+from pipelines.attention_maps import AttentionMaps
 
-from . import figures, view_figures
+from . import explain, figures, view_figures
 from .inputs import clamp
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """How a kind of attention is named and which tokens its rows and columns are."""
+
+    title: str  # "Self-attention", "Cross-attention", ...
+    q_side: str  # "src" | "tgt": row i is token q_side:i
+    k_side: str
+    query: str = "query"  # the axes' words
+    key: str = "key"
+    k_shift: int = 0  # column j is token k_side:(j - k_shift); the first k_shift columns are no token
+
+
+KINDS = {
+    "self": KindSpec("Self-attention", "src", "src"),
+    "encoder": KindSpec("Encoder self-attention", "src", "src"),
+    # the decoder reads the start token, then what it produced before: column j is the output of step j - 1
+    "decoder": KindSpec("Decoder self-attention", "tgt", "tgt", k_shift=1),
+    "cross": KindSpec("Cross-attention", "tgt", "src", "English", "German"),
+}
 
 
 @dataclass(frozen=True)
@@ -21,16 +46,45 @@ class KindMaps:
     """One kind of attention of one result: its maps by layer, and which tokens its rows and columns are."""
 
     kind: str  # "self" | "encoder" | "decoder" | "cross"
-    title: str  # "Self-attention", "Cross-attention", ...
-    maps: list  # per layer (H, Tq, Tk)
+    title: str
+    maps: np.ndarray  # (L, H, Tq, Tk), rows = queries
     q_side: str  # "src" | "tgt"
     k_side: str
     q_labels: list[str]  # unique 'i:token' labels
     k_labels: list[str]
-    query: str = "query"  # the axes' words
+    q_ids: list[str | None]  # 'side:position' of each row's token
+    k_ids: list[str | None]  # of each column's token (None: no token of the input or output, e.g. '<s>')
+    query: str = "query"
     key: str = "key"
     cut_after: int | None = None  # a long review: the kept head ends here (same positions on both axes)
     n_skipped: int = 0
+
+
+def _ids(side: str, n: int, shift: int = 0) -> list[str | None]:
+    return [None] * shift + [f"{side}:{i}" for i in range(n - shift)]
+
+
+def kinds_of(maps: AttentionMaps, cut_after: int | None = None, n_skipped: int = 0) -> dict[str, KindMaps]:
+    """Every kind of a result's AttentionMaps as the views draw it, in the maps' order."""
+    out = {}
+    for kind in maps.kinds:
+        spec, Tq, Tk = KINDS[kind], len(maps.queries[kind]), len(maps.keys[kind])
+        out[kind] = KindMaps(
+            kind,
+            spec.title,
+            maps.maps[kind],
+            spec.q_side,
+            spec.k_side,
+            explain.axis_labels(maps.queries[kind]),
+            explain.axis_labels(maps.keys[kind]),
+            _ids(spec.q_side, Tq),
+            _ids(spec.k_side, Tk, spec.k_shift),
+            spec.query,
+            spec.key,
+            cut_after,
+            n_skipped,
+        )
+    return out
 
 
 def token_text(label: str) -> str:
@@ -72,10 +126,9 @@ def shown(km: KindMaps, layer: int, hide: bool) -> Shown:
     return Shown(w, *labels, kept_q, kept_k, len(kept_q) < Tq or len(kept_k) < Tk)
 
 
-def _position(kept: np.ndarray, pos: int) -> int | None:
-    """Where original position pos is drawn among the kept ones (None: hidden)."""
-    where = np.flatnonzero(kept == pos)
-    return int(where[0]) if len(where) else None
+def _drawn_at(ids: list[str | None], kept: np.ndarray, token: str) -> int | None:
+    """Where the token is drawn on an axis that shows the positions kept (None: not on it, or hidden)."""
+    return next((n for n, i in enumerate(kept.tolist()) if ids[i] == token), None)
 
 
 def focus_positions(km: KindMaps, s: Shown, token) -> tuple[int | None, int | None]:
@@ -83,10 +136,8 @@ def focus_positions(km: KindMaps, s: Shown, token) -> tuple[int | None, int | No
     parsed = parse_token(token)
     if parsed is None:
         return None, None
-    side, pos = parsed
-    row = _position(s.kept_q, pos) if side == km.q_side else None
-    col = _position(s.kept_k, pos) if side == km.k_side else None
-    return row, col
+    token = f"{parsed[0]}:{parsed[1]}"
+    return _drawn_at(km.q_ids, s.kept_q, token), _drawn_at(km.k_ids, s.kept_k, token)
 
 
 def _hidden_note(s: Shown) -> str:
@@ -127,11 +178,11 @@ def focus_panels(km: KindMaps, s: Shown, token) -> list:
     row, col = focus_positions(km, s, token)
     focus = av.token_focus(s.maps, row, col)
     label = s.q_labels[row] if row is not None else s.k_labels[col] if col is not None else ""
-    panels = []
+    panels = []  # each marks the token itself where it is on the other axis
     if focus.looks_at is not None:
-        panels.append((f"where {label} looks", focus.looks_at, s.k_labels, _position(s.kept_k, s.kept_q[row])))
+        panels.append((f"where {label} looks", focus.looks_at, s.k_labels, col))
     if focus.looked_at_by is not None:
-        panels.append((f"what looks at {label}", focus.looked_at_by, s.q_labels, _position(s.kept_q, s.kept_k[col])))
+        panels.append((f"what looks at {label}", focus.looked_at_by, s.q_labels, row))
     return panels
 
 
@@ -174,9 +225,10 @@ def token_choices(kinds: list[KindMaps]) -> list[tuple[str, str]]:
     named = {"src": "", "tgt": ""}
     if any(km.q_side != km.k_side for km in kinds):  # two languages: say which
         named = {"src": " (German)", "tgt": " (English)"}
-    for km in kinds:
-        for side, labels in ((km.k_side, km.k_labels), (km.q_side, km.q_labels)):
-            if side not in seen:
-                seen.add(side)
-                out += [(f"{html.unescape(lab)}{named[side]}", f"{side}:{i}") for i, lab in enumerate(labels)]
+    for km in kinds:  # rows first: a token is named by its position there (the decoder's columns are shifted)
+        for ids, labels in ((km.q_ids, km.q_labels), (km.k_ids, km.k_labels)):
+            for token, lab in zip(ids, labels):
+                if token is not None and token not in seen:
+                    seen.add(token)
+                    out.append((f"{html.unescape(lab)}{named[token.split(':')[0]]}", token))
     return sorted(out, key=lambda c: c[1].startswith("tgt"))
