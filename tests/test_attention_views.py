@@ -187,3 +187,19 @@ def test_token_choices_name_each_token_once_with_its_own_position(translated):
     assert [lab for lab, _ in choices][
         Ts
     ] == f"0:{html.unescape(kinds['cross'].q_labels[0].split(':', 1)[1])} (English)"
+
+
+def test_model_view_draws_every_kind_even_with_weights_past_a_byte(translated):
+    """The decoder's first step gives all its weight to '<s>' (1.0 > 0.255: the thousandths no longer fit a byte
+    and come as lists); the model view indexed them as an array and failed for the decoder."""
+    from viz import view_handlers as views
+
+    view, kinds = translated
+    for km in kinds.values():
+        fig = views.model_view(km)
+        L, H = km.maps.shape[:2]
+        assert len(fig.data) == L * H and {(t.meta["layer"], t.meta["head"]) for t in fig.data} == {
+            (layer, h) for layer in range(L) for h in range(H)
+        }
+    first_step = [np.asarray(t.z)[0, 0] for t in views.model_view(kinds["decoder"]).data]
+    assert first_step == [999] * len(first_step)  # step 1 reads only '<s>'

@@ -13,10 +13,12 @@ import pytest
 import torch
 
 from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines import attention_views as av
 from pipelines.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
 from viz import downloads, handlers, heads
 from viz import explanation_panel as review_panel
 from viz import translation_explanation_panel as translation_panel
+from viz import view_handlers as views
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
@@ -143,6 +145,29 @@ def test_classifier_in_the_app_handlers(classifier, tmp_path):
     assert len(data["attentions"]["self"]) == 2 and data["explanation"]["method"] == "attention"
 
 
+def thumbnails_by_head(fig) -> dict[tuple[int, int], np.ndarray]:
+    """The model view's thumbnails (linear scale: weights in thousandths) by (layer, head), as weights."""
+    return {(t.meta["layer"], t.meta["head"]): np.asarray(t.z, dtype=np.float64) / 1000 for t in fig.data}
+
+
+def test_classifier_model_view_shows_the_models_own_attention(classifier):
+    """The views draw from AttentionMaps for a transformers model too: every layer x head thumbnail is the model's
+    own output_attentions, pooled to token blocks as the views pool them (a review longer than a thumbnail)."""
+    review = " ".join([REVIEW] * 3)
+    view, _, _ = handlers.analyze_review(classifier, review)
+    result = classifier(review)
+    ids = torch.tensor([[t.id for t in result.tokens]])
+    assert ids.size(1) > 24  # pooled into blocks
+    own = own_attentions(classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids)).attentions
+    fig = views.model_view(handlers.sentiment_kinds(view)["self"])
+    thumbs = thumbnails_by_head(fig)
+    assert len(thumbs) == classifier.n_layers * classifier.n_heads == len(own) * own[0].shape[1]
+    for (layer, head), z in thumbs.items():
+        expected, _, _ = av.pool_blocks(own[layer][0, head].numpy(), 24)
+        assert z.shape == expected.shape and z.shape[0] < ids.size(1)
+        np.testing.assert_allclose(z, np.minimum(expected, 0.999), atol=1.5e-3)
+
+
 # --- a Marian translator ---------------------------------------------------------------------------------
 
 
@@ -219,6 +244,31 @@ def test_translator_in_the_app_handlers(translator):
     assert "Switching off" in heads.switch_off(translator, heads_view, ["cross:0:1"])
     path, _ = downloads.translation_download(translator, GERMAN, "greedy", 2)
     assert json.loads(Path(path).read_text())["model"]["config"]["model_type"] == "marian"
+
+
+def test_translator_model_view_and_token_focus_read_the_models_own_attention(translator):
+    view, _, _ = handlers.translate(translator, GERMAN, "greedy", 2)
+    result = view.result
+    src = torch.tensor([[t.id for t in result.source_tokens]])
+    tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
+    own = own_attentions(translator.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
+    own = {"encoder": own.encoder_attentions, "decoder": own.decoder_attentions, "cross": own.cross_attentions}
+    kinds = handlers.translation_kinds(view)
+    for kind, attentions in own.items():
+        thumbs = thumbnails_by_head(views.model_view(kinds[kind]))
+        assert len(thumbs) == len(attentions) * translator.n_heads
+        for (layer, head), z in thumbs.items():
+            expected, _, _ = av.pool_blocks(attentions[layer][0, head].numpy(), 24)
+            np.testing.assert_allclose(z, np.minimum(expected, 0.999), atol=1.5e-3)
+    maps = result.attention_maps()
+    t, s = len(result.target_tokens) // 2, 1
+    for token, weights in [
+        (f"tgt:{t}", maps.layer("cross", 1)[:, t, :]),
+        (f"src:{s}", maps.layer("cross", 1)[:, :, s]),
+    ]:
+        fig = views.token_focus(kinds["cross"], 1, token)
+        assert len(fig.data) == translator.n_heads  # one panel: an English token is no key, a German one no query
+        np.testing.assert_allclose(np.array([bar.y for bar in fig.data]), weights, atol=1e-3)
 
 
 def test_translator_runs_in_a_model_process(translator):

@@ -40,7 +40,7 @@ def model_view(
     color, colorbar = colors(thumbs, scale, _hover(query, key, "%{meta.name}"))
     for layer in range(L):
         for h in range(H):
-            one = {k: (v[layer, h] if k in ("z", "customdata") else v) for k, v in color.items()}
+            one = {k: (v[layer][h] if k in ("z", "customdata") else v) for k, v in color.items()}  # array or list
             meta = dict(kind=kind, layer=layer, head=h, name=f"{layer_names[layer]}, head {h + 1}")
             trace = go.Heatmap(x=k_labels, y=q_labels, coloraxis="coloraxis", meta=meta, **one)
             fig.add_trace(trace, row=layer + 1, col=h + 1)
