@@ -203,3 +203,21 @@ def test_model_view_draws_every_kind_even_with_weights_past_a_byte(translated):
         }
     first_step = [np.asarray(t.z)[0, 0] for t in views.model_view(kinds["decoder"]).data]
     assert first_step == [999] * len(first_step)  # step 1 reads only '<s>'
+
+
+def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
+    """A German token in decoder self-attention (or a hidden one) drew an empty plot with no word of why."""
+    from viz import handlers
+    from viz import view_handlers as views
+
+    _, kinds = translated
+    for kind, token, words in [("decoder", "src:1", "no German tokens"), ("encoder", "tgt:0", "no English tokens")]:
+        fig = views.token_focus(kinds[kind], 0, token)
+        assert not fig.data and words in fig.layout.annotations[0].text
+    assert views.token_focus(kinds["cross"], 0, "src:1").data  # on an axis: drawn
+    assert views.token_focus(kinds["cross"], 0, None) is None  # no token chosen: nothing to say
+    km = handlers.sentiment_kinds(long_view)["self"]
+    comma = next(i for i, lab in enumerate(km.q_labels) if views.token_text(lab) in {".", ","})
+    fig = views.token_focus(km, 0, f"src:{comma}", hide=True)
+    assert not fig.data and "is hidden" in fig.layout.annotations[0].text
+    assert views.token_focus(km, 0, f"src:{comma}", hide=False).data

@@ -87,6 +87,11 @@ def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, ap
     assert any("where" in t for t in titles) and not any("what looks at" in t for t in titles)  # German looks at none
     step = int(token.split(":")[0])
     assert page.evaluate(SHAPES_JS, ["translation-attention", "focus-row"])[2:] == [step - 0.5, step + 0.5]
+    page.locator("#translation-view-kind label", has_text="encoder self-attention").click()  # German only
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('#translation-token-focus .annotation-text')]"
+        ".some(e => e.textContent.includes('has no English tokens'))"
+    )
 
 
 def test_hiding_tokens_shows_the_rows_the_pipeline_renormalised(page, app_url, sentiment):

@@ -103,3 +103,15 @@ def token_focus(
     _layout(fig, title, height, subtitle)
     fig.update_layout(bargap=0.1, margin=dict(l=40, r=10, t=MARGIN_TOP, b=20), dragmode=False)
     return fig
+
+
+def note(title: str, text: str) -> go.Figure:
+    """A plot with nothing to draw: its title and a short message where the bars would be."""
+    fig = go.Figure()
+    fig.add_annotation(text=text, x=0, y=0.5, xref="paper", yref="paper", xanchor="left", showarrow=False,
+                       font=dict(size=13), name="note")  # fmt: skip
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    _layout(fig, title, MARGIN_TOP + 60)
+    fig.update_layout(dragmode=False)
+    return fig

@@ -186,16 +186,34 @@ def focus_panels(km: KindMaps, s: Shown, token) -> list:
     return panels
 
 
+SIDE_NAMES = {"src": "German", "tgt": "English"}  # the translator's two sides (a review has one: never named)
+
+
+def _not_shown(km: KindMaps, token: str) -> str:
+    """Why token focus has nothing to draw for this token in this kind."""
+    side = token.split(":")[0]
+    if side not in (km.q_side, km.k_side):
+        other = km.q_side if side != km.q_side else km.k_side
+        return f"{km.title} has no {SIDE_NAMES[side]} tokens: pick a {SIDE_NAMES[other]} token or another attention."
+    named = dict(zip(km.q_ids, km.q_labels)) | dict(zip(km.k_ids, km.k_labels))
+    if token in named:
+        tok = html.escape(token_text(named[token]), quote=False)
+        return f"“{tok}” is hidden: untick “Hide special tokens and punctuation” to see it."
+    return "This token is not in the last result: pick another."
+
+
 def token_focus(km: KindMaps, layer: int, token, hide=False):
-    """Every head of the chosen layer for one token (None without a token this kind shows)."""
-    if parse_token(token) is None:
+    """Every head of the chosen layer for one token (None without a token; a short note when this kind does not
+    show it)."""
+    parsed = parse_token(token)
+    if parsed is None:
         return None
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
     s = shown(km, layer, bool(hide))
     panels = focus_panels(km, s, token)
-    if not panels:
-        return None
     title = f"{km.title}, layer {layer + 1}: one token in every head"
+    if not panels:
+        return view_figures.note(title, _not_shown(km, f"{parsed[0]}:{parsed[1]}"))
     return view_figures.token_focus(panels, title, f"bars = attention weight{_hidden_note(s)}")
 
 
