@@ -107,10 +107,11 @@ def test_a_private_event_runs_only_for_an_open_page_and_within_its_rate(app, mon
     page = uuid.uuid4().hex
     assert join(url, _load_event(demo), page).status_code == 200  # what the page sends first
     monkeypatch.setattr(guard, "LIMITS", guard.Limits(burst=3, per_second=0.0))
-    head_change = next(i for i, fn in demo.fns.items() if fn.name == "sentiment_heatmap")
-    codes = [join(url, head_change, page, [None, 0, 0]).status_code for _ in range(5)]
+    head_change = next(i for i, fn in demo.fns.items() if fn.name == "on_head")  # a redraw: the head radio
+    redraw = [None, 0, 0, "linear", False, None, None, False]  # (view, layer, head, scale, hide, token, kind, open)
+    codes = [join(url, head_change, page, redraw).status_code for _ in range(5)]
     assert codes == [200, 200, 200, 429, 429]
-    assert "wait a few seconds" in join(url, head_change, page, [None, 0, 0]).json()["detail"]
+    assert "wait a few seconds" in join(url, head_change, page, redraw).json()["detail"]
 
 
 def page_event(url: str, fn_index: int, session: str, data: list) -> dict:
