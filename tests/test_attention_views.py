@@ -211,7 +211,11 @@ def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
     from viz import view_handlers as views
 
     _, kinds = translated
-    for kind, token, words in [("decoder", "src:1", "no German tokens"), ("encoder", "tgt:0", "no English tokens")]:
+    cases = [
+        ("decoder", "src:1", "no German tokens: pick an English token"),
+        ("encoder", "tgt:0", "pick a German token"),
+    ]
+    for kind, token, words in cases:
         fig = views.token_focus(kinds[kind], 0, token)
         assert not fig.data and words in fig.layout.annotations[0].text
     assert views.token_focus(kinds["cross"], 0, "src:1").data  # on an axis: drawn

@@ -194,7 +194,9 @@ def _not_shown(km: KindMaps, token: str) -> str:
     side = token.split(":")[0]
     if side not in (km.q_side, km.k_side):
         other = km.q_side if side != km.q_side else km.k_side
-        return f"{km.title} has no {SIDE_NAMES[side]} tokens: pick a {SIDE_NAMES[other]} token or another attention."
+        name = SIDE_NAMES[other]
+        article = "an" if name[0] in "AEIOU" else "a"
+        return f"{km.title} has no {SIDE_NAMES[side]} tokens: pick {article} {name} token or another attention."
     named = dict(zip(km.q_ids, km.q_labels)) | dict(zip(km.k_ids, km.k_labels))
     if token in named:
         tok = html.escape(token_text(named[token]), quote=False)
