@@ -4,14 +4,17 @@ An alignment walks both token sequences in order: a shared token pairs position 
 B; a token only in A is deleted (j is None), a token only in B is inserted (i is None). Attention maps of
 A and B are compared only where both the query and the key token are shared: elsewhere there is nothing
 to subtract, and the diff holds NaN there (drawn as a gap, its row or column labelled as deleted/inserted).
+Maps and token texts come from each result's AttentionMaps (pipelines.attention_maps), so any model (ours or a
+`transformers` one) is compared the same way; tokens are aligned on their ids.
 """
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 
 import numpy as np
 
+from .attention_maps import AttentionMaps
 from .sentiment import SentimentResult
 from .translation import TranslationResult
 
@@ -80,12 +83,45 @@ def shared_share(alignment: list[AlignedToken]) -> float:
 
 
 @dataclass
+class AlignedAttention:
+    """One kind of attention of two inputs over their aligned tokens: rows align the queries, cols the keys."""
+
+    kind: str  # an AttentionMaps kind: "self", "encoder" or "cross"
+    rows: list[AlignedToken]
+    cols: list[AlignedToken]
+    a: np.ndarray  # (L, H, Qa, Ka) the first input's maps
+    b: np.ndarray  # (L, H, Qb, Kb) the second input's maps
+
+    @property
+    def n_layers(self) -> int:
+        return self.a.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.a.shape[1]
+
+    def astype(self, dtype) -> "AlignedAttention":
+        """The same comparison with the maps in another dtype (float16 halves what a session keeps)."""
+        return replace(self, a=self.a.astype(dtype), b=self.b.astype(dtype))
+
+    def diff(self, layer: int, head: int) -> np.ndarray:
+        """(len(rows), len(cols)) B minus A for one layer and head (from 0); NaN where a token is missing."""
+        return aligned_diff(self.a[layer, head], self.b[layer, head], self.rows, self.cols)
+
+
+@dataclass
 class SentimentComparison:
-    """Two reviews through the classifier, and their tokens aligned (on token ids)."""
+    """Two reviews through the classifier, their attention maps, and their tokens aligned (on token ids)."""
 
     a: SentimentResult
     b: SentimentResult
     tokens: list[AlignedToken]
+    a_maps: AttentionMaps
+    b_maps: AttentionMaps
+
+    def attention(self, kind: str = "self") -> AlignedAttention:
+        """The classifier's self-attention of both reviews over the aligned tokens."""
+        return AlignedAttention(kind, self.tokens, self.tokens, self.a_maps.maps[kind], self.b_maps.maps[kind])
 
     def change(self) -> dict[str, float]:
         """Probability of each label for B minus that for A."""
@@ -100,24 +136,49 @@ class TranslationComparison:
     b: TranslationResult
     source: list[AlignedToken]  # German tokens, '</s>' last
     target: list[AlignedToken]  # English steps
+    a_maps: AttentionMaps
+    b_maps: AttentionMaps
+
+    def attention(self, kind: str = "cross") -> AlignedAttention:
+        """Cross-attention (English steps over German tokens) or encoder self-attention of both sentences."""
+        rows, cols = {"encoder": (self.source, self.source), "cross": (self.target, self.source)}[kind]
+        return AlignedAttention(kind, rows, cols, self.a_maps.maps[kind], self.b_maps.maps[kind])
 
 
-def _token_texts(tokens, eos_id: int | None = None) -> list[str]:
-    """What to show for each token: its text, '</s>' for the end marker, '␣' for a piece with no characters."""
-    return [t.text or ("</s>" if t.id == eos_id else "␣") for t in tokens]
+@dataclass
+class ModelComparison:
+    """One review through two classifiers (each reads it with its own tokenizer): both results and their maps."""
+
+    a: SentimentResult
+    b: SentimentResult
+    a_maps: AttentionMaps
+    b_maps: AttentionMaps
+
+    @property
+    def agree(self) -> bool:
+        return self.a.label == self.b.label
 
 
 def compare_sentiment(pipe, text_a: str, text_b: str) -> SentimentComparison:
     """Run the classifier on both reviews and align the tokens it read."""
     a, b = pipe(text_a), pipe(text_b)
+    a_maps, b_maps = a.attention_maps(), b.attention_maps()
     ids_a, ids_b = [t.id for t in a.tokens], [t.id for t in b.tokens]
-    return SentimentComparison(a, b, align_tokens(ids_a, ids_b, _token_texts(a.tokens), _token_texts(b.tokens)))
+    tokens = align_tokens(ids_a, ids_b, a_maps.queries["self"], b_maps.queries["self"])
+    return SentimentComparison(a, b, tokens, a_maps, b_maps)
 
 
 def compare_translation(pipe, text_a: str, text_b: str, beam_size: int | None = None) -> TranslationComparison:
-    """Translate both sentences with the same decoding and align their source tokens and their outputs."""
+    """Translate both sentences with the same decoding and align their source tokens (on ids) and their outputs."""
     a, b = pipe(text_a, beam_size=beam_size), pipe(text_b, beam_size=beam_size)
+    a_maps, b_maps = a.attention_maps(), b.attention_maps()
     src_a, src_b = [t.id for t in a.source_tokens], [t.id for t in b.source_tokens]
-    eos = pipe.adapter.eos_id
-    source = align_tokens(src_a, src_b, _token_texts(a.source_tokens, eos), _token_texts(b.source_tokens, eos))
-    return TranslationComparison(a, b, source, align_tokens(a.target_tokens, b.target_tokens))
+    source = align_tokens(src_a, src_b, a_maps.keys["cross"], b_maps.keys["cross"])
+    target = align_tokens(a.target_tokens, b.target_tokens, a_maps.queries["cross"], b_maps.queries["cross"])
+    return TranslationComparison(a, b, source, target, a_maps, b_maps)
+
+
+def compare_classifiers(pipe_a, pipe_b, text: str) -> ModelComparison:
+    """Run two classifiers on the same review."""
+    a, b = pipe_a(text), pipe_b(text)
+    return ModelComparison(a, b, a.attention_maps(), b.attention_maps())

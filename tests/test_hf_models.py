@@ -325,3 +325,41 @@ def test_faithfulness_benchmark_on_a_transformers_classifier(classifier):
     row = benchmark().sentiment_input(classifier, REVIEW, seed=0)
     assert set(row["methods"]) == set(classifier.explanation_methods)
     assert all(np.isfinite(f.comprehensiveness) for f in row["methods"].values())
+
+
+def expected_diff(maps_a, maps_b, kind: str, layer: int, head: int, rows, cols) -> np.ndarray:
+    """B's AttentionMaps head minus A's on every query/key pair both inputs share; NaN where either is missing."""
+    a, b = maps_a.head(kind, layer, head), maps_b.head(kind, layer, head)
+    out = np.full((len(rows), len(cols)), np.nan)
+    for i, r in enumerate(rows):
+        for j, c in enumerate(cols):
+            if r.kind == "shared" and c.kind == "shared":
+                out[i, j] = b[r.b_index, c.b_index] - a[r.a_index, c.a_index]
+    return out
+
+
+def test_compare_diff_is_the_difference_of_the_two_inputs_attention_maps(classifier, translator):
+    """The compare view's diff on a transformers model is B's AttentionMaps minus A's for the shared tokens (the
+    view keeps float16 maps), and its rows and columns are the maps' tokens."""
+    from viz import compare
+
+    other = REVIEW.replace("wonderful", "dreadful")
+    view, _, fig = compare.compare_reviews(classifier, REVIEW, other, 1, 2)
+    ma, mb = classifier(REVIEW).attention_maps(), classifier(other).attention_maps()
+    assert {t.kind for t in view.rows} == {"shared", "deleted", "inserted"}
+    assert [t.text for t in view.rows if t.b_index is not None] == mb.queries["self"]
+    assert [t.text for t in view.rows if t.a_index is not None] == ma.queries["self"]
+    np.testing.assert_allclose(
+        np.array(fig.data[0].z, dtype=float), expected_diff(ma, mb, "self", 1, 2, view.rows, view.cols), atol=2e-3
+    )
+
+    second = "Eine Frau fährt mit dem Fahrrad."
+    view, _, fig = compare.compare_translations(translator, GERMAN, second, "greedy", 1, 1, 3)
+    ma = translator(GERMAN, beam_size=1).attention_maps()
+    mb = translator(second, beam_size=1).attention_maps()
+    assert [t.text for t in view.cols if t.b_index is not None] == mb.keys["cross"]
+    assert [t.text for t in view.rows if t.b_index is not None] == mb.queries["cross"]
+    assert any(t.kind == "shared" for t in view.cols) and any(t.kind == "shared" for t in view.rows)
+    z = np.array(fig.data[0].z, dtype=float)
+    np.testing.assert_allclose(z, expected_diff(ma, mb, "cross", 1, 3, view.rows, view.cols), atol=2e-3)
+    assert np.isfinite(z).any() and "Cross-attention, layer 2, head 4" in fig.layout.title.text

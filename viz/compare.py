@@ -1,27 +1,28 @@
 """Compare two inputs in the app: both predictions side by side and the aligned attention diff.
 
-The model runs only in compare_reviews / compare_translations; the small views they return (float16 maps,
-kept in gr.State) let layer and head changes redraw the diff without running it again.
+The model runs only in compare_reviews / compare_translations; the AlignedAttention they return (one kind's
+maps of both inputs in float16, from pipelines.compare, kept in gr.State) lets layer and head changes redraw the
+diff without running it again. The numbers come from pipelines.compare; this module only draws.
 """
 
 import html
 import logging
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
 
 from pipelines.compare import (
+    AlignedAttention,
     AlignedToken,
     align_tokens,
-    aligned_diff,
     compare_sentiment,
     compare_translation,
     shared_share,
 )
 
 from .explain import display_token
+from .heads import KIND_TITLES
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
 
 log = logging.getLogger(__name__)
@@ -29,21 +30,6 @@ MARK = {"shared": "", "deleted": "−", "inserted": "+"}
 MAX_SHOWN_WORDS = 400  # the word diff line is cut after this many words (the plot keeps every token)
 WORD = re.compile(r"\w+(?:['’]\w+)*|[^\w\s]")
 FAILED = "Sorry, the model failed on one of these texts. Please try others."
-
-
-@dataclass
-class CompareView:
-    """One comparison, kept in gr.State: aligned rows/columns and the two inputs' maps per layer (float16)."""
-
-    rows: list[AlignedToken]  # queries: the review's tokens, or the English steps
-    cols: list[AlignedToken]  # keys: the review's tokens, or the German tokens
-    a: list[np.ndarray]  # per layer (H, Qa, Ka)
-    b: list[np.ndarray]  # per layer (H, Qb, Kb)
-    what: str  # 'Self-attention' or 'Cross-attention'
-
-
-def _half(maps) -> list[np.ndarray]:
-    return [m.detach().to("cpu").half().numpy() for m in maps]
 
 
 def _checked(text_a, text_b, max_chars: int, what: str) -> tuple[str | None, str | None, str | None]:
@@ -59,13 +45,12 @@ def aligned_labels(tokens: list[AlignedToken]) -> list[str]:
     return [f"{n}:{MARK[t.kind]}{html.escape(display_token(t.text), quote=False)}" for n, t in enumerate(tokens)]
 
 
-def diff_figure(view: "CompareView | None", layer, head) -> go.Figure | None:
+def diff_figure(view: AlignedAttention | None, layer, head) -> go.Figure | None:
     """Heatmap of B minus A for one layer and head over the aligned tokens; gaps where a token is missing."""
     if view is None:
         return None
-    n_layers, n_heads = len(view.a), view.a[0].shape[0]
-    layer, head = min(max(int(layer or 0), 0), n_layers - 1), min(max(int(head or 0), 0), n_heads - 1)
-    diff = aligned_diff(view.a[layer][head], view.b[layer][head], view.rows, view.cols)
+    layer, head = min(max(int(layer or 0), 0), view.n_layers - 1), min(max(int(head or 0), 0), view.n_heads - 1)
+    diff = view.diff(layer, head)
     limit = float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 1.0
     x, y = aligned_labels(view.cols), aligned_labels(view.rows)
     fig = go.Figure(
@@ -85,8 +70,8 @@ def diff_figure(view: "CompareView | None", layer, head) -> go.Figure | None:
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category", title_text="key (attended to)")
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=10), type="category", title_text="query")
     title = (
-        f"{view.what}, layer {layer + 1}, head {head + 1}: second input minus first (red = more attention in the "
-        "second); −token only in the first, +token only in the second (grey: nothing to compare)"
+        f"{KIND_TITLES[view.kind]}, layer {layer + 1}, head {head + 1}: second input minus first (red = more "
+        "attention in the second); −token only in the first, +token only in the second (grey: nothing to compare)"
     )
     height = int(min(820, max(480, 260 + 9 * max(len(x), len(y)))))
     fig.update_layout(
@@ -163,7 +148,7 @@ def compare_reviews(pipe, text_a: str, text_b: str, layer=0, head=0):
     except Exception:
         log.exception("comparison failed")
         return None, f"⚠️ {FAILED}", None
-    view = CompareView(cmp.tokens, cmp.tokens, _half(cmp.a.attentions), _half(cmp.b.attentions), "Self-attention")
+    view = cmp.attention("self").astype(np.float16)
     return view, _sentiment_html(cmp, a, b), diff_figure(view, layer, head)
 
 
@@ -190,7 +175,5 @@ def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search",
     except Exception:
         log.exception("comparison failed")
         return None, f"⚠️ {FAILED}", None
-    view = CompareView(
-        cmp.target, cmp.source, _half(cmp.a.cross_attentions), _half(cmp.b.cross_attentions), "Cross-attention"
-    )
+    view = cmp.attention("cross").astype(np.float16)
     return view, _translation_html(cmp, a, b), diff_figure(view, layer, head)

@@ -6,6 +6,9 @@ import logging
 
 import gradio as gr
 
+from pipelines.attention_maps import AttentionMaps
+from pipelines.compare import compare_classifiers
+
 from . import explain, figures
 from .compare import STYLE, _side
 from .inputs import MAX_REVIEW_CHARS, check_text
@@ -20,12 +23,12 @@ def model_name(pipe) -> str:
     return source.rsplit("/", 1)[-1] or source
 
 
-def _head_figure(pipe, result, layer: int, head: int):
-    layer = min(max(int(layer or 0), 0), len(result.attentions) - 1)
-    head = min(max(int(head or 0), 0), result.attentions[0].shape[0] - 1)
-    labels = explain.axis_labels([t.text for t in result.tokens])
+def _head_figure(pipe, maps: AttentionMaps, layer: int, head: int):
+    layer = min(max(int(layer or 0), 0), maps.n_layers("self") - 1)
+    head = min(max(int(head or 0), 0), maps.n_heads - 1)
+    rows, cols = explain.axis_labels(maps.queries["self"]), explain.axis_labels(maps.keys["self"])
     title = f"{html.escape(model_name(pipe))}: layer {layer + 1}, head {head + 1}"
-    return figures.attention_heatmap(result.attentions[layer][head].float().numpy(), labels, labels, title)
+    return figures.attention_heatmap(maps.head("self", layer, head), rows, cols, title)
 
 
 def compare_models(pipe_a, pipe_b, review: str, layer=0, head=0):
@@ -35,7 +38,7 @@ def compare_models(pipe_a, pipe_b, review: str, layer=0, head=0):
     if checked.text is None:
         return f"⚠️ {html.escape(checked.error or '')}", None, None
     try:
-        a, b = pipe_a(checked.text), pipe_b(checked.text)
+        cmp = compare_classifiers(pipe_a, pipe_b, checked.text)
     except ValueError:
         return "⚠️ A model found no words to read in this review.", None, None
     except Exception:
@@ -43,11 +46,11 @@ def compare_models(pipe_a, pipe_b, review: str, layer=0, head=0):
         return "⚠️ Sorry, a model failed on this review.", None, None
     sides = "".join(
         _side(html.escape(model_name(p)), r.label, f"{r.confidence:.1%} · {len(r.tokens):,} tokens read")
-        for p, r in ((pipe_a, a), (pipe_b, b))
+        for p, r in ((pipe_a, cmp.a), (pipe_b, cmp.b))
     )
-    agree = "The two models agree." if a.label == b.label else "The two models disagree."
+    agree = "The two models agree." if cmp.agree else "The two models disagree."
     body = f"{STYLE}<div class='compare-sides'>{sides}</div><p>{agree}</p>"
-    return body, _head_figure(pipe_a, a, layer, head), _head_figure(pipe_b, b, layer, head)
+    return body, _head_figure(pipe_a, cmp.a_maps, layer, head), _head_figure(pipe_b, cmp.b_maps, layer, head)
 
 
 def model_compare_panel(pipe, other, *, review, layer, head) -> None:
