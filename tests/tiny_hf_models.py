@@ -17,9 +17,10 @@ def _reviews() -> list[str]:
     return [r["text"] for r in read_jsonl("imdb_tiny.jsonl")]
 
 
-def wordpiece(texts: list[str], specials: list[str], template: tuple[str, str]) -> Tokenizer:
-    """A WordPiece tokenizer (BERT's kind); template = (single, pair) TemplateProcessing strings."""
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+def wordpiece(texts: list[str], specials: list[str], template: tuple[str, str], unk: str = "[UNK]") -> Tokenizer:
+    """A WordPiece tokenizer (BERT's kind); template = (single, pair) TemplateProcessing strings; unk: the unknown
+    token's name, one of `specials` (Marian's is '<unk>')."""
+    tok = Tokenizer(models.WordPiece(unk_token=unk))
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = WordPieceDecoder()
     tok.train_from_iterator(texts * 3, trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials))
@@ -108,7 +109,7 @@ def make_marian_dir(folder: Path) -> Path:
     torch.manual_seed(0)
     rows = read_jsonl("multi30k_tiny.jsonl")
     specials = ["<pad>", "</s>", "<unk>"]
-    tok = wordpiece([r["de"] for r in rows] + [r["en"] for r in rows], specials, ("$A </s>", "$A $B </s>"))
+    tok = wordpiece([r["de"] for r in rows] + [r["en"] for r in rows], specials, ("$A </s>", "$A $B </s>"), unk="<unk>")
     cfg = MarianConfig(
         vocab_size=tok.get_vocab_size(), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
         decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=MAX_LEN,
