@@ -107,6 +107,23 @@ def test_the_linked_step_is_applied_once(translation_dir):
     assert _apply_step(view, 0, None) == (gr.skip(), gr.skip(), gr.skip(), None)
 
 
+def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
+    """A step beyond the translation's last was clamped without a word (issue 22, item 9)."""
+    from viz import handlers, share_ui
+
+    warned = []
+    monkeypatch.setattr(share_ui.gr, "Warning", lambda message, *a, **k: warned.append(message))
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    view, _, _ = handlers.translate(pipe, "Zwei Hunde.", "greedy", 4)
+    last = handlers.step_slider(view).maximum
+    slider, *_ = share_ui._apply_step(view, 0, 40)
+    assert slider.value == last and warned == [
+        f"This link's step 41 is past this translation's last step; step {last} is shown."
+    ]
+    share_ui._apply_step(view, 0, last - 1)
+    assert len(warned) == 1  # a step in range: no notice
+
+
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     share = blocks(demo)["sentiment-share"]
     (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]

@@ -200,6 +200,8 @@ def _apply_step(view, layer, pending: int | None):
         return gr.skip(), gr.skip(), gr.skip(), None
     maximum = handlers.step_slider(view).maximum
     chosen = min(pending + 1, maximum)
+    if chosen != pending + 1:  # a link made for a longer translation, or typed by hand
+        gr.Warning(f"This link's step {pending + 1} is past this translation's last step; step {maximum} is shown.")
     slider = gr.Slider(minimum=1, maximum=maximum, value=chosen, step=1, interactive=True)
     return slider, *handlers.translation_step(view, layer, chosen), None
 
