@@ -63,6 +63,17 @@ def test_sentiment_training_writes_a_loadable_best_model(imdb_dir, tmp_path, cap
     assert result["n"] == 10 and 0.0 <= result["accuracy"] <= 1.0
 
 
+def test_a_run_stopped_by_its_time_budget_leaves_a_model(imdb_dir, tmp_path):
+    """--max-minutes ended the epoch without scoring it: a pre-training run cut by its budget had no best/ to
+    fine-tune from (`--init-from` then failed on the missing tokenizer file)."""
+    out = tmp_path / "cut"
+    args = ["pretrain", "--data-dir", str(imdb_dir), "--out", str(out), *TINY_PRETRAIN, "--max-minutes", "1e-9"]
+    assert train_main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped"].startswith("time budget") and summary["best_mlm_accuracy"] is not None
+    assert (out / "best" / "tokenizer.json").is_file()
+
+
 def test_resume_after_a_kill_continues_where_it_stopped(imdb_dir, tmp_path):
     args = ["sentiment", "--data-dir", str(imdb_dir), "--epochs", "2", *TINY_SENTIMENT]
     assert train_main([*args, "--out", str(tmp_path / "straight")]) == 0

@@ -386,7 +386,9 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
     while state.epoch < cfg.epochs and stopped is None:
         epoch = state.epoch
         stopped = train_epoch(run, epoch)
-        stopped = stopped or validate(run, epoch)
+        # a time or step budget that ends an epoch early still scores it, so the run leaves a best/ model
+        early_stop = validate(run, epoch)
+        stopped = stopped or early_stop
         run.model.train()
         run.save()
     summary = {
