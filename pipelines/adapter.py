@@ -57,6 +57,21 @@ class TokenizerMixin:
         return [list(e.ids) for e in self.tokenizer.encode_batch(texts)]
 
 
+class DecodingMixin:
+    """Text of a seq2seq adapter's output ids; both kinds of tokenizer (tokenizers', transformers') decode alike."""
+
+    tokenizer = None
+    eos_id: int
+
+    def detokenize(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+    def token_text(self, token_id: int) -> str:
+        if token_id == self.eos_id:
+            return "</s>"
+        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
+
+
 class OurClassifier(TokenizerMixin):
     """The adapter for transformer.TransformerClassifier with a tokenizers.Tokenizer."""
 
@@ -125,7 +140,7 @@ class OurClassifier(TokenizerMixin):
         save_folder(self.model, self.tokenizer, folder, max_len, preprocessing)
 
 
-class OurSeq2Seq(TokenizerMixin):
+class OurSeq2Seq(DecodingMixin, TokenizerMixin):
     """The adapter for transformer.Seq2SeqTransformer with a tokenizers.Tokenizer (shared vocabulary)."""
 
     kind = "ours"
@@ -206,14 +221,6 @@ class OurSeq2Seq(TokenizerMixin):
         x = m.decoder(tgt_emb, memory, src_mask=src_mask).hidden  # (B, Tt, D)
         rows = torch.arange(x.size(0), device=x.device)
         return m.lm_head(x[rows, pos]).log_softmax(-1)  # (B, V)
-
-    def detokenize(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
-
-    def token_text(self, token_id: int) -> str:
-        if token_id == self.eos_id:
-            return "</s>"
-        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
     def save(self, folder: Path, preprocessing: dict) -> None:
         save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, preprocessing)

@@ -17,7 +17,7 @@ import torch
 
 from transformer.generation import Hypothesis
 
-from .adapter import ClassifierRun, KindMasks, Seq2SeqRun
+from .adapter import ClassifierRun, DecodingMixin, KindMasks, Seq2SeqRun
 from .common import TokenSpan
 
 # The attention output projections, by the end of their module name (BERT / RoBERTa, DistilBERT, BART / Marian).
@@ -225,7 +225,7 @@ class HFClassifier(_HFTokenizing):
         (Path(folder) / "preprocessing.json").write_text(json.dumps(preprocessing, indent=2) + "\n")
 
 
-class HFSeq2Seq(_HFTokenizing):
+class HFSeq2Seq(DecodingMixin, _HFTokenizing):
     """The adapter for a transformers encoder-decoder (Marian and kin): source + EOS in, the decoder starts from
     decoder_start_token_id."""
 
@@ -339,14 +339,6 @@ class HFSeq2Seq(_HFTokenizing):
         out = self.model(inputs_embeds=src_emb, attention_mask=src_ids != self.pad_id, decoder_inputs_embeds=tgt_emb)
         rows = torch.arange(out.logits.size(0), device=out.logits.device)
         return out.logits[rows, pos].log_softmax(-1)  # (B, V)
-
-    def detokenize(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
-
-    def token_text(self, token_id: int) -> str:
-        if token_id == self.eos_id:
-            return "</s>"
-        return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
     def save(self, folder: Path, preprocessing: dict) -> None:
         self.model.save_pretrained(folder)
