@@ -17,13 +17,21 @@ import torch
 from tokenizers import Tokenizer
 
 from transformer import CheckpointError, load_model, resolve_checkpoint
-from transformer.hub import CONFIG, WEIGHTS
+from transformer.hub import CONFIG, WEIGHTS, WEIGHTS_INDEX, weight_files
 
 METRICS = "metrics.json"  # what training measured; "weights_sha256" there is checked at load
 TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 PREPROCESSING = "preprocessing.json"  # how the pipeline cuts and decodes: max_len, head, labels, beam_size
 MODEL_FILES = (CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG, PREPROCESSING)  # a complete model folder
+
+
+def model_file_names(folder: Path) -> list[str]:
+    """The files of a complete model folder as they are in `folder`: MODEL_FILES, with the weights as
+    model.safetensors or as the index and its shards."""
+    shards = [f.name for f in weight_files(folder)]
+    weights = [WEIGHTS_INDEX, *shards] if shards and shards[0] != WEIGHTS else [WEIGHTS]
+    return [name for f in MODEL_FILES for name in (weights if f == WEIGHTS else [f])]
 
 
 @dataclass
@@ -60,11 +68,26 @@ def load_folder(model_cls, name_or_path: str):
 
 
 def sha256_file(path: Path) -> str:
+    return sha256_files([path])
+
+
+def sha256_files(paths: list[Path]) -> str:
+    """sha256 of the files' bytes one after the other (one file: its own sha256)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
+    for path in paths:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()
+
+
+def weights_sha256(folder: Path) -> str | None:
+    """What metrics.json records as weights_sha256: the sha256 of model.safetensors, or for shards, of the
+    index and then every shard in the index's order. None when the folder has no weights."""
+    files = weight_files(folder)
+    if files and files[0].name != WEIGHTS:
+        files = [Path(folder) / WEIGHTS_INDEX, *files]
+    return sha256_files(files) if files and all(f.is_file() for f in files) else None
 
 
 def check_weights_hash(folder: Path, name_or_path: str) -> None:
@@ -77,7 +100,7 @@ def check_weights_hash(folder: Path, name_or_path: str) -> None:
         raise CheckpointError(f"{name_or_path}: {METRICS} is not a valid JSON object ({e})") from e
     if expected is None:
         return
-    actual = sha256_file(Path(folder) / WEIGHTS)
+    actual = weights_sha256(Path(folder))
     if actual != str(expected).lower():
         raise CheckpointError(
             f"{name_or_path}: {WEIGHTS} does not match the weights_sha256 in {METRICS} (the file is damaged or "

@@ -3,7 +3,6 @@ every attention map (all layers and heads), explanation scores and head table wh
 and which model made it. The schema is documented in docs/reference.md ("Downloads")."""
 
 import dataclasses
-import hashlib
 import logging
 import math
 import re
@@ -12,6 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from transformer.hub import weight_files
+
+from .common import weights_sha256
 
 SCHEMA_VERSION = 1
 DECIMALS = 6  # attention weights and probabilities are rounded to this many decimals
@@ -60,7 +63,7 @@ def model_info(pipe) -> dict:
     if folder is not None:
         match = _SNAPSHOT.search(Path(folder).as_posix())
         info["revision"] = match.group(1) if match else None
-        info["weights_sha256"] = _weights_hash(Path(folder) / "model.safetensors")
+        info["weights_sha256"] = _weights_hash(Path(folder))
     info["config"] = to_jsonable(pipe.adapter.config_dict())
     return info
 
@@ -95,17 +98,14 @@ def _public_path(source) -> str | None:
 _HASHES: dict[tuple[str, float], str] = {}
 
 
-def _weights_hash(path: Path) -> str | None:
-    """sha256 of the weights file (cached per file and modification time: the file is ~20 MB)."""
-    if not path.is_file():
+def _weights_hash(folder: Path) -> str | None:
+    """weights_sha256 of the folder (cached per folder and modification time: the weights are ~20 MB)."""
+    files = weight_files(folder)
+    if not files or not files[0].is_file():
         return None
-    key = (str(path), path.stat().st_mtime)
+    key = (str(folder), files[0].stat().st_mtime)
     if key not in _HASHES:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        _HASHES[key] = digest.hexdigest()
+        _HASHES[key] = weights_sha256(folder)
     return _HASHES[key]
 
 

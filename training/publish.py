@@ -21,8 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pipelines.common import MODEL_FILES
-from transformer.hub import REPO_ID
+from pipelines.common import MODEL_FILES, model_file_names
+from transformer.hub import REPO_ID, missing_files
 
 from .space import copy_space_sources, gradio_version, is_bundled, missing_sources
 
@@ -148,7 +148,7 @@ def load_pipeline(task: str, model_dir: Path):
 
     if not model_dir.is_dir():
         raise PublishError(EXIT_INPUT, f"--model {model_dir}: no such folder")
-    missing = [f for f in MODEL_FILES if not (model_dir / f).is_file()]
+    missing = missing_files(model_dir, MODEL_FILES)
     if missing:
         raise PublishError(
             EXIT_INPUT,
@@ -199,7 +199,7 @@ def build_model_folder(task: str, model_dir: Path, pipe, repo_id: str, folder: P
     from .model_card import FIGURE, model_card
 
     metrics = read_metrics(task, model_dir)
-    for name in (*MODEL_FILES, METRICS):
+    for name in (*model_file_names(model_dir), METRICS):
         if (model_dir / name).is_file():
             shutil.copy2(model_dir / name, folder / name)
     export(task, folder)
@@ -233,7 +233,7 @@ def space_variables(args, root: Path | None = None) -> dict[str, str]:
         if repo:
             check_repo_id(repo, f"--{task}-repo")
             variables[var] = repo
-        elif all((root / "assets" / task / f).is_file() for f in MODEL_FILES):
+        elif (root / "assets" / task).is_dir() and not missing_files(root / "assets" / task, MODEL_FILES):
             variables[var] = f"assets/{task}"
             print(f"note: no --{task}-repo, so the Space bundles assets/{task} and loads it from there")
         else:

@@ -1,6 +1,7 @@
 """`python -m training.ship sentiment|translation --run runs/X --to assets/X --test-data FILE`.
 
-Copies a run's best model into the app's bundle as fp16 safetensors (each file must stay under 25 MB),
+Copies a run's best model into the app's bundle as fp16 safetensors (each file must stay under 25 MB: a larger
+model is split into shards with an index),
 scores the *bundled* files once on the test split with the evaluation function, and writes metrics.json
 with the exact training command, data, wall time, machine and scores. The bundle folder is replaced
 atomically: a failure leaves the previous one as it was.
@@ -13,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines.common import WEIGHTS, sha256_file
+from pipelines.common import WEIGHTS, weights_sha256
+from transformer.hub import WEIGHTS_INDEX, weight_files
 
 from .checkpoint import atomic_folder
 from .loop import BEST, METRICS_LOG, SUMMARY
@@ -25,13 +27,19 @@ class ShipError(Exception):
     """Why the bundle was not written."""
 
 
-def to_fp16(src: Path, dst: Path) -> None:
-    from safetensors.torch import load_file, save_file
+def to_fp16(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES) -> None:
+    """src's weights in fp16 in dst: one model.safetensors, or shards of at most `max_file_bytes` each with a
+    model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about 40 MB in fp16)."""
+    from huggingface_hub import save_torch_state_dict
+    from safetensors.torch import load_file
 
-    tensors = load_file(src / WEIGHTS)
-    save_file(
+    tensors = {}
+    for f in weight_files(src):
+        tensors.update(load_file(f))
+    save_torch_state_dict(
         {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()},
-        dst / WEIGHTS,
+        dst,
+        max_shard_size=int(max_file_bytes * 0.9),  # the limit counts tensor bytes; headers come on top
         metadata={"format": "pt"},
     )
 
@@ -98,10 +106,11 @@ def run_metrics(a, test: dict) -> dict:
 def write_bundle(a, folder: Path) -> dict:
     """Fill `folder` with the fp16 model, score it and write metrics.json; returns the metrics."""
     best = a.run / BEST
+    weights = {f.name for f in weight_files(best)} | {WEIGHTS, WEIGHTS_INDEX}
     for f in best.iterdir():
-        if f.name not in (WEIGHTS, "README.md"):
+        if f.name not in weights | {"README.md"}:
             shutil.copy2(f, folder / f.name)
-    to_fp16(best, folder)
+    to_fp16(best, folder, MAX_FILE_BYTES)
     too_big = [f.name for f in folder.iterdir() if f.stat().st_size > MAX_FILE_BYTES]
     if too_big:
         raise ShipError(f"{too_big} over 25 MB")
@@ -112,7 +121,7 @@ def write_bundle(a, folder: Path) -> dict:
         from .contrast import PAIRS, evaluate_model
 
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
-    metrics["weights_sha256"] = sha256_file(folder / WEIGHTS)  # checked when the app loads the folder
+    metrics["weights_sha256"] = weights_sha256(folder)  # checked when the app loads the folder
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics
 

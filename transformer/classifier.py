@@ -10,7 +10,7 @@ from .config import ClassifierConfig
 from .embeddings import HashedNgramEmbedding, token_embedding
 from .encoder import Encoder
 from .head_mask import StackMask
-from .hub import HUB_KWARGS
+from .hub import HUB_KWARGS, ShardedWeights
 from .masks import padding_mask
 
 
@@ -21,7 +21,9 @@ class ClassifierOutput:
     pool_weights: torch.Tensor | None = None  # (B, T): how much each token contributes to the pooled vector
 
 
-class TransformerClassifier(nn.Module, PyTorchModelHubMixin, pipeline_tag="text-classification", **HUB_KWARGS):
+class TransformerClassifier(
+    nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="text-classification", **HUB_KWARGS
+):
     """Sequence classifier. Padding never changes a prediction: keys and the pooling both skip it."""
 
     def __init__(self, config: ClassifierConfig):

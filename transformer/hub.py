@@ -14,6 +14,9 @@ HUB_KWARGS = dict(
 )
 
 WEIGHTS = "model.safetensors"
+# A model over a file-size limit (the app's bundle allows 25 MB a file) is saved as shards named in this index,
+# the layout of huggingface_hub.save_torch_state_dict and transformers: {"weight_map": {tensor name: file}}.
+WEIGHTS_INDEX = "model.safetensors.index.json"
 CONFIG = "config.json"
 # What a folder exported for `transformers` (training/hf_export.py) adds to config.json; the model ignores it.
 TRANSFORMERS_KEYS = frozenset(
@@ -33,11 +36,39 @@ def looks_like_repo_id(name: str) -> bool:
     return bool(REPO_ID.match(name)) and not os.path.exists(name) and not name.startswith(".")
 
 
+def weight_files(folder: str | os.PathLike) -> list[Path]:
+    """The safetensors files holding a folder's weights: model.safetensors, or the shards its index names (in
+    the index's order). Empty when there are neither; CheckpointError for an index that is not valid JSON."""
+    folder = Path(folder)
+    if (folder / WEIGHTS).is_file():
+        return [folder / WEIGHTS]
+    index = folder / WEIGHTS_INDEX
+    if not index.is_file():
+        return []
+    try:
+        weight_map = json.loads(index.read_text())["weight_map"]
+        return [folder / name for name in dict.fromkeys(weight_map.values())]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
+        raise CheckpointError(f"{folder}: {WEIGHTS_INDEX} is not a valid shard index ({e!r})") from e
+
+
+def missing_files(folder: str | os.PathLike, required: tuple[str, ...]) -> list[str]:
+    """The files of `required` that `folder` lacks; WEIGHTS counts as present as an index and all its shards."""
+    folder = Path(folder)
+    missing = [f for f in required if f != WEIGHTS and not (folder / f).is_file()]
+    if WEIGHTS in required:
+        shards = weight_files(folder)
+        if not shards:
+            missing.insert(0, WEIGHTS)
+        missing += [f.name for f in shards if not f.is_file()]
+    return missing
+
+
 def resolve_checkpoint(name_or_path: str | os.PathLike, required: tuple[str, ...] = (CONFIG, WEIGHTS)) -> Path:
     """A local folder holding the checkpoint: `name_or_path` itself, or a Hub snapshot of that repo id.
 
     Raises CheckpointError for a missing folder, a missing file, an unknown repo, or the Hub being
-    unreachable (offline), naming what it looked for.
+    unreachable (offline), naming what it looked for. The weights may be one file or shards with an index.
     """
     name = str(name_or_path)
     if os.path.isdir(name):
@@ -46,7 +77,7 @@ def resolve_checkpoint(name_or_path: str | os.PathLike, required: tuple[str, ...
         folder = _download(name)
     else:
         raise CheckpointError(f"{name}: no such folder (and not a Hub repo id of the form 'user/name')")
-    missing = [f for f in required if not (folder / f).is_file()]
+    missing = missing_files(folder, required)
     if missing:
         raise CheckpointError(f"{name}: incomplete checkpoint, missing {', '.join(missing)} in {folder}")
     return folder
@@ -92,3 +123,32 @@ def load_model(cls, name_or_path: str | os.PathLike):
     except Exception as e:  # shape mismatch, missing keys, truncated safetensors, bad config fields
         raise CheckpointError(f"{name_or_path}: checkpoint does not load into {cls.__name__}: {e}") from e
     return model.eval()
+
+
+class ShardedWeights:
+    """Mixed in before PyTorchModelHubMixin: `from_pretrained(folder)` also reads weights saved as shards with a
+    model.safetensors.index.json; one model.safetensors loads as before."""
+
+    @classmethod
+    def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", strict: bool = False, **kwargs):
+        if not os.path.isdir(model_id) or (Path(model_id) / WEIGHTS).is_file():
+            return super()._from_pretrained(model_id=model_id, map_location=map_location, strict=strict, **kwargs)
+        hub_args = ("revision", "cache_dir", "force_download", "local_files_only", "token")
+        model = cls(**{k: v for k, v in kwargs.items() if k not in hub_args})
+        load_shards(model, weight_files(model_id), strict=strict)
+        return model.to(map_location)
+
+
+def load_shards(model, files: list[Path], strict: bool = True) -> None:
+    """Load the tensors of every shard into `model`. With `strict`, a parameter that no shard holds is an error
+    unless it shares its storage with one that a shard holds (tied weights are saved once)."""
+    from safetensors.torch import load_file
+
+    state = {}
+    for f in files:
+        state.update(load_file(f))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    loaded = {t.data_ptr() for name, t in model.state_dict().items() if name in state}
+    missing = [name for name in missing if model.state_dict()[name].data_ptr() not in loaded]
+    if strict and (missing or unexpected):
+        raise RuntimeError(f"shards do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}")

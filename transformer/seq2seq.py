@@ -11,7 +11,7 @@ from .decoder import Decoder, DecoderCache
 from .embeddings import token_embedding
 from .encoder import Encoder, EncoderOutput
 from .head_mask import HeadMasks
-from .hub import HUB_KWARGS
+from .hub import HUB_KWARGS, ShardedWeights
 from .masks import padding_mask
 
 
@@ -23,7 +23,7 @@ class DecoderOutput:
     cross_attentions: list[torch.Tensor] | None = None  # per layer (B, H, Tq, Ts)
 
 
-class Seq2SeqTransformer(nn.Module, PyTorchModelHubMixin, pipeline_tag="translation", **HUB_KWARGS):
+class Seq2SeqTransformer(nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="translation", **HUB_KWARGS):
     """Encoder-decoder transformer (Vaswani et al., 2017) over a shared vocabulary."""
 
     def __init__(self, config: Seq2SeqConfig):
