@@ -1,9 +1,10 @@
 """The model adapter: the one small interface the pipelines use to reach a model, and its implementation for the
 from-scratch models of transformer/. pipelines/hf_adapter.py implements it for `transformers` models.
 
-What a pipeline may ask of a model: tokenize with character offsets, add the special tokens, embed ids,
-run forward from embeddings (what attribution differentiates), return attention weights by kind, layer and
-head, switch heads off for one call, and (seq2seq) generate. Nothing else of a model's internals.
+What a pipeline may ask of a model: its device (where every tensor fed to it must be), tokenize with character
+offsets, add the special tokens, embed ids, run forward from embeddings (what attribution differentiates),
+return attention weights by kind, layer and head, switch heads off for one call, and (seq2seq) generate.
+Nothing else of a model's internals.
 
 Head masks come in one form everywhere: {kind: (L, H) or (L, B, H) multipliers}, 0 = head off (pipelines.heads
 builds them from {(kind, layer, head): multiplier}).
@@ -43,6 +44,16 @@ class Seq2SeqRun:
     cross: list[torch.Tensor]  # per decoder layer (B, H, Tt, Ts)
 
 
+class ModelDevice:
+    """`device`: where the adapter's model keeps its weights, so where the pipelines build every tensor they feed it."""
+
+    model: torch.nn.Module
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+
 class TokenizerMixin:
     """tokenize / detokenize over a `tokenizers.Tokenizer` (ours) with character offsets."""
 
@@ -72,7 +83,7 @@ class DecodingMixin:
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
 
-class OurClassifier(TokenizerMixin):
+class OurClassifier(ModelDevice, TokenizerMixin):
     """The adapter for transformer.TransformerClassifier with a tokenizers.Tokenizer."""
 
     kind = "ours"
@@ -140,7 +151,7 @@ class OurClassifier(TokenizerMixin):
         save_folder(self.model, self.tokenizer, folder, max_len, preprocessing)
 
 
-class OurSeq2Seq(DecodingMixin, TokenizerMixin):
+class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
     """The adapter for transformer.Seq2SeqTransformer with a tokenizers.Tokenizer (shared vocabulary)."""
 
     kind = "ours"

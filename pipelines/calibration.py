@@ -37,7 +37,7 @@ class Temperature:
 
     def scale(self, logits: torch.Tensor, lengths) -> torch.Tensor:
         """(B, C) logits divided by each row's temperature."""
-        return logits / self.values(lengths).to(logits.dtype)[:, None]
+        return logits / self.values(lengths).to(logits.device, logits.dtype)[:, None]  # (B, C) / (B, 1)
 
 
 def _fit(logits: torch.Tensor, labels: torch.Tensor, x: torch.Tensor, n_params: int) -> list[float]:

@@ -1,4 +1,5 @@
-"""Pieces both pipelines share: loading a model folder, tokens with their place in the input, and the output guard.
+"""Pieces both pipelines share: where models run and loading a model folder, tokens with their place in the input,
+and the output guard.
 
 The guard: a model never hands out a NaN or infinite probability, score or attention weight. Damaged weights (or a
 numerical accident) make a model compute NaN; served as is, a NaN reads as a prediction ("negative (nan%)") and is
@@ -9,6 +10,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +26,7 @@ TOKENIZER = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 PREPROCESSING = "preprocessing.json"  # how the pipeline cuts and decodes: max_len, head, labels, beam_size
 MODEL_FILES = (CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG, PREPROCESSING)  # a complete model folder
+DEVICE_ENV = "MODEL_DEVICE"  # where the served models run (serving_device)
 
 
 def model_file_names(folder: Path) -> list[str]:
@@ -44,8 +47,18 @@ class TokenSpan:
     end: int
 
 
-def load_folder(model_cls, name_or_path: str):
-    """(model, tokenizer, preprocessing dict) from a local folder or a Hub repo id."""
+def serving_device(choice: str | None = None) -> torch.device:
+    """Where a loaded model runs: `choice`, or $MODEL_DEVICE when it is None; "cpu" when neither says; "auto" = CUDA
+    where there is a GPU, else the CPU; or any torch device ("cuda:1", "mps"). The pipelines build every tensor
+    on their model's device (adapter.device) and hand their results back on the CPU."""
+    choice = (choice if choice is not None else os.environ.get(DEVICE_ENV, "")).strip() or "cpu"
+    if choice == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(choice)
+
+
+def load_folder(model_cls, name_or_path: str, device: str | None = None):
+    """(model on serving_device(device), tokenizer, preprocessing dict) from a local folder or a Hub repo id."""
     folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
     check_weights_hash(folder, name_or_path)
     model = load_model(model_cls, folder)
@@ -64,7 +77,7 @@ def load_folder(model_cls, name_or_path: str):
         )
     prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
-    return model, tokenizer, prep
+    return model.to(serving_device(device)), tokenizer, prep
 
 
 def sha256_file(path: Path) -> str:

@@ -38,24 +38,27 @@ def _check_key(key, layers: Mapping[str, int], n_heads: int) -> HeadKey:
 
 
 def mask_tensors(
-    head_mask: Mapping[HeadKey, float] | None, layers: Mapping[str, int], n_heads: int
+    head_mask: Mapping[HeadKey, float] | None, layers: Mapping[str, int], n_heads: int, device="cpu"
 ) -> dict[str, torch.Tensor] | None:
-    """{(kind, layer, head): multiplier} -> {kind: (L, H) multipliers, 1 where not given}; None for no mask."""
+    """{(kind, layer, head): multiplier} -> {kind: (L, H) multipliers on `device`, 1 where not given}; None for
+    no mask."""
     if not head_mask:
         return None
     out = {kind: torch.ones(n, n_heads) for kind, n in layers.items()}
     for key, value in head_mask.items():
         kind, layer, head = _check_key(key, layers, n_heads)
         out[kind][layer, head] = float(value)
-    return out
+    return {kind: m.to(device) for kind, m in out.items()}
 
 
-def single_head_off(keys: list[HeadKey], layers: Mapping[str, int], n_heads: int) -> dict[str, torch.Tensor]:
-    """{kind: (L, N, H)} batch masks where row n switches off head keys[n] and nothing else."""
+def single_head_off(
+    keys: list[HeadKey], layers: Mapping[str, int], n_heads: int, device="cpu"
+) -> dict[str, torch.Tensor]:
+    """{kind: (L, N, H)} batch masks on `device` where row n switches off head keys[n] and nothing else."""
     out = {kind: torch.ones(n, len(keys), n_heads) for kind, n in layers.items()}
     for row, (kind, layer, head) in enumerate(keys):
         out[kind][layer, row, head] = 0.0
-    return out
+    return {kind: m.to(device) for kind, m in out.items()}
 
 
 def _chunks(keys: list[HeadKey]):
@@ -72,14 +75,15 @@ def classifier_effects(pipe, ids: list[int], label: int) -> tuple[float, dict[He
     the calibrated probability the pipeline returns (pipe.calibrated), so an effect is what the prediction shows."""
     adapter = pipe.adapter
     layers, H = adapter.head_layers, adapter.n_heads
-    intact = float(pipe.calibrated(adapter.forward(torch.tensor([ids])).logits, [len(ids)])[0, label])
+    x = torch.tensor([ids], device=adapter.device)  # (1, T)
+    intact = float(pipe.calibrated(adapter.forward(x).logits, [len(ids)])[0, label])
     effects = {}
     for keys in _chunks(head_keys(layers, H)):
-        masks = single_head_off(keys, layers, H)
-        batch = torch.tensor([ids]).expand(len(keys), -1)  # (N, T): the same input once per head
+        masks = single_head_off(keys, layers, H, adapter.device)
+        batch = x.expand(len(keys), -1)  # (N, T): the same input once per head
         logits = adapter.forward(batch, head_mask=masks).logits  # (N, C)
         probs = pipe.calibrated(logits, [len(ids)] * len(keys))[:, label]  # (N,)
-        effects.update({k: float(p) - intact for k, p in zip(keys, probs)})
+        effects.update({k: p - intact for k, p in zip(keys, probs.tolist())})
     return intact, effects
 
 
@@ -103,15 +107,16 @@ def sentiment_head_table(pipe, text: str) -> list[dict]:
 
 @torch.no_grad()
 def teacher_forced_log_prob(adapter, src_ids: list[int], produced: list[int], masks, rows: int = 1):
-    """(rows,) log-probability of the token ids `produced` (EOS included if it is there) given the source,
+    """(rows,) log-probability, on the CPU, of the token ids `produced` (EOS included if it is there) given the source,
     in one teacher-forced pass; masks {kind: (L, H) or (L, rows, H)}, one row per variant."""
     if not produced:
         return torch.zeros(rows)
-    src = torch.tensor([src_ids]).expand(rows, -1)  # (rows, Ts)
-    tgt_in = torch.tensor([[adapter.bos_id] + produced[:-1]]).expand(rows, -1)  # (rows, Tt)
+    device = adapter.device
+    src = torch.tensor([src_ids], device=device).expand(rows, -1)  # (rows, Ts)
+    tgt_in = torch.tensor([[adapter.bos_id] + produced[:-1]], device=device).expand(rows, -1)  # (rows, Tt)
     logp = adapter.forward(src, tgt_in, head_mask=masks).logits.log_softmax(-1)  # (rows, Tt, V)
-    gold = torch.tensor(produced)[None, :, None].expand(rows, -1, -1)  # (rows, Tt, 1)
-    return logp.gather(-1, gold)[..., 0].sum(-1)
+    gold = torch.tensor(produced, device=device)[None, :, None].expand(rows, -1, -1)  # (rows, Tt, 1)
+    return logp.gather(-1, gold)[..., 0].sum(-1).cpu()
 
 
 def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
@@ -120,9 +125,9 @@ def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tupl
     intact = float(teacher_forced_log_prob(adapter, src_ids, produced, None)[0])
     effects = {}
     for keys in _chunks(head_keys(layers, H)):
-        masks = single_head_off(keys, layers, H)
+        masks = single_head_off(keys, layers, H, adapter.device)
         logp = teacher_forced_log_prob(adapter, src_ids, produced, masks, rows=len(keys))
-        effects.update({k: float(v) - intact for k, v in zip(keys, logp)})
+        effects.update({k: v - intact for k, v in zip(keys, logp.tolist())})
     return intact, effects
 
 

@@ -17,8 +17,8 @@ import torch
 
 from transformer.generation import Hypothesis
 
-from .adapter import ClassifierRun, DecodingMixin, KindMasks, Seq2SeqRun
-from .common import TokenSpan
+from .adapter import ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
+from .common import TokenSpan, serving_device
 
 # The attention output projections, by the end of their module name (BERT / RoBERTa, DistilBERT, BART / Marian).
 OUT_PROJECTIONS = ("attention.output.dense", "attention.out_lin", "self_attn.out_proj", "encoder_attn.out_proj")
@@ -121,8 +121,8 @@ def load_tokenizer(name_or_path: str):
 
 class _HFTokenizing:
     """tokenize / tokenize_many over a transformers fast tokenizer, with character offsets; pickled as where it
-    was loaded from (a model process loads it again: a transformers model unpickled in a fresh interpreter
-    returns no attention weights)."""
+    was loaded from, onto the same device (a model process loads it again: a transformers model unpickled in a
+    fresh interpreter returns no attention weights)."""
 
     tokenizer = None
     source: str | None = None  # the model id or folder it was loaded from
@@ -130,7 +130,7 @@ class _HFTokenizing:
     def __reduce__(self):
         if self.source is None:
             raise TypeError(f"{type(self).__name__} built from objects cannot be pickled: load it with from_pretrained")
-        return type(self).from_pretrained, (self.source,)
+        return type(self).from_pretrained, (self.source, str(self.device))
 
     def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]:
         """(ids, TokenSpans into `text`) of the text's own tokens, without special tokens."""
@@ -151,12 +151,12 @@ class _HFTokenizing:
         return [], []
 
 
-def _eager(cls, name_or_path: str):
+def _eager(cls, name_or_path: str, device: str | None):
     model = cls.from_pretrained(name_or_path, attn_implementation="eager")
-    return model.eval()
+    return model.to(serving_device(device)).eval()
 
 
-class HFClassifier(_HFTokenizing):
+class HFClassifier(ModelDevice, _HFTokenizing):
     """The adapter for a transformers sequence classifier."""
 
     kind = "transformers"
@@ -175,10 +175,12 @@ class HFClassifier(_HFTokenizing):
         self.max_len = min(positions, tokenizer.model_max_length or positions)
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str) -> "HFClassifier":
+    def from_pretrained(cls, name_or_path: str, device: str | None = None) -> "HFClassifier":
+        """From a model id or folder, on serving_device(device) ($MODEL_DEVICE when None)."""
         from transformers import AutoModelForSequenceClassification
 
-        adapter = cls(_eager(AutoModelForSequenceClassification, name_or_path), load_tokenizer(name_or_path))
+        model = _eager(AutoModelForSequenceClassification, name_or_path, device)
+        adapter = cls(model, load_tokenizer(name_or_path))
         adapter.source = str(name_or_path)
         return adapter
 
@@ -225,7 +227,7 @@ class HFClassifier(_HFTokenizing):
         (Path(folder) / "preprocessing.json").write_text(json.dumps(preprocessing, indent=2) + "\n")
 
 
-class HFSeq2Seq(DecodingMixin, _HFTokenizing):
+class HFSeq2Seq(ModelDevice, DecodingMixin, _HFTokenizing):
     """The adapter for a transformers encoder-decoder (Marian and kin): source + EOS in, the decoder starts from
     decoder_start_token_id."""
 
@@ -246,10 +248,11 @@ class HFSeq2Seq(DecodingMixin, _HFTokenizing):
         self.max_source = min(self.max_positions, tokenizer.model_max_length or self.max_positions) - 1
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str) -> "HFSeq2Seq":
+    def from_pretrained(cls, name_or_path: str, device: str | None = None) -> "HFSeq2Seq":
+        """From a model id or folder, on serving_device(device) ($MODEL_DEVICE when None)."""
         from transformers import AutoModelForSeq2SeqLM
 
-        adapter = cls(_eager(AutoModelForSeq2SeqLM, name_or_path), load_tokenizer(name_or_path))
+        adapter = cls(_eager(AutoModelForSeq2SeqLM, name_or_path, device), load_tokenizer(name_or_path))
         adapter.source = str(name_or_path)
         return adapter
 
@@ -319,10 +322,12 @@ class HFSeq2Seq(DecodingMixin, _HFTokenizing):
         produced = [h.tokens + ([self.eos_id] if h.finished else []) for h in hyps]
         if not any(produced):
             return
-        tgt_in = pad([[self.bos_id] + p[:-1] for p in produced], self.pad_id)  # (B, Tt)
+        tgt_in = pad([[self.bos_id] + p[:-1] for p in produced], self.pad_id, src.device)  # (B, Tt)
         logp = self.forward(src, tgt_in, head_mask=head_mask).logits.log_softmax(-1)  # (B, Tt, V)
-        for b, (h, p) in enumerate(zip(hyps, produced)):
-            h.score = float(logp[b, torch.arange(len(p)), torch.tensor(p, dtype=torch.long)].sum()) if p else 0.0
+        gold = pad(produced, self.pad_id, src.device)  # (B, Tt) the produced ids
+        token_logp = logp.gather(-1, gold[..., None])[..., 0].cpu()  # (B, Tt); past a row's end: padding
+        for h, row, p in zip(hyps, token_logp, produced):
+            h.score = float(row[: len(p)].sum())
 
     def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
         """What the encoder adds positions to: its token embeddings, scaled as its own forward scales them."""

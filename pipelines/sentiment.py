@@ -23,7 +23,7 @@ class SentimentResult:
     label: str
     probabilities: dict[str, float]  # label -> probability
     tokens: list[TokenSpan]  # the tokens the model saw (after cutting a long review)
-    attentions: list[torch.Tensor]  # per layer (H, T, T), rows = queries
+    attentions: list[torch.Tensor]  # per layer (H, T, T), rows = queries (on the CPU, as every result tensor)
     pool_weights: torch.Tensor  # (T,) the weight of each token in the pooled vector
     truncated: bool  # True when the review was longer than the model reads
     n_tokens: int  # tokens in the whole review before cutting
@@ -85,12 +85,13 @@ class SentimentPipeline(BatchRunner):
         return self.adapter.n_heads
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str) -> "SentimentPipeline":
+    def from_pretrained(cls, name_or_path: str, device: str | None = None) -> "SentimentPipeline":
         """Ours (a folder or repo with our config.json) or a transformers sequence classifier (model id or folder):
-        its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting."""
+        its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting.
+        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
         if hf_adapter.is_transformers_model(name_or_path):
-            return cls.from_transformers(name_or_path)
-        model, tok, prep = load_folder(TransformerClassifier, name_or_path)
+            return cls.from_transformers(name_or_path, device)
+        model, tok, prep = load_folder(TransformerClassifier, name_or_path, device)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
@@ -100,8 +101,8 @@ class SentimentPipeline(BatchRunner):
         return pipe
 
     @classmethod
-    def from_transformers(cls, name_or_path: str) -> "SentimentPipeline":
-        adapter = hf_adapter.HFClassifier.from_pretrained(name_or_path)
+    def from_transformers(cls, name_or_path: str, device: str | None = None) -> "SentimentPipeline":
+        adapter = hf_adapter.HFClassifier.from_pretrained(name_or_path, device)
         prep = hf_adapter.read_preprocessing(name_or_path)
         max_len = min(prep.get("max_len", adapter.max_len), adapter.max_len)
         labels = prep.get("labels", adapter.labels)
@@ -182,11 +183,13 @@ class SentimentPipeline(BatchRunner):
         results: list = [ValueError("the text has no tokens")] * len(texts)
         if not real:
             return results
-        masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads)
-        batch = pad([encoded[i][0] for i in real], self.adapter.pad_id)  # (B, T)
+        device = self.adapter.device
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads, device)
+        batch = pad([encoded[i][0] for i in real], self.adapter.pad_id, device)  # (B, T)
         out = self.adapter.forward(batch, need_weights=need_weights, head_mask=masks)
         lengths = [len(encoded[i][0]) for i in real]
-        probs = self.calibrated(out.logits, lengths)  # (B, labels)
+        probs = self.calibrated(out.logits, lengths).cpu()  # (B, labels)
+        weights = out.token_weights  # (B, T) or None
         for row, i in enumerate(real):
             ids, toks, n = encoded[i]
             T = len(ids)
@@ -195,8 +198,8 @@ class SentimentPipeline(BatchRunner):
                 label=self.labels[int(probs[row].argmax())],
                 probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
                 tokens=toks,
-                attentions=[a[row, :, :T, :T].clone() for a in out.attentions],  # (H, T, T)
-                pool_weights=out.token_weights[row, :T].clone() if out.token_weights is not None else _uniform(T),
+                attentions=[a[row, :, :T, :T].to("cpu", copy=True) for a in out.attentions],  # (H, T, T)
+                pool_weights=_uniform(T) if weights is None else weights[row, :T].to("cpu", copy=True),
                 truncated=n > T - self.n_special,
                 n_tokens=n,
                 out_of_domain=out_of_domain,
@@ -235,12 +238,13 @@ class SentimentPipeline(BatchRunner):
     def raw_logits(
         self, texts: list[str], batch_size: int = 64, head_mask: dict[HeadKey, float] | None = None
     ) -> tuple[torch.Tensor, list[int]]:
-        """((N, C) logits before calibration, tokens read per text), on the fast path, in input order."""
-        masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads)
+        """((N, C) logits before calibration, on the CPU, tokens read per text), on the fast path, in input order."""
+        device = self.adapter.device
+        masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads, device)
         ids = self.encode_many(texts)
         logits = torch.zeros(len(ids), len(self.labels))
-        for rows, batch in sorted_batches(ids, batch_size, self.adapter.pad_id):
-            logits[rows] = self.adapter.forward(batch, head_mask=masks).logits
+        for rows, batch in sorted_batches(ids, batch_size, self.adapter.pad_id, device):
+            logits[rows] = self.adapter.forward(batch, head_mask=masks).logits.cpu()
         return logits, [len(i) for i in ids]
 
     def predict(

@@ -34,7 +34,7 @@ class TranslationResult:
     translation: str
     source_tokens: list[TokenSpan]  # German subwords (the last one is '</s>')
     target_tokens: list[str]  # produced English subwords, one per step, ending with '</s>' if finished
-    encoder_attentions: list[torch.Tensor]  # per layer (H, Ts, Ts)
+    encoder_attentions: list[torch.Tensor]  # per layer (H, Ts, Ts), on the CPU (as every result tensor)
     decoder_attentions: list[torch.Tensor]  # per layer (H, Tt, Tt): row t = step t, causal
     cross_attentions: list[torch.Tensor]  # per layer (H, Tt, Ts): row t = step t over the source
     steps: list[DecodingStep]
@@ -94,19 +94,20 @@ class TranslationPipeline(BatchRunner):
         return self.adapter.n_heads
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str) -> "TranslationPipeline":
-        """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder)."""
+    def from_pretrained(cls, name_or_path: str, device: str | None = None) -> "TranslationPipeline":
+        """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder).
+        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
         if hf_adapter.is_transformers_model(name_or_path):
-            return cls.from_transformers(name_or_path)
-        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path)
+            return cls.from_transformers(name_or_path, device)
+        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path, device)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
         pipe.source = str(name_or_path)  # which model made a result (export)
         return pipe
 
     @classmethod
-    def from_transformers(cls, name_or_path: str) -> "TranslationPipeline":
-        adapter = hf_adapter.HFSeq2Seq.from_pretrained(name_or_path)
+    def from_transformers(cls, name_or_path: str, device: str | None = None) -> "TranslationPipeline":
+        adapter = hf_adapter.HFSeq2Seq.from_pretrained(name_or_path, device)
         prep = hf_adapter.read_preprocessing(name_or_path)
         beams = prep.get("beam_size", getattr(adapter.model.generation_config, "num_beams", None) or 4)
         domain = load_domain(prep, adapter.tokenizer, adapter.vocab_size, name_or_path)
@@ -149,7 +150,7 @@ class TranslationPipeline(BatchRunner):
 
     def head_masks(self, head_mask: dict[HeadKey, float] | None) -> KindMasks | None:
         """{(kind, layer, head): multiplier} -> {kind: (L, H)} (ValueError for a head the model lacks)."""
-        return heads.mask_tensors(head_mask, self.head_layers, self.n_heads)
+        return heads.mask_tensors(head_mask, self.head_layers, self.n_heads, self.adapter.device)
 
     def detokenize(self, ids: list[int]) -> str:
         """Output ids -> English text."""
@@ -194,7 +195,7 @@ class TranslationPipeline(BatchRunner):
         masks = self.head_masks(head_mask)
         ids, _, _ = self.encode_source(texts)
         out: list = [None] * len(ids)
-        for rows, src in sorted_batches(ids, batch_size, self.adapter.pad_id):
+        for rows, src in sorted_batches(ids, batch_size, self.adapter.pad_id, self.adapter.device):
             for i, hyp in zip(rows, self.search(src, beam_size, alpha, masks)):
                 mean_lp = hyp.score / max(1, len(hyp.tokens) + int(hyp.finished))
                 out[i] = (self.detokenize(hyp.tokens), mean_lp, *self.domain_check(ids[i], mean_lp))
@@ -244,14 +245,14 @@ class TranslationPipeline(BatchRunner):
         results: list = [ValueError("the text has no tokens")] * len(texts)
         if not real:
             return results
-        src = pad([ids[i] for i in real], a.pad_id)  # (B, Ts)
+        src = pad([ids[i] for i in real], a.pad_id, a.device)  # (B, Ts)
         hyps = self.search(src, beam_size, alpha, masks, a.row_limits(src))
         produced = [h.tokens + ([a.eos_id] if h.finished else []) for h in hyps]
         # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
-        tgt_in = pad([[a.bos_id] + p[:-1] for p in produced], a.pad_id)  # (B, Tt)
+        tgt_in = pad([[a.bos_id] + p[:-1] for p in produced], a.pad_id, a.device)  # (B, Tt)
         run = a.forward(src, tgt_in, need_weights=True, head_mask=masks)
-        topv, topi = run.logits.softmax(-1).topk(top_k, dim=-1)  # (B, Tt, k)
+        topv, topi = (t.cpu() for t in run.logits.softmax(-1).topk(top_k, dim=-1))  # (B, Tt, k)
         for row, i in enumerate(real):
             Ts, Tt = len(ids[i]), max(len(produced[row]), 1)
             steps = [
@@ -266,9 +267,11 @@ class TranslationPipeline(BatchRunner):
                 translation=self.detokenize(hyps[row].tokens),
                 source_tokens=src_spans,
                 target_tokens=[s.token for s in steps],
-                encoder_attentions=[m[row, :, :Ts, :Ts].clone() for m in run.encoder],
-                decoder_attentions=[m[row, :, :Tt, :Tt].clone() for m in run.decoder],
-                cross_attentions=[m[row, :, :Tt, :Ts].clone() for m in run.cross],
+                # Each row's own maps, copied to the CPU (where the views read them; a copy even there, so a
+                # result does not hold the whole batch's maps).
+                encoder_attentions=[m[row, :, :Ts, :Ts].to("cpu", copy=True) for m in run.encoder],
+                decoder_attentions=[m[row, :, :Tt, :Tt].to("cpu", copy=True) for m in run.decoder],
+                cross_attentions=[m[row, :, :Tt, :Ts].to("cpu", copy=True) for m in run.cross],
                 steps=steps,
                 score=hyps[row].score,
                 truncated=truncated[i],

@@ -3,9 +3,10 @@
 On a CPU-only machine every tensor is on the CPU, so a batch left behind on the CPU goes unnoticed until the
 first GPU run crashes. Here the model lives on the `meta` device (shapes without data) and a torch function
 mode fails any torch call whose tensors sit on two devices, naming the call. A `meta` tensor holds no values,
-so the mode answers the few reads of a value (`int(t)`, `t.item()`, `t.tolist()`, `bool(t)`) with stand-ins
-and a boolean-mask selection with every row (a shape `meta` cannot know): the tasks then run their whole
-training step and evaluation, decoding included, as they would on an accelerator.
+so the mode answers the few reads of a value (`int(t)`, `t.item()`, `t.tolist()`, `bool(t)`) with stand-ins, a
+copy to the CPU (`t.cpu()`, what a result handed back does) with a CPU tensor of stand-ins, and a boolean-mask
+selection with every row (a shape `meta` cannot know): the tasks then run their whole training step and
+evaluation, decoding included, as they would on an accelerator (tests/test_serving_device.py: the pipelines).
 """
 
 import pytest
@@ -21,11 +22,17 @@ from training.cli import build_parser, load_task_data, task_class
 DEVICE = torch.device("meta")
 Tensor = torch.Tensor
 READS = {Tensor.__int__, Tensor.__float__, Tensor.__bool__, Tensor.__index__, Tensor.item, Tensor.tolist}
+COPIES = {Tensor.cpu, Tensor.to}  # a copy to the CPU of a meta tensor gets stand-in values
+
+
+def stand_in_value(t: torch.Tensor):
+    """True, 1 or 0.5 by dtype."""
+    return True if t.dtype == torch.bool else 0.5 if t.is_floating_point() else 1
 
 
 def stand_in(t: torch.Tensor):
-    """A value for a read of a meta tensor: True, 1 or 0.5 by dtype (nested lists for tolist)."""
-    value = True if t.dtype == torch.bool else 0.5 if t.is_floating_point() else 1
+    """A value for a read of a meta tensor: stand_in_value (nested lists for tolist)."""
+    value = stand_in_value(t)
     out = value
     for n in reversed(t.shape):
         out = [out] * n if not isinstance(out, list) else [list(out) for _ in range(n)]
@@ -34,7 +41,7 @@ def stand_in(t: torch.Tensor):
 
 class FollowsDevice(TorchFunctionMode):
     """Fails a torch call that mixes devices (0-dim CPU scalars aside, as torch allows them); on meta tensors,
-    answers value reads with stand-ins and boolean-mask selection with all rows."""
+    answers value reads and copies to the CPU with stand-ins and boolean-mask selection with all rows."""
 
     def __init__(self):
         super().__init__()
@@ -53,6 +60,12 @@ class FollowsDevice(TorchFunctionMode):
                 return stand_in(first)
             if func is Tensor.__getitem__:
                 return self.select(first, args[1])
+            if func in COPIES:
+                try:
+                    return func(*args, **kwargs)
+                except NotImplementedError:  # "Cannot copy out of meta tensor": the same copy of stand-ins
+                    values = torch.full(first.shape, stand_in_value(first), dtype=first.dtype)
+                    return func(values, *args[1:], **kwargs)
         return func(*args, **kwargs)
 
     @staticmethod
@@ -96,6 +109,10 @@ def test_the_check_catches_a_cpu_tensor_beside_a_meta_one():
         ids = torch.zeros(2, 3, dtype=torch.long, device=DEVICE)
         assert int(ids.sum()) == 1 and ids.tolist() == [[1, 1, 1], [1, 1, 1]]
         assert ids[ids > 0].shape == (6,) and (torch.zeros(3, device=DEVICE) * torch.tensor(2.0)).is_meta
+        assert ids.cpu().tolist() == [[1, 1, 1], [1, 1, 1]] and ids.float().to("cpu").device.type == "cpu"
+        assert ids.to(torch.float16).is_meta  # a copy that stays on meta is the real one
+    with FollowsDevice(), pytest.raises(TypeError, match="meta"):
+        torch.zeros(3, device=DEVICE).numpy()  # what a result left on a GPU does: fails, as there
 
 
 @pytest.mark.parametrize("ngrams", ["101", "0"])

@@ -139,9 +139,9 @@ def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 64
     ids = [seq or [pad] for seq in batch]
     out = np.zeros(len(ids), dtype=np.float64)
     with torch.no_grad():
-        for rows, x in sorted_batches(ids, batch_size, pad):
+        for rows, x in sorted_batches(ids, batch_size, pad, pipe.adapter.device):
             probs = pipe.calibrated(pipe.adapter.forward(x).logits, [len(batch[r]) for r in rows])  # (B, C)
-            out[rows] = probs[:, target].double().numpy()
+            out[rows] = probs[:, target].double().cpu().numpy()
     return out
 
 
@@ -163,11 +163,12 @@ def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int
     with torch.no_grad():
         for s in range(0, len(queries), batch_size):
             part = queries[s : s + batch_size]
-            src = pad([q[0] or [a.pad_id] for q in part], a.pad_id)
-            tgt = a.embed_target(torch.tensor([tgt_in]).expand(len(part), -1))
-            pos, tok = torch.tensor([q[1] for q in part]), torch.tensor([q[2] for q in part])
+            src = pad([q[0] or [a.pad_id] for q in part], a.pad_id, a.device)  # (B, Ts)
+            tgt = a.embed_target(torch.tensor([tgt_in], device=a.device).expand(len(part), -1))  # (B, Tt, D)
+            pos = torch.tensor([q[1] for q in part], device=a.device)  # (B,)
+            tok = torch.tensor([q[2] for q in part], device=a.device)  # (B,)
             logp = a.step_log_probs(a.embed_source(src), src, tgt, pos)  # (B, V)
-            out[s : s + batch_size] = logp.gather(1, tok[:, None])[:, 0].exp().double().numpy()
+            out[s : s + batch_size] = logp.gather(1, tok[:, None])[:, 0].exp().double().cpu().numpy()
     return out
 
 
@@ -175,14 +176,15 @@ def every_step_probs(pipe, sources: list[list[int]], produced: list[int], batch_
     """(N, Tt) p(produced[t] | produced[:t], source) at every step t for each source, teacher-forced: one pass
     per source gives every step (an empty source reads as one padding token)."""
     a = pipe.adapter
-    tgt_in = torch.tensor([[a.bos_id] + produced[:-1]])  # (1, Tt)
-    gold = torch.tensor(produced)[None, :, None]  # (1, Tt, 1)
+    tgt_in = torch.tensor([[a.bos_id] + produced[:-1]], device=a.device)  # (1, Tt)
+    gold = torch.tensor(produced, device=a.device)[None, :, None]  # (1, Tt, 1)
     out = np.zeros((len(sources), len(produced)))
     with torch.no_grad():
         for s in range(0, len(sources), batch_size):
-            src = pad([ids or [a.pad_id] for ids in sources[s : s + batch_size]], a.pad_id)  # (B, Ts)
+            src = pad([ids or [a.pad_id] for ids in sources[s : s + batch_size]], a.pad_id, a.device)  # (B, Ts)
             logp = a.forward(src, tgt_in.expand(len(src), -1)).logits.log_softmax(-1)  # (B, Tt, V)
-            out[s : s + len(src)] = logp.gather(-1, gold.expand(len(src), -1, -1))[..., 0].exp().double().numpy()
+            probs = logp.gather(-1, gold.expand(len(src), -1, -1))[..., 0].exp()  # (B, Tt)
+            out[s : s + len(src)] = probs.double().cpu().numpy()
     return out
 
 

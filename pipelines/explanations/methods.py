@@ -71,7 +71,9 @@ def _step_inputs(adapter, src, tgt_in, produced, alts):
     src_ids = src.expand(Tt, -1)
     src_emb = adapter.embed_source(src_ids).detach()
     tgt_emb = adapter.embed_target(tgt_in.expand(Tt, -1)).detach()
-    return (src_emb, tgt_emb), (src_ids, torch.arange(Tt), torch.tensor(produced), torch.tensor(alts))
+    dev = src.device
+    pos, tok, alt = torch.arange(Tt, device=dev), torch.tensor(produced, device=dev), torch.tensor(alts, device=dev)
+    return (src_emb, tgt_emb), (src_ids, pos, tok, alt)  # pos, tok, alt: (Tt,)
 
 
 def _by_steps(attribute, inputs: tuple, extra: tuple, progress=None) -> tuple:
@@ -89,7 +91,12 @@ def _by_steps(attribute, inputs: tuple, extra: tuple, progress=None) -> tuple:
 
 
 def _token_sums(a: torch.Tensor) -> np.ndarray:
-    return a.sum(-1).detach().numpy().astype(np.float32)
+    return a.sum(-1).detach().cpu().numpy().astype(np.float32)
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A float64 copy on the CPU (of a tensor on the model's device)."""
+    return t.detach().double().cpu().numpy()
 
 
 @register
@@ -104,7 +111,7 @@ class AttentionMethod(Method):
 
     @torch.no_grad()
     def review(self, adapter, ids, target, words, progress=None):
-        w = adapter.forward(ids, need_weights=True).token_weights[0].double().numpy()  # (T,)
+        w = _numpy(adapter.forward(ids, need_weights=True).token_weights[0])  # (T,)
         return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
 
     def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
@@ -123,7 +130,7 @@ class RolloutMethod(Method):
     @torch.no_grad()
     def review(self, adapter, ids, target, words, progress=None):
         out = adapter.forward(ids, need_weights=True)
-        w = out.token_weights[0].double().numpy() @ attention_rollout([a[0].double().numpy() for a in out.attentions])
+        w = _numpy(out.token_weights[0]) @ attention_rollout([_numpy(a[0]) for a in out.attentions])
         return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
 
 
@@ -193,7 +200,7 @@ class IntegratedGradients(Method):
 
         inputs, extra = _step_inputs(adapter, src, tgt_in, produced, alts)
         src_a, tgt_a, delta = _by_steps(attribute, inputs, extra, progress)
-        deltas = delta.detach().numpy().astype(np.float32)
+        deltas = _numpy(delta).astype(np.float32)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a), steps=self.n_steps, deltas=deltas)
 
 
@@ -215,13 +222,14 @@ class Occlusion(Method):
         f = lambda x: log_odds(adapter.forward(x).logits)[:, target]  # noqa: E731
         intact = float(f(ids)[0])
         drops = np.zeros(n_words, dtype=np.float64)
-        which = torch.as_tensor(words, dtype=torch.long)  # (T,)
+        which = torch.as_tensor(words, dtype=torch.long, device=ids.device)  # (T,)
         for start in range(0, n_words, OCCLUSION_BATCH):
-            chunk = torch.arange(start, min(start + OCCLUSION_BATCH, n_words))  # (N,) the words left out
+            stop = min(start + OCCLUSION_BATCH, n_words)
+            chunk = torch.arange(start, stop, device=ids.device)  # (N,) the words left out
             batch = ids.expand(len(chunk), -1).clone()  # (N, T)
             batch[which[None, :] == chunk[:, None]] = adapter.pad_id  # row n without word chunk[n]
-            drops[chunk.numpy()] = intact - f(batch).double().numpy()
+            drops[start:stop] = intact - _numpy(f(batch))
             if progress is not None:
-                progress(int(chunk[-1]) + 1, n_words)
+                progress(stop, n_words)
         pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
         return Attribution((drops[words] / pieces).astype(np.float32))

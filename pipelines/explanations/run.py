@@ -32,7 +32,7 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
     if not ids:
         raise ValueError("the text has no tokens")
     a = pipe.adapter
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=a.device)  # (1, T)
     with torch.no_grad():
         probs = pipe.calibrated(a.forward(x).logits, [len(ids)])[0]  # (C,) the prediction's probability
     t = int(probs.argmax()) if target is None else pipe.labels.index(target)
@@ -92,7 +92,8 @@ def explain_translation(
     a = pipe.adapter
     src_ids = [t.id for t in result.source_tokens]
     produced = result.target_ids
-    src, tgt_in = torch.tensor([src_ids]), torch.tensor([[a.bos_id] + produced[:-1]])
+    src = torch.tensor([src_ids], device=a.device)  # (1, Ts)
+    tgt_in = torch.tensor([[a.bos_id] + produced[:-1]], device=a.device)  # (1, Tt)
     with torch.no_grad():
         logp = a.forward(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
     alts = _alternatives(pipe, logp, produced, contrast)
