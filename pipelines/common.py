@@ -54,11 +54,18 @@ def serving_device(choice: str | None = None) -> torch.device:
     choice = (choice if choice is not None else os.environ.get(DEVICE_ENV, "")).strip() or "cpu"
     if choice == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(choice)
+    try:
+        device = torch.device(choice)
+    except RuntimeError:
+        raise CheckpointError(f"{DEVICE_ENV}={choice!r} is not a device: use cpu, auto, cuda, cuda:N or mps") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise CheckpointError(f"{DEVICE_ENV}={choice!r}, but torch sees no CUDA GPU here: use auto or cpu")
+    return device
 
 
 def load_folder(model_cls, name_or_path: str, device: str | None = None):
     """(model on serving_device(device), tokenizer, preprocessing dict) from a local folder or a Hub repo id."""
+    device = serving_device(device)  # a device that is not there is said before anything loads
     folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
     check_weights_hash(folder, name_or_path)
     model = load_model(model_cls, folder)
@@ -77,7 +84,7 @@ def load_folder(model_cls, name_or_path: str, device: str | None = None):
         )
     prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
-    return model.to(serving_device(device)), tokenizer, prep
+    return model.to(device), tokenizer, prep
 
 
 def sha256_file(path: Path) -> str:

@@ -152,8 +152,8 @@ class _HFTokenizing:
 
 
 def _eager(cls, name_or_path: str, device: str | None):
-    model = cls.from_pretrained(name_or_path, attn_implementation="eager")
-    return model.to(serving_device(device)).eval()
+    device = serving_device(device)  # a device that is not there is said before anything loads
+    return cls.from_pretrained(name_or_path, attn_implementation="eager").to(device).eval()
 
 
 class HFClassifier(ModelDevice, _HFTokenizing):

@@ -182,3 +182,15 @@ def test_a_transformers_translator_explains_and_measures_on_the_models_device(tm
         rows = pipe.head_table(SENTENCE, result=result)
         score = pipe.score(SENTENCE, result.target_ids, head_mask={("cross", 0, 0): 0.0})
     assert len(rows) == sum(pipe.head_layers.values()) * pipe.n_heads and isinstance(score, float)
+
+
+def test_a_device_that_is_not_there_is_named_in_the_tabs_message(monkeypatch):
+    from viz.models import load_models
+
+    for value, words in [("gpu", "is not a device"), ("cuda:0", "sees no CUDA GPU")]:
+        if words == "sees no CUDA GPU" and torch.cuda.is_available():
+            continue
+        monkeypatch.setenv("MODEL_DEVICE", value)
+        for loaded in load_models():  # the app still starts: each tab says why it has no model
+            assert loaded.pipeline is None and words in loaded.error
+            assert loaded.error.startswith(f"MODEL_DEVICE={value!r}")
