@@ -122,8 +122,9 @@ def test_sentiment_step_and_evaluation_follow_the_model_device(imdb_dir, ngrams)
     assert {"accuracy", "imdb_accuracy", "imdb_loss"} <= metrics.keys()
 
 
-def test_pretrain_step_and_evaluation_follow_the_model_device(imdb_dir):  # noqa: F811
-    task, model = task_for(["pretrain", *TINY_PRETRAIN, "--ngram-buckets", "0"], imdb_dir)
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_pretrain_step_and_evaluation_follow_the_model_device(imdb_dir, objective):  # noqa: F811
+    task, model = task_for(["pretrain", *TINY_PRETRAIN, "--ngram-buckets", "0", "--objective", objective], imdb_dir)
     metrics = step_and_evaluate(task, model)
     assert {"mlm_accuracy", "mlm_loss"} <= metrics.keys()
 

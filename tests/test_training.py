@@ -274,19 +274,36 @@ def test_param_groups_by_module_type():
     torch.optim.AdamW(seq_groups)  # no parameter in two groups
 
 
-def test_pretrain_then_fine_tune_a_plain_encoder_without_ngrams(imdb_dir, tmp_path):
-    """MLM pre-training with --ngram-buckets 0, then `sentiment --init-from`: the classifier is the same plain
-    encoder (the sentiment command's own n-gram default does not bring the table back), its embeddings and
-    encoder start from the pre-trained weights, its tokenizer is the pre-trained one."""
+@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_pretrain_then_fine_tune_a_plain_encoder_without_ngrams(imdb_dir, tmp_path, objective):
+    """Pre-training (MLM or ELECTRA) with --ngram-buckets 0, then `sentiment --init-from`: the classifier is the
+    same plain encoder (the sentiment command's own n-gram default does not bring the table back), its embeddings
+    and encoder start from the pre-trained weights, its tokenizer is the pre-trained one."""
     from pipelines import SentimentPipeline
     from training.sentiment import from_pretrained_encoder
     from transformer import ClassifierConfig, TransformerClassifier
 
     pre = tmp_path / "pre"
     assert (
-        train_main(["pretrain", "--data-dir", str(imdb_dir), "--out", str(pre), *TINY_PRETRAIN, "--ngram-buckets", "0"])
+        train_main(
+            [
+                "pretrain",
+                "--data-dir",
+                str(imdb_dir),
+                "--out",
+                str(pre),
+                *TINY_PRETRAIN,
+                "--ngram-buckets",
+                "0",
+                "--objective",
+                objective,
+            ]
+        )  # fmt: skip
         == 0
     )
+    validation = [json.loads(line) for line in (pre / "metrics.jsonl").read_text().splitlines()][-2]
+    assert validation["event"] == "validation" and 0.0 <= validation["mlm_accuracy"] <= 1.0
+    assert ("rtd_accuracy" in validation) == (objective == "electra")
     encoder = TransformerClassifier.from_pretrained(str(pre / "best"))
     assert encoder.config.ngram_buckets == 0 and encoder.ngram_emb is None
     assert json.loads((pre / "best" / "preprocessing.json").read_text())["pretrained_only"] is True

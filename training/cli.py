@@ -147,6 +147,15 @@ def add_pretrain_parser(sub) -> None:
     m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
     m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
     m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
+    m.add_argument(
+        "--objective",
+        choices=["mlm", "electra"],
+        default="mlm",
+        help="mlm: predict masked tokens; electra: spot the tokens a small generator put in their place "
+        "(training/objectives.py; default %(default)s)",
+    )
+    m.add_argument("--generator-layers", type=int, default=1, help="electra: layers of the generator")
+    m.add_argument("--rtd-weight", type=float, default=50.0, help="electra: weight of the detection loss")
     m.add_argument("--max-tokens", type=int, default=16384, help="(padded) tokens per batch at most")
     add_held_out_args(m)
     m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")

@@ -1,11 +1,11 @@
-"""Masked-language-model pre-training of the sentiment encoder on unlabelled text (BERT-style MLM).
+"""Pre-training of the sentiment encoder on unlabelled text: BERT's masked-language model, or ELECTRA's
+replaced-token detection (`--objective`, training/objectives.py).
 
 `python -m training pretrain --data-dir ../shared/data/imdb --sst2-dir ../shared/data/sst2 --out runs/pretrain`
 reads IMDB's unlabelled and training reviews (minus the reviews the sentiment task holds out for validation)
 and SST-2's training sentences, trains the tokenizer on them, and teaches a TransformerClassifier's
-embeddings and encoder to fill in masked tokens. `python -m training sentiment --init-from runs/pretrain/best`
-then fine-tunes it. Masking is BERT's: 15% of the real tokens are predicted; of those 80% become the mask
-token (`<unk>`, which byte-level BPE never produces), 10% a random token, 10% stay as they are.
+embeddings and encoder to fill in masked tokens (or to spot the tokens a small generator put in their place).
+`python -m training sentiment --init-from runs/pretrain/best` then fine-tunes it.
 """
 
 import random
@@ -13,65 +13,20 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from pipelines.batching import pad
 from pipelines.common import save_folder
 from pipelines.text import clean_text
-from pipelines.tokenizers_io import PAD, UNK, train_bpe
+from pipelines.tokenizers_io import PAD, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
-from transformer.masks import padding_mask
 
 from .batching import bucketed_batches
 from .device import model_device
+from .objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
 from .sentiment import LABELS, split_indices
 
-MASK = UNK
-N_SPECIAL = 4
-
-
-class MaskedLM(nn.Module):
-    """A TransformerClassifier's embeddings and encoder, plus an output layer tied to the token embeddings."""
-
-    def __init__(self, backbone: TransformerClassifier):
-        super().__init__()
-        self.backbone = backbone
-        d = backbone.config.d_model
-        self.transform = nn.Sequential(nn.Linear(d, d), nn.GELU(), nn.LayerNorm(d))
-        self.bias = nn.Parameter(torch.zeros(backbone.config.vocab_size))
-        # The classifier's pooling query and head take no part here: frozen, so that DistributedDataParallel
-        # (accelerate launch with several processes) does not wait for gradients they never get.
-        for p in [*backbone.head.parameters(), *([backbone.pool_query] if backbone.pool_query is not None else [])]:
-            p.requires_grad_(False)
-
-    def forward(self, ids: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
-        """ids (B, T) with masked tokens, where (B, T) bool -> logits (N, V) at the N positions in `where`."""
-        m = self.backbone
-        tok = m.tok_emb(ids)  # (B, T, D)
-        if m.ngram_emb is not None:
-            tok = tok + m.ngram_emb(ids) / m.encoder.scale
-        x = m.encoder(tok, padding_mask(ids, m.config.pad_id)).memory  # (B, T, D)
-        h = self.transform(x[where])  # (N, D)
-        return h @ m.tok_emb.weight.T + self.bias  # (N, V)
-
-
-def mask_tokens(ids: torch.Tensor, seed: int, vocab_size: int, rate: float = 0.15):
-    """(corrupted ids, where (B, T) bool, targets (N,)), on the device of ids, reproducible from `seed`.
-
-    The draws come from a CPU generator and then move to ids' device: a resumed run, or one on another device,
-    masks the same tokens."""
-    g = torch.Generator().manual_seed(seed)
-    pick = torch.rand(ids.shape, generator=g).to(ids.device)  # (B, T) which tokens are predicted
-    roll = torch.rand(ids.shape, generator=g).to(ids.device)  # (B, T) and how each is corrupted
-    random_ids = torch.randint(N_SPECIAL, vocab_size, ids.shape, generator=g).to(ids.device)  # (B, T)
-    real = ids >= N_SPECIAL
-    where = (pick < rate) & real
-    corrupted = ids.clone()
-    corrupted[where & (roll < 0.8)] = MASK
-    rand_pos = where & (roll >= 0.8) & (roll < 0.9)
-    corrupted[rand_pos] = random_ids[rand_pos]
-    return corrupted, where, ids[where]
+__all__ = ["MASK", "N_SPECIAL", "MaskedLM", "PretrainTask", "chunks", "mask_tokens", "pretraining_texts"]
 
 
 def chunks(ids: list[int], length: int) -> list[list[int]]:
@@ -101,6 +56,7 @@ class PretrainTask:
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
+        self.objective = OBJECTIVES[getattr(args, "objective", "mlm")]()
         texts = pretraining_texts(splits, args)
         t0 = time.time()
         self.tokenizer = train_bpe(texts, args.vocab_size, lowercase=True, strip_html_breaks=True)
@@ -117,7 +73,7 @@ class PretrainTask:
             f"{sum(self.lengths):,} tokens"
         )
 
-    def build_model(self) -> MaskedLM:
+    def build_model(self) -> nn.Module:
         a = self.args
         cfg = ClassifierConfig(
             vocab_size=self.tokenizer.get_vocab_size(),
@@ -134,7 +90,7 @@ class PretrainTask:
             ngram_dim=a.ngram_dim,
             pad_id=PAD,
         )
-        return MaskedLM(TransformerClassifier(cfg))
+        return self.objective.build(TransformerClassifier(cfg), a)
 
     def train_batches(self, epoch: int) -> list:
         a = self.args
@@ -147,31 +103,22 @@ class PretrainTask:
 
     def step(self, model, batch):
         ids, seed = batch
-        corrupted, where, targets = mask_tokens(ids, int(seed), self.tokenizer.get_vocab_size(), self.args.mask_rate)
-        logits = model(corrupted, where)
-        loss = F.cross_entropy(logits, targets)
-        return loss, {
-            "tokens": int((ids != PAD).sum()),
-            "correct": int((logits.argmax(-1) == targets).sum()),
-            "count": len(targets),
-        }
+        vocab = self.tokenizer.get_vocab_size()
+        loss, sums = self.objective.losses(model, ids, int(seed), vocab, self.args.mask_rate)
+        return loss, {"tokens": int((ids != PAD).sum()), "correct": sums["correct"], "count": sums["count"]}
 
     @torch.no_grad()
     def evaluate(self, model) -> dict:
         was = model.training
         model.eval()
-        correct = count = 0
-        loss = 0.0
+        totals: dict = {}
         device = model_device(model)
         for k in range(0, len(self.val_ids), 64):
             ids = pad(self.val_ids[k : k + 64], PAD).to(device)  # (B, T)
-            corrupted, where, targets = mask_tokens(ids, k, self.tokenizer.get_vocab_size(), self.args.mask_rate)
-            logits = model(corrupted, where)
-            loss += float(F.cross_entropy(logits, targets, reduction="sum"))
-            correct += int((logits.argmax(-1) == targets).sum())
-            count += len(targets)
+            _, sums = self.objective.losses(model, ids, k, self.tokenizer.get_vocab_size(), self.args.mask_rate)
+            totals = {key: totals.get(key, 0) + value for key, value in sums.items()}
         model.train(was)
-        return {"mlm_accuracy": correct / max(count, 1), "mlm_loss": loss / max(count, 1)}
+        return self.objective.scores(totals)
 
     def export(self, model, folder: Path) -> None:
         """The encoder as a TransformerClassifier folder (its head untrained) with the tokenizer."""
