@@ -6,6 +6,7 @@ The Hub client is replaced by FakeApi, which records what would be sent; nothing
 import json
 import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import httpx2
@@ -419,10 +420,14 @@ def test_model_of_the_wrong_task_or_broken_weights(sentiment_dir, translation_di
     assert api.calls == []
 
 
-def test_metrics_of_another_task_are_refused(sentiment_dir, tmp_path, capsys):
+def test_metrics_of_another_task_are_refused(sentiment_dir, tmp_path, capsys, monkeypatch):
     model = with_metrics(sentiment_dir, tmp_path / "model", TRANSLATION_METRICS)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     code, _, err = run(["sentiment", "--model", model, "--repo-id", "a/b", "--dry-run"], capsys)
     assert code == publish.EXIT_INPUT and "metrics.json does not describe a sentiment model" in err
+    assert list(temp.iterdir()) == []  # the failed dry run's temporary folder is gone (it stayed, empty)
 
 
 # --- the Space ---------------------------------------------------------------------------------------------

@@ -263,14 +263,16 @@ def publish_model(args, api=None) -> None:
     token = None if args.dry_run else preflight()
     pipe = load_pipeline(args.task, args.model)
     folder = prepare_out(args.out)
+    kept = False  # a dry run's folder without --out stays for the reader; any other temporary one goes
     try:
         files = build_model_folder(args.task, args.model, pipe, args.repo_id, folder)
         if args.dry_run:
             report_folder(folder, files, args.repo_id)
+            kept = True
             return
         push(api or make_api(token), args.repo_id, folder, "model", args.private, f"Upload the {args.task} model")
     finally:
-        if not args.dry_run and args.out is None:
+        if not kept and args.out is None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -279,17 +281,19 @@ def publish_space(args, api=None) -> None:
     variables = space_variables(args)
     token = None if args.dry_run else preflight()
     folder = prepare_out(args.out)
+    kept = False  # as in publish_model
     try:
         files = build_space_folder(folder, variables)
         if args.dry_run:
             report_folder(folder, files, args.repo_id)
             print("Space variables it would set: " + ", ".join(f"{k}={v}" for k, v in variables.items()))
+            kept = True
             return
         api = api or make_api(token)
         models = [v for v in variables.values() if not is_bundled(v)]
         push(api, args.repo_id, folder, "space", args.private, "Upload the Space", variables, models)
     finally:
-        if not args.dry_run and args.out is None:
+        if not kept and args.out is None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
