@@ -87,27 +87,20 @@ def load_folder(model_cls, name_or_path: str, device: str | None = None):
     return model.to(device), tokenizer, prep
 
 
-def sha256_file(path: Path) -> str:
-    return sha256_files([path])
-
-
-def sha256_files(paths: list[Path]) -> str:
-    """sha256 of the files' bytes one after the other (one file: its own sha256)."""
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
-
-
 def weights_sha256(folder: Path) -> str | None:
     """What metrics.json records as weights_sha256: the sha256 of model.safetensors, or for shards, of the
     index and then every shard in the index's order. None when the folder has no weights."""
     files = weight_files(folder)
     if files and files[0].name != WEIGHTS:
         files = [Path(folder) / WEIGHTS_INDEX, *files]
-    return sha256_files(files) if files and all(f.is_file() for f in files) else None
+    if not files or not all(f.is_file() for f in files):
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def check_weights_hash(folder: Path, name_or_path: str) -> None:
@@ -140,6 +133,19 @@ def save_folder(model, tokenizer, folder: Path, model_max_length: int, preproces
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]
+
+
+class AdapterBacked:
+    """A pipeline that reaches its model only through `self.adapter` (pipelines/adapter.py, hf_adapter.py)."""
+
+    @property
+    def model(self):
+        """The adapter's model (ours: a TransformerClassifier or Seq2SeqTransformer)."""
+        return self.adapter.model
+
+    @property
+    def tokenizer(self):
+        return self.adapter.tokenizer
 
 
 class BatchRunner:

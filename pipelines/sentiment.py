@@ -12,7 +12,7 @@ from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import BatchRunner, TokenSpan, guarded, load_folder, require_finite
+from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
@@ -46,7 +46,7 @@ def _uniform(T: int) -> torch.Tensor:
     return torch.full((T,), 1.0 / T)
 
 
-class SentimentPipeline(BatchRunner):
+class SentimentPipeline(AdapterBacked, BatchRunner):
     """A classifier behind a model adapter (pipelines.adapter): ours (a TransformerClassifier with its tokenizer)
     or a `transformers` sequence classifier (pipelines.hf_adapter), from a local folder or a Hub repo id."""
 
@@ -66,15 +66,6 @@ class SentimentPipeline(BatchRunner):
         self.head_tokens = head_tokens  # a long review keeps its first head_tokens and last max_len - head_tokens
         self.calibration = calibration or Temperature()  # applied to every probability the pipeline returns
         self.domain = domain
-
-    @property
-    def model(self):
-        """The adapter's model (a TransformerClassifier for ours)."""
-        return self.adapter.model
-
-    @property
-    def tokenizer(self):
-        return self.adapter.tokenizer
 
     @property
     def n_layers(self) -> int:

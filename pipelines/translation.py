@@ -11,7 +11,7 @@ from . import explanations, heads, hf_adapter
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
-from .common import BatchRunner, TokenSpan, guarded, load_folder
+from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder
 from .domain import DomainModel, load_domain
 from .explanations.faithfulness import QUICK_STEPS
 from .heads import HeadKey
@@ -54,7 +54,7 @@ class TranslationResult:
         return translation_maps(self)
 
 
-class TranslationPipeline(BatchRunner):
+class TranslationPipeline(AdapterBacked, BatchRunner):
     """A translator behind a model adapter (pipelines.adapter): ours (a Seq2SeqTransformer with its tokenizer)
     or a `transformers` seq2seq model (pipelines.hf_adapter), from a local folder or a Hub repo id."""
 
@@ -70,15 +70,6 @@ class TranslationPipeline(BatchRunner):
         self.adapter = OurSeq2Seq(model, tokenizer) if isinstance(model, nn.Module) else model
         self.beam_size, self.alpha = beam_size, alpha
         self.domain = domain
-
-    @property
-    def model(self):
-        """The adapter's model (a Seq2SeqTransformer for ours)."""
-        return self.adapter.model
-
-    @property
-    def tokenizer(self):
-        return self.adapter.tokenizer
 
     @property
     def max_src(self) -> int:

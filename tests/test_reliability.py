@@ -5,6 +5,7 @@ what happened. Bounded: one served app per module, a few hundred small requests 
 
 import asyncio
 import errno
+import hashlib
 import json
 import math
 import os
@@ -220,12 +221,12 @@ def test_weights_overwritten_with_nan_do_not_load(sentiment_dir, tmp_path, monke
 
 
 def test_weights_that_differ_from_the_recorded_hash_do_not_load(sentiment_dir, tmp_path, monkeypatch):
-    from pipelines.common import sha256_file
+    from pipelines.common import weights_sha256
 
     folder = tmp_path / "model"
     shutil.copytree(sentiment_dir, folder)
     metrics = folder / "metrics.json"
-    metrics.write_text(json.dumps({"weights_sha256": sha256_file(folder / "model.safetensors")}))
+    metrics.write_text(json.dumps({"weights_sha256": weights_sha256(folder)}))
     monkeypatch.setenv("SENTIMENT_MODEL", str(folder))
     assert load_pipeline(SentimentPipeline, "SENTIMENT_MODEL").pipeline is not None  # the recorded hash: loads
     metrics.write_text(json.dumps({"weights_sha256": "0" * 64}))
@@ -234,13 +235,12 @@ def test_weights_that_differ_from_the_recorded_hash_do_not_load(sentiment_dir, t
 
 
 def test_the_shipped_models_record_their_weights_hash():
-    from pipelines.common import sha256_file
     from viz.models import ROOT
 
     for task in ("sentiment", "translation"):
         folder = ROOT / "assets" / task
         recorded = json.loads((folder / "metrics.json").read_text())["weights_sha256"]
-        assert recorded == sha256_file(folder / "model.safetensors")
+        assert recorded == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
 
 
 def _poisoned(pipe):

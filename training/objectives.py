@@ -103,7 +103,11 @@ class ReplacedTokenDetection(nn.Module):
 class MLMObjective:
     """Masked-token prediction: the loss and the sums a validation adds up (correct, count, loss_sum)."""
 
-    def build(self, backbone: TransformerClassifier, args) -> nn.Module:
+    @classmethod
+    def from_args(cls, args) -> "MLMObjective":
+        return cls()
+
+    def build(self, backbone: TransformerClassifier) -> nn.Module:
         return MaskedLM(backbone)
 
     def losses(self, model, ids: torch.Tensor, seed: int, vocab_size: int, rate: float):
@@ -127,12 +131,15 @@ class ReplacedTokenObjective(MLMObjective):
     Validation reports the generator's masked-token accuracy (the score that picks the best epoch) and the
     detector's accuracy over real tokens."""
 
-    def __init__(self, rtd_weight: float = 50.0):
-        self.rtd_weight = rtd_weight
+    def __init__(self, rtd_weight: float = 50.0, generator_layers: int = 1):
+        self.rtd_weight, self.generator_layers = rtd_weight, generator_layers
 
-    def build(self, backbone: TransformerClassifier, args) -> nn.Module:
-        self.rtd_weight = args.rtd_weight
-        return ReplacedTokenDetection(backbone, args.generator_layers)
+    @classmethod
+    def from_args(cls, args) -> "ReplacedTokenObjective":
+        return cls(args.rtd_weight, args.generator_layers)
+
+    def build(self, backbone: TransformerClassifier) -> nn.Module:
+        return ReplacedTokenDetection(backbone, self.generator_layers)
 
     def losses(self, model, ids: torch.Tensor, seed: int, vocab_size: int, rate: float):
         corrupted, where, targets = mask_tokens(ids, seed, vocab_size, rate)

@@ -56,7 +56,7 @@ class PretrainTask:
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
-        self.objective = OBJECTIVES[getattr(args, "objective", "mlm")]()
+        self.objective = OBJECTIVES[args.objective].from_args(args)
         texts = pretraining_texts(splits, args)
         t0 = time.time()
         self.tokenizer = train_bpe(texts, args.vocab_size, lowercase=True, strip_html_breaks=True)
@@ -90,7 +90,7 @@ class PretrainTask:
             ngram_dim=a.ngram_dim,
             pad_id=PAD,
         )
-        return self.objective.build(TransformerClassifier(cfg), a)
+        return self.objective.build(TransformerClassifier(cfg))
 
     def train_batches(self, epoch: int) -> list:
         a = self.args

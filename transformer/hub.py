@@ -148,7 +148,8 @@ def load_shards(model, files: list[Path], strict: bool = True) -> None:
     for f in files:
         state.update(load_file(f))
     missing, unexpected = model.load_state_dict(state, strict=False)
-    loaded = {t.data_ptr() for name, t in model.state_dict().items() if name in state}
-    missing = [name for name in missing if model.state_dict()[name].data_ptr() not in loaded]
+    own = model.state_dict()
+    loaded = {t.data_ptr() for name, t in own.items() if name in state}
+    missing = [name for name in missing if own[name].data_ptr() not in loaded]
     if strict and (missing or unexpected):
         raise RuntimeError(f"shards do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
