@@ -102,6 +102,8 @@ def test_model_card_reports_the_contrast_set():
     text = _evaluation("sentiment", metrics)
     assert "Contrast set (5 hand-written minimal pairs" in text and "75.0%" in text and "negation 1/2" in text
     assert "Contrast set" not in _evaluation("sentiment", {"test": metrics["test"]})
+    metrics["contrast"]["builtin_examples"] = {"right": 9, "examples": 10, "wrong": ["Sarcastic"]}
+    assert "10 example reviews: 9 right; wrong on: Sarcastic." in _evaluation("sentiment", metrics)
 
 
 def test_self_training_from_a_teachers_soft_labels(data_dirs, tmp_path, capsys):

@@ -46,6 +46,8 @@ def test_ship_scores_extra_files_and_the_contrast_set(tmp_path, sentiment_dir, c
     assert metrics["reviews"]["split"] == "reviews" and metrics["reviews"]["accuracy"] == metrics["test"]["accuracy"]
     contrast = metrics["contrast"]
     assert contrast["pairs"] >= 100 and 0 <= contrast["pairs_flipped"] <= contrast["pairs"]
+    examples = contrast["builtin_examples"]  # the app's example reviews, as a reader labels them
+    assert examples["examples"] == 10 and examples["right"] == 10 - len(examples["wrong"])
     assert ship_main([*args[:-1], "no-equals-sign"]) == 2
 
 

@@ -4,7 +4,8 @@ benchmarks/contrast_pairs.jsonl holds pairs of short texts that differ in a few 
 label: negation ("good" / "not good"), contrast with "but" and "yet" (which clause decides), intensifiers,
 hedges and sarcasm markers. A model that reads phrases without composing them gets one side of a pair
 right and the other wrong; `pairs_flipped` counts the pairs where both sides are right, i.e. the
-prediction flips with the label. The last line printed is one JSON object.
+prediction flips with the label. `builtin_examples` counts the app's example reviews (viz/examples.py) the
+model classifies as a reader does, and names the ones it gets wrong. The last line printed is one JSON object.
 """
 
 import argparse
@@ -42,6 +43,17 @@ def score_pairs(predict, pairs: list[dict], labels: list[str]) -> dict:
     }
 
 
+def score_examples(predict, examples: list[tuple[str, str]], expected: dict[str, str], labels: list[str]) -> dict:
+    """predict(texts) -> probability dicts; examples [(name, text)], expected {name: label}. How many the model
+    gets right, and the names of the others."""
+    unknown = sorted({label for label in expected.values()} - set(labels))
+    if unknown:
+        raise ValueError(f"the examples' labels {unknown} are not among the model's labels {labels}")
+    probs = predict([text for _, text in examples])
+    wrong = [name for (name, _), p in zip(examples, probs) if max(p, key=p.get) != expected[name]]
+    return {"right": len(examples) - len(wrong), "examples": len(examples), "wrong": wrong}
+
+
 def _sides(pairs, probs):
     for k, pair in enumerate(pairs):
         yield pair, "a", probs[2 * k]
@@ -50,9 +62,11 @@ def _sides(pairs, probs):
 
 def evaluate_model(model: str, pairs_path: str | Path = PAIRS) -> dict:
     from pipelines import SentimentPipeline
+    from viz.examples import REVIEW_LABELS, REVIEWS
 
     pipe = SentimentPipeline.from_pretrained(model)
-    return score_pairs(pipe.predict, load_pairs(pairs_path), pipe.labels)
+    scores = score_pairs(pipe.predict, load_pairs(pairs_path), pipe.labels)
+    return {**scores, "builtin_examples": score_examples(pipe.predict, REVIEWS, REVIEW_LABELS, pipe.labels)}
 
 
 def main(argv: list[str] | None = None) -> int:

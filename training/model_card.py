@@ -345,7 +345,15 @@ def _contrast(metrics: dict | None) -> str:
         f"\n\nContrast set ({c['pairs']} hand-written minimal pairs: one side positive, the other negative): "
         f"{c['contrast_accuracy']:.1%} of the sentences right, {c['pairs_flipped']} pairs with both sides right "
         f"(by kind: {kinds})."
-    )
+    ) + _examples(c.get("builtin_examples"))
+
+
+def _examples(e: dict | None) -> str:
+    """The demo's example reviews (training.contrast `builtin_examples`), when they were scored."""
+    if not e:
+        return ""
+    wrong = f"; wrong on: {', '.join(e['wrong'])}" if e["wrong"] else ""
+    return f" The demo's {e['examples']} example reviews: {e['right']} right{wrong}."
 
 
 def _calibration(metrics: dict | None) -> str:

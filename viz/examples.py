@@ -64,6 +64,31 @@ REVIEWS: list[tuple[str, str]] = [
     ("Long (about 300 words)", LONG_REVIEW),
 ]
 
+# What a reader calls each example review (the "but" clause decides "Mixed"). The app says so when the model
+# disagrees on one of them, and `python -m training.contrast` counts how many a model gets right.
+REVIEW_LABELS: dict[str, str] = {
+    "Short, positive": "positive",
+    "Short, negative": "negative",
+    "Mixed": "negative",
+    "Negation": "positive",
+    "Sarcastic": "negative",
+    "Sentence, positive": "positive",
+    "Sentence, negation": "negative",
+    "Sentence, contrast": "negative",
+    "Sentence, 'yet'": "positive",
+    "Long (about 300 words)": "positive",
+}
+
+
+def built_in_example(text: str) -> tuple[str, str] | None:
+    """(name, the label a reader gives it) when `text` is one of the example reviews (spacing aside), else None."""
+    wanted = " ".join(text.split())
+    for name, review in REVIEWS:
+        if " ".join(review.split()) == wanted:
+            return name, REVIEW_LABELS[name]
+    return None
+
+
 GERMAN: list[str] = [
     "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
     "Zwei kleine Kinder spielen am Strand im Sand.",

@@ -89,7 +89,9 @@ def analyze_review(
     view = _sentiment_view(checked.text, result, cut_after) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
-    return view, dict(result.probabilities), _status([summary, *([ood] if ood else []), *notices])
+    wrong = notices_.example_notice(checked.text, result.label)
+    flags = [line for line in (wrong, ood) if line]
+    return view, dict(result.probabilities), _status([summary, *flags, *notices])
 
 
 def sentiment_kinds(view: SentimentView) -> dict[str, views.KindMaps]:

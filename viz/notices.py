@@ -40,6 +40,21 @@ def sentiment_notice(result) -> str | None:
     )
 
 
+def example_notice(text: str, label: str) -> str | None:
+    """For a built-in example the model gets wrong: what a reader would say, so that nobody takes the views
+    below for an explanation of a right answer. None for any other text, or when the model agrees."""
+    from .examples import built_in_example
+
+    example = built_in_example(text)
+    if example is None or example[1] == label:
+        return None
+    name, expected = example
+    return (
+        f'⚠️ **The model gets this example wrong**: a reader calls "{name}" **{expected}**. The views below '
+        "show how it reached its wrong answer."
+    )
+
+
 def translation_confidence(mean_logprob: float) -> str:
     """The model's confidence in its own translation, in words, from its mean log-probability per token.
 
