@@ -74,6 +74,33 @@ def test_a_run_stopped_by_its_time_budget_leaves_a_model(imdb_dir, tmp_path):
     assert (out / "best" / "tokenizer.json").is_file()
 
 
+def test_anneal_by_time_ends_the_schedule_with_the_time_budget(imdb_dir, tmp_path, capsys):
+    """--anneal-by-time: a run that its time budget stops ends on a decayed learning rate, not mid-schedule."""
+    from types import SimpleNamespace
+
+    from training.loop import LoopConfig, Run
+
+    run = SimpleNamespace(cfg=LoopConfig(out=tmp_path, max_minutes=10, anneal_by_time=True), total=1000, elapsed=300)
+    assert Run.schedule_step(run, 100) == 500  # half the time spent: half the schedule, though 10% of the steps
+    assert Run.schedule_step(run, 800) == 800 and Run.schedule_step(run, 5000) == 5000  # the steps lead
+    run.elapsed = 900
+    assert Run.schedule_step(run, 10) == 1000  # past the budget: the end of the schedule
+    run.cfg.anneal_by_time = False
+    assert Run.schedule_step(run, 10) == 10
+
+    args = ["sentiment", "--data-dir", str(imdb_dir), "--epochs", "50", *TINY_SENTIMENT, "--max-minutes", "1e-9"]
+    for flag, out in (([], tmp_path / "steps"), (["--anneal-by-time"], tmp_path / "time")):
+        assert train_main([*args, *flag, "--out", str(out)]) == 0
+    last_lr = {
+        name: torch.load(tmp_path / name / "checkpoint.pt", weights_only=True)["scheduler"]["_last_lr"][0]
+        for name in ("steps", "time")
+    }
+    assert last_lr["steps"] > 0 and last_lr["time"] == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(SystemExit) as stop:
+        train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(tmp_path / "x"), "--anneal-by-time"])
+    assert stop.value.code == 2 and "--anneal-by-time needs --max-minutes" in capsys.readouterr().err
+
+
 def test_resume_after_a_kill_continues_where_it_stopped(imdb_dir, tmp_path):
     args = ["sentiment", "--data-dir", str(imdb_dir), "--epochs", "2", *TINY_SENTIMENT]
     assert train_main([*args, "--out", str(tmp_path / "straight")]) == 0

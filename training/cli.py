@@ -55,6 +55,12 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
     g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
     g.add_argument(
+        "--anneal-by-time",
+        action="store_true",
+        help="the learning-rate schedule (warm-up, decay) runs its course by --max-minutes when that comes before "
+        "the last step of --epochs: a time budget then ends on a fully decayed model",
+    )
+    g.add_argument(
         "--max-steps",
         type=int,
         default=None,
@@ -199,7 +205,10 @@ def task_class(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.anneal_by_time and not args.max_minutes:
+        parser.error("--anneal-by-time needs --max-minutes, the time the schedule runs its course by")
     from .checkpoint import DamagedCheckpoint
     from .data import DataError
     from .loop import BEST, NonFiniteLoss, train
@@ -270,6 +279,7 @@ def loop_config(args):
         resume=args.resume,
         save_every_min=args.save_every_min,
         max_minutes=args.max_minutes,
+        anneal_by_time=args.anneal_by_time,
         max_steps=args.max_steps,
         average_last=getattr(args, "average_last", 0),
         precision=args.precision,

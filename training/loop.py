@@ -46,6 +46,7 @@ class LoopConfig:
     save_every_min: float = 10.0
     log_every: int = 50
     max_minutes: float | None = None  # stop cleanly after this much training time
+    anneal_by_time: bool = False  # the schedule runs its course by max_minutes when that comes first
     max_steps: int | None = None  # stop cleanly after this many steps (the schedule still spans all epochs)
     average_last: int = 0  # average the weights of the last N epochs into the final model
     precision: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on a CPU) | "bf16" | "fp32"
@@ -174,15 +175,26 @@ class Run:
         groups = param_groups(model, cfg.weight_decay, cfg.embedding_decay)
         acc.print("optimizer groups: " + describe_groups(groups))
         opt = torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.98), eps=1e-9)
-        self.sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, self.total, warmup, cfg.schedule))
+        self.elapsed = 0.0  # training seconds so far, as all processes agree: the time-annealed schedule's clock
+        self.sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: lr_factor(self.schedule_step(s), self.total, warmup, cfg.schedule)
+        )
         if cfg.resume:
             self.resume(model, opt)
+            self.elapsed = self.state.train_seconds
         self.saved_step = self.state.step if cfg.resume and self.ckpt_path.exists() else None
         self.model, self.opt = acc.prepare(model, opt)
         self.raw = acc.unwrap_model(self.model)
         self.last_save = time.time()
         where = self.where()
         acc.print(f"training on {where['device']} ({where['precision']}), {where['processes']} process(es)")
+
+    def schedule_step(self, step: int) -> float:
+        """Where the schedule stands at `step`: the step itself, or with --anneal-by-time the step that the share
+        of the time budget spent would be, when that is further on (so warm-up and decay end by max_minutes)."""
+        if not (self.cfg.anneal_by_time and self.cfg.max_minutes):
+            return step
+        return max(step, self.total * min(self.elapsed / (self.cfg.max_minutes * 60), 1.0))
 
     def where(self) -> dict:
         """Device, precision and process count, for the log's start record."""
@@ -252,10 +264,12 @@ class Run:
         value = float(loss.detach())
         bad = not math.isfinite(value) or (norm is not None and not math.isfinite(float(norm)))
         save = time.time() - self.last_save > cfg.save_every_min * 60
-        stop = bool(cfg.max_minutes) and state.train_seconds + time.time() - t0 > cfg.max_minutes * 60
-        tokens, bad, save, stop = self.agree(stats.get("tokens", 0), bad, save, stop)
+        elapsed = state.train_seconds + time.time() - t0
+        stop = bool(cfg.max_minutes) and elapsed > cfg.max_minutes * 60
+        tokens, bad, save, stop, elapsed = self.agree(stats.get("tokens", 0), bad, save, stop, elapsed)
         if bad:
             raise NonFiniteLoss(self.non_finite_message(value, norm))
+        self.elapsed = elapsed / self.acc.num_processes  # the mean: one clock, so one learning rate, everywhere
         self.opt.step()
         self.sched.step()
         return value, {**stats, "tokens": int(tokens)}, {"save": save > 0, "stop": stop > 0}
