@@ -84,13 +84,15 @@ def test_a_missing_or_damaged_shard_is_named(pair, tmp_path):
         SentimentPipeline.from_pretrained(str(folder))
 
 
-def test_ship_splits_a_model_over_the_file_limit(tmp_path, sentiment_dir, pair, monkeypatch, capsys):
-    monkeypatch.setattr(ship, "MAX_FILE_BYTES", SHARD_BYTES)
+def test_ship_splits_a_model_over_the_file_limit(tmp_path, sentiment_dir, pair, capsys):
     run, to = fake_run(tmp_path, sentiment_dir), tmp_path / "assets" / "sentiment"
     data = str(FIXTURES / "imdb_tiny.jsonl")
-    assert ship.main(["sentiment", "--run", str(run), "--to", str(to), "--test-data", data]) == 0
+    args = ["sentiment", "--run", str(run), "--to", str(to), "--test-data", data]
+    assert ship.main([*args, "--max-file-mb", "26"]) == 2  # over the bundle's limit
+    assert ship.main([*args, "--max-file-mb", str(SHARD_BYTES / 2**20)]) == 0
     shards = weight_files(to)
     assert len(shards) >= 3 and not (to / WEIGHTS).exists()
+    assert all(f.stat().st_size <= SHARD_BYTES for f in shards)
     metrics = json.loads((to / "metrics.json").read_text())
     assert metrics["weights_sha256"] == weights_sha256(to)
     pipe = SentimentPipeline.from_pretrained(str(to))  # checks the recorded hash

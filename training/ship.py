@@ -54,6 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--test-data", required=True, help="test split file for the one final score")
     p.add_argument("--data-description", default=None, help="what the model was trained on, for metrics.json")
     p.add_argument(
+        "--max-file-mb",
+        type=float,
+        default=MAX_FILE_BYTES / 2**20,
+        help="largest weight file in MiB, at most the bundle's 25; smaller gives more shards, e.g. 15 to bring a "
+        "bundle back through a channel that limits files to 16 MiB (default %(default)s)",
+    )
+    p.add_argument(
         "--also",
         action="append",
         default=[],
@@ -110,10 +117,11 @@ def write_bundle(a, folder: Path) -> dict:
     for f in best.iterdir():
         if f.name not in weights | {"README.md"}:
             shutil.copy2(f, folder / f.name)
-    to_fp16(best, folder, MAX_FILE_BYTES)
-    too_big = [f.name for f in folder.iterdir() if f.stat().st_size > MAX_FILE_BYTES]
+    limit = int(a.max_file_mb * 2**20)
+    to_fp16(best, folder, limit)
+    too_big = [f.name for f in folder.iterdir() if f.stat().st_size > limit]
     if too_big:
-        raise ShipError(f"{too_big} over 25 MB")
+        raise ShipError(f"{too_big} over {a.max_file_mb:g} MiB")
     metrics = run_metrics(a, score_bundle(a.task, folder, a.test_data))
     for name, path in (item.split("=", 1) for item in a.also):
         metrics[name] = {**score_bundle(a.task, folder, path), "split": name}
@@ -131,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = [item for item in a.also if "=" not in item]
     if bad:
         print(f"error: --also takes NAME=FILE, got {bad[0]!r}", file=sys.stderr)
+        return 2
+    if not 0 < a.max_file_mb * 2**20 <= MAX_FILE_BYTES:
+        print(f"error: --max-file-mb must be over 0 and at most {MAX_FILE_BYTES / 2**20:g}", file=sys.stderr)
         return 2
     best = a.run / BEST
     if not (best / WEIGHTS).is_file():
