@@ -7,7 +7,7 @@ never asserted: the CPU here is shared.
 import pytest
 
 from benchmarks import browser
-from viz.examples import BENCH_GERMAN, LONG_REVIEW
+from viz.examples import BENCH_GERMAN, LONG_REVIEW, REVIEW_LABELS, REVIEWS
 
 pytestmark = [
     pytest.mark.browser,
@@ -71,6 +71,26 @@ def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
     assert page.locator("#sentiment-highlight script, #sentiment-highlight img").count() == 0
     assert "<script>alert(1)</script>" in page.locator("#sentiment-highlight .token-text").text_content()
     assert dialogs == []
+
+
+def test_an_example_the_model_gets_wrong_is_flagged(page, app_url):
+    """Clicking an example review fills the box; after analysing, the status says when the model disagrees with
+    what a reader calls that example, and only then (one example of each reader's label)."""
+    browser.open_tab(page, app_url, "Sentiment")
+    for name in ("Sentence, negation", "Sentence, 'yet'"):
+        text = dict(REVIEWS)[name]
+        page.get_by_role("button", name=name, exact=True).click()
+        page.wait_for_function(
+            "t => document.querySelector('#sentiment-input textarea').value === t", arg=text, timeout=15_000
+        )
+        browser.mark_plot(page, "sentiment-attention")
+        page.locator("#sentiment-submit").click()
+        browser.wait_redrawn(page, "sentiment-attention")
+        status = page.locator("#sentiment-status").text_content()
+        wrong = status.split()[0] != REVIEW_LABELS[name]
+        assert ("The model gets this example wrong" in status) == wrong, (name, status)
+        if wrong:
+            assert f'"{name}"' in status and REVIEW_LABELS[name] in status
 
 
 def test_translation_tab(page, app_url, tmp_path, record_property):
