@@ -17,6 +17,24 @@ from pathlib import Path
 import torch
 
 
+def add_budget_args(g) -> None:
+    """Checkpoint interval and the time and step budgets of a run."""
+    g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
+    g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
+    g.add_argument(
+        "--anneal-by-time",
+        action="store_true",
+        help="the learning-rate schedule (warm-up, decay) runs its course by --max-minutes when that comes before "
+        "the last step of --epochs: a time budget then ends on a fully decayed model",
+    )
+    g.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
+    )
+
+
 def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size: int, warmup: float, schedule: str):
     g = p.add_argument_group("training loop")
     g.add_argument(
@@ -52,20 +70,7 @@ def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size
     )
     g.add_argument("--seed", type=int, default=0, help="seed for data order, initialisation and dropout")
     g.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt after a kill")
-    g.add_argument("--save-every-min", type=float, default=10.0, help="checkpoint interval within an epoch (minutes)")
-    g.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much training time")
-    g.add_argument(
-        "--anneal-by-time",
-        action="store_true",
-        help="the learning-rate schedule (warm-up, decay) runs its course by --max-minutes when that comes before "
-        "the last step of --epochs: a time budget then ends on a fully decayed model",
-    )
-    g.add_argument(
-        "--max-steps",
-        type=int,
-        default=None,
-        help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
-    )
+    add_budget_args(g)
     g.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     g.add_argument(
         "--precision",
