@@ -46,7 +46,7 @@ def score_pairs(predict, pairs: list[dict], labels: list[str]) -> dict:
 def score_examples(predict, examples: list[tuple[str, str]], expected: dict[str, str], labels: list[str]) -> dict:
     """predict(texts) -> probability dicts; examples [(name, text)], expected {name: label}. How many the model
     gets right, and the names of the others."""
-    unknown = sorted({label for label in expected.values()} - set(labels))
+    unknown = sorted(set(expected.values()) - set(labels))
     if unknown:
         raise ValueError(f"the examples' labels {unknown} are not among the model's labels {labels}")
     probs = predict([text for _, text in examples])

@@ -5,6 +5,8 @@ import math
 from pipelines.calibration import confidence_words
 from pipelines.domain import looks_english
 
+from .examples import built_in_example
+
 SENTIMENT_OUT_OF_DOMAIN = "This does not look like an English review."
 LOOKS_ENGLISH = "This looks like English: the model translates German into English. Try a German sentence."
 TRANSLATION_OUT_OF_DOMAIN = (
@@ -43,8 +45,6 @@ def sentiment_notice(result) -> str | None:
 def example_notice(text: str, label: str) -> str | None:
     """For a built-in example the model gets wrong: what a reader would say, so that nobody takes the views
     below for an explanation of a right answer. None for any other text, or when the model agrees."""
-    from .examples import built_in_example
-
     example = built_in_example(text)
     if example is None or example[1] == label:
         return None
