@@ -64,7 +64,8 @@ def serving_device(choice: str | None = None) -> torch.device:
 
 
 def load_folder(model_cls, name_or_path: str, device: str | None = None):
-    """(model on serving_device(device), tokenizer, preprocessing dict) from a local folder or a Hub repo id."""
+    """(model on serving_device(device), tokenizer, preprocessing dict, the local folder) from a local folder or a
+    Hub repo id."""
     device = serving_device(device)  # a device that is not there is said before anything loads
     folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
     check_weights_hash(folder, name_or_path)
@@ -84,7 +85,7 @@ def load_folder(model_cls, name_or_path: str, device: str | None = None):
         )
     prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
-    return model.to(device), tokenizer, prep
+    return model.to(device), tokenizer, prep, Path(folder)
 
 
 def weights_sha256(folder: Path) -> str | None:
@@ -103,14 +104,24 @@ def weights_sha256(folder: Path) -> str | None:
     return digest.hexdigest()
 
 
+def read_metrics(folder: Path, name_or_path: str) -> dict:
+    """The folder's metrics.json ({} without one); CheckpointError when it is not a JSON object."""
+    metrics_file = Path(folder) / METRICS
+    if not metrics_file.is_file():
+        return {}
+    try:
+        metrics = json.loads(metrics_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise CheckpointError(f"{name_or_path}: {METRICS} is not a valid JSON object ({e})") from e
+    if not isinstance(metrics, dict):
+        raise CheckpointError(f"{name_or_path}: {METRICS} is not a valid JSON object (a {type(metrics).__name__})")
+    return metrics
+
+
 def check_weights_hash(folder: Path, name_or_path: str) -> None:
     """CheckpointError when metrics.json records a weights_sha256 that the weights file does not have (a file
     damaged after training: the right size and shapes still load). Nothing to check without one."""
-    metrics_file = Path(folder) / METRICS
-    try:
-        expected = json.loads(metrics_file.read_text()).get("weights_sha256") if metrics_file.is_file() else None
-    except (json.JSONDecodeError, AttributeError) as e:
-        raise CheckpointError(f"{name_or_path}: {METRICS} is not a valid JSON object ({e})") from e
+    expected = read_metrics(folder, name_or_path).get("weights_sha256")
     if expected is None:
         return
     actual = weights_sha256(Path(folder))

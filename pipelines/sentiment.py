@@ -12,10 +12,11 @@ from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite
+from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, read_metrics, require_finite
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
+from .weak_spots import WeakSpot, contrast_scores, find_weak_spots
 
 
 @dataclass
@@ -59,6 +60,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         labels: list[str],
         calibration: Temperature | None = None,
         domain: DomainModel | None = None,
+        contrast: dict[str, tuple[int, int]] | None = None,
     ):
         # model: a TransformerClassifier (with its tokenizer) or a ready adapter (tokenizer None)
         self.adapter = OurClassifier(model, tokenizer) if isinstance(model, nn.Module) else model
@@ -66,6 +68,8 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         self.head_tokens = head_tokens  # a long review keeps its first head_tokens and last max_len - head_tokens
         self.calibration = calibration or Temperature()  # applied to every probability the pipeline returns
         self.domain = domain
+        # {kind: (pairs flipped, pairs)} on the contrast set, from metrics.json (pipelines/weak_spots.py)
+        self.contrast = contrast or {}
 
     @property
     def n_layers(self) -> int:
@@ -82,12 +86,13 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
         if hf_adapter.is_transformers_model(name_or_path):
             return cls.from_transformers(name_or_path, device)
-        model, tok, prep = load_folder(TransformerClassifier, name_or_path, device)
+        model, tok, prep, folder = load_folder(TransformerClassifier, name_or_path, device)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         calibration = Temperature.from_preprocessing(prep)
-        pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain)
+        contrast = contrast_scores(read_metrics(folder, name_or_path))
+        pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain, contrast)
         pipe.source = str(name_or_path)  # which model made a result (export)
         return pipe
 
@@ -124,6 +129,11 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
             return False, None
         score = self.domain.score({"words": self.domain.words(ids)})
         return self.domain.flagged(score), score
+
+    def weak_spots(self, text: str) -> list[WeakSpot]:
+        """The constructions in `text` this model is measured to misread (negation, "but", "yet" when it flips
+        fewer than WEAK_BELOW of the contrast set's pairs of that kind); [] without contrast scores."""
+        return find_weak_spots(text, self.contrast)
 
     @property
     def n_special(self) -> int:

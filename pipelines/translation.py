@@ -90,7 +90,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
         if hf_adapter.is_transformers_model(name_or_path):
             return cls.from_transformers(name_or_path, device)
-        model, tok, prep = load_folder(Seq2SeqTransformer, name_or_path, device)
+        model, tok, prep, _ = load_folder(Seq2SeqTransformer, name_or_path, device)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
         pipe.source = str(name_or_path)  # which model made a result (export)

@@ -55,6 +55,21 @@ def example_notice(text: str, label: str) -> str | None:
     )
 
 
+def weak_spot_notice(spots) -> str | None:
+    """For a review that holds a construction the model is measured to misread (pipelines/weak_spots.py): which,
+    the words, and how often the model reads minimal pairs of that kind right. None when there is none."""
+    if not spots:
+        return None
+    quoted = [", ".join(f'"{w}"' for w in s.words) for s in spots]
+    what = " and ".join(f"{s.name} ({words})" for s, words in zip(spots, quoted))
+    scores = " and ".join(f"{s.flipped} of {s.pairs}" for s in spots)
+    kinds = "that kind" if len(spots) == 1 else "those kinds"
+    return (
+        f"⚠️ **This model often misreads {what}**: on minimal pairs of {kinds} (the contrast set) it gets both "
+        f"sides right in only {scores}. **Compare two reviews** below shows what such a word changes."
+    )
+
+
 def translation_confidence(mean_logprob: float) -> str:
     """The model's confidence in its own translation, in words, from its mean log-probability per token.
 
