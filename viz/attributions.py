@@ -178,10 +178,13 @@ def deletion_curve(report, target: str, method: str) -> go.Figure:
     )
     fig.update_layout(
         title=dict(
-            text=f"Deletion curve: p(“{html.escape(target)}”) as the top tokens are deleted", x=0, font=dict(size=14)
+            text=f"Deletion curve: calibrated p(“{html.escape(target)}”) as the top tokens are deleted",
+            x=0,
+            font=dict(size=14),
         ),
         xaxis=dict(title="% of tokens deleted (highest scores first)", type="category"),
-        yaxis=dict(title=f"p({html.escape(target)}), calibrated as in the prediction", range=[0, 1.02]),
+        # short: a vertical title longer than the plot runs into the figure's title
+        yaxis=dict(title=f"p(“{html.escape(target)}”)", range=[0, 1.02]),
         height=320,
         margin=dict(l=10, r=10, t=50, b=10),
         font=FONT,
