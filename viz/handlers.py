@@ -89,10 +89,10 @@ def analyze_review(
     view = _sentiment_view(checked.text, result, cut_after) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
-    # A wrong example says so plainly; any other review names what it holds that this model often misreads.
-    wrong = notices_.example_notice(checked.text, result.label) or notices_.weak_spot_notice(
-        pipe.weak_spots(checked.text)
-    )
+    # A wrong example says so plainly; any other review names what it holds that this model often misreads
+    # (unless it is not an English review at all: a Spanish "no" is no English negation).
+    weak = [] if result.out_of_domain else pipe.weak_spots(checked.text)
+    wrong = notices_.example_notice(checked.text, result.label) or notices_.weak_spot_notice(weak)
     flags = [line for line in (wrong, ood) if line]
     return view, dict(result.probabilities), _status([summary, *flags, *notices])
 
