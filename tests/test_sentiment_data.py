@@ -1,6 +1,7 @@
 """Sentiment on IMDB and SST-2 together, MLM pre-training, and the contrast set, on tiny fixtures."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -104,6 +105,19 @@ def test_model_card_reports_the_contrast_set():
     assert "Contrast set" not in _evaluation("sentiment", {"test": metrics["test"]})
     metrics["contrast"]["builtin_examples"] = {"right": 9, "examples": 10, "wrong": ["Sarcastic"]}
     assert "10 example reviews: 9 right; wrong on: Sarcastic." in _evaluation("sentiment", metrics)
+
+
+def test_model_card_limits_name_what_the_contrast_set_measures():
+    """The shipped model's card: its limits name negation next to what it negates (the shipped model misreads "not
+    bad") and point at the contrast-set scores that follow; its data is IMDB and SST-2, not IMDB alone."""
+    from training.model_card import model_card
+
+    folder = Path(__file__).resolve().parents[1] / "assets" / "sentiment"
+    config, metrics = (json.loads((folder / name).read_text()) for name in ("config.json", "metrics.json"))
+    card = str(model_card("sentiment", "user/sentiment", config, metrics["parameters"], metrics))
+    subtle = card.index("Subtle cases: negation (even right next to what it negates)")
+    assert subtle < card.index("Contrast set (") and "the contrast-set scores below" in card
+    assert "IMDB movie reviews only" not in card and "(IMDB and SST-2)" in card
 
 
 def test_self_training_from_a_teachers_soft_labels(data_dirs, tmp_path, capsys):

@@ -53,10 +53,11 @@ TASKS = {
         ],
         not_for=[
             "Production sentiment analysis, or any decision about people: it is small, and trained from scratch "
-            "(no pre-training) on IMDB movie reviews only.",
+            "on English movie reviews only (IMDB and SST-2).",
             "Other kinds of text (tweets, product reviews, news) or other languages: it has only seen English "
             "movie reviews, and its tokenizer was trained on them.",
-            "Subtle cases: sarcasm, mixed reviews, negation far from what it negates. Expect errors there.",
+            'Subtle cases: negation (even right next to what it negates), contrast with "but" or "yet", '
+            "sarcasm and mixed reviews. Expect errors there: the contrast-set scores below say how many.",
             "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
             "Explanations: attention weights show where the model looked, not why it decided.",
         ],
