@@ -163,6 +163,17 @@ def step_forward(page, n: int = 1) -> None:
         wait_redrawn(page, "translation-step-heads")
 
 
+def wait_heads_measured(page, task: str) -> str:
+    """Wait for the heads panel of a tab to report its measurement (the grid shows dashes until then); its status."""
+    status = f"{task}-heads-status"
+    page.wait_for_function(
+        "id => ((document.querySelector('#' + id) || {}).textContent || '').includes('heads measured')",
+        arg=status,
+        timeout=TIMEOUT_MS,
+    )
+    return page.locator(f"#{status}").text_content()
+
+
 def plot_title(page, elem_id: str) -> str:
     return page.locator(f"#{elem_id} .gtitle").first.text_content() or ""
 

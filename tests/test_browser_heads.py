@@ -56,9 +56,11 @@ def wait_until(condition, seconds: float = 30.0) -> None:
 
 def test_sentiment_heads(page, app_url):
     browser.open_tab(page, app_url, "Sentiment")
+    # Before a run: the model's own rows and columns, not Gradio's empty '1 2 3'
+    assert column(page, "sentiment-heads-grid", 0) == ["layer 1", "layer 2"]
+    assert page.locator("#sentiment-heads-table [data-testid=header-2]").text_content().split()[0] == "effect"
     browser.analyze_review(page, "A warm, funny film. The acting is great, the plot a bore.")
-    page.locator("#sentiment-heads-grid [data-testid=cell-1-3]").wait_for()
-    assert "8 heads measured" in page.locator("#sentiment-heads-status").text_content()
+    assert "8 heads measured" in browser.wait_heads_measured(page, "sentiment")
     assert "layer 2, head 3" in click_cell(page, "sentiment", 1, 3)
 
     # One kind of attention: no 'attention' column (it said 'self' in every row), so effect is the third
@@ -80,8 +82,7 @@ def test_sentiment_heads(page, app_url):
 def test_translation_heads(page, app_url):
     browser.open_tab(page, app_url, "Translation")
     browser.translate(page, "Ein Mann fährt Fahrrad.", decoding="greedy")
-    page.locator("#translation-heads-grid [data-testid=cell-4-2]").wait_for()
-    assert "24 heads measured" in page.locator("#translation-heads-status").text_content()
+    assert "24 heads measured" in browser.wait_heads_measured(page, "translation")
     assert "Cross-attention, layer 1, head 2" in click_cell(page, "translation", 4, 2)
     assert "Encoder self-attention, layer 2, head 1" in click_cell(page, "translation", 1, 1)
     assert "Cross-attention, layer 1, head 2" in click_cell(page, "translation", 4, 2)

@@ -49,8 +49,7 @@ def test_a_transformers_classifier_draws_its_heads(page, hf_app_url):
     browser.open_tab(page, hf_app_url, "Sentiment")
     browser.analyze_review(page, "A warm, funny film. The acting is great, the plot a bore.")
     assert "Layer 1, head 1" in browser.plot_title(page, "sentiment-attention")
-    page.locator("#sentiment-heads-grid [data-testid=cell-1-3]").wait_for()
-    assert "8 heads measured" in page.locator("#sentiment-heads-status").text_content()
+    assert "8 heads measured" in browser.wait_heads_measured(page, "sentiment")
     assert "out-of-domain check is off" in page.locator("#sentiment-status").text_content()
 
     page.locator("#sentiment-models-submit").click()
@@ -63,5 +62,4 @@ def test_a_transformers_translator_in_its_own_process(page, hf_app_url):
     browser.open_tab(page, hf_app_url, "Translation")
     browser.translate(page, "Ein Mann fährt Fahrrad.", decoding="greedy")
     assert "Cross-attention, layer 1, head 1" in browser.plot_title(page, "translation-attention")
-    page.locator("#translation-heads-grid [data-testid=cell-4-2]").wait_for()
-    assert "24 heads measured" in page.locator("#translation-heads-status").text_content()
+    assert "24 heads measured" in browser.wait_heads_measured(page, "translation")

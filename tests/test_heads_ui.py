@@ -82,9 +82,29 @@ def test_word_diff_marks_changes_and_escapes():
 
 def test_bad_input_gives_a_message_not_a_traceback(sentiment, translation):
     view, grid, table, status = heads.head_table(sentiment, "sentiment", "   ")
-    assert view is None and grid is None and "empty" in status
+    assert view is None and "empty" in status
+    assert grid.equals(heads.empty_grid(sentiment.head_layers, sentiment.n_heads)) and table.empty
     view, grid, table, status = heads.head_table(translation, "translation", "", "greedy", 4)
     assert view is None and "German sentence" in status
+
+
+def test_before_any_measurement_the_grid_and_table_show_their_own_headers(sentiment, translation):
+    """Gradio draws an empty Dataframe with the headers '1 2 3': the panel starts with the model's own rows
+    and columns instead (a dash in each grid cell, no table rows)."""
+    grid = heads.empty_grid(sentiment.head_layers, sentiment.n_heads)
+    assert list(grid.columns) == ["", "head 1", "head 2", "head 3", "head 4"]
+    assert list(grid[""]) == ["layer 1", "layer 2"] and set(grid.iloc[:, 1:].to_numpy().ravel()) == {"–"}
+    table = heads.empty_table(sentiment.head_layers)
+    assert table.empty and list(table.columns)[:3] == ["layer", "head", "effect"] and "agreement" not in table
+    grid = heads.empty_grid(translation.head_layers, translation.n_heads)
+    assert list(grid[""])[:2] == ["encoder 1", "encoder 2"] and "cross 1" in list(grid[""])
+    table = heads.empty_table(translation.head_layers)
+    assert list(table.columns)[0] == "attention" and list(table.columns)[-1] == "agreement"
+    # the same headers as a measured table
+    _, _, measured, _ = heads.head_table(translation, "translation", GERMAN, "greedy", 4)
+    assert list(table.columns) == list(measured.data.columns)
+    _, _, measured, _ = heads.head_table(sentiment, "sentiment", "A warm and funny film.")
+    assert list(heads.empty_table(sentiment.head_layers).columns) == list(measured.data.columns)
 
 
 def test_numbers_never_show_minus_zero_and_kinds_are_named_for_readers(translation):

@@ -152,7 +152,27 @@ def grid_styler(rows: list[dict]):
     return frame.style.format(number, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
 
 
+def empty_grid(layers: dict[str, int], n_heads: int) -> pd.DataFrame:
+    """The grid before anything is measured: its rows and columns, a dash in every cell (not Gradio's '1 2 3')."""
+    names = [f"{KIND_NAMES[kind]} {layer + 1}" for kind, n in layers.items() for layer in range(n)]
+    return pd.DataFrame(
+        [[name, *["–"] * n_heads] for name in names], columns=["", *[f"head {h + 1}" for h in range(n_heads)]]
+    )
+
+
+def empty_table(layers: dict[str, int]) -> pd.DataFrame:
+    """The head table before anything is measured: its column headers for this model, no rows."""
+    skip = {"kind"} if len(layers) == 1 else set()
+    skip |= set() if "cross" in layers else {"agreement"}
+    return pd.DataFrame(columns=[title for key, title in COLUMNS.items() if key not in skip])
+
+
 # --- handlers --------------------------------------------------------------------------------------------
+
+
+def _unmeasured(pipe) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The grid and table of a model with nothing measured: what a failed measurement leaves on the page."""
+    return empty_grid(pipe.head_layers, pipe.n_heads), empty_table(pipe.head_layers)
 
 
 def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None, result=None):
@@ -161,7 +181,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
     limit, what = (MAX_REVIEW_CHARS, "review") if task == "sentiment" else (MAX_GERMAN_CHARS, "German sentence")
     checked = check_text(text, limit, what)
     if checked.text is None:
-        return None, None, None, _status([], checked.error)
+        return None, *_unmeasured(pipe), _status([], checked.error)
     beam = beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)) if task == "translation" else None
     start = time.perf_counter()
     try:
@@ -173,10 +193,10 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
                 result = pipe(checked.text, beam_size=beam)
             rows = pipe.head_table(checked.text, beam_size=beam, result=result)
     except ValueError:
-        return None, None, None, _status([], "The model found no words to read in this text.")
+        return None, *_unmeasured(pipe), _status([], "The model found no words to read in this text.")
     except Exception:
         log.exception("head table failed")
-        return None, None, None, _status([], "Sorry, the heads could not be measured on this text.")
+        return None, *_unmeasured(pipe), _status([], "Sorry, the heads could not be measured on this text.")
     seconds = time.perf_counter() - start
     effect_of = "the predicted label's probability" if task == "sentiment" else "the translation's log-probability"
     view = HeadsView(task, checked.text, beam, rows, effect_of, result if task == "translation" else None)

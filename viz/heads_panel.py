@@ -38,10 +38,17 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
     status = gr.Markdown(elem_id=f"{p}-status")
     with gr.Row():
         with gr.Column(scale=2):
-            grid = gr.Dataframe(label="Effect, layer × head (click a cell)", interactive=False, elem_id=f"{p}-grid")
+            grid = gr.Dataframe(
+                heads.empty_grid(layers, n_heads),
+                label="Effect, layer × head (click a cell)",
+                interactive=False,
+                elem_id=f"{p}-grid",
+            )
             add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
         heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap", scale=3)
-    table = gr.Dataframe(label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table")
+    table = gr.Dataframe(
+        heads.empty_table(layers), label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table"
+    )
     gr.Markdown(COLUMNS_HELP[task])
     gr.Markdown("#### Switch heads off")
     chosen = gr.CheckboxGroup(heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off")
