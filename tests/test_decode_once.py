@@ -72,7 +72,7 @@ def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_pa
         with browser.chromium_page(tmp_path / "profile") as page:
             browser.open_tab(page, url, "Translation")
             browser.translate(page, GERMAN, decoding="beam search")
-            page.locator("#translation-heads-grid [data-testid=cell-4-2]").wait_for()
+            browser.wait_heads_measured(page, "translation")
             page.wait_for_function(
                 "() => (document.querySelector('#translation-faithfulness') || {}).innerText?.includes('random')"
             )
