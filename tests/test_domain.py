@@ -10,7 +10,15 @@ import pytest
 from tiny_models import read_jsonl
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.domain import choose_threshold, decode_f16, encode_f16, quantiles, share_at_most, token_log_ratio
+from pipelines.domain import (
+    REPEAT_MIN,
+    choose_threshold,
+    decode_f16,
+    encode_f16,
+    quantiles,
+    share_at_most,
+    token_log_ratio,
+)
 from transformer import CheckpointError
 
 REVIEWS = read_jsonl("imdb_tiny.jsonl")
@@ -88,6 +96,19 @@ def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrat
         assert 0 <= result.domain_score < pipe.domain.threshold
     review = pipe(REVIEWS[30]["text"])
     assert not review.out_of_domain and review.domain_score >= pipe.domain.threshold
+
+
+def test_one_word_piece_over_and_over_is_flagged_though_it_looks_typical(calibrated_sentiment):
+    """The words signal is a mean over tokens: "film" x 30 looks as typical as "film". Repetition flags it."""
+    pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
+    words = lambda text: pipe.domain.words(pipe.encode(text)[0])  # noqa: E731
+    assert words("film " * REPEAT_MIN) == pytest.approx(words("film"))
+    assert not pipe("film").out_of_domain  # a typical word on its own
+    repeated = pipe("film " * REPEAT_MIN)
+    assert repeated.out_of_domain and repeated.domain_score == 0.0
+    short = pipe("film " * (REPEAT_MIN - 1))  # too short to tell: the words signal alone decides
+    assert short.domain_score == pipe.domain.score({"words": words("film")})
+    assert not any(pipe.domain.repeats(pipe.encode(r["text"])[0]) for r in REVIEWS)
 
 
 def test_translation_calibration_and_flags(translation_dir, tmp_path):
