@@ -64,11 +64,12 @@ def serving_device(choice: str | None = None) -> torch.device:
 
 
 def load_folder(model_cls, name_or_path: str, device: str | None = None):
-    """(model on serving_device(device), tokenizer, preprocessing dict, the local folder) from a local folder or a
-    Hub repo id."""
+    """(model on serving_device(device), tokenizer, preprocessing dict, metrics.json dict ({} without one)) from a
+    local folder or a Hub repo id."""
     device = serving_device(device)  # a device that is not there is said before anything loads
     folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
-    check_weights_hash(folder, name_or_path)
+    metrics = read_metrics(folder, name_or_path)
+    check_weights_hash(folder, name_or_path, metrics)
     model = load_model(model_cls, folder)
     bad = [name for name, p in model.named_parameters() if not bool(p.isfinite().all())]
     if bad:  # bytes overwritten inside the file: the right size and shapes, but NaN where numbers were
@@ -85,7 +86,7 @@ def load_folder(model_cls, name_or_path: str, device: str | None = None):
         )
     prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
-    return model.to(device), tokenizer, prep, Path(folder)
+    return model.to(device), tokenizer, prep, metrics
 
 
 def weights_sha256(folder: Path) -> str | None:
@@ -118,10 +119,11 @@ def read_metrics(folder: Path, name_or_path: str) -> dict:
     return metrics
 
 
-def check_weights_hash(folder: Path, name_or_path: str) -> None:
-    """CheckpointError when metrics.json records a weights_sha256 that the weights file does not have (a file
-    damaged after training: the right size and shapes still load). Nothing to check without one."""
-    expected = read_metrics(folder, name_or_path).get("weights_sha256")
+def check_weights_hash(folder: Path, name_or_path: str, metrics: dict) -> None:
+    """CheckpointError when metrics.json (`metrics`, read_metrics) records a weights_sha256 that the weights file
+    does not have (a file damaged after training: the right size and shapes still load). Nothing to check
+    without one."""
+    expected = metrics.get("weights_sha256")
     if expected is None:
         return
     actual = weights_sha256(Path(folder))

@@ -18,8 +18,9 @@ flagged **out of domain** when its domain score is below a threshold chosen on t
 The `words` signal averages over tokens, so a text that repeats one piece that the training data likes
 ("aaaa", "zzzz") looks very typical. `DomainModel.repeats` catches that: one word piece making up over
 `REPEAT_SHARE` of at least `REPEAT_MIN` word pieces. No text of IMDB train or test or SST-2 train or validation
-comes near it (the largest share there, over 83,000 texts: 0.5, in a short SST-2 phrase), so such an input
-gets domain score 0 and is flagged.
+comes near it (the largest share there, over 83,000 texts: 0.5, in a short SST-2 phrase), nor any German
+sentence of Multi30k (0.4 over its 31,014), so such an input gets domain score 0 and is flagged
+(`DomainModel.check`, which both pipelines use).
 
 Apart from the scores, `looks_english` tells from function words whether a short text is English rather than
 German, so the translation tab can say "this looks like English" instead of only that the input is unusual.
@@ -105,20 +106,30 @@ class DomainModel:
     threshold: float  # flag when domain_score < threshold
     info: dict  # how it was fitted (files, background, target rate), stored as is
 
-    def words(self, ids: list[int]) -> float:
-        """Mean token log-ratio over the word pieces among `ids`; -inf when there is none."""
+    def _word_ids(self, ids: list[int]) -> np.ndarray:
+        """The word pieces (tokens with a letter) among `ids`."""
         ids = np.asarray(ids, dtype=np.int64)
         ids = ids[(ids >= 0) & (ids < len(self.word_mask))]
-        ids = ids[self.word_mask[ids]]
+        return ids[self.word_mask[ids]]
+
+    def words(self, ids: list[int]) -> float:
+        """Mean token log-ratio over the word pieces among `ids`; -inf when there is none."""
+        ids = self._word_ids(ids)
         return float(self.token_scores[ids].mean()) if len(ids) else -math.inf
 
     def repeats(self, ids: list[int]) -> bool:
         """One word piece makes up over REPEAT_SHARE of the input's word pieces, of which there are at least
         REPEAT_MIN ("aaaa" x 500): what the mean over tokens cannot see."""
-        ids = np.asarray(ids, dtype=np.int64)
-        ids = ids[(ids >= 0) & (ids < len(self.word_mask))]
-        ids = ids[self.word_mask[ids]]
+        ids = self._word_ids(ids)
         return len(ids) >= REPEAT_MIN and np.unique(ids, return_counts=True)[1].max() > REPEAT_SHARE * len(ids)
+
+    def check(self, ids: list[int], signals: dict[str, float]) -> tuple[bool, float]:
+        """(out of domain, domain score) of an input's token ids and its signals: score 0 for an input that
+        repeats one word piece (no held-out input comes near), else the signals' score against the threshold."""
+        if self.repeats(ids):
+            return True, 0.0
+        score = self.score(signals)
+        return self.flagged(score), score
 
     def score(self, signals: dict[str, float]) -> float:
         """Domain score in [0, 1]: the least typical signal's share of held-out inputs at most as typical."""

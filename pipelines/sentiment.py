@@ -12,7 +12,7 @@ from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, read_metrics, require_finite
+from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
@@ -86,12 +86,12 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
         if hf_adapter.is_transformers_model(name_or_path):
             return cls.from_transformers(name_or_path, device)
-        model, tok, prep, folder = load_folder(TransformerClassifier, name_or_path, device)
+        model, tok, prep, metrics = load_folder(TransformerClassifier, name_or_path, device)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         calibration = Temperature.from_preprocessing(prep)
-        contrast = contrast_scores(read_metrics(folder, name_or_path))
+        contrast = contrast_scores(metrics)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain, contrast)
         pipe.source = str(name_or_path)  # which model made a result (export)
         return pipe
@@ -127,10 +127,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
         if self.domain is None:
             return False, None
-        if self.domain.repeats(ids):  # no held-out review comes near: share 0
-            return True, 0.0
-        score = self.domain.score({"words": self.domain.words(ids)})
-        return self.domain.flagged(score), score
+        return self.domain.check(ids, {"words": self.domain.words(ids)})
 
     def weak_spots(self, text: str) -> list[WeakSpot]:
         """The constructions in `text` this model is measured to misread (negation, "but", "yet" when it flips

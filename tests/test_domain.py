@@ -128,6 +128,9 @@ def test_translation_calibration_and_flags(translation_dir, tmp_path):
     scored = pipe.translate_scored([r["de"] for r in CAPTIONS[16:]])
     assert [t for t, *_ in scored] == pipe.translate([r["de"] for r in CAPTIONS[16:]])
     assert sum(s[2] for s in scored) <= 1  # target rate 15% of 8 held-out captions: at most one flagged
+    repeated = pipe("Mann " * REPEAT_MIN)  # the same check as sentiment's: one word piece over and over
+    assert pipe.domain.repeats(pipe.encode_source(["Mann " * REPEAT_MIN])[0][0])
+    assert repeated.out_of_domain and repeated.domain_score == 0.0
 
 
 def test_damaged_domain_statistics_fail_loading_with_a_clear_error(calibrated_sentiment, tmp_path):

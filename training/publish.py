@@ -14,15 +14,15 @@ unchanged. `--dry-run` stops after assembling the folder.
 """
 
 import argparse
-import json
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from pipelines.common import MODEL_FILES, model_file_names
-from transformer.hub import REPO_ID, missing_files
+from pipelines.common import METRICS, MODEL_FILES, model_file_names
+from pipelines.common import read_metrics as pipeline_metrics
+from transformer.hub import REPO_ID, CheckpointError, missing_files
 
 from .space import copy_space_sources, gradio_version, is_bundled, missing_sources
 
@@ -36,7 +36,6 @@ EXIT_DENIED = 6  # the Hub refused the token (401) or the write (403)
 EXIT_HUB = 7  # any other answer from the Hub
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-METRICS = "metrics.json"
 SPACE_VARIABLES = {"sentiment": "SENTIMENT_MODEL", "translation": "TRANSLATION_MODEL"}
 SPACE_TITLE = "How transformers pay attention"
 
@@ -144,7 +143,6 @@ def preflight() -> str:
 def load_pipeline(task: str, model_dir: Path):
     """The task's pipeline loaded from `model_dir`, which must hold every file a published repo needs."""
     from pipelines import SentimentPipeline, TranslationPipeline
-    from transformer import CheckpointError
 
     if not model_dir.is_dir():
         raise PublishError(EXIT_INPUT, f"--model {model_dir}: no such folder")
@@ -164,16 +162,15 @@ def load_pipeline(task: str, model_dir: Path):
 
 
 def read_metrics(task: str, model_dir: Path) -> dict | None:
-    path = model_dir / METRICS
-    if not path.is_file():
-        return None
+    """The folder's metrics.json (None without one), refused when it is not JSON or describes another task."""
     try:
-        metrics = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise PublishError(EXIT_INPUT, f"{path} is not valid JSON: {e}") from e
-    if not isinstance(metrics, dict) or metrics.get("task", task) != task:
+        metrics = pipeline_metrics(model_dir, str(model_dir))
+    except CheckpointError as e:
+        raise PublishError(EXIT_INPUT, str(e)) from e
+    if metrics.get("task", task) != task:
+        path = model_dir / METRICS
         raise PublishError(EXIT_INPUT, f"{path} does not describe a {task} model (task: {metrics.get('task')!r})")
-    return metrics
+    return metrics or None
 
 
 def prepare_out(out: Path | None) -> Path:
