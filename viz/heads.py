@@ -59,7 +59,7 @@ def head_value(kind: str, layer: int, head: int) -> str:
 
 def head_label(kind: str, layer: int, head: int) -> str:
     """A head's name in the UI, 1-based: 'layer 1 · head 2' or 'cross 1 · head 2'."""
-    return f"{KIND_NAMES[kind]} {layer + 1} · head {head + 1}"
+    return f"{grid_row(kind, layer)} · head {head + 1}"
 
 
 def head_choices(layers: dict[str, int], n_heads: int) -> list[tuple[str, str]]:
@@ -111,14 +111,17 @@ def number(value) -> str:
     return "0.000" if text == "-0.000" else text
 
 
+def table_keys(kinds, agreement: bool) -> list[str]:
+    """The head table's columns: the kind of attention only where there is more than one, agreement only where
+    some head has one (cross-attention)."""
+    return [k for k in COLUMNS if (k != "kind" or len(kinds) > 1) and (k != "agreement" or agreement)]
+
+
 def table_styler(rows: list[dict]):
     """The head table as a coloured pandas Styler (1-based layer and head); the UI sorts it by column. The kind
     of attention is a column only where there is more than one (the classifier has only self-attention)."""
-    keys = [k for k in COLUMNS if any(k in r for r in rows)]
-    if not any(r.get("agreement") is not None for r in rows):
-        keys = [k for k in keys if k != "agreement"]
-    if len({r["kind"] for r in rows}) == 1:
-        keys = [k for k in keys if k != "kind"]
+    kinds, agreement = {r["kind"] for r in rows}, any(r.get("agreement") is not None for r in rows)
+    keys = [k for k in table_keys(kinds, agreement) if any(k in r for r in rows)]
     frame = pd.DataFrame([{k: r.get(k) for k in keys} for r in rows], columns=keys, dtype=object)
     if "kind" in frame:
         frame["kind"] = [KIND_TITLES[k] for k in frame["kind"]]
@@ -138,15 +141,25 @@ def table_styler(rows: list[dict]):
     return styler.hide(axis="index")
 
 
+def grid_row(kind: str, layer: int) -> str:
+    """The grid's name of a layer: 'layer 2', 'cross 1'."""
+    return f"{KIND_NAMES[kind]} {layer + 1}"
+
+
+def grid_frame(lines: dict[str, list], n_heads: int) -> pd.DataFrame:
+    """{row name: a value per head} -> the grid's frame, a column per head."""
+    return pd.DataFrame(
+        [[name, *values] for name, values in lines.items()], columns=["", *[f"head {h + 1}" for h in range(n_heads)]]
+    )
+
+
 def grid_styler(rows: list[dict]):
     """The compact grid: one row per (kind, layer), one column per head, cells = effect, coloured."""
     n_heads = max(r["head"] for r in rows) + 1
     lines: dict[str, list] = {}
     for r in rows:
-        lines.setdefault(f"{KIND_NAMES[r['kind']]} {r['layer'] + 1}", [None] * n_heads)[r["head"]] = r["effect"]
-    frame = pd.DataFrame(
-        [[name, *effects] for name, effects in lines.items()], columns=["", *[f"head {h + 1}" for h in range(n_heads)]]
-    )
+        lines.setdefault(grid_row(r["kind"], r["layer"]), [None] * n_heads)[r["head"]] = r["effect"]
+    frame = grid_frame(lines, n_heads)
     vmax = _vmax(r["effect"] for r in rows)
     heads = list(frame.columns[1:])
     return frame.style.format(number, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
@@ -154,17 +167,14 @@ def grid_styler(rows: list[dict]):
 
 def empty_grid(layers: dict[str, int], n_heads: int) -> pd.DataFrame:
     """The grid before anything is measured: its rows and columns, a dash in every cell (not Gradio's '1 2 3')."""
-    names = [f"{KIND_NAMES[kind]} {layer + 1}" for kind, n in layers.items() for layer in range(n)]
-    return pd.DataFrame(
-        [[name, *["–"] * n_heads] for name in names], columns=["", *[f"head {h + 1}" for h in range(n_heads)]]
+    return grid_frame(
+        {grid_row(kind, layer): ["–"] * n_heads for kind, n in layers.items() for layer in range(n)}, n_heads
     )
 
 
 def empty_table(layers: dict[str, int]) -> pd.DataFrame:
     """The head table before anything is measured: its column headers for this model, no rows."""
-    skip = {"kind"} if len(layers) == 1 else set()
-    skip |= set() if "cross" in layers else {"agreement"}
-    return pd.DataFrame(columns=[title for key, title in COLUMNS.items() if key not in skip])
+    return pd.DataFrame(columns=[COLUMNS[k] for k in table_keys(layers, agreement="cross" in layers)])
 
 
 # --- handlers --------------------------------------------------------------------------------------------
