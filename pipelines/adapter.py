@@ -20,7 +20,8 @@ from transformer import HeadMasks, Seq2SeqTransformer, TransformerClassifier, be
 from transformer.generation import Hypothesis, row_limits
 from transformer.masks import padding_mask
 
-from .common import TokenSpan, save_folder, spans
+from .common import TokenSpan, save_folder, spans, wrap_spans
+from .tokenizers_io import special_ids
 
 KindMasks = dict[str, torch.Tensor]  # kind -> (L, H) or (L, B, H) multipliers on the heads' outputs
 
@@ -61,11 +62,11 @@ class TokenizerMixin:
 
     def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]:
         """(ids, TokenSpans into `text`) of the text's own tokens, without special tokens."""
-        enc = self.tokenizer.encode(text)
+        enc = self.tokenizer.encode(text, add_special_tokens=False)
         return list(enc.ids), spans(enc, text)
 
     def tokenize_many(self, texts: list[str]) -> list[list[int]]:
-        return [list(e.ids) for e in self.tokenizer.encode_batch(texts)]
+        return [list(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
 class DecodingMixin:
@@ -87,10 +88,12 @@ class OurClassifier(ModelDevice, TokenizerMixin):
     """The adapter for transformer.TransformerClassifier with a tokenizers.Tokenizer."""
 
     kind = "ours"
-    n_prefix = n_suffix = 0  # special tokens around the text's own: none
 
     def __init__(self, model: TransformerClassifier, tokenizer):
         self.model, self.tokenizer = model.eval(), tokenizer
+        # Special tokens around the text's own: none for our BPE, [CLS] ... [SEP] for a model from BERT weights.
+        self.prefix, self.suffix = special_ids(tokenizer) if tokenizer is not None else ([], [])
+        self.n_prefix, self.n_suffix = len(self.prefix), len(self.suffix)
 
     @property
     def config(self):
@@ -120,11 +123,12 @@ class OurClassifier(ModelDevice, TokenizerMixin):
         return dataclasses.asdict(self.model.config)
 
     def wrap(self, ids: list[int]) -> list[int]:
-        """The ids the model reads for the text's own ids (no special tokens here)."""
-        return list(ids)
+        """The ids the model reads for the text's own ids: the special tokens around them, if any."""
+        return [*self.prefix, *ids, *self.suffix]
 
     def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
-        return list(toks)
+        """The special tokens as spans that cover no characters, at the start and the end of the text."""
+        return wrap_spans(self.prefix, toks, self.suffix, len(text))
 
     def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
         """ids (B, T) padded with pad_id -> ClassifierRun."""
@@ -145,7 +149,7 @@ class OurClassifier(ModelDevice, TokenizerMixin):
         mask = padding_mask(ids, m.config.pad_id)  # (B, 1, 1, T)
         x = m.encoder(emb, mask).memory  # (B, T, D)
         weights = m.pool_weights(x, mask[:, 0, 0, :])  # (B, T)
-        return m.head((weights.unsqueeze(-1) * x).sum(dim=1))
+        return m.classify(x, weights)
 
     def save(self, folder: Path, max_len: int, preprocessing: dict) -> None:
         save_folder(self.model, self.tokenizer, folder, max_len, preprocessing)

@@ -143,6 +143,11 @@ def save_folder(model, tokenizer, folder: Path, model_max_length: int, preproces
     (Path(folder) / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
 
 
+def wrap_spans(prefix: list[int], toks: list[TokenSpan], suffix: list[int], end: int) -> list[TokenSpan]:
+    """Special tokens (ids) around a text's TokenSpans, as spans that cover no characters at its start and end."""
+    return [TokenSpan(i, "", 0, 0) for i in prefix] + list(toks) + [TokenSpan(i, "", end, end) for i in suffix]
+
+
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]

@@ -18,7 +18,7 @@ import torch
 from transformer.generation import Hypothesis
 
 from .adapter import ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
-from .common import TokenSpan, serving_device
+from .common import TokenSpan, serving_device, wrap_spans
 
 # The attention output projections, by the end of their module name (BERT / RoBERTa, DistilBERT, BART / Marian).
 OUT_PROJECTIONS = ("attention.output.dense", "attention.out_lin", "self_attn.out_proj", "encoder_attn.out_proj")
@@ -201,9 +201,7 @@ class HFClassifier(ModelDevice, _HFTokenizing):
 
     def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
         """The special tokens as spans that cover no characters, at the start and the end of the text."""
-        end = len(text)
-        before, after = [TokenSpan(i, "", 0, 0) for i in self.prefix], [TokenSpan(i, "", end, end) for i in self.suffix]
-        return before + list(toks) + after
+        return wrap_spans(self.prefix, toks, self.suffix, len(text))
 
     def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
         """ids (B, T) padded with pad_id -> ClassifierRun; token_weights: the first token's ([CLS]) last-layer

@@ -35,16 +35,29 @@ def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool, strip_html
     return tok
 
 
+# The special tokens' names by role, for our BPE vocabularies and for BERT's WordPiece (a model started from BERT
+# weights keeps BERT's vocabulary): save_tokenizer names the set the vocabulary holds.
+SPECIAL_NAMES = (
+    {"pad_token": "<pad>", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"},
+    {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]", "mask_token": "[MASK]"},
+)
+
+
+def special_ids(tok: Tokenizer) -> tuple[list[int], list[int]]:
+    """(ids before, ids after) a text's own that the tokenizer's post-processor adds: BERT's [CLS] ... [SEP], none
+    for our byte-level BPE."""
+    bare, full = tok.encode("a", add_special_tokens=False).ids, tok.encode("a").ids
+    for i in range(len(full) - len(bare) + 1):
+        if full[i : i + len(bare)] == bare:
+            return list(full[:i]), list(full[i + len(bare) :])
+    return [], []
+
+
 def save_tokenizer(tok: Tokenizer, folder: str | Path, model_max_length: int) -> None:
     """Save as a transformers fast tokenizer (tokenizer.json + tokenizer_config.json)."""
     from transformers import PreTrainedTokenizerFast
 
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        pad_token="<pad>",
-        bos_token="<s>",
-        eos_token="</s>",
-        unk_token="<unk>",
-        model_max_length=model_max_length,
-    )
+    vocab = tok.get_vocab()
+    names = next((n for n in SPECIAL_NAMES if all(t in vocab for t in n.values())), SPECIAL_NAMES[0])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=model_max_length, **names)
     fast.save_pretrained(str(folder))

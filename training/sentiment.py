@@ -3,7 +3,8 @@
 One TransformerClassifier reads both. Each data set keeps a validation part held out of its `train`
 split; the validation score is the mean of the per-data-set accuracies, so the short SST-2 phrases
 (67k of them) do not drown the 22.5k reviews. `--init-from` starts from a pre-trained encoder
-(`python -m training pretrain`), whose tokenizer is then reused. `--pseudo-labels` adds unlabelled texts with a
+(`python -m training pretrain`), whose tokenizer is then reused; `--init-from-bert` from public BERT-architecture
+weights (training/bert_init.py), with their WordPiece tokenizer. `--pseudo-labels` adds unlabelled texts with a
 teacher's probabilities as soft targets (`python -m training.pseudolabel`: self-training).
 """
 
@@ -19,7 +20,7 @@ from tokenizers import Tokenizer
 from pipelines.batching import pad, sorted_batches
 from pipelines.common import TOKENIZER, save_folder
 from pipelines.text import clean_text, head_tail
-from pipelines.tokenizers_io import PAD, train_bpe
+from pipelines.tokenizers_io import PAD, special_ids, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
@@ -30,9 +31,12 @@ LABELS = ["negative", "positive"]
 
 
 def encode(tokenizer, texts: list[str], max_len: int, head: int) -> list[list[int]]:
-    """Token ids of each text, cut to max_len by keeping its head and tail."""
-    encs = tokenizer.encode_batch([clean_text(t) for t in texts])
-    return [head_tail(e.ids, max_len, head) for e in encs]
+    """Token ids of each text, cut to max_len by keeping its head and tail, as the app cuts them: the text's own
+    tokens are cut, then the tokenizer's special tokens ([CLS] ... [SEP] for BERT's) go around them."""
+    prefix, suffix = special_ids(tokenizer)
+    encs = tokenizer.encode_batch([clean_text(t) for t in texts], add_special_tokens=False)
+    cut = max_len - len(prefix) - len(suffix)
+    return [[*prefix, *head_tail(e.ids, cut, head), *suffix] for e in encs]
 
 
 def split_indices(n: int, val_size: int, seed: int) -> tuple[list[int], list[int]]:
@@ -78,7 +82,15 @@ class SentimentTask:
         pseudo = getattr(args, "pseudo_labels", None)
         self.pseudo = read_pseudo_labels(pseudo, args.limit) if pseudo else ([], [])
         t0 = time.time()
-        if getattr(args, "init_from", None):
+        self.provenance = {}
+        if getattr(args, "init_from_bert", None):
+            from . import bert_init
+
+            self.bert_folder = bert_init.resolve_source(args.init_from_bert)
+            self.provenance = bert_init.provenance(self.bert_folder, args.bert_sha256 or None)
+            self.tokenizer = bert_init.load_tokenizer(self.bert_folder)
+            log(f"BERT weights and tokenizer from {self.bert_folder} (sha256 {self.provenance['sha256'][:12]}…)")
+        elif getattr(args, "init_from", None):
             self.tokenizer = Tokenizer.from_file(str(Path(args.init_from) / TOKENIZER))
             log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens from {args.init_from}")
         else:
@@ -103,6 +115,14 @@ class SentimentTask:
 
     def build_model(self) -> TransformerClassifier:
         a = self.args
+        if getattr(a, "init_from_bert", None):
+            sha = self.provenance["sha256"]
+            model = TransformerClassifier.from_bert(
+                str(self.bert_folder), sha256=sha, pooling=a.pooling, dropout=a.dropout
+            )
+            c = model.config
+            self.log(f"from BERT weights: {c.n_layers} layers x {c.d_model}, {c.n_heads} heads, pooling {c.pooling}")
+            return model
         cfg = ClassifierConfig(
             **layer_options(a, self.tokenizer.get_vocab_size(), PAD),
             n_layers=a.n_layers,

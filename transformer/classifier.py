@@ -37,6 +37,8 @@ class TransformerClassifier(
             )
         self.encoder = Encoder(c, c.n_layers)
         self.pool_query = nn.Parameter(torch.zeros(c.d_model)) if c.pooling == "attention" else None
+        # BERT's pooler: the first token ([CLS]) through a dense layer and tanh, before the head.
+        self.pooler = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.Tanh()) if c.pooling == "cls" else None
         self.head = nn.Sequential(nn.Dropout(c.dropout), nn.Linear(c.d_model, c.num_labels))
 
     def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None) -> ClassifierOutput:
@@ -51,11 +53,25 @@ class TransformerClassifier(
         x = enc.memory  # (B, T, D)
         real = mask[:, 0, 0, :]  # (B, T)
         pool_weights = self.pool_weights(x, real)  # (B, T)
+        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights)
+
+    def classify(self, x: torch.Tensor, pool_weights: torch.Tensor) -> torch.Tensor:
+        """The last layer's output (B, T, D) pooled by pool_weights (B, T) -> logits (B, num_labels)."""
         pooled = (pool_weights.unsqueeze(-1) * x).sum(dim=1)  # (B, D)
-        return ClassifierOutput(self.head(pooled), enc.attentions, pool_weights)
+        return self.head(pooled if self.pooler is None else self.pooler(pooled))
+
+    @classmethod
+    def from_bert(cls, folder_or_repo_id: str, **kwargs) -> "TransformerClassifier":
+        """A BERT-architecture checkpoint (config.json + safetensors: BertModel or BertForSequenceClassification)
+        mapped onto this class, as nanoGPT maps GPT-2's weights; keyword arguments as transformer.bert.from_bert."""
+        from .bert import from_bert
+
+        return from_bert(cls, folder_or_repo_id, **kwargs)
 
     def pool_weights(self, x: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
         """(B, T, D), (B, T) bool -> (B, T) weights over real tokens that sum to 1."""
+        if self.pooler is not None:  # the first token alone
+            return torch.zeros_like(real, dtype=x.dtype).index_fill_(1, torch.tensor([0], device=x.device), 1.0)
         if self.pool_query is None:
             w = real.float()
             return w / w.sum(dim=1, keepdim=True).clamp(min=1.0)

@@ -6,6 +6,9 @@ to the encoder, the decoder and their layers. The two model configs add what onl
 
 from dataclasses import dataclass
 
+ACTIVATIONS = ("relu", "gelu")
+POOLINGS = ("mean", "attention", "cls")
+
 
 @dataclass
 class TransformerConfig:
@@ -21,12 +24,19 @@ class TransformerConfig:
     positions: str = "sinusoidal"  # "sinusoidal" | "learned"
     norm_first: bool = False  # False: post-norm as in Vaswani et al.; True: pre-norm
     pad_id: int = 0
+    # BERT-family weights (transformer/bert.py) need these four; the defaults are Vaswani et al.'s.
+    activation: str = "relu"  # "relu" | "gelu" (erf GELU, as BERT) in the feed-forward layers
+    layer_norm_eps: float = 1e-5  # BERT: 1e-12
+    scale_embeddings: bool = True  # token vectors times sqrt(d_model) before positions are added (BERT: no)
+    embedding_norm: bool = False  # a LayerNorm over token + position vectors before the first layer (BERT: yes)
 
     def __post_init__(self):
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
         if self.positions not in ("sinusoidal", "learned"):
             raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
 
 
 @dataclass
@@ -35,7 +45,9 @@ class ClassifierConfig(TransformerConfig):
 
     num_labels: int = 2
     n_layers: int = 4
-    pooling: str = "mean"  # "mean" over real tokens | "attention" (a learned query over real tokens)
+    # "mean" over real tokens | "attention" (a learned query over real tokens) | "cls" (the first token through a
+    # dense layer and tanh: BERT's pooler)
+    pooling: str = "mean"
     ngram_buckets: int = 0  # > 0 adds hashed n-gram embeddings (orders 2..ngram_order) to the token embeddings
     ngram_order: int = 2
     ngram_dim: int = 32  # hashed n-gram vectors are this wide, projected up to d_model
@@ -43,8 +55,8 @@ class ClassifierConfig(TransformerConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.pooling not in ("mean", "attention"):
-            raise ValueError(f"pooling must be 'mean' or 'attention', got {self.pooling!r}")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {self.pooling!r}")
         if self.ngram_buckets and self.ngram_order < 2:
             raise ValueError("ngram_order must be at least 2 when ngram_buckets > 0")
 

@@ -16,9 +16,8 @@ class FeedForward(nn.Module):
 
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(c.d_model, c.d_ff), nn.ReLU(), nn.Dropout(c.dropout), nn.Linear(c.d_ff, c.d_model)
-        )
+        act = nn.GELU() if c.activation == "gelu" else nn.ReLU()  # nn.GELU: the exact (erf) form, as BERT
+        self.net = nn.Sequential(nn.Linear(c.d_model, c.d_ff), act, nn.Dropout(c.dropout), nn.Linear(c.d_ff, c.d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
@@ -29,7 +28,7 @@ class Residual(nn.Module):
 
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.norm = nn.LayerNorm(c.d_model)
+        self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
         self.dropout = nn.Dropout(c.dropout)
         self.norm_first = c.norm_first
 

