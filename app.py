@@ -13,11 +13,13 @@ import gradio as gr  # noqa: E402
 
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
+from pipelines.model_registry import ModelRegistry  # noqa: E402
 from pipelines.serving import served  # noqa: E402
 from viz import (  # noqa: E402
     explanation_panel,
     handlers,
     hosting,
+    model_choice,  # noqa: E402
     share_ui,
     translation_explanation_panel,
     views_panel,
@@ -25,7 +27,7 @@ from viz import (  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402
-from viz.models import redact_paths  # noqa: E402
+from viz.models import redact_paths, sentiment_registry  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 # Model events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
@@ -40,8 +42,8 @@ FIRST_VIEW = dict(show_progress="minimal")
 
 INTRO = """\
 # How transformers pay attention
-Two small transformers written from scratch and trained for this demo. Run one, then pick a **layer** and a
-**head** to see where each token looks. Changing layer, head or step only redraws: the model does not run again.
+Type a movie review or a German sentence and run the model, then pick a **layer** and a **head** to see where each
+token looks. Changing layer, head or step only redraws: the model does not run again.
 Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
 """
 
@@ -92,31 +94,40 @@ def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
 
-def sentiment_tab(pipe, demo: gr.Blocks, other=None) -> None:
-    """The sentiment tab; other: a second sentiment pipeline to compare with on the same review."""
+def _sentiment_inputs():
+    """The review box, the button and the example reviews: (review, submit)."""
+    review = gr.Textbox(
+        label="Movie review (English)",
+        placeholder="Type or paste a movie review…",
+        lines=6,
+        max_lines=16,
+        elem_id="sentiment-input",
+    )
+    submit = gr.Button("Analyse sentiment", variant="primary", elem_id="sentiment-submit")
+    gr.Examples(
+        examples=[[text] for _, text in REVIEWS],
+        inputs=[review],
+        example_labels=[name for name, _ in REVIEWS],
+        label="Example reviews",
+        **PRIVATE,
+    )
+    return review, submit
+
+
+def sentiment_tab(models, demo: gr.Blocks) -> None:
+    """The sentiment tab over a ModelRegistry (pipelines.model_registry): the model choice picks which of its
+    models the run, the panels, compare and downloads use; the API serves the default."""
+    pipe = models.get()  # the default: it sizes the controls until a run with another model resizes them
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
-            review = gr.Textbox(
-                label="Movie review (English)",
-                placeholder="Type or paste a movie review…",
-                lines=6,
-                max_lines=16,
-                elem_id="sentiment-input",
-            )
-            submit = gr.Button("Analyse sentiment", variant="primary", elem_id="sentiment-submit")
-            gr.Examples(
-                examples=[[text] for _, text in REVIEWS],
-                inputs=[review],
-                example_labels=[name for name, _ in REVIEWS],
-                label="Example reviews",
-                **PRIVATE,
-            )
+            review, submit = _sentiment_inputs()
         with gr.Column(scale=2):
+            choice = model_choice.choice(models, "sentiment")
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
             share = share_ui.share_controls("sentiment")
-    panel = explanation_panel.build()
+    panel = explanation_panel.build(pipe)
     gr.Markdown("### Self-attention")
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
@@ -126,30 +137,39 @@ def sentiment_tab(pipe, demo: gr.Blocks, other=None) -> None:
     views = views_panel.focus_and_model("sentiment", scale, hide, kinds=False)
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
 
-    def analyze(review: str, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
-        """The button: the prediction and the large heatmap come back together (one round trip to a drawn map)."""
-        view, probabilities, status = hosting.run_as(request, handlers.analyze_review, pipe, review)
-        return view, probabilities, status, handlers.sentiment_heatmap(view, layer, head, scale, hide)
+    def analyze(review: str, name, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
+        """The button: the prediction and the large heatmap come back together (one round trip to a drawn map),
+        with the layer and head choices sized to the chosen model."""
+        chosen, name = model_choice.resolve(models, name)
+        if chosen is None:
+            return None, None, name, None, gr.skip(), gr.skip()
+        view, probabilities, status = hosting.run_as(request, handlers.analyze_review, chosen, review, True, name)
+        layer, head = handlers.clamp_layer_head(chosen, layer, head)
+        heatmap = handlers.sentiment_heatmap(view, layer, head, scale, hide)
+        return view, probabilities, status, heatmap, *model_choice.sized(chosen, layer, head)
 
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
         return hosting.run_as(request, handlers.analyze_review, pipe, review, False)[1:]
 
-    outputs = [state, label, status, single]
-    inputs = [review, layer, head, scale, hide]
+    outputs = [state, label, status, single, layer, head]
+    inputs = [review, choice, layer, head, scale, hide]
     predicted = submit.click(analyze, inputs, outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW)
+    model_choice.rerun_on_change(choice, "sentiment")
     # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
     # second or two); a new layer redraws the plots of a layer, a new head only the large one
     painted = hosting.after_paint(predicted)
     drawn = views_panel.wire(views, SENTIMENT_VIEWS, state, layer, head, [single], overview, painted)
-    explanation_panel.wire(panel, pipe, state, drawn)
+    explanation_panel.wire(panel, models, state, drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
-    heads_panel(pipe, "sentiment", state, drawn, [review])
-    share_ui.sentiment_compare_panel(pipe, review=review, layer=layer, head=head)
-    if other is not None:
-        model_compare_panel(pipe, other, review=review, layer=layer, head=head)
-    share_ui.wire_sentiment_links(demo, pipe, share, review=review, layer=layer, head=head, method=panel.method)
+    heads_panel(models, "sentiment", state, drawn, [review])
+    share_ui.sentiment_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
+    if len(models.names) > 1:
+        model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
+    share_ui.wire_sentiment_links(
+        demo, models, share, review=review, choice=choice, layer=layer, head=head, method=panel.method
+    )
 
 
 def _translation_inputs(pipe):
@@ -235,7 +255,7 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     hosting.watch_for_expiry(state, layer, head, step)
-    heads_panel(pipe, "translation", state, drawn, [german, decoding, beam_size])
+    heads_panel(ModelRegistry.of(pipe), "translation", state, drawn, [german, decoding, beam_size])
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     share_ui.translation_compare_panel(pipe, **inputs)
     share_ui.wire_translation_links(
@@ -251,14 +271,20 @@ def build_demo(
     translation_error=None,
     own_process=(),
     sentiment_compare=None,
+    sentiment_models: tuple[str, ...] = (),
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
     own_process: the tasks whose requests run in a process of their own (pipelines.processes; python app.py
     sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
-    same review ($SENTIMENT_COMPARE_MODEL). Launch it with hosting.launch_options()."""
+    same review ($SENTIMENT_COMPARE_MODEL). sentiment_models: more sentiment model folders or repo ids the tab's
+    model choice offers, loaded on first use (`python app.py`: the bundled from-scratch model beside the default,
+    when $SENTIMENT_MODEL is not set). Launch it with hosting.launch_options()."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     sentiment, translation = served(sentiment, translation, batcher, own_process)
-    other = served(sentiment_compare, None, batcher)[0]
+    processes = [p.process for p in (sentiment, translation) if p is not None and p.process is not None]
+    if sentiment is not None:
+        other = served(sentiment_compare, None, batcher)[0]
+        sentiment = sentiment_registry(sentiment, lambda p: served(p, None, batcher)[0], other, list(sentiment_models))
     with gr.Blocks(
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:
@@ -268,7 +294,7 @@ def build_demo(
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
                 else:
-                    sentiment_tab(sentiment, demo, other)
+                    sentiment_tab(sentiment, demo)
             with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
                 if translation is None:
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
@@ -278,12 +304,12 @@ def build_demo(
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
-    demo.model_processes = [p.process for p in (sentiment, translation) if p is not None and p.process is not None]
+    demo.model_processes = processes
     return demo
 
 
 def main() -> None:
-    from viz.models import load_compare_model, load_models
+    from viz.models import alternative_sources, load_compare_model, load_models
 
     tame_malloc()
     hosting.set_torch_threads()
@@ -295,6 +321,7 @@ def main() -> None:
         translation_error=translation.error,
         own_process=hosting.OWN_PROCESS,
         sentiment_compare=load_compare_model(),
+        sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),
     )
     demo.launch(**hosting.launch_options())
 

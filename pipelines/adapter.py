@@ -128,7 +128,7 @@ class OurClassifier(ModelDevice, TokenizerMixin):
 
     def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
         """The special tokens as spans that cover no characters, at the start and the end of the text."""
-        return wrap_spans(self.prefix, toks, self.suffix, len(text))
+        return wrap_spans(self.prefix, toks, self.suffix, len(text), self.tokenizer.id_to_token)
 
     def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
         """ids (B, T) padded with pad_id -> ClassifierRun."""

@@ -48,8 +48,9 @@ def _stack(per_layer) -> np.ndarray:
 
 
 def token_texts(tokens) -> list[str]:
-    """What to show for TokenSpans: the text typed, or '␣' for a token that covers none (a special token)."""
-    return [t.text or "␣" for t in tokens]
+    """What to show for TokenSpans: the text typed, a special token's name ([CLS], [SEP], </s>), or '␣' for a
+    token that covers no characters and has no name."""
+    return [t.text or getattr(t, "special", "") or "␣" for t in tokens]
 
 
 def sentiment_maps(result) -> AttentionMaps:

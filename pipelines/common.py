@@ -45,6 +45,7 @@ class TokenSpan:
     text: str  # what the user typed for this token ('' for special tokens)
     start: int
     end: int
+    special: str = ""  # a special token's name ("[CLS]", "[SEP]", "</s>"): what the views label it with
 
 
 def serving_device(choice: str | None = None) -> torch.device:
@@ -143,9 +144,11 @@ def save_folder(model, tokenizer, folder: Path, model_max_length: int, preproces
     (Path(folder) / PREPROCESSING).write_text(json.dumps(preprocessing, indent=2) + "\n")
 
 
-def wrap_spans(prefix: list[int], toks: list[TokenSpan], suffix: list[int], end: int) -> list[TokenSpan]:
-    """Special tokens (ids) around a text's TokenSpans, as spans that cover no characters at its start and end."""
-    return [TokenSpan(i, "", 0, 0) for i in prefix] + list(toks) + [TokenSpan(i, "", end, end) for i in suffix]
+def wrap_spans(prefix: list[int], toks: list[TokenSpan], suffix: list[int], end: int, name) -> list[TokenSpan]:
+    """Special tokens (ids) around a text's TokenSpans, as spans that cover no characters at its start and end;
+    name(id) gives each its name ("[CLS]")."""
+    before = [TokenSpan(i, "", 0, 0, name(i)) for i in prefix]
+    return before + list(toks) + [TokenSpan(i, "", end, end, name(i)) for i in suffix]
 
 
 def spans(encoding, text: str) -> list[TokenSpan]:

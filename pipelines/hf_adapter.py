@@ -201,7 +201,7 @@ class HFClassifier(ModelDevice, _HFTokenizing):
 
     def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
         """The special tokens as spans that cover no characters, at the start and the end of the text."""
-        return wrap_spans(self.prefix, toks, self.suffix, len(text))
+        return wrap_spans(self.prefix, toks, self.suffix, len(text), self.tokenizer.convert_ids_to_tokens)
 
     def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
         """ids (B, T) padded with pad_id -> ClassifierRun; token_weights: the first token's ([CLS]) last-layer

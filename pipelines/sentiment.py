@@ -70,6 +70,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         self.domain = domain
         # {kind: (pairs flipped, pairs)} on the contrast set, from metrics.json (pipelines/weak_spots.py)
         self.contrast = contrast or {}
+        self.metrics: dict = {}  # metrics.json of the model folder, when it has one (from_pretrained)
 
     @property
     def n_layers(self) -> int:
@@ -94,6 +95,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         contrast = contrast_scores(metrics)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain, contrast)
         pipe.source = str(name_or_path)  # which model made a result (export)
+        pipe.metrics = metrics  # what training measured on this model (metrics.json): the app's claims come from here
         return pipe
 
     @classmethod
@@ -211,6 +213,12 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
         return heads.sentiment_head_table(self, text)
+
+    @property
+    def default_explanation(self) -> dict:
+        """{'method', 'why'}: the default explanation measured on this model (its metrics.json), or the project's
+        method with a 'why' saying it was not measured on this model (explanations.default_method)."""
+        return explanations.default_method("sentiment", self.metrics)
 
     @property
     def explanation_methods(self) -> tuple[str, ...]:

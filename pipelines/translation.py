@@ -252,7 +252,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
             mean_lp = hyps[row].score / max(1, len(produced[row]))
             out_of_domain, domain_score = self.domain_check(ids[i], mean_lp)
             text_clean = clean_text(texts[i])
-            src_spans = encs[i][1][: Ts - 1] + [TokenSpan(a.eos_id, "", len(text_clean), len(text_clean))]
+            src_spans = encs[i][1][: Ts - 1] + [TokenSpan(a.eos_id, "", len(text_clean), len(text_clean), "</s>")]
             results[i] = TranslationResult(
                 translation=self.detokenize(hyps[row].tokens),
                 source_tokens=src_spans,

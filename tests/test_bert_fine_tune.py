@@ -73,3 +73,26 @@ def test_tokenizer_reads_whole_texts(bert_dir):
     tok = load_tokenizer(bert_dir)
     tok.enable_truncation(4)  # what a saved tokenizer may carry
     assert len(load_tokenizer(bert_dir).encode("word " * 200).ids) > 200
+
+
+@pytest.fixture(scope="module")
+def fine_tuned(imdb_dir, bert_dir, tmp_path_factory):  # noqa: F811
+    out = tmp_path_factory.mktemp("bert-run")
+    assert fine_tune(imdb_dir, bert_dir, out, "--bert-sha256", "", "--pooling", "mean") == 0
+    return out / "best"
+
+
+def test_special_tokens_are_named_in_the_views(fine_tuned):
+    from pipelines import SentimentPipeline
+
+    r = SentimentPipeline.from_pretrained(str(fine_tuned))("A wonderful film.")
+    labels = r.attention_maps().queries["self"]
+    assert labels[0] == "[CLS]" and labels[-1] == "[SEP]" and "␣" not in labels
+
+
+def test_published_folder_loads_through_transformers_with_equal_logits(fine_tuned, tmp_path):
+    """training.publish's folder of a model fine-tuned from BERT weights: the Auto classes give the pipeline's
+    token ids ([CLS] ... [SEP]), logits and attention maps."""
+    from test_hf_export import check_classifier, published
+
+    check_classifier(published("sentiment", fine_tuned, tmp_path / "hf"))

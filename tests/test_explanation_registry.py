@@ -75,3 +75,26 @@ def test_a_method_without_progress_runs_when_progress_is_asked_for(sentiment):
     calls = []
     assert _with_progress(lambda a, b: a + b, 1, 2, progress=lambda d, t: calls.append(d)) == 3
     assert _with_progress(lambda a, progress=None: (a, progress), 1, progress=print) == (1, print)
+
+
+def test_a_models_default_comes_from_its_own_measurements():
+    """A model's metrics.json records the default measured on it; a model without one is told so, and is never
+    given the bundled model's numbers."""
+    from pipelines.explanations import default_method
+
+    project = default_method("sentiment")
+    own = {"explanation_default": {"method": "occlusion", "why": "Measured on this model."}}
+    assert default_method("sentiment", own) == {"method": "occlusion", "why": "Measured on this model."}
+    unmeasured = default_method("sentiment", {})
+    assert unmeasured["method"] == project["method"] and "not been measured on this model" in unmeasured["why"]
+    assert project["why"] not in unmeasured["why"]
+    bogus = {"explanation_default": {"method": "no-such-method"}}
+    assert default_method("sentiment", bogus)["method"] == project["method"]
+
+
+def test_the_pipeline_explains_with_its_models_default(sentiment):
+    sentiment.metrics = {"explanation_default": {"method": "occlusion", "why": "x"}}
+    try:
+        assert sentiment.explain("A wonderful film.").method == "occlusion"
+    finally:
+        sentiment.metrics = {}

@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest weight file in MiB, at most the bundle's 25; smaller gives more shards, e.g. 15 to bring a "
         "bundle back through a channel that limits files to 16 MiB (default %(default)s)",
     )
+    p.add_argument("--display-name", default=None, help="what the app's model choice calls this model")
+    p.add_argument(
+        "--display-note",
+        default=None,
+        help="one sentence the app shows beside the model choice: what the model is (and what its heads do, measured)",
+    )
     p.add_argument(
         "--also",
         action="append",
@@ -107,7 +113,17 @@ def run_metrics(a, test: dict) -> dict:
         "validation": validations[summary.get("best_epoch", -1)] if validations else None,
         "training": summary,
         "weights": "fp16 safetensors (loaded into fp32)",
+        # public weights the run started from (--init-from-bert): name, revision, sha256, license, credit
+        **({"source_weights": start["source_weights"]} if start.get("source_weights") else {}),
+        **{k: v for k, v in (("display_name", a.display_name), ("display_note", a.display_note)) if v},
     }
+
+
+CARRIED = ("calibration",)  # what a run's best/metrics.json holds that the bundle's metrics.json keeps
+
+
+def _carried(fitted: dict) -> dict:
+    return {k: fitted[k] for k in CARRIED if k in fitted}
 
 
 def write_bundle(a, folder: Path) -> dict:
@@ -122,7 +138,9 @@ def write_bundle(a, folder: Path) -> dict:
     too_big = [f.name for f in folder.iterdir() if f.stat().st_size > limit]
     if too_big:
         raise ShipError(f"{too_big} over {a.max_file_mb:g} MiB")
-    metrics = run_metrics(a, score_bundle(a.task, folder, a.test_data))
+    # what training.calibrate recorded on the run's best model (its preprocessing.json is copied with it)
+    fitted = json.loads((best / "metrics.json").read_text()) if (best / "metrics.json").is_file() else {}
+    metrics = {**run_metrics(a, score_bundle(a.task, folder, a.test_data)), **_carried(fitted)}
     for name, path in (item.split("=", 1) for item in a.also):
         metrics[name] = {**score_bundle(a.task, folder, path), "split": name}
     if a.task == "sentiment":

@@ -21,9 +21,14 @@ PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
-def method_choices() -> list[tuple[str, str]]:
-    """(label, name) of every registered method that explains a classifier, the default marked."""
-    return explanations.choices("sentiment")
+def method_choices(default: str | None = None) -> list[tuple[str, str]]:
+    """(label, name) of every registered method that explains a classifier, `default` (None: the project's) marked."""
+    return explanations.choices("sentiment", default)
+
+
+def model_default(pipe) -> dict:
+    """The default explanation of this model, measured on it or saying that it was not (default_method)."""
+    return getattr(pipe, "default_explanation", None) or default_method("sentiment", {})
 
 
 def explain(pipe, view, method: str, progress=None):
@@ -58,8 +63,7 @@ def faithfulness(pipe, expl):
     except Exception:
         log.exception("faithfulness failed")
         return "⚠️ Sorry, the faithfulness of this explanation could not be measured.", None
-    default = default_method("sentiment")
-    text = attributions.faithfulness_markdown(report, expl, default)
+    text = attributions.faithfulness_markdown(report, expl, model_default(pipe))
     return text, attributions.deletion_curve(report, expl.target, expl.method)
 
 
@@ -72,12 +76,12 @@ class ExplanationPanel:
     explained: gr.State
 
 
-def build() -> ExplanationPanel:
-    """Lay out the panel (inside a gr.Blocks context)."""
-    default = default_method("sentiment")
+def build(pipe=None) -> ExplanationPanel:
+    """Lay out the panel (inside a gr.Blocks context); its default method is `pipe`'s (the tab's default model)."""
+    default = model_default(pipe) if pipe is not None else default_method("sentiment")
     gr.Markdown("### What drives the prediction")
     method = gr.Radio(
-        method_choices(),
+        method_choices(default["method"]),
         value=default["method"],
         label="Explanation method (blue = supports the predicted label, red = speaks against it)",
         elem_id="sentiment-highlight-mode",
@@ -91,20 +95,22 @@ def build() -> ExplanationPanel:
     return ExplanationPanel(method, highlight, faith, curve, gr.State(None))
 
 
-def wire(panel: ExplanationPanel, pipe, view_state: gr.State, predicted):
-    """Explain after `predicted` (the event that fills view_state) and whenever the method changes.
-    Returns the event that draws the highlight, for the app to chain its own redraws on."""
+def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted):
+    """Explain after `predicted` (the event that fills view_state) and whenever the method changes, with the model
+    that made the view (models: the tab's ModelRegistry). Returns the event that draws the highlight, for the app
+    to chain its own redraws on."""
 
     def run_explain(view, method, progress=PROGRESS):
         name = explanations.label("sentiment", method) if method else "Explanation"
+        pipe = models.get(getattr(view, "model", None))
         return explain(pipe, view, method, reporter(progress, name, "words"))
 
-    def run_faithfulness(expl):
-        return faithfulness(pipe, expl)
+    def run_faithfulness(view, expl):
+        return faithfulness(models.get(getattr(view, "model", None)), expl)
 
     outs, faith_outs = [panel.explained, panel.highlight], [panel.faithfulness, panel.curve]
     drawn = predicted.then(run_explain, [view_state, panel.method], outs, **PRIVATE)
-    drawn.then(run_faithfulness, [panel.explained], faith_outs, **PRIVATE)
+    drawn.then(run_faithfulness, [view_state, panel.explained], faith_outs, **PRIVATE)
     changed = panel.method.change(run_explain, [view_state, panel.method], outs, **PRIVATE)
-    changed.then(run_faithfulness, [panel.explained], faith_outs, **PRIVATE)
+    changed.then(run_faithfulness, [view_state, panel.explained], faith_outs, **PRIVATE)
     return drawn

@@ -246,7 +246,7 @@ def heads_overview(
     subtitle = f"every head on one {(scale or av.color_scale('linear')).label}"
     if len(q_labels) < Tq or len(k_labels) < Tk:
         subtitle += f"; in blocks of {math.ceil(max(Tq, Tk) / max_cells)} tokens"
-    cols = min(H, 2)  # two a row: the maps stay readable on a phone
+    cols = min(H, 2) if H <= 4 else 3  # two a row: readable on a phone; three for 6 x 12-head models (4 rows of 12)
     rows = math.ceil(H / cols)
     fig = make_subplots(
         rows=rows,

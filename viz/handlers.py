@@ -49,9 +49,10 @@ class SentimentView:
     pool_weights: np.ndarray  # (T,)
     n_skipped: int  # tokens of a long review the model never saw
     cut_after: int | None  # the model read tokens [:cut_after] from the start and the rest from the end
+    model: str | None = None  # which of the tab's models made it (its name in the tab's ModelRegistry)
 
 
-def _sentiment_view(text: str, result, cut_after: int | None) -> SentimentView:
+def _sentiment_view(text: str, result, cut_after: int | None, model: str | None) -> SentimentView:
     return SentimentView(
         text=text,
         spans=[(t.start, t.end) for t in result.tokens],
@@ -59,14 +60,21 @@ def _sentiment_view(text: str, result, cut_after: int | None) -> SentimentView:
         pool_weights=result.pool_weights.numpy(),
         n_skipped=result.n_tokens - len(result.tokens),
         cut_after=cut_after,
+        model=model,
     )
 
 
+def clamp_layer_head(pipe, layer, head) -> tuple[int, int]:
+    """Layer and head choices clamped into this model's range (another model may have fewer)."""
+    return _layer_head(pipe.n_layers, pipe.n_heads, layer, head)
+
+
 def analyze_review(
-    pipe, review: str, redraws: bool = True
+    pipe, review: str, redraws: bool = True, model: str | None = None
 ) -> tuple[SentimentView | None, dict[str, float] | None, str]:
     """Run the classifier once: (state, label -> probability, status Markdown). redraws=False (an API call,
-    which cannot redraw): no attention maps are computed or kept, and the state is None."""
+    which cannot redraw): no attention maps are computed or kept, and the state is None. model: the name of
+    `pipe` in the tab's model registry, kept in the state for the panels that run the model again."""
     checked = check_text(review, MAX_REVIEW_CHARS, "review")
     if checked.text is None:
         return None, None, _status([], checked.error)
@@ -86,7 +94,7 @@ def analyze_review(
             f"The review has {result.n_tokens:,} tokens; the model reads {len(result.tokens):,}: the first "
             f"{cut_after:,} and the last {len(result.tokens) - cut_after:,}. The middle is skipped (marked below)."
         )
-    view = _sentiment_view(checked.text, result, cut_after) if redraws else None
+    view = _sentiment_view(checked.text, result, cut_after, model) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
     # A wrong example says so plainly; any other review names what it holds that this model often misreads

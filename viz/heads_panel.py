@@ -27,11 +27,13 @@ COLUMNS_HELP = {  # in the words of each tab: no tokenizer markers
 }
 
 
-def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) -> None:
+def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list) -> None:
     """Add the panel; it measures the heads after `run_event` (the tab's model run) on `inputs`
     (the text, and for translation the decoding and beam size), reusing the run's result where main_state
-    holds one (a translation: no second decoding)."""
+    holds one (a translation: no second decoding). models: the tab's ModelRegistry; the panel uses the model
+    that made main_state's view, and its head choices follow that model's size."""
     p = f"{task}-heads"
+    pipe = models.get()
     layers, n_heads = pipe.head_layers, pipe.n_heads
     state, clicked = gr.State(None), gr.State(None)
     gr.Markdown(f"### What each head does\n{HELP[task]}")
@@ -56,15 +58,17 @@ def heads_panel(pipe, task: str, main_state: gr.State, run_event, inputs: list) 
     compare = gr.HTML(elem_id=f"{p}-compare")
 
     def measure(view, *args):
-        return heads.head_table(pipe, task, *args, result=getattr(view, "result", None))
+        model = models.get(getattr(view, "model", None))
+        choices = gr.CheckboxGroup(choices=heads.head_choices(model.head_layers, model.n_heads), value=[])
+        return *heads.head_table(model, task, *args, result=getattr(view, "result", None)), choices
 
-    run_event.then(measure, [main_state, *inputs], [state, grid, table, status], **PRIVATE)
+    run_event.then(measure, [main_state, *inputs], [state, grid, table, status, chosen], **PRIVATE)
     grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(
         heads.head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
     )
     add.click(heads.add_head, [chosen, clicked], [chosen], **PRIVATE)
 
-    def switch_off(heads_view, selected):
-        return heads.switch_off(pipe, heads_view, selected)
+    def switch_off(view, heads_view, selected):
+        return heads.switch_off(models.get(getattr(view, "model", None)), heads_view, selected)
 
-    run.click(switch_off, [state, chosen], [compare], **PRIVATE)
+    run.click(switch_off, [main_state, state, chosen], [compare], **PRIVATE)

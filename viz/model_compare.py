@@ -1,5 +1,6 @@
-"""Two sentiment models side by side on the same review (ours against a pre-trained one, say): both predictions
-and the chosen head of each. Shown when a second model is configured ($SENTIMENT_COMPARE_MODEL)."""
+"""Two sentiment models side by side on the same review (from scratch against pre-trained, say): both predictions
+and the chosen head of each. Shown when the tab's model registry has more than one model (the bundled pair, or
+$SENTIMENT_COMPARE_MODEL beside $SENTIMENT_MODEL)."""
 
 import html
 import logging
@@ -12,15 +13,15 @@ from pipelines.compare import compare_classifiers
 from . import explain, figures
 from .compare import STYLE, _side
 from .inputs import MAX_REVIEW_CHARS, check_text
+from .models import display_name
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 
 
 def model_name(pipe) -> str:
-    """A short name for a pipeline: the last part of where it was loaded from."""
-    source = str(getattr(pipe, "source", "") or "model").rstrip("/")
-    return source.rsplit("/", 1)[-1] or source
+    """A short name for a pipeline: its display name (viz.models.display_name)."""
+    return display_name(pipe)
 
 
 def _head_figure(pipe, maps: AttentionMaps, layer: int, head: int):
@@ -53,17 +54,26 @@ def compare_models(pipe_a, pipe_b, review: str, layer=0, head=0):
     return body, _head_figure(pipe_a, cmp.a_maps, layer, head), _head_figure(pipe_b, cmp.b_maps, layer, head)
 
 
-def model_compare_panel(pipe, other, *, review, layer, head) -> None:
-    """The panel (inside a gr.Blocks context): a button, the two predictions and the two heads."""
-    names = f"**{html.escape(model_name(pipe))}** and by **{html.escape(model_name(other))}**"
-    gr.Markdown(f"### Compare two models\nThe review above, read by {names}: both predictions and the chosen head.")
+def other_model(models, name) -> str:
+    """The model to compare the chosen one with: the default, or the next one when the default is chosen."""
+    name = models.name_of(name)
+    return next(n for n in models.names if n != name) if name == models.default else models.default
+
+
+def model_compare_panel(models, *, review, choice, layer, head) -> None:
+    """The panel (inside a gr.Blocks context): a button, the two predictions and the two heads: the chosen model
+    of the tab's ModelRegistry against another of its models."""
+    gr.Markdown(
+        "### Compare two models\nThe review above, read by the chosen model and by another one: both predictions "
+        "and the chosen head of each."
+    )
     button = gr.Button("Compare the models", variant="secondary", elem_id="sentiment-models-submit")
     output = gr.HTML(elem_id="sentiment-models-output")
     with gr.Row():
         first = gr.Plot(show_label=False, elem_id="sentiment-models-first")
         second = gr.Plot(show_label=False, elem_id="sentiment-models-second")
 
-    def run(text, layer, head):
-        return compare_models(pipe, other, text, layer, head)
+    def run(text, name, layer, head):
+        return compare_models(models.get(name), models.get(other_model(models, name)), text, layer, head)
 
-    button.click(run, [review, layer, head], [output, first, second], **PRIVATE)
+    button.click(run, [review, choice, layer, head], [output, first, second], **PRIVATE)

@@ -1,6 +1,7 @@
 """Loading the two pipelines once at start, from Hub repo ids or local folders named by env vars: ours or
 `transformers` models (a model id or folder), and optionally a second sentiment model to compare with."""
 
+import json
 import logging
 import os
 import re
@@ -57,6 +58,66 @@ def load_models() -> tuple[LoadedModel, LoadedModel]:
     from pipelines import SentimentPipeline, TranslationPipeline
 
     return load_pipeline(SentimentPipeline, "SENTIMENT_MODEL"), load_pipeline(TranslationPipeline, "TRANSLATION_MODEL")
+
+
+# Bundled beside the default sentiment model: the from-scratch one, offered one click away when the default is ours.
+BUNDLED_ALTERNATIVES = {"SENTIMENT_MODEL": ["assets/sentiment-scratch"]}
+
+
+def display_name(pipe, source: str = "") -> str:
+    """What the model choice calls a model: the display_name its metrics.json records, else its folder's name."""
+    metrics = getattr(pipe, "metrics", None) or {}
+    if metrics.get("display_name"):
+        return str(metrics["display_name"])
+    source = str(source or getattr(pipe, "source", "") or "model").rstrip("/")
+    return source.rsplit("/", 1)[-1] or source
+
+
+def alternative_sources(env_var: str) -> list[str]:
+    """The bundled models offered beside the default when $env_var is not set (and they are there)."""
+    if os.environ.get(env_var, "").strip():
+        return []
+    return [str(ROOT / p) for p in BUNDLED_ALTERNATIVES.get(env_var, []) if (ROOT / p).is_dir()]
+
+
+def folder_metrics(source: str) -> dict:
+    """A local model folder's metrics.json without loading its weights ({} for a repo id or a folder without)."""
+    path = Path(source) / "metrics.json"
+    try:
+        metrics = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        return {}
+    return metrics if isinstance(metrics, dict) else {}
+
+
+def entry_name(source: str) -> str:
+    """A model's display name without loading its weights: metrics.json's display_name, or the folder's name."""
+    return str(folder_metrics(source).get("display_name") or Path(source.rstrip("/")).name or source)
+
+
+def entry(source: str, pipe=None):
+    """The registry entry of a model: its name and the note its metrics.json records (what it is, what its heads
+    do, measured)."""
+    from pipelines.model_registry import ModelEntry
+
+    metrics = getattr(pipe, "metrics", None) or folder_metrics(source)
+    name = display_name(pipe, source) if pipe is not None else entry_name(source)
+    return ModelEntry(name, source, str(metrics.get("display_note", "")))
+
+
+def sentiment_registry(default, wrap, compare=None, sources: list[str] = ()):
+    """The sentiment tab's ModelRegistry: the default pipeline (loaded; served by the API), a second one to compare
+    with ($SENTIMENT_COMPARE_MODEL, loaded), then `sources` (python app.py: alternative_sources), loaded on first
+    use. wrap: the server's stand-in for each pipeline as it loads."""
+    from pipelines import SentimentPipeline
+    from pipelines.model_registry import ModelRegistry
+
+    loaded = {display_name(p): p for p in (default, compare) if p is not None}
+    entries = [entry(str(getattr(p, "source", "")), p) for p in loaded.values()]
+    entries += [entry(s) for s in sources if entry_name(s) not in loaded]
+    registry = ModelRegistry(entries, lambda e: SentimentPipeline.from_pretrained(e.source), wrap=wrap)
+    registry.preload(loaded)
+    return registry
 
 
 def load_compare_model():

@@ -131,18 +131,19 @@ def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
     return link if link is not None and link.tab == task else None
 
 
-def wire_sentiment_links(demo, pipe, controls: ShareControls, *, review, layer, head, method) -> None:
-    """Copy link, download, and opening a link: it fills the review, layer, head and explanation method,
-    then presses 'Analyse sentiment' (#sentiment-submit)."""
+def wire_sentiment_links(demo, models, controls: ShareControls, *, review, choice, layer, head, method) -> None:
+    """Copy link, download (by the chosen model of the tab's ModelRegistry `models`), and opening a link: it fills
+    the review, layer, head and explanation method, then presses 'Analyse sentiment' (#sentiment-submit)."""
 
     def share(base, text, layer, head, method):
         return _link_box(*links.share_url(base, links.ViewLink("sentiment", text or "", layer, head, method=method)))
 
-    def download(text, method):
+    def download(text, name, method):
+        pipe = models.get(name)
         chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
         return _file(*downloads.sentiment_download(pipe, text, chosen))
 
-    _wire_buttons(controls, share, [review, layer, head, method], download, [review, method])
+    _wire_buttons(controls, share, [review, layer, head, method], download, [review, choice, method])
     methods = [value for _, value in method.choices]
 
     def restore(request: gr.Request):
@@ -217,7 +218,7 @@ def _redraw_diff_on(layer, head, state, diff) -> None:
         control.change(compare.diff_figure, [state, layer, head], [diff], **PRIVATE)
 
 
-def sentiment_compare_panel(pipe, *, review, layer, head) -> None:
+def sentiment_compare_panel(models, *, review, choice, layer, head) -> None:
     """A second review (a copy of the first to edit), both predictions side by side, the change in probability,
     and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run."""
     gr.Markdown(
@@ -241,12 +242,12 @@ def sentiment_compare_panel(pipe, *, review, layer, head) -> None:
     )
     state, output, diff = _compare_outputs("sentiment")
 
-    def run(a, b, layer, head):
-        return compare.compare_reviews(pipe, a, b, layer, head)
+    def run(a, b, name, layer, head):
+        return compare.compare_reviews(models.get(name), a, b, layer, head)
 
     second.focus(None, [review, second], [second], js=PREFILL_JS, **PRIVATE)  # not on Analyse: the box is asked for
-    button.click(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
-    examples.load_input_event.then(run, [review, second, layer, head], [state, output, diff], **PRIVATE)
+    button.click(run, [review, second, choice, layer, head], [state, output, diff], **PRIVATE)
+    examples.load_input_event.then(run, [review, second, choice, layer, head], [state, output, diff], **PRIVATE)
     _redraw_diff_on(layer, head, state, diff)
 
 

@@ -12,6 +12,8 @@ from .figures import COLORSCALE, HIGHLIGHT, MARGIN_TOP, _hover, _layout, _ticks,
 
 THUMB_PX = 140  # height of one thumbnail row
 BAR_PX = 78  # height of one head's bars in token focus
+MANY_HEADS = 6  # more heads than this in a layer (a 6 x 12 BERT-family model): shorter bars, short column titles
+BAR_PX_MANY = 56
 
 
 def model_view(
@@ -32,7 +34,7 @@ def model_view(
     fig = make_subplots(
         rows=L,
         cols=H,
-        column_titles=[f"head {h + 1}" for h in range(H)],
+        column_titles=[f"head {h + 1}" if H <= MANY_HEADS else f"h{h + 1}" for h in range(H)],
         row_titles=layer_names,
         horizontal_spacing=0.02,
         vertical_spacing=0.03,
@@ -99,7 +101,7 @@ def token_focus(
             ticks = _ticks(labels, 700) if last else {}
             fig.update_xaxes(type="category", showticklabels=last, row=row, col=1, **ticks)
     fig.update_xaxes(tickfont=dict(size=9), tickangle=-60, automargin=True)
-    height = MARGIN_TOP + len(panels) * H * BAR_PX + 110
+    height = MARGIN_TOP + len(panels) * H * (BAR_PX if H <= MANY_HEADS else BAR_PX_MANY) + 110
     _layout(fig, title, height, subtitle)
     fig.update_layout(bargap=0.1, margin=dict(l=40, r=10, t=MARGIN_TOP, b=20), dragmode=False)
     return fig

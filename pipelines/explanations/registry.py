@@ -95,12 +95,27 @@ def is_signed(name: str) -> bool:
     return bool(cls and cls.signed)
 
 
-def choices(task: str) -> list[tuple[str, str]]:
-    """(label, name) per method of a task, the default marked: for the app's pickers."""
-    default = default_method(task)["method"]
+def choices(task: str, default: str | None = None) -> list[tuple[str, str]]:
+    """(label, name) per method of a task, `default` (None: the project's default) marked: for the app's pickers."""
+    default = default or default_method(task)["method"]
     return [(label(task, n) + (" (default)" if n == default else ""), n) for n in names(task)]
 
 
-def default_method(task: str) -> dict:
-    """{'method': name, 'why': one sentence} for 'sentiment' or 'translation', as the benchmark wrote it."""
-    return json.loads(DEFAULTS_FILE.read_text())[task]
+MODEL_DEFAULT = "explanation_default"  # the key of a model's own measured default in its metrics.json
+
+
+def default_method(task: str, metrics: dict | None = None) -> dict:
+    """{'method': name, 'why': one sentence} for 'sentiment' or 'translation'. metrics: a model's metrics.json
+    (None: the project's default, as benchmarks/faithfulness.py wrote it for the bundled model). A model whose
+    metrics record a default measured on it (MODEL_DEFAULT) gets that; any other model gets the project's method
+    with a 'why' that says it was not measured on this model, never the bundled model's numbers."""
+    project = json.loads(DEFAULTS_FILE.read_text())[task]
+    if metrics is None:
+        return project
+    own = metrics.get(MODEL_DEFAULT)
+    if isinstance(own, dict) and own.get("method") in _METHODS:
+        return {"method": own["method"], "why": str(own.get("why", ""))}
+    return {
+        "method": project["method"],
+        "why": "Its faithfulness has not been measured on this model.",
+    }

@@ -27,7 +27,7 @@ def _with_progress(fn, *args, progress=None):
 def explain_review(pipe, text: str, method: str | None = None, target: str | None = None, progress=None) -> Explanation:
     """Attribution of each token read toward `target` (default: the predicted label) by `method`;
     progress(done, total) as a slow method (occlusion) goes."""
-    m = registry.get("sentiment", method)
+    m = registry.get("sentiment", method or pipe.default_explanation["method"])
     ids, toks, _ = pipe.encode(text)
     if not ids:
         raise ValueError("the text has no tokens")

@@ -1,0 +1,68 @@
+"""The sentiment tab's model choice (#sentiment-model) in a real headless chromium: two models of different sizes
+in one tab; choosing the other one reads the same review again, resizes the layer and head choices, and the
+compare-models panel puts both side by side."""
+
+import json
+
+import pytest
+import torch
+from tiny_models import make_sentiment_dir
+
+from benchmarks import browser
+from pipelines.tokenizers_io import PAD
+from transformer import ClassifierConfig, TransformerClassifier
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+REVIEW = "A warm, funny and beautifully acted film about two brothers who finally talk."
+
+
+def small_model_dir(folder, like):
+    """A second model beside the tiny one: 1 layer x 2 heads, same tokenizer, a display name and note."""
+    make_sentiment_dir(folder)
+    vocab = json.loads((like / "config.json").read_text())["vocab_size"]
+    torch.manual_seed(3)
+    cfg = ClassifierConfig(vocab_size=vocab, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=64, pad_id=PAD)
+    TransformerClassifier(cfg).save_pretrained(folder)
+    note = "a one-layer model for this test"
+    (folder / "metrics.json").write_text(json.dumps({"display_name": "small", "display_note": note}))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def two_model_url(sentiment_dir, translation_dir, tmp_path_factory):
+    from app import build_demo
+    from pipelines import SentimentPipeline
+
+    small = small_model_dir(tmp_path_factory.mktemp("models") / "small", sentiment_dir)
+    demo = build_demo(SentimentPipeline.from_pretrained(str(sentiment_dir)), None, sentiment_models=(str(small),))
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+def radio_options(page, elem_id: str) -> list[str]:
+    return page.locator(f"#{elem_id} label").evaluate_all("ls => ls.map(l => l.textContent.trim())")
+
+
+def test_choosing_the_other_model_reads_the_same_review_again(page, two_model_url):
+    browser.open_tab(page, two_model_url, "Sentiment")
+    assert radio_options(page, "sentiment-model") == ["sentiment", "small"]
+    assert "a one-layer model for this test" in page.locator("#sentiment-model-notes").inner_text()
+    browser.analyze_review(page, REVIEW)
+    assert radio_options(page, "sentiment-layer") == ["1", "2"] and len(radio_options(page, "sentiment-head")) == 4
+    browser.mark_plot(page, "sentiment-attention")
+    page.locator("#sentiment-model").get_by_label("small", exact=True).check()
+    browser.wait_redrawn(page, "sentiment-attention")  # the same review, run again by the small model
+    page.wait_for_function("() => document.querySelectorAll('#sentiment-layer label').length === 1")
+    assert radio_options(page, "sentiment-head") == ["1", "2"]
+    assert page.locator("#sentiment-input textarea").input_value() == REVIEW
+    page.locator("#sentiment-models-submit").click()
+    page.wait_for_function(
+        "() => (document.querySelector('#sentiment-models-output') || {}).textContent?.includes('small')"
+    )
+    text = page.locator("#sentiment-models-output").inner_text()
+    assert "sentiment" in text and "small" in text

@@ -1,0 +1,70 @@
+"""The per-tab model registry: models by name, loaded on first use, the default kept, at most `keep` others."""
+
+import threading
+
+import pytest
+
+from pipelines.model_registry import ModelEntry, ModelRegistry
+
+
+def registry(keep=2):
+    loads = []
+
+    def load(entry):
+        loads.append(entry.name)
+        return f"pipeline of {entry.source}"
+
+    entries = [ModelEntry(n, f"src-{n}") for n in ("a", "b", "c", "d")]
+    return ModelRegistry(entries, load, keep=keep, wrap=lambda p: p.upper()), loads
+
+
+def test_lazy_loading_and_wrapping():
+    models, loads = registry()
+    assert loads == [] and models.default == "a" and models.names == ["a", "b", "c", "d"]
+    assert models.get("b") == "PIPELINE OF SRC-B" and loads == ["b"]
+    assert models.get("b") == "PIPELINE OF SRC-B" and loads == ["b"]  # loaded once
+
+
+def test_unknown_or_missing_name_is_the_default():
+    models, _ = registry()
+    assert models.name_of(None) == models.name_of("gone") == "a"
+    assert models.get("no longer offered") == models.get() == "PIPELINE OF SRC-A"
+
+
+def test_bounded_memory_keeps_the_default_and_the_most_recent():
+    models, loads = registry(keep=2)
+    for name in ("a", "b", "c", "b", "d"):
+        models.get(name)
+    assert models.loaded() == ["a", "b", "d"]  # c was the least recently used of the others
+    models.get("c")
+    assert loads.count("c") == 2 and "a" in models.loaded() and len(models.loaded()) == 3
+
+
+def test_a_preloaded_pipeline_is_not_loaded_again():
+    models = ModelRegistry.of("ready", name="only")
+    assert models.get() == "ready" and models.names == ["only"]
+
+
+def test_load_errors_reach_the_caller_and_nothing_is_kept():
+    def load(entry):
+        raise OSError(f"{entry.source} missing")
+
+    models = ModelRegistry([ModelEntry("a", "x"), ModelEntry("b", "y")], load)
+    with pytest.raises(OSError, match="y missing"):
+        models.get("b")
+    assert models.loaded() == []
+
+
+def test_concurrent_first_use_loads_once():
+    models, loads = registry()
+    threads = [threading.Thread(target=models.get, args=("c",)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert loads == ["c"]
+
+
+def test_empty_registry_is_refused():
+    with pytest.raises(ValueError):
+        ModelRegistry([], load=None)

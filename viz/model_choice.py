@@ -1,0 +1,59 @@
+"""The model choice of a tab (`elem_id` "<task>-model"): which of the tab's models (a pipelines.model_registry
+ModelRegistry) the run and every panel use. Shown when the registry has more than one model; choosing another
+model runs the review in the box again, so the same review is read by each model in turn."""
+
+import html
+import logging
+
+import gradio as gr
+
+from transformer import CheckpointError
+
+log = logging.getLogger(__name__)
+PRIVATE = dict(api_visibility="private")
+
+
+def notes(models) -> str:
+    """What each model is and what its heads do, in the words its metrics.json records (nothing borrowed)."""
+    lines = [f"- **{html.escape(e.name)}**: {e.note}" for e in models.entries.values() if e.note]
+    head = "Another model reads the same review again: compare the labels, the heads and the explanations."
+    return "\n".join([head, *lines])
+
+
+def choice(models, task: str) -> gr.Radio:
+    """The choice (hidden when the registry has one model), with what each model is."""
+    several = len(models.names) > 1
+    radio = gr.Radio(
+        models.names, value=models.default, label="Model", visible=several, elem_id=f"{task}-model", interactive=True
+    )
+    gr.Markdown(notes(models) if several else "", visible=several, elem_id=f"{task}-model-notes")
+    return radio
+
+
+def resolve(models, name) -> tuple[object | None, str]:
+    """(pipeline, its name) of the chosen model, or (None, a status line) when it cannot be loaded."""
+    name = models.name_of(name)
+    try:
+        return models.get(name), name
+    except CheckpointError as e:
+        return None, f"⚠️ The model “{html.escape(name)}” could not be loaded: {html.escape(str(e))}"
+    except Exception:
+        log.exception("loading %s failed", name)
+        return None, f"⚠️ The model “{html.escape(name)}” could not be loaded."
+
+
+def sized(pipe, layer: int, head: int) -> tuple[gr.Radio, gr.Radio]:
+    """The layer and head choices for this model's size, with the (clamped) choice kept."""
+    layers = [(str(i + 1), i) for i in range(pipe.n_layers)]
+    heads = [(str(i + 1), i) for i in range(pipe.n_heads)]
+    return gr.Radio(choices=layers, value=layer), gr.Radio(choices=heads, value=head)
+
+
+def rerun_on_change(radio: gr.Radio, task: str) -> None:
+    """Another model chosen: press the tab's button when there is text to read (the same review, the other
+    model), as a click would, with every panel."""
+    js = (
+        f"() => {{ const box = document.querySelector('#{task}-input textarea');"
+        f" if (box && box.value.trim()) document.querySelector('#{task}-submit')?.click(); }}"
+    )
+    radio.change(None, None, None, js=js, **PRIVATE)
