@@ -241,6 +241,22 @@ def test_card_without_metrics_says_so_and_has_no_model_index(sentiment_dir, tmp_
     assert "not recorded" in card.text
 
 
+def test_card_of_a_model_from_public_weights_names_them_and_their_license(sentiment_dir, tmp_path, capsys):
+    """A model fine-tuned from public weights: the card says where its weights come from (name, revision, sha256),
+    takes their license for the weights and credits them; the code stays MIT."""
+    source = {"name": "sentence-transformers/all-MiniLM-L6-v2", "revision": "1110a243", "sha256": "53aa5117",
+              "license": "apache-2.0", "credit": "Reimers and Gurevych"}  # fmt: skip
+    model = with_metrics(sentiment_dir, tmp_path / "model", {"source_weights": source})
+    out = tmp_path / "repo"
+    code, _, _ = run(["sentiment", "--model", model, "--repo-id", "a/b", "--dry-run", "--out", out], capsys)
+    assert code == 0
+    card = ModelCard.load(out / "README.md")
+    assert card.data.license == "apache-2.0"
+    assert "`sentence-transformers/all-MiniLM-L6-v2` at revision `1110a243` (sha256 `53aa5117`)" in card.text
+    assert "trained from scratch" not in card.text and "Credit: Reimers and Gurevych." in card.text
+    assert "The code is MIT." in card.text
+
+
 def test_dry_run_refuses_a_non_empty_out_folder(sentiment_dir, tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("mine")
     code, _, err = run(

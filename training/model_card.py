@@ -32,6 +32,7 @@ class TaskInfo:
     auto_model: str  # the transformers Auto class that loads the repo (training/hf_export.py)
     transformers_example: str  # after `tokenizer = ...` and `model = <auto_model>.from_pretrained(...)`
     transformers_note: str
+    not_for_fine_tuned: list[str] | None = None  # in place of not_for for a model fine-tuned from public weights
 
 
 TASKS = {
@@ -58,6 +59,16 @@ TASKS = {
             "movie reviews, and its tokenizer was trained on them.",
             'Subtle cases: negation (even right next to what it negates), contrast with "but" or "yet", '
             "sarcasm and mixed reviews. Expect errors there: the contrast-set scores below say how many.",
+            "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
+            "Explanations: attention weights show where the model looked, not why it decided.",
+        ],
+        not_for_fine_tuned=[
+            "Production sentiment analysis, or any decision about people: it is a small encoder (pre-trained for "
+            "sentence embeddings) fine-tuned here on English movie reviews only (IMDB and SST-2).",
+            "Other kinds of text (tweets, product reviews, news) or other languages: it was fine-tuned on English "
+            "movie reviews only.",
+            'Subtle cases: sarcasm, mixed reviews, and some negation and contrast ("but", "yet"). Expect errors '
+            "there: the contrast-set scores below say how many.",
             "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
             "Explanations: attention weights show where the model looked, not why it decided.",
         ],
@@ -153,7 +164,7 @@ def model_card(
     data = ModelCardData(
         model_name=name if results else None,  # only model-index uses it
         language=info.language,
-        license=HUB_KWARGS["license"],
+        license=_source(metrics).get("license") or HUB_KWARGS["license"],
         library_name=HUB_KWARGS["library_name"],
         pipeline_tag=info.pipeline_tag,
         datasets=[info.dataset_id],
@@ -164,16 +175,17 @@ def model_card(
     sections = [
         f"# {name}",
         f"A {_count(n_params)}-parameter {_architecture(task, config)}, written from scratch in PyTorch and "
-        f"trained from scratch for the *How transformers pay attention* demo. It {info.summary}.",
+        f"{_origin(metrics)} for the *How transformers pay attention* demo. It {info.summary}.",
         _figure(figure_caption),
         "## Intended uses\n\n" + _bullets(info.intended),
-        "## Limitations: what it is not for\n\n" + _bullets(info.not_for),
+        "## Limitations: what it is not for\n\n"
+        + _bullets(info.not_for_fine_tuned if _source(metrics) and info.not_for_fine_tuned else info.not_for),
         "## How to use\n\n" + _usage(info, repo_id),
         "## Model\n\n" + _config_table(config, n_params),
         "## Training\n\n" + _training(metrics),
         "## Evaluation\n\n" + _evaluation(task, metrics),
         _calibration(metrics),
-        "## License\n\nMIT.",
+        "## License\n\n" + _license(metrics),
     ]
     content = f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
     return ModelCard(content)
@@ -219,9 +231,40 @@ def space_card(title: str, sdk_version: str, variables: dict[str, str], python_v
     return SpaceCard(f"---\n{data.to_yaml()}\n---\n\n{body}\n")
 
 
+def _source(metrics: dict | None) -> dict:
+    """The public weights a model started from (metrics.json's source_weights), {} for one trained from scratch."""
+    source = (metrics or {}).get("source_weights")
+    return source if isinstance(source, dict) else {}
+
+
+def _origin(metrics: dict | None) -> str:
+    s = _source(metrics)
+    if not s:
+        return "trained from scratch"
+    revision = f" at revision `{s['revision']}`" if s.get("revision") else ""
+    return (
+        f"started from the public weights of `{s.get('name', 'a BERT checkpoint')}`{revision} (sha256 "
+        f"`{s.get('sha256', '?')}`), loaded into that code and fine-tuned here"
+    )
+
+
+def _license(metrics: dict | None) -> str:
+    s = _source(metrics)
+    if not s:
+        return "MIT."
+    credit = f" Credit: {s['credit']}." if s.get("credit") else ""
+    return (
+        f"The weights derive from `{s.get('name')}`, released under {s.get('license', 'its own license')}; they are "
+        f"published under the same license.{credit} The code is MIT."
+    )
+
+
+POOLING_WORDS = {"attention": "a learned attention pooling", "cls": "BERT's tanh pooler over [CLS]"}
+
+
 def _architecture(task: str, c: dict) -> str:
     if task == "sentiment":
-        pooling = "a learned attention pooling" if c.get("pooling") == "attention" else "mean pooling"
+        pooling = POOLING_WORDS.get(c.get("pooling"), "mean pooling")
         ngrams = (
             f", plus hashed n-gram embeddings (orders 2-{c['ngram_order']}, {c['ngram_buckets']:,} buckets)"
             if c.get("ngram_buckets")
