@@ -3,10 +3,11 @@ tokens with renormalised rows, the marker where a long review was cut, token foc
 thumbnails of the model view. No plotting here (viz/ draws); any source of attention maps can feed it."""
 
 import math
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
+
+from .text import is_punctuation
 
 SPECIAL_TOKENS = frozenset({"<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "␣", ""})
 
@@ -99,11 +100,6 @@ def color_scale(name: str | None) -> ColorScale:
 
 
 # --- hiding tokens --------------------------------------------------------------------------------------
-
-
-def is_punctuation(token: str) -> bool:
-    t = token.strip()
-    return bool(t) and all(unicodedata.category(c)[0] in "PS" for c in t)
 
 
 def hidden_positions(tokens: list[str], specials=SPECIAL_TOKENS) -> np.ndarray:

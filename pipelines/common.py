@@ -169,6 +169,19 @@ class AdapterBacked:
         return self.adapter.tokenizer
 
 
+def runs_model(method):
+    """Declares a pipeline method that runs the model: a server runs each call as a batch of its own on the
+    model's one runner (pipelines.serving), in the model's process where it has one. Declared where the method is
+    defined, so a new one cannot be forgotten in a list elsewhere."""
+    method.runs_model = True
+    return method
+
+
+def declared_runs_model(cls, name: str) -> bool:
+    """Whether `cls.name` is a method declared with @runs_model."""
+    return bool(getattr(getattr(cls, name, None), "runs_model", False))
+
+
 class BatchRunner:
     """The one entry the served path runs a pipeline by (pipelines.serving), in this process or a model process."""
 

@@ -4,17 +4,11 @@ Everything here works on numpy maps (H, Tq, Tk) with rows = queries, so the pipe
 the app share one definition of each statistic.
 """
 
-import unicodedata
-
 import numpy as np
 
+from .text import is_punctuation
+
 STAT_NAMES = ("entropy", "distance", "previous", "itself", "end", "punctuation")
-
-
-def is_punctuation(text: str) -> bool:
-    """True for a token made only of punctuation characters (Unicode category P*), spaces aside."""
-    t = text.strip()
-    return bool(t) and all(unicodedata.category(ch).startswith("P") for ch in t)
 
 
 def punctuation_keys(tokens: list[str]) -> np.ndarray:

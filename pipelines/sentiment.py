@@ -12,7 +12,7 @@ from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
 from .calibration import Temperature
-from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite
+from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite, runs_model
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
 from .text import clean_text, head_tail, kept_positions
@@ -209,6 +209,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
             )
         return guarded(results, "sentiment", ("probabilities", "attentions", "pool_weights"))
 
+    @runs_model
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
@@ -225,6 +226,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         """The registered methods that explain a classifier (pipelines.explanations.registry)."""
         return explanations.names("sentiment")
 
+    @runs_model
     def explain(self, text: str, method: str | None = None, target: str | None = None, progress=None):
         """Attribution of each token read toward `target` (default: the predicted label); `method` is one of
         explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
@@ -232,6 +234,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
         return explanations.explain_review(self, text, method, target, progress)
 
+    @runs_model
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
         return explanations.faithfulness(self, explanation)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from .common import declared_runs_model
 from .microbatch import MicroBatcher
 from .processes import ModelProcess, remote
 
@@ -25,7 +26,6 @@ SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, 
 # resting memory against 41 MB for 4, at 22-25 ms a review against 19-24 ms in batches of 8 here.
 LONG_REVIEW_BATCH = 4
 SHORT_SENTENCE = 32
-HEAVY = ("explain", "faithfulness", "head_table", "score")  # methods that run the model, one call a batch
 
 
 @contextmanager
@@ -60,7 +60,8 @@ class _Served:
 
     def __getattr__(self, name):
         value = getattr(self.pipe, name)  # AttributeError for what the pipeline lacks, as the pipeline would
-        return functools.partial(self._one, name) if name in HEAVY else value
+        # a method declared @runs_model (pipelines.common) is one call a batch on the model's runner
+        return functools.partial(self._one, name) if declared_runs_model(type(self.pipe), name) else value
 
 
 class ServedSentiment(_Served):

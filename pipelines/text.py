@@ -11,6 +11,13 @@ def clean_text(text: str) -> str:
     return CONTROL_CHARS.sub(" ", unicodedata.normalize("NFC", text))
 
 
+def is_punctuation(token: str) -> bool:
+    """True for a token made only of punctuation and symbols (Unicode categories P* and S*: ".", "«", "$", "+"),
+    spaces aside: what the attention views hide and the head table counts as punctuation, one definition for both."""
+    t = token.strip()
+    return bool(t) and all(unicodedata.category(ch)[0] in "PS" for ch in t)
+
+
 def head_tail(ids: list[int], max_len: int, head: int) -> list[int]:
     """Keep the first `head` and the last max_len - head ids of a long sequence.
 

@@ -11,7 +11,7 @@ from . import explanations, heads, hf_adapter
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
-from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder
+from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, runs_model
 from .domain import DomainModel, load_domain
 from .explanations.faithfulness import QUICK_STEPS
 from .heads import HeadKey
@@ -154,6 +154,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         """The registered methods that explain a translation (pipelines.explanations.registry)."""
         return explanations.names("translation")
 
+    @runs_model
     def explain(
         self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None, progress=None
     ):
@@ -165,6 +166,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         Returns a pipelines.explanations.Explanation (scores (Tt, Ts))."""
         return explanations.explain_translation(self, text, method, contrast, result, progress)
 
+    @runs_model
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings; on
         at most max_steps steps, evenly spaced (None: every step). The report says which steps (.steps)."""
@@ -274,6 +276,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
             )
         return guarded(results, "translation", FINITE_FIELDS)
 
+    @runs_model
     def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
         """Log-probability of the output ids `target_ids` (e.g. TranslationResult.target_ids) given the
         sentence, teacher-forced, with the heads of head_mask switched off."""
@@ -281,6 +284,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         masks = self.head_masks(head_mask)
         return float(heads.teacher_forced_log_prob(self.adapter, ids[0], list(target_ids), masks)[0])
 
+    @runs_model
     def head_table(
         self,
         text: str,

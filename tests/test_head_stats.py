@@ -77,6 +77,15 @@ def test_punctuation_tokens():
     assert punctuation_keys(["Ein", "Hund", "."]).tolist() == [False, False, True]
 
 
+def test_one_punctuation_for_the_views_and_the_head_table():
+    """A symbol ("$") is hidden as punctuation in the views and counted as punctuation in the head table alike."""
+    from pipelines import attention_views, head_stats
+
+    tokens = ["It", "cost", "$", "5", "+", "tax", "."]
+    assert attention_views.hidden_positions(tokens).tolist() == head_stats.punctuation_keys(tokens).tolist()
+    assert head_stats.punctuation_keys(tokens).tolist() == [False, False, True, False, True, False, True]
+
+
 def test_spearman_with_ties():
     assert rank(np.array([10.0, 30.0, 20.0, 20.0])).tolist() == [0.0, 3.0, 1.5, 1.5]
     assert spearman(np.array([1.0, 2.0, 3.0]), np.array([5.0, 7.0, 100.0])) == pytest.approx(1.0)

@@ -1,0 +1,88 @@
+"""The adapter contract in code: what a pipeline may ask of a model, as `typing.Protocol`s.
+
+pipelines/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq), pipelines/hf_adapter.py
+for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds all four to them (every member
+present, every method with the parameters named here). A new kind of model is one class that satisfies one of them.
+"""
+
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import torch
+
+from .common import TokenSpan
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What both kinds share: where the model is, its tokenizer with character offsets, its sizes."""
+
+    kind: str  # "ours" or "transformers"
+    tokenizer: object
+    pad_id: int
+    vocab_size: int
+    n_heads: int
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def head_layers(self) -> dict[str, int]: ...  # kind of attention -> layers
+
+    def config_dict(self) -> dict: ...
+
+    def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]: ...
+
+    def tokenize_many(self, texts: list[str]) -> list[list[int]]: ...
+
+
+@runtime_checkable
+class ClassifierAdapter(Adapter, Protocol):
+    """A sequence classifier: special tokens around the text, one forward pass, embeddings for attribution."""
+
+    n_prefix: int
+    n_suffix: int
+    max_len: int
+
+    def wrap(self, ids: list[int]) -> list[int]: ...
+
+    def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]: ...
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask=None): ...  # -> ClassifierRun
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def logits_from_embeddings(self, emb: torch.Tensor, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def save(self, folder: Path, max_len: int, preprocessing: dict) -> None: ...
+
+
+@runtime_checkable
+class Seq2SeqAdapter(Adapter, Protocol):
+    """An encoder-decoder: decoding, a teacher-forced pass, embeddings and one step for attribution."""
+
+    bos_id: int
+    eos_id: int
+
+    @property
+    def max_source(self) -> int: ...
+
+    def source_ids(self, ids: list[int]) -> list[int]: ...
+
+    def generate(self, src: torch.Tensor, beam_size: int, alpha: float, head_mask=None, limits=None): ...
+
+    def row_limits(self, src: torch.Tensor) -> torch.Tensor: ...
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, need_weights: bool = False, head_mask=None): ...
+
+    def embed_source(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def embed_target(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def step_log_probs(self, src_emb, src_ids, tgt_emb, pos) -> torch.Tensor: ...
+
+    def detokenize(self, ids: list[int]) -> str: ...
+
+    def token_text(self, token_id: int) -> str: ...
+
+    def save(self, folder: Path, preprocessing: dict) -> None: ...

@@ -1,0 +1,80 @@
+"""The adapter contract (pipelines/contracts.py) holds for all four adapters: ours and `transformers`' classifier and
+translator. Each has every member, and every method takes the parameters the contract names (a renamed or missing
+parameter fails here, not in a pipeline at run time)."""
+
+import inspect
+
+import pytest
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.contracts import Adapter, ClassifierAdapter, Seq2SeqAdapter
+
+pytest.importorskip("transformers")
+
+
+def members(protocol) -> dict[str, object]:
+    """The contract's members: name -> the protocol's function (None for a plain attribute)."""
+    names = {n for cls in protocol.__mro__ if cls.__module__ == "pipelines.contracts" for n in vars(cls)}
+    names |= {n for cls in protocol.__mro__ if cls.__module__ == "pipelines.contracts" for n in cls.__annotations__}
+    return {n: getattr(protocol, n, None) for n in names if not n.startswith("_")}
+
+
+def check(adapter, protocol) -> None:
+    assert isinstance(adapter, Adapter) and isinstance(adapter, protocol)
+    for name, spec in members(protocol).items():
+        assert hasattr(adapter, name), f"{type(adapter).__name__} lacks {name}"
+        if inspect.isfunction(spec):
+            want = list(inspect.signature(spec).parameters)[1:]
+            got = list(inspect.signature(getattr(adapter, name)).parameters)
+            assert got[: len(want)] == want, f"{type(adapter).__name__}.{name}{tuple(got)}: the contract says {want}"
+
+
+@pytest.fixture(scope="module")
+def hf_dirs(tmp_path_factory):
+    from tiny_hf_models import make_bert_dir, make_marian_dir
+
+    root = tmp_path_factory.mktemp("hf-contract")
+    return make_bert_dir(root / "bert"), make_marian_dir(root / "marian")
+
+
+def test_our_classifier_and_translator(sentiment, translation):
+    check(sentiment.adapter, ClassifierAdapter)
+    check(translation.adapter, Seq2SeqAdapter)
+    assert not isinstance(translation.adapter, ClassifierAdapter)
+
+
+def test_transformers_classifier_and_translator(hf_dirs):
+    bert, marian = hf_dirs
+    check(SentimentPipeline.from_pretrained(str(bert)).adapter, ClassifierAdapter)
+    check(TranslationPipeline.from_pretrained(str(marian)).adapter, Seq2SeqAdapter)
+
+
+def test_a_missing_member_breaks_the_contract(sentiment):
+    class Partial:
+        kind = "ours"
+
+    assert not isinstance(Partial(), ClassifierAdapter)
+    renamed = type("Renamed", (type(sentiment.adapter),), {"forward": lambda self, x, weights=False, mask=None: x})
+    adapter = renamed.__new__(renamed)
+    adapter.__dict__.update(sentiment.adapter.__dict__)
+    with pytest.raises(AssertionError, match="forward"):
+        check(adapter, ClassifierAdapter)
+
+
+def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentiment):
+    """@runs_model on the pipelines' methods (not a list in serving.py): the server's stand-in runs exactly those
+    through the batcher, and passes everything else through."""
+    import functools
+
+    from pipelines.common import declared_runs_model
+    from pipelines.microbatch import MicroBatcher
+    from pipelines.serving import ServedSentiment
+
+    for cls, names in (
+        (SentimentPipeline, {"explain", "faithfulness", "head_table"}),
+        (TranslationPipeline, {"explain", "faithfulness", "head_table", "score"}),
+    ):
+        declared = {n for n in dir(cls) if declared_runs_model(cls, n)}
+        assert names <= declared, f"{cls.__name__}: {names - declared} not declared @runs_model"
+    served = ServedSentiment(sentiment, MicroBatcher(4))
+    assert isinstance(served.explain, functools.partial) and not isinstance(served.tokens_read, functools.partial)
