@@ -7,7 +7,7 @@ from torch import nn
 
 from transformer import TransformerClassifier
 
-from . import explanations, heads, hf_adapter
+from . import explanations, heads, hf_adapter, inside_head
 from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
@@ -223,6 +223,17 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         progress(done, total) is called as a slow method (occlusion) goes.
         Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
         return explanations.explain_review(self, text, method, target, progress)
+
+    def internals(self, text: str):
+        """What every head read and wrote on this review (pipelines.inside_head.AttentionInternals), from the same
+        forward pass that makes the result's maps: queries, keys, values, outputs, projections, value norms."""
+        return inside_head.sentiment_internals(self, text)
+
+    def inside_head(self, text: str, layer: int, head: int, query: int, kind: str = "self"):
+        """One row of one head, step by step (pipelines.inside_head.HeadInternals): q, every k and v, the scores,
+        scaled, masked, the softmax weights (== result.attentions[layer][head, query]), the weighted values, the
+        head's output and its projection through the head's slice of W_O."""
+        return self.internals(text).head(kind, layer, head, query)
 
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""

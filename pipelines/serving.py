@@ -25,7 +25,8 @@ SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, 
 # resting memory against 41 MB for 4, at 22-25 ms a review against 19-24 ms in batches of 8 here.
 LONG_REVIEW_BATCH = 4
 SHORT_SENTENCE = 32
-HEAVY = ("explain", "faithfulness", "head_table", "score")  # methods that run the model, one call a batch
+# methods that run the model, one call a batch
+HEAVY = ("explain", "faithfulness", "head_table", "score", "internals", "inside_head")
 
 
 @contextmanager

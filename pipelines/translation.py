@@ -7,7 +7,7 @@ from torch import nn
 
 from transformer import Hypothesis, Seq2SeqTransformer
 
-from . import explanations, heads, hf_adapter
+from . import explanations, heads, hf_adapter, inside_head
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
@@ -164,6 +164,18 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         progress(steps done, steps) is called as a gradient method goes.
         Returns a pipelines.explanations.Explanation (scores (Tt, Ts))."""
         return explanations.explain_translation(self, text, method, contrast, result, progress)
+
+    def internals(self, text: str, target_ids: list[int] | None = None):
+        """What every head read and wrote (pipelines.inside_head.AttentionInternals, kinds "encoder", "decoder",
+        "cross") on this sentence and its output ids (TranslationResult.target_ids; None: translate it now), from
+        the same teacher-forced pass that makes the result's maps."""
+        target_ids = self(text).target_ids if target_ids is None else target_ids
+        return inside_head.translation_internals(self, text, target_ids)
+
+    def inside_head(self, text: str, kind: str, layer: int, head: int, query: int, target_ids=None):
+        """One row of one head, step by step (pipelines.inside_head.HeadInternals); query: a source position for
+        "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
+        return self.internals(text, target_ids).head(kind, layer, head, query)
 
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings; on

@@ -1,0 +1,146 @@
+"""Inside one head (pipelines/inside_head.py), for every model kind the adapter knows (ours and transformers' BERT,
+DistilBERT, RoBERTa and Marian, all tiny and offline): q, k and v computed here by hand from the layer's own
+weights and the block's input, then every step (scores, scaled, mask, softmax, weighted values, the head's output,
+its projection through the head's slice of W_O) checked; the softmax weights are exactly the result's heatmap row."""
+
+import pytest
+import torch
+
+from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines.inside_head import AttentionInternals
+
+REVIEW = "A wonderful film, but the ending was dull and far too long."
+GERMAN = "Ein Mann fährt mit dem Fahrrad."
+
+
+@pytest.fixture(scope="module", params=["bert", "distilbert", "roberta"])
+def hf_classifier(request, tmp_path_factory):
+    from tiny_hf_models import CLASSIFIERS
+
+    folder = CLASSIFIERS[request.param](tmp_path_factory.mktemp("hf") / request.param)
+    return SentimentPipeline.from_pretrained(str(folder))
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    from tiny_hf_models import make_marian_dir
+
+    return TranslationPipeline.from_pretrained(str(make_marian_dir(tmp_path_factory.mktemp("hf") / "marian")))
+
+
+def inputs_of(parts, call):
+    """call() with every q, k, v projection's input and every output projection's output recorded, by hand."""
+    seen, hooks = {}, []
+    for kind, layers in parts.items():
+        for i, p in enumerate(layers):
+            for name in ("q", "k", "v"):
+                hook = lambda m, args, key=(kind, i, name): seen.__setitem__(key, args[0][0].detach())  # noqa: E731
+                hooks.append(getattr(p, name).register_forward_pre_hook(hook))
+            out_hook = lambda m, args, out, key=(kind, i, "out"): seen.__setitem__(key, out[0].detach())  # noqa: E731
+            hooks.append(p.out.register_forward_hook(out_hook))
+    try:
+        return call(), seen
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+def check_head(parts, seen, internals: AttentionInternals, heatmap_row, kind, layer, head, query, n_heads):
+    """Every step of one query of one head against arithmetic done here from the layer's weights."""
+    p = parts[kind][layer]
+    D = p.out.weight.size(0)
+    hs = D // n_heads
+    cols = slice(head * hs, (head + 1) * hs)
+    lin = lambda m, x: (x @ m.weight.T + (m.bias if m.bias is not None else 0))[:, cols]  # noqa: E731
+    with torch.no_grad():
+        q = lin(p.q, seen[(kind, layer, "q")])[query]  # (hs,)
+        k, v = lin(p.k, seen[(kind, layer, "k")]), lin(p.v, seen[(kind, layer, "v")])  # (Tk, hs)
+        w_o = p.out.weight[:, cols].detach()  # (D, hs)
+    h = internals.head(kind, layer, head, query)
+    tol = dict(atol=1e-5, rtol=1e-4)
+    assert torch.allclose(h.q, q, **tol) and torch.allclose(h.keys, k, **tol) and torch.allclose(h.values, v, **tol)
+    assert torch.allclose(h.scores, k @ q, **tol)
+    assert h.scale == pytest.approx(hs**-0.5)
+    assert torch.allclose(h.scaled, (k @ q) / hs**0.5, **tol)
+    expected_mask = torch.arange(k.size(0)) <= query if kind == "decoder" else torch.ones(k.size(0), dtype=torch.bool)
+    assert torch.equal(h.mask, expected_mask)
+    softmax = ((k @ q) / hs**0.5).masked_fill(~expected_mask, float("-inf")).softmax(-1)
+    assert torch.allclose(h.weights, softmax, atol=1e-6)
+    assert torch.equal(h.weights, heatmap_row)  # the same tensor the heatmap draws, not a recomputation
+    assert torch.all(h.weights[~h.mask] == 0)
+    assert torch.allclose(h.weighted_values, softmax[:, None] * v, **tol)
+    assert torch.allclose(h.output, (softmax[:, None] * v).sum(0), **tol)
+    assert torch.allclose(h.projected, w_o @ h.output, **tol)
+    assert h.projected_norm == pytest.approx(float((w_o @ h.output).norm()), rel=1e-4)
+    carried = (softmax[:, None] * (v @ w_o.T)).norm(dim=-1)  # (Tk,) ||w_j v_j W_O^h||
+    assert torch.allclose(h.carried, carried, **tol)
+    # The heads assemble: their projections plus the bias are the attention block's output.
+    ki = internals.kinds[kind]
+    total = ki.projected[layer, :, query].sum(0) + (p.out.bias if p.out.bias is not None else 0)  # (D,)
+    assert torch.allclose(total, seen[(kind, layer, "out")][query], **tol)
+    assert torch.allclose(ki.head_norms(layer, query)[head], torch.tensor(h.projected_norm), **tol)
+
+
+def check_review(pipe):
+    parts = pipe.adapter.attention_parts()
+    result, seen = inputs_of(parts, lambda: pipe(REVIEW))
+    internals = pipe.internals(REVIEW)
+    T = len(result.tokens)
+    for layer in range(pipe.n_layers):
+        for head in range(pipe.n_heads):
+            for query in (0, T // 2, T - 1):
+                row = result.attentions[layer][head, query]
+                check_head(parts, seen, internals, row, "self", layer, head, query, pipe.n_heads)
+    one = pipe.inside_head(REVIEW, 1, 2, 3)
+    assert torch.equal(one.weights, result.attentions[1][2, 3])
+
+
+def test_every_step_of_our_classifiers_heads(sentiment):
+    check_review(sentiment)
+
+
+def test_every_step_of_a_transformers_classifiers_heads(hf_classifier):
+    check_review(hf_classifier)
+
+
+def check_translation(pipe):
+    parts = pipe.adapter.attention_parts()
+    result, seen = inputs_of(parts, lambda: pipe(GERMAN, beam_size=1))
+    internals = pipe.internals(GERMAN, result.target_ids)
+    maps = {"encoder": result.encoder_attentions, "decoder": result.decoder_attentions}
+    maps["cross"] = result.cross_attentions
+    for kind, per_layer in maps.items():
+        for layer, m in enumerate(per_layer):
+            for query in range(m.shape[1]):
+                check_head(parts, seen, internals, m[1, query], kind, layer, 1, query, pipe.n_heads)
+    one = pipe.inside_head(GERMAN, "cross", 0, 3, 0, result.target_ids)
+    assert torch.equal(one.weights, result.cross_attentions[0][3, 0])
+
+
+def test_every_step_of_our_translators_heads(translation):
+    check_translation(translation)
+
+
+def test_every_step_of_a_marian_translators_heads(marian):
+    check_translation(marian)
+
+
+def test_norm_maps_are_the_weights_times_what_each_value_carries(sentiment):
+    """||w_ij v_j W_O|| per head: zero where the weight is zero, and a row's order can differ from the weights'."""
+    ki = sentiment.internals(REVIEW).kinds["self"]
+    norms = ki.norm_maps()  # (L, H, T, T)
+    assert norms.shape == ki.weights.shape
+    h = sentiment.internals(REVIEW).head("self", 1, 0, 2)
+    assert torch.allclose(norms[1, 0, 2], h.carried)
+    assert torch.all((norms > 0) == (ki.weights > 0))
+
+
+def test_a_served_pipeline_records_through_the_batcher(sentiment):
+    from pipelines.microbatch import MicroBatcher
+    from pipelines.serving import served
+
+    batcher = MicroBatcher(4)
+    pipe = served(sentiment, None, batcher)[0]
+    h = pipe.inside_head(REVIEW, 0, 1, 2)
+    assert batcher.batches_run == 1  # it went through the batcher, as every call that runs the model
+    assert torch.equal(h.weights, sentiment(REVIEW).attentions[0][1, 2])
