@@ -205,3 +205,22 @@ def translation_internals(pipe, text: str, target_ids: list[int]) -> AttentionIn
     src = pad(ids, a.pad_id, a.device)  # (1, Ts)
     tgt_in = pad([[a.bos_id] + list(target_ids)[:-1]], a.pad_id, a.device)  # (1, Tt)
     return record(a, lambda: a.forward(src, tgt_in, need_weights=True))
+
+
+def combined_norms(ki: KindInternals, parts: AttentionParts, layer: int, readout: torch.Tensor) -> torch.Tensor:
+    """readout (R, Tq) @ ||sum_h w^h_ij v^h_j W_O^h|| -> (R, Tk): what each key's weighted values, summed over
+    the layer's heads and projected, carry into the block's output (Kobayashi et al.'s norm of the whole
+    layer, bias apart), mixed over the queries by each readout row. Queries go QUERY_CHUNK at a time."""
+    H, Tk, hs = ki.v.shape[1:]
+    D = parts.out.weight.size(0)
+    w_o = parts.out.weight.detach().float().cpu().reshape(D, H, hs).permute(1, 2, 0)  # (H, hs, D)
+    carried = ki.v[layer] @ w_o  # (H, Tk, D): v_j^h W_O^h
+    out = torch.zeros(readout.size(0), Tk)
+    for start in range(0, ki.weights.size(2), QUERY_CHUNK):
+        rows = slice(start, start + QUERY_CHUNK)
+        mixed = torch.einsum("hqk,hkd->qkd", ki.weights[layer, :, rows], carried)  # (q, Tk, D)
+        out += readout[:, rows].float() @ mixed.norm(dim=-1)  # (R, Tk)
+    return out
+
+
+QUERY_CHUNK = 32  # queries a pass in combined_norms: (32, Tk, D) floats at a time

@@ -144,3 +144,50 @@ def test_a_served_pipeline_records_through_the_batcher(sentiment):
     h = pipe.inside_head(REVIEW, 0, 1, 2)
     assert batcher.batches_run == 1  # it went through the batcher, as every call that runs the model
     assert torch.equal(h.weights, sentiment(REVIEW).attentions[0][1, 2])
+
+
+def by_hand_layer_norms(internals, parts, kind, layer, n_heads):
+    """(Tq, Tk) ||sum_h w^h_ij v^h_j W_O^h||, one (i, j) at a time from each head's steps."""
+    ki = internals.kinds[kind]
+    Tq, Tk = ki.weights.shape[-2:]
+    D = parts.out.weight.size(0)
+    hs = D // n_heads
+    out = torch.zeros(Tq, Tk)
+    for i in range(Tq):
+        heads = [internals.head(kind, layer, h, i) for h in range(n_heads)]
+        w_o = [parts.out.weight[:, h * hs : (h + 1) * hs].detach() for h in range(n_heads)]  # (D, hs) each
+        for j in range(Tk):
+            out[i, j] = sum(w_o[h] @ heads[h].weighted_values[j] for h in range(n_heads)).norm()
+    return out
+
+
+def test_attention_norm_explains_a_review_by_what_the_last_layer_carries(sentiment):
+    e = sentiment.explain(REVIEW, "attention_norm")
+    internals = sentiment.internals(REVIEW)
+    last = sentiment.n_layers - 1
+    parts = sentiment.adapter.attention_parts()["self"][last]
+    pool = sentiment(REVIEW).pool_weights  # (T,) what our classifier reads of each position
+    expected = pool @ by_hand_layer_norms(internals, parts, "self", last, sentiment.n_heads)
+    assert e.scores == pytest.approx((expected / expected.sum()).numpy(), abs=1e-5)
+    assert not e.signed and e.scores.sum() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_attention_norm_reads_cls_for_a_transformers_classifier(hf_classifier):
+    e = hf_classifier.explain(REVIEW, "attention_norm")
+    last = hf_classifier.n_layers - 1
+    parts = hf_classifier.adapter.attention_parts()["self"][last]
+    row = by_hand_layer_norms(hf_classifier.internals(REVIEW), parts, "self", last, hf_classifier.n_heads)[0]
+    n = len(e.ids)
+    row[: hf_classifier.adapter.n_prefix] = 0  # the special tokens are not the review's words
+    row[n - hf_classifier.adapter.n_suffix :] = 0
+    assert e.scores / e.scores.sum() == pytest.approx((row / row.sum()).numpy(), abs=1e-5)
+
+
+def test_attention_norm_explains_each_step_by_cross_attention_norms(translation):
+    result = translation(GERMAN, beam_size=1)
+    e = translation.explain(GERMAN, "attention_norm", result=result)
+    internals = translation.internals(GERMAN, result.target_ids)
+    parts = translation.adapter.attention_parts()["cross"]
+    maps = [by_hand_layer_norms(internals, p, "cross", i, translation.n_heads) for i, p in enumerate(parts)]
+    assert e.scores == pytest.approx(torch.stack(maps).mean(0).numpy(), abs=1e-5)
+    assert e.scores.shape == (len(result.target_tokens), len(result.source_tokens))
