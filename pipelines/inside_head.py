@@ -140,8 +140,7 @@ def kind_internals(
     for i, p in enumerate(parts):
         for name in ("q", "k", "v", "heads"):
             per[name].append(_split(seen[(kind, i, name)], n_heads))  # (H, T, hs)
-        D = p.out.weight.size(0)
-        w_o = p.out.weight.detach().float().reshape(D, n_heads, -1).permute(1, 2, 0)  # (H, hs, D): W_O^h rows
+        w_o = _w_o(p, n_heads)  # (H, hs, D)
         per["projected"].append(per["heads"][-1] @ w_o)  # (H, Tq, D)
         per["value_norms"].append((per["v"][-1] @ w_o).norm(dim=-1))  # (H, Tk)
     stacked = {name: torch.stack(xs).cpu() for name, xs in per.items()}
@@ -212,9 +211,7 @@ def combined_norms(ki: KindInternals, parts: AttentionParts, layer: int, readout
     the layer's heads and projected, carry into the block's output (Kobayashi et al.'s norm of the whole
     layer, bias apart), mixed over the queries by each readout row. Queries go QUERY_CHUNK at a time."""
     H, Tk, hs = ki.v.shape[1:]
-    D = parts.out.weight.size(0)
-    w_o = parts.out.weight.detach().float().cpu().reshape(D, H, hs).permute(1, 2, 0)  # (H, hs, D)
-    carried = ki.v[layer] @ w_o  # (H, Tk, D): v_j^h W_O^h
+    carried = ki.v[layer] @ _w_o(parts, H).cpu()  # (H, Tk, D): v_j^h W_O^h
     out = torch.zeros(readout.size(0), Tk)
     for start in range(0, ki.weights.size(2), QUERY_CHUNK):
         rows = slice(start, start + QUERY_CHUNK)
@@ -224,3 +221,36 @@ def combined_norms(ki: KindInternals, parts: AttentionParts, layer: int, readout
 
 
 QUERY_CHUNK = 32  # queries a pass in combined_norms: (32, Tk, D) floats at a time
+
+
+def _w_o(parts: AttentionParts, n_heads: int) -> torch.Tensor:
+    """(H, hs, D): each head's slice of the output projection, as a right-hand factor."""
+    D = parts.out.weight.size(0)
+    return parts.out.weight.detach().float().reshape(D, n_heads, -1).permute(1, 2, 0)
+
+
+@torch.no_grad()
+def with_value_norms(adapter, forward: Callable[[], object]) -> tuple[object, dict[str, torch.Tensor]]:
+    """(forward(), {kind: (B, L, H, Tk) ||v_j W_O^h||}): the run, and the norm of every value vector through its
+    head's slice of the output projection, read from the same run (a hook on each value projection). The maps
+    weighted by what each value carries are then weights (B, H, Tq, Tk) * norms[:, layer, :, None, :]."""
+    parts, H = adapter.attention_parts(), adapter.n_heads
+    seen, hooks = {}, []
+    for kind, layers in parts.items():
+        for i, p in enumerate(layers):
+            hooks.append(p.v.register_forward_hook(lambda m, a, out, key=(kind, i): seen.__setitem__(key, out)))
+    try:
+        run = forward()
+    finally:
+        for h in hooks:
+            h.remove()
+    norms = {}
+    for kind, layers in parts.items():
+        per_layer = []
+        for i, p in enumerate(layers):
+            v = seen[(kind, i)].float()  # (B, Tk, D)
+            B, Tk, D = v.shape
+            v = v.reshape(B, Tk, H, D // H).transpose(1, 2)  # (B, H, Tk, hs)
+            per_layer.append((v @ _w_o(p, H)).norm(dim=-1))  # (B, H, Tk)
+        norms[kind] = torch.stack(per_layer, dim=1)  # (B, L, H, Tk)
+    return run, norms

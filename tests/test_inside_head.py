@@ -3,10 +3,12 @@ DistilBERT, RoBERTa and Marian, all tiny and offline): q, k and v computed here 
 weights and the block's input, then every step (scores, scaled, mask, softmax, weighted values, the head's output,
 its projection through the head's slice of W_O) checked; the softmax weights are exactly the result's heatmap row."""
 
+import numpy as np
 import pytest
 import torch
 
 from pipelines import SentimentPipeline, TranslationPipeline
+from pipelines import attention_views as av
 from pipelines.inside_head import AttentionInternals
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
@@ -191,3 +193,63 @@ def test_attention_norm_explains_each_step_by_cross_attention_norms(translation)
     maps = [by_hand_layer_norms(internals, p, "cross", i, translation.n_heads) for i, p in enumerate(parts)]
     assert e.scores == pytest.approx(torch.stack(maps).mean(0).numpy(), abs=1e-5)
     assert e.scores.shape == (len(result.target_tokens), len(result.source_tokens))
+
+
+def test_the_main_run_keeps_what_each_value_carries(sentiment, translation):
+    """The result's value norms (the norm scale's) come from the same run as its maps and equal the recording's."""
+    result = sentiment(REVIEW)
+    ki = sentiment.internals(REVIEW).kinds["self"]
+    assert torch.allclose(torch.stack(result.value_norms), ki.value_norms, atol=1e-5)
+    np.testing.assert_allclose(result.attention_maps().norm_maps("self"), ki.norm_maps().numpy(), atol=1e-5)
+    t = translation(GERMAN, beam_size=1)
+    recorded = translation.internals(GERMAN, t.target_ids).kinds
+    for kind in ("encoder", "decoder", "cross"):
+        assert torch.allclose(torch.stack(t.value_norms[kind]), recorded[kind].value_norms, atol=1e-5)
+    assert not sentiment(REVIEW, need_weights=False).value_norms  # the fast path keeps none
+
+
+def test_the_norm_scale_redraws_every_view_with_each_rows_shares(sentiment):
+    from viz import handlers
+    from viz import view_handlers as views
+
+    view = handlers.analyze_review(sentiment, REVIEW)[0]
+    weights = view.maps.layer("self", 1).astype(np.float32)  # (H, T, T)
+    shares = av.norm_shares(weights, view.maps.carried["self"][1])
+    np.testing.assert_allclose(shares.sum(-1), 1.0, atol=1e-5)
+    assert not np.allclose(shares, weights, atol=1e-3)  # the values' norms differ: the picture changes
+    norm = handlers.sentiment_heatmap(view, 1, 0, "norm")
+    np.testing.assert_allclose(np.asarray(norm.data[0].z) / 1000, np.minimum(shares[0], 0.999), atol=6e-4)
+    assert av.color_scale("norm").label in norm.layout.title.subtitle.text
+    km = handlers.sentiment_kinds(view)["self"]
+    for draw in (
+        lambda scale: handlers.sentiment_overview(view, 1, scale),
+        lambda scale: views.token_focus(km, 1, "src:2", False, scale),
+        lambda scale: views.model_view(km, scale),
+    ):
+        assert draw("norm").to_json() != draw("linear").to_json()
+    assert "share of ‖w·v·W_O‖" in views.token_focus(km, 1, "src:2", False, "norm").to_json()
+
+
+def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentiment, translation):
+    import re
+
+    from viz import handlers
+    from viz import inside_head_panel as panel
+
+    view = handlers.analyze_review(sentiment, REVIEW)[0]
+    internals = panel.record(sentiment, view)
+    steps, bars = panel.figures(view, internals, "self", 1, 2, "src:3")
+    cells = [float(x) for x in re.findall(r'<td data-key="\d+">([0-9.]+)</td>', steps)]
+    np.testing.assert_allclose(cells, view.maps.head("self", 1, 2)[3].astype(np.float32), atol=6e-4)
+    assert "layer 2, head 3" in steps and "<script" not in steps
+    assert len(bars.data[0].y) == sentiment.n_heads + 1  # each head, and their sum
+    assert panel.figures(view, internals, "self", 1, 2, None)[1] is None  # no token: a note, nothing drawn
+    t_view = handlers.translate(translation, GERMAN, "greedy")[0]
+    t_internals = panel.record(translation, t_view)
+    # a German token is no row of cross-attention: the step slider's row is shown
+    assert panel.query_of("cross", "src:1", 2) == 1 and panel.query_of("encoder", "src:1", 2) == 1
+    steps, _ = panel.figures(t_view, t_internals, "decoder", 0, 1, "src:1", 2)
+    cells = [float(x) for x in re.findall(r'<td data-key="\d+">([0-9.]+)</td>', steps)]
+    np.testing.assert_allclose(cells, t_view.maps.head("decoder", 0, 1)[1].astype(np.float32), atol=6e-4)
+    Tt = len(t_view.steps)
+    assert Tt >= 2 and f"{Tt - 2} key(s) hidden" in steps  # causal: step 2 reads <s> and step 1's output only
