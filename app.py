@@ -19,6 +19,7 @@ from viz import (  # noqa: E402
     explanation_panel,
     handlers,
     hosting,
+    inside_head_panel,
     model_choice,  # noqa: E402
     share_ui,
     translation_explanation_panel,
@@ -136,6 +137,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     views = views_panel.focus_and_model("sentiment", scale, hide, kinds=False)
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
+    inside = inside_head_panel.build("sentiment")
 
     def analyze(review: str, name, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
         """The button: the prediction and the large heatmap come back together (one round trip to a drawn map),
@@ -161,6 +163,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     painted = hosting.after_paint(predicted)
     drawn = views_panel.wire(views, SENTIMENT_VIEWS, state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
+    inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
     heads_panel(models, "sentiment", state, drawn, [review])
@@ -209,6 +212,7 @@ def _translation_plots(pipe) -> SimpleNamespace:
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
     views = views_panel.focus_and_model("translation", scale, hide, kinds=True)
+    inside = inside_head_panel.build("translation")
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "pipe"})
 
 
@@ -251,6 +255,9 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, pipe, state, step, translated)
+    inside_head_panel.wire(
+        p.inside, ModelRegistry.of(pipe), state, layer, head, p.views.token, p.views.kind, step, new_result=drawn
+    )
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)

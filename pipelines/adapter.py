@@ -13,6 +13,7 @@ builds them from {(kind, layer, head): multiplier}).
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -24,6 +25,21 @@ from .common import TokenSpan, save_folder, spans, wrap_spans
 from .tokenizers_io import special_ids
 
 KindMasks = dict[str, torch.Tensor]  # kind -> (L, H) or (L, B, H) multipliers on the heads' outputs
+
+
+class AttentionParts(NamedTuple):
+    """The four projections of one attention block (pipelines.inside_head hooks them): out(concat(heads)) with
+    head h = softmax(q(x) k(y)^T / sqrt(hs)) v(y) on its own hs-wide slice of q, k and v."""
+
+    q: torch.nn.Linear
+    k: torch.nn.Linear
+    v: torch.nn.Linear
+    out: torch.nn.Linear
+
+
+def our_parts(attn) -> AttentionParts:
+    """The projections of a transformer.attention.MultiHeadAttention."""
+    return AttentionParts(attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj)
 
 
 @dataclass
@@ -135,6 +151,10 @@ class OurClassifier(ModelDevice, TokenizerMixin):
         out = self.model(ids, need_weights=need_weights, head_mask=None if head_mask is None else head_mask["self"])
         return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights)
 
+    def attention_parts(self) -> dict[str, list[AttentionParts]]:
+        """{"self": the projections of each layer's attention}."""
+        return {"self": [our_parts(layer.self_attn) for layer in self.model.encoder.layers]}
+
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) ids -> (B, T, D): token plus hashed n-gram embeddings, what the encoder scales and positions."""
         m = self.model
@@ -218,6 +238,15 @@ class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
         return Seq2SeqRun(
             dec.logits, list(enc.attentions or []), list(dec.self_attentions or []), list(dec.cross_attentions or [])
         )
+
+    def attention_parts(self) -> dict[str, list[AttentionParts]]:
+        """{kind: the projections of each layer's attention of that kind}."""
+        enc, dec = self.model.encoder.layers, self.model.decoder.layers
+        return {
+            "encoder": [our_parts(layer.self_attn) for layer in enc],
+            "decoder": [our_parts(layer.self_attn) for layer in dec],
+            "cross": [our_parts(layer.cross_attn) for layer in dec],
+        }
 
     def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model.src_emb(ids)

@@ -5,7 +5,7 @@ asks for a kind, a layer and a head and gets a (Tq, Tk) map with the tokens of i
 model (ours or a `transformers` one) made it. Layers and heads count from 0; rows are queries.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -17,6 +17,8 @@ class AttentionMaps:
     maps: dict[str, np.ndarray]  # kind -> (L, H, Tq, Tk) float32 (see astype), rows = queries, each row sums to 1
     queries: dict[str, list[str]]  # kind -> Tq token texts (rows)
     keys: dict[str, list[str]]  # kind -> Tk token texts (columns)
+    # kind -> (L, H, Tk) ||v_j W_O^h||: what each key's value carries through its head's output projection
+    carried: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def kinds(self) -> list[str]:
@@ -31,7 +33,16 @@ class AttentionMaps:
 
     def astype(self, dtype) -> "AttentionMaps":
         """The same maps in another dtype (float16 halves what a session keeps), the same tokens."""
-        return AttentionMaps({k: m.astype(dtype) for k, m in self.maps.items()}, self.queries, self.keys)
+        maps = {k: m.astype(dtype) for k, m in self.maps.items()}
+        return AttentionMaps(maps, self.queries, self.keys, {k: c.astype(dtype) for k, c in self.carried.items()})
+
+    def norm_maps(self, kind: str) -> np.ndarray | None:
+        """(L, H, Tq, Tk) ||w_ij v_j W_O^h|| (Kobayashi et al. 2020): the weights times what each value carries;
+        None when the run kept no value norms."""
+        carried = self.carried.get(kind)
+        if carried is None:
+            return None
+        return self.maps[kind].astype(np.float32) * carried.astype(np.float32)[:, :, None, :]
 
     def layer(self, kind: str, layer: int) -> np.ndarray:
         """(H, Tq, Tk): every head of one layer."""
@@ -56,7 +67,8 @@ def token_texts(tokens) -> list[str]:
 def sentiment_maps(result) -> AttentionMaps:
     """The classifier's self-attention of a SentimentResult (which must hold its maps)."""
     toks = token_texts(result.tokens)
-    return AttentionMaps({"self": _stack(result.attentions)}, {"self": toks}, {"self": toks})
+    carried = {"self": _stack(result.value_norms)} if result.value_norms else {}
+    return AttentionMaps({"self": _stack(result.attentions)}, {"self": toks}, {"self": toks}, carried)
 
 
 def translation_maps(result) -> AttentionMaps:
@@ -70,6 +82,7 @@ def translation_maps(result) -> AttentionMaps:
         "decoder": _stack(result.decoder_attentions),
         "cross": _stack(result.cross_attentions),
     }
+    carried = {kind: _stack(norms) for kind, norms in result.value_norms.items() if norms}
     return AttentionMaps(
-        maps, {"encoder": src, "decoder": tgt, "cross": tgt}, {"encoder": src, "decoder": read, "cross": src}
+        maps, {"encoder": src, "decoder": tgt, "cross": tgt}, {"encoder": src, "decoder": read, "cross": src}, carried
     )

@@ -31,6 +31,7 @@ class ColorScale:
     name = ""
     label = ""
     linear = False  # True: colour is proportional to the weight (a plot can colour the weights themselves)
+    weighs_values = False  # True: drawn over the norm maps ||w v W_O||, not the weights
 
     def apply(self, weights: np.ndarray) -> Scaled:
         raise NotImplementedError
@@ -90,8 +91,24 @@ class RowMax(ColorScale):
         return Scaled(positions, ticks, [f"{t:g}" for t in ticks], "÷ row max")
 
 
-COLOR_SCALES: dict[str, ColorScale] = {s.name: s for s in (Linear(), Log(), RowMax())}
-SCALE_CHOICES = [("linear", "linear"), ("log", "log"), ("each row to its max", "row")]
+class Norm(Linear):
+    """Linear, over the maps weighted by what each value carries (norm_shares): the views swap the weights for
+    those maps when this scale is on."""
+
+    name, label, weighs_values = "norm", "weight × ‖v·W_O‖ (what each key carries), each row's shares, linear", True
+
+
+def norm_shares(weights: np.ndarray, carried: np.ndarray) -> np.ndarray:
+    """weights (H, Tq, Tk), carried (H, Tk) ||v_j W_O^h|| -> (H, Tq, Tk) ||w_ij v_j W_O^h|| (Kobayashi et al.
+    2020), each row divided by its sum: the share of the head's weighted, projected values that comes from key j
+    (a row of zeros stays zero). In [0, 1] with rows summing to 1, as the weights they replace."""
+    norms = np.asarray(weights, np.float32) * np.asarray(carried, np.float32)[:, None, :]
+    total = norms.sum(axis=-1, keepdims=True)
+    return np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
+
+
+COLOR_SCALES: dict[str, ColorScale] = {s.name: s for s in (Linear(), Log(), RowMax(), Norm())}
+SCALE_CHOICES = [("linear", "linear"), ("log", "log"), ("each row to its max", "row"), ("weight × value norm", "norm")]
 
 
 def color_scale(name: str | None) -> ColorScale:

@@ -17,11 +17,18 @@ import torch
 
 from transformer.generation import Hypothesis
 
-from .adapter import ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
+from .adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
 from .common import TokenSpan, serving_device, wrap_spans
 
 # The attention output projections, by the end of their module name (BERT / RoBERTa, DistilBERT, BART / Marian).
 OUT_PROJECTIONS = ("attention.output.dense", "attention.out_lin", "self_attn.out_proj", "encoder_attn.out_proj")
+# The query, key and value projections beside each output projection (same order as OUT_PROJECTIONS).
+QKV = {
+    "attention.output.dense": ("attention.self.query", "attention.self.key", "attention.self.value"),
+    "attention.out_lin": ("attention.q_lin", "attention.k_lin", "attention.v_lin"),
+    "self_attn.out_proj": ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+    "encoder_attn.out_proj": ("encoder_attn.q_proj", "encoder_attn.k_proj", "encoder_attn.v_proj"),
+}
 _LAYER = re.compile(r"\.(?:layer|layers|block)\.(\d+)\.")
 OUR_FIELDS = ("d_model", "n_heads")  # config.json keys of our own models (a folder that has them is ours)
 
@@ -85,6 +92,20 @@ def out_projections(model: torch.nn.Module, encoder_kind: str) -> dict[str, list
     if not found:
         names = ", ".join(OUT_PROJECTIONS)
         raise ValueError(f"{type(model).__name__}: no attention output projections found ({names})")
+    return {kind: [layers[i] for i in sorted(layers)] for kind, layers in found.items()}
+
+
+def attention_parts(model: torch.nn.Module, encoder_kind: str) -> dict[str, list[AttentionParts]]:
+    """{kind: [the q, k, v and output projections of each layer's attention]}, kinds as out_projections'."""
+    found: dict[str, dict[int, AttentionParts]] = {}
+    for name, module in model.named_modules():
+        suffix = next((s for s in OUT_PROJECTIONS if name.endswith(s)), None)
+        layer = _LAYER.search("." + name + ".")
+        if suffix is None or layer is None or not isinstance(module, torch.nn.Linear):
+            continue
+        stem = name[: -len(suffix)]
+        q, k, v = (model.get_submodule(stem + s) for s in QKV[suffix])
+        found.setdefault(_kind(name, encoder_kind), {})[int(layer.group(1))] = AttentionParts(q, k, v, module)
     return {kind: [layers[i] for i in sorted(layers)] for kind, layers in found.items()}
 
 
@@ -212,6 +233,9 @@ class HFClassifier(ModelDevice, _HFTokenizing):
         weights = attentions[-1][:, :, 0, :].mean(1) if attentions else None  # (B, T)
         return ClassifierRun(out.logits, attentions, weights)
 
+    def attention_parts(self) -> dict[str, list[AttentionParts]]:
+        return attention_parts(self.model, "self")
+
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) -> (B, T, D): the word embeddings (the model adds positions and token types itself)."""
         return self.model.get_input_embeddings()(ids)
@@ -326,6 +350,9 @@ class HFSeq2Seq(ModelDevice, DecodingMixin, _HFTokenizing):
         token_logp = logp.gather(-1, gold[..., None])[..., 0].cpu()  # (B, Tt); past a row's end: padding
         for h, row, p in zip(hyps, token_logp, produced):
             h.score = float(row[: len(p)].sum())
+
+    def attention_parts(self) -> dict[str, list[AttentionParts]]:
+        return attention_parts(self.model, "encoder")
 
     def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
         """What the encoder adds positions to: its token embeddings, scaled as its own forward scales them."""

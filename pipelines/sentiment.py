@@ -1,13 +1,13 @@
 """SentimentPipeline: review text -> label, probabilities, tokens with offsets, every attention map."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from transformer import TransformerClassifier
 
-from . import explanations, heads, hf_adapter
+from . import explanations, heads, hf_adapter, inside_head
 from .adapter import OurClassifier
 from .attention_maps import AttentionMaps, sentiment_maps
 from .batching import pad, sorted_batches
@@ -28,6 +28,9 @@ class SentimentResult:
     pool_weights: torch.Tensor  # (T,) the weight of each token in the pooled vector
     truncated: bool  # True when the review was longer than the model reads
     n_tokens: int  # tokens in the whole review before cutting
+    # per layer (H, T): ||v_j W_O^h||, each value vector through its head's slice of the output projection (with
+    # the maps; pipelines.inside_head): the maps weighted by what each value carries are attentions * these
+    value_norms: list[torch.Tensor] = field(default_factory=list)
     # Out of domain: the text does not look like the English reviews the model learned from (pipelines/domain.py).
     # domain_score is the share of held-out in-domain texts that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
@@ -188,7 +191,9 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         device = self.adapter.device
         masks = heads.mask_tensors(head_mask, self.head_layers, self.n_heads, device)
         batch = pad([encoded[i][0] for i in real], self.adapter.pad_id, device)  # (B, T)
-        out = self.adapter.forward(batch, need_weights=need_weights, head_mask=masks)
+        run = lambda: self.adapter.forward(batch, need_weights=need_weights, head_mask=masks)  # noqa: E731
+        # With the maps, each value vector's norm through its head's W_O, from the same pass (the norm views)
+        out, carried = inside_head.with_value_norms(self.adapter, run) if need_weights else (run(), {})
         lengths = [len(encoded[i][0]) for i in real]
         probs = self.calibrated(out.logits, lengths).cpu()  # (B, labels)
         weights = out.token_weights  # (B, T) or None
@@ -202,6 +207,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
                 tokens=toks,
                 attentions=[a[row, :, :T, :T].to("cpu", copy=True) for a in out.attentions],  # (H, T, T)
                 pool_weights=_uniform(T) if weights is None else weights[row, :T].to("cpu", copy=True),
+                value_norms=[n[:, :T].to("cpu", copy=True) for n in carried["self"][row]] if carried else [],
                 truncated=n > T - self.n_special,
                 n_tokens=n,
                 out_of_domain=out_of_domain,
@@ -233,6 +239,19 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         progress(done, total) is called as a slow method (occlusion) goes.
         Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
         return explanations.explain_review(self, text, method, target, progress)
+
+    @runs_model
+    def internals(self, text: str):
+        """What every head read and wrote on this review (pipelines.inside_head.AttentionInternals), from the same
+        forward pass that makes the result's maps: queries, keys, values, outputs, projections, value norms."""
+        return inside_head.sentiment_internals(self, text)
+
+    @runs_model
+    def inside_head(self, text: str, layer: int, head: int, query: int, kind: str = "self"):
+        """One row of one head, step by step (pipelines.inside_head.HeadInternals): q, every k and v, the scores,
+        scaled, masked, the softmax weights (== result.attentions[layer][head, query]), the weighted values, the
+        head's output and its projection through the head's slice of W_O."""
+        return self.internals(text).head(kind, layer, head, query)
 
     @runs_model
     def faithfulness(self, explanation):

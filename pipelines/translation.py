@@ -7,7 +7,7 @@ from torch import nn
 
 from transformer import Hypothesis, Seq2SeqTransformer
 
-from . import explanations, heads, hf_adapter
+from . import explanations, heads, hf_adapter, inside_head
 from .adapter import KindMasks, OurSeq2Seq
 from .attention_maps import AttentionMaps, translation_maps
 from .batching import pad, sorted_batches
@@ -46,12 +46,20 @@ class TranslationResult:
     # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
+    # kind -> per layer (H, Tk): ||v_j W_O^h||, each value vector through its head's slice of the output projection
+    # (pipelines.inside_head): the maps weighted by what each value carries are the maps * these, column by column
+    value_norms: dict[str, list[torch.Tensor]] = field(default_factory=dict)
     text: str = ""  # the sentence as given
     beam_size: int | None = None  # the beam width it was decoded with (1 = greedy)
 
     def attention_maps(self) -> AttentionMaps:
         """Every map by kind ("encoder", "decoder", "cross"), layer and head: (L, H, Tq, Tk), with the tokens."""
         return translation_maps(self)
+
+
+def keys(Ts: int, Tt: int) -> list[tuple[str, int]]:
+    """(kind, how many keys it has): the encoder and cross-attention read the source, the decoder its own input."""
+    return [("encoder", Ts), ("decoder", Tt), ("cross", Ts)]
 
 
 class TranslationPipeline(AdapterBacked, BatchRunner):
@@ -167,6 +175,20 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         return explanations.explain_translation(self, text, method, contrast, result, progress)
 
     @runs_model
+    def internals(self, text: str, target_ids: list[int] | None = None):
+        """What every head read and wrote (pipelines.inside_head.AttentionInternals, kinds "encoder", "decoder",
+        "cross") on this sentence and its output ids (TranslationResult.target_ids; None: translate it now), from
+        the same teacher-forced pass that makes the result's maps."""
+        target_ids = self(text).target_ids if target_ids is None else target_ids
+        return inside_head.translation_internals(self, text, target_ids)
+
+    @runs_model
+    def inside_head(self, text: str, kind: str, layer: int, head: int, query: int, target_ids=None):
+        """One row of one head, step by step (pipelines.inside_head.HeadInternals); query: a source position for
+        "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
+        return self.internals(text, target_ids).head(kind, layer, head, query)
+
+    @runs_model
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings; on
         at most max_steps steps, evenly spaced (None: every step). The report says which steps (.steps)."""
@@ -243,7 +265,10 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
         tgt_in = pad([[a.bos_id] + p[:-1] for p in produced], a.pad_id, a.device)  # (B, Tt)
-        run = a.forward(src, tgt_in, need_weights=True, head_mask=masks)
+        # the maps, and each value vector's norm through its head's W_O from the same pass (the norm views)
+        run, carried = inside_head.with_value_norms(
+            a, lambda: a.forward(src, tgt_in, need_weights=True, head_mask=masks)
+        )
         topv, topi = (t.cpu() for t in run.logits.softmax(-1).topk(top_k, dim=-1))  # (B, Tt, k)
         for row, i in enumerate(real):
             Ts, Tt = len(ids[i]), max(len(produced[row]), 1)
@@ -264,6 +289,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
                 encoder_attentions=[m[row, :, :Ts, :Ts].to("cpu", copy=True) for m in run.encoder],
                 decoder_attentions=[m[row, :, :Tt, :Tt].to("cpu", copy=True) for m in run.decoder],
                 cross_attentions=[m[row, :, :Tt, :Ts].to("cpu", copy=True) for m in run.cross],
+                value_norms={k: [n[:, :T].to("cpu", copy=True) for n in carried[k][row]] for k, T in keys(Ts, Tt)},
                 steps=steps,
                 score=hyps[row].score,
                 truncated=truncated[i],

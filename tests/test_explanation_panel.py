@@ -6,7 +6,7 @@ import re
 import pytest
 
 from pipelines import SentimentPipeline
-from pipelines.explanations import names
+from pipelines.explanations import is_signed, names
 from viz import attributions, explanation_panel, handlers
 from viz.examples import LONG_REVIEW
 
@@ -29,7 +29,7 @@ def test_highlight_shows_words_and_a_legend(pipe, method):
     expl, out = explanation_panel.explain(pipe, view, method)
     assert expl.method == method and "attr-legend" in out
     assert "<script" not in out and " ".join(visible_text(out).split()) == " ".join(REVIEW.split())
-    signed = method not in ("attention", "rollout")
+    signed = is_signed(method)
     assert ("against" in out) == signed  # the diverging legend names both directions
     n_words = len({int(w) for w, t in zip(expl.words, expl.tokens) if t.end > t.start})
     assert out.count('class="tok"') == n_words < len(expl.tokens)  # subword pieces are merged into words

@@ -131,6 +131,6 @@ def test_one_teacher_forced_pass_gives_every_steps_probability(pipe, result):
 
 
 def test_unknown_method_is_refused(pipe, result):
-    assert set(pipe.explanation_methods) == {"attention", "gradient_x_input", "integrated_gradients"}
+    assert set(pipe.explanation_methods) == {"attention", "attention_norm", "gradient_x_input", "integrated_gradients"}
     with pytest.raises(ValueError, match="unknown method"):
         pipe.explain(GERMAN, "occlusion", result=result)

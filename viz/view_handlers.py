@@ -58,6 +58,7 @@ class KindMaps:
     key: str = "key"
     cut_after: int | None = None  # a long review: the kept head ends here (same positions on both axes)
     n_skipped: int = 0
+    carried: np.ndarray | None = None  # (L, H, Tk) ||v_j W_O^h|| for the norm scale (None: the run kept none)
 
 
 def _ids(side: str, n: int, shift: int = 0) -> list[str | None]:
@@ -83,6 +84,7 @@ def kinds_of(maps: AttentionMaps, cut_after: int | None = None, n_skipped: int =
             spec.key,
             cut_after,
             n_skipped,
+            maps.carried.get(kind),
         )
     return out
 
@@ -113,9 +115,19 @@ class Shown:
     hidden: bool
 
 
-def shown(km: KindMaps, layer: int, hide: bool) -> Shown:
-    """The layer's maps, with special tokens and punctuation hidden and rows renormalised when hide is on."""
+def layer_maps(km: KindMaps, layer: int, scale=None) -> np.ndarray:
+    """(H, Tq, Tk) float32: the layer's weights, or, for the norm scale, each row's shares of ||w_ij v_j W_O^h||
+    (pipelines.attention_views.norm_shares)."""
     maps = figures.as_float32(km.maps[layer])
+    if av.color_scale(scale).weighs_values and km.carried is not None:
+        maps = av.norm_shares(maps, km.carried[layer])
+    return maps
+
+
+def shown(km: KindMaps, layer: int, hide: bool, scale=None) -> Shown:
+    """The layer's maps (norm maps for the norm scale), with special tokens and punctuation hidden and rows
+    renormalised when hide is on."""
+    maps = layer_maps(km, layer, scale)
     Tq, Tk = maps.shape[-2:]
     if not hide:
         return Shown(maps, km.q_labels, km.k_labels, np.arange(Tq), np.arange(Tk), False)
@@ -147,7 +159,7 @@ def _hidden_note(s: Shown) -> str:
 def heatmap(km: KindMaps, layer: int, head: int, title: str, scale="linear", hide=False, token=None):
     """One head large, with the cut of a long review, the focused token's row and column, and the scale named."""
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
-    s = shown(km, layer, bool(hide))
+    s = shown(km, layer, bool(hide), scale)
     head = clamp(head, 0, s.maps.shape[0] - 1, 0)
     cut = av.cut_marker(km.cut_after, km.n_skipped, s.kept_q)
     row, col = focus_positions(km, s, token)
@@ -165,7 +177,7 @@ def heatmap(km: KindMaps, layer: int, head: int, title: str, scale="linear", hid
 def overview(km: KindMaps, layer: int, title: str, scale="linear", hide=False):
     """Every head of a layer as small multiples on one colour scale."""
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
-    s = shown(km, layer, bool(hide))
+    s = shown(km, layer, bool(hide), scale)
     title = title.format(layer=layer + 1)
     fig = figures.heads_overview(s.maps, s.q_labels, s.k_labels, title, km.query, km.key, scale=av.color_scale(scale))
     if s.hidden:
@@ -204,24 +216,27 @@ def _not_shown(km: KindMaps, token: str) -> str:
     return "This token is not in the last result: pick another."
 
 
-def token_focus(km: KindMaps, layer: int, token, hide=False):
+def token_focus(km: KindMaps, layer: int, token, hide=False, scale=None):
     """Every head of the chosen layer for one token (None without a token; a short note when this kind does not
-    show it)."""
+    show it); the norm scale draws ||w v W_O|| in place of the weights."""
     parsed = parse_token(token)
     if parsed is None:
         return None
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
-    s = shown(km, layer, bool(hide))
+    s = shown(km, layer, bool(hide), scale)
     panels = focus_panels(km, s, token)
     title = f"{km.title}, layer {layer + 1}: one token in every head"
     if not panels:
         return view_figures.note(title, _not_shown(km, f"{parsed[0]}:{parsed[1]}"))
-    return view_figures.token_focus(panels, title, f"bars = attention weight{_hidden_note(s)}")
+    what = (
+        "share of ‖w·v·W_O‖" if av.color_scale(scale).weighs_values and km.carried is not None else "attention weight"
+    )
+    return view_figures.token_focus(panels, title, f"bars = {what}{_hidden_note(s)}")
 
 
 def model_view(km: KindMaps, scale="linear", hide=False, max_cells: int = 24, layer_names=None):
     """Every layer x head of this kind as thumbnails on one colour scale."""
-    layers = [shown(km, layer, bool(hide)) for layer in range(len(km.maps))]
+    layers = [shown(km, layer, bool(hide), scale) for layer in range(len(km.maps))]
     thumbs, starts_q, starts_k = av.thumbnails([s.maps for s in layers], max_cells)
     q_labels = figures._block_labels(layers[0].q_labels, starts_q) if len(starts_q) < len(layers[0].q_labels) else None
     k_labels = figures._block_labels(layers[0].k_labels, starts_k) if len(starts_k) < len(layers[0].k_labels) else None

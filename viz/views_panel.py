@@ -124,8 +124,8 @@ def _model(tv: TaskViews, view, scale, hide, kind, is_open):
     return views.model_view(_focus_kind(tv, view, kind), scale, hide)
 
 
-def _focus(tv: TaskViews, view, layer, token, hide, kind):
-    return None if view is None else views.token_focus(_focus_kind(tv, view, kind), layer, token, hide)
+def _focus(tv: TaskViews, view, layer, token, hide, kind, scale=None):
+    return None if view is None else views.token_focus(_focus_kind(tv, view, kind), layer, token, hide, scale)
 
 
 def _token_box(tv: TaskViews, view):
@@ -149,23 +149,18 @@ def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, 
 
     def on_layer(view, layer, head, scale, hide, token, kind, is_open):
         large_figs = tv.large(view, layer, head, scale, hide, token)
-        return tv.overview(view, layer, scale, hide), *large_figs, _focus(tv, view, layer, token, hide, kind)
+        return tv.overview(view, layer, scale, hide), *large_figs, _focus(tv, view, layer, token, hide, kind, scale)
 
     def on_head(view, layer, head, scale, hide, token, kind, is_open):
         figs = tv.large(view, layer, head, scale, hide, token)
         return figs if len(figs) > 1 else figs[0]  # gradio takes a one-tuple for one output as the value
 
-    def on_scale(view, layer, head, scale, hide, token, kind, is_open):
-        model = _model(tv, view, scale, hide, kind, is_open)
-        return *tv.large(view, layer, head, scale, hide, token), tv.overview(view, layer, scale, hide), model
-
-    def on_hide(view, layer, head, scale, hide, token, kind, is_open):
-        return *on_scale(view, layer, head, scale, hide, token, kind, is_open), _focus(
-            tv, view, layer, token, hide, kind
-        )
+    def on_scale(view, layer, head, scale, hide, token, kind, is_open):  # also the hidden tokens' box
+        model, focus = _model(tv, view, scale, hide, kind, is_open), _focus(tv, view, layer, token, hide, kind, scale)
+        return *tv.large(view, layer, head, scale, hide, token), tv.overview(view, layer, scale, hide), model, focus
 
     def on_token(view, layer, head, scale, hide, token, kind, is_open):
-        return *tv.large(view, layer, head, scale, hide, token), _focus(tv, view, layer, token, hide, kind)
+        return *tv.large(view, layer, head, scale, hide, token), _focus(tv, view, layer, token, hide, kind, scale)
 
     def on_click(view, layer, head, scale, hide, token, kind, is_open, clicked):
         parsed = views.parse_token(clicked)
@@ -175,7 +170,7 @@ def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, 
         return token, *on_token(view, layer, head, scale, hide, token, kind, is_open)
 
     def on_kind(view, layer, head, scale, hide, token, kind, is_open):
-        return _focus(tv, view, layer, token, hide, kind), _model(tv, view, scale, hide, kind, is_open)
+        return _focus(tv, view, layer, token, hide, kind, scale), _model(tv, view, scale, hide, kind, is_open)
 
     def on_expand(view, layer, head, scale, hide, token, kind, is_open):
         return True, _model(tv, view, scale, hide, kind, True)
@@ -183,8 +178,8 @@ def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, 
     drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **PRIVATE)
     layer.change(on_layer, common, [overview, *large, ui.focus], **PRIVATE)
     head.change(on_head, common, large, **PRIVATE)
-    ui.scale.change(on_scale, common, [*large, overview, ui.model], **PRIVATE)
-    ui.hide.change(on_hide, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
+    ui.scale.change(on_scale, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
+    ui.hide.change(on_scale, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
     ui.token.input(on_token, common, [*large, ui.focus], **PRIVATE)
     ui.token_click.change(on_click, [*common, ui.token_click], [ui.token, *large, ui.focus], **PRIVATE)
     if isinstance(ui.kind, gr.Radio):

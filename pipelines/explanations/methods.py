@@ -134,6 +134,50 @@ class RolloutMethod(Method):
         return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
 
 
+def _reads_first_token(adapter) -> bool:
+    """A `transformers` classifier reads its first token ([CLS]); ours pools every token (its token_weights)."""
+    return adapter.kind == "transformers"
+
+
+@register
+class AttentionNorm(Method):
+    """Attention weighted by what it carries (Kobayashi et al. 2020): the norm of each token's weighted value
+    vectors, summed over the last layer's heads and projected, ||sum_h w^h_ij v^h_j W_O^h||. Classifier: mixed
+    over the positions the classifier reads (its pooling weights, or [CLS]). Translator: cross-attention, the
+    mean over the decoder's layers. Read from the one forward pass, as attention."""
+
+    name = "attention_norm"
+    label = "Attention norm (weight × what the value carries)"
+    signed = False
+
+    @torch.no_grad()
+    def review(self, adapter, ids, target, words, progress=None):
+        from .. import inside_head
+
+        run = {}
+        internals = inside_head.record(adapter, lambda: run.setdefault("out", adapter.forward(ids, need_weights=True)))
+        T, last = ids.size(1), adapter.head_layers["self"] - 1
+        readout = torch.zeros(1, T)
+        if _reads_first_token(adapter):
+            readout[0, 0] = 1.0
+        else:
+            readout[0] = run["out"].token_weights[0].float().cpu()
+        parts = adapter.attention_parts()["self"][last]
+        w = _numpy(inside_head.combined_norms(internals.kinds["self"], parts, last, readout)[0])  # (T,)
+        return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+
+    @torch.no_grad()
+    def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
+        from .. import inside_head
+
+        internals = inside_head.record(adapter, lambda: adapter.forward(src, tgt_in, need_weights=True))
+        ki, parts = internals.kinds["cross"], adapter.attention_parts()["cross"]
+        eye = torch.eye(ki.weights.size(2))  # (Tt, Tt): every step its own row
+        maps = [inside_head.combined_norms(ki, p, layer, eye) for layer, p in enumerate(parts)]  # (Tt, Ts) each
+        scores = torch.stack(maps).mean(0).numpy().astype(np.float32)
+        return Attribution(scores, np.zeros((len(produced), len(produced)), dtype=np.float32))
+
+
 @register
 class GradientXInput(Method):
     """Gradient of the objective times the embedding, summed over the embedding's dimensions."""

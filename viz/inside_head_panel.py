@@ -1,0 +1,98 @@
+"""The "Inside one head" accordion of a tab: closed until asked for (nothing is sent before), then one model run
+records every head (pipelines.inside_head), kept in a session state; the chosen token (token focus's), layer,
+head, kind of attention and decoding step redraw from that state without running the model again."""
+
+import html
+from dataclasses import dataclass
+
+import gradio as gr
+
+from . import hosting
+from . import inside_head_view as draw
+from . import view_handlers as views
+
+PRIVATE = dict(api_visibility="private")
+PICK = "<p class='ih-note'>Pick a token (token focus), or click a row of a large heatmap, to see its row computed.</p>"
+
+
+@dataclass
+class InsideHeadUI:
+    accordion: gr.Accordion
+    steps: gr.HTML
+    heads: gr.Plot
+    recorded: gr.State  # (input_key of the view it was recorded on, AttentionInternals) or None
+    is_open: gr.State
+
+
+def build(task: str) -> InsideHeadUI:
+    with gr.Accordion("Inside one head: how the chosen token's row is computed", open=False) as accordion:
+        steps = gr.HTML(PICK, elem_id=f"{task}-inside-head")
+        heads = gr.Plot(show_label=False, elem_id=f"{task}-inside-head-heads")
+    recorded = gr.State(None, time_to_live=hosting.STATE_TTL_S)
+    return InsideHeadUI(accordion, steps, heads, recorded, gr.State(False))
+
+
+def query_of(kind: str, token, step) -> int | None:
+    """The row to show: the chosen token where it is a query of this kind, else (English rows) the step's."""
+    parsed = views.parse_token(token)
+    side = views.KINDS[kind].q_side
+    if parsed is not None and parsed[0] == side:
+        return parsed[1]
+    return int(step) - 1 if side == "tgt" and step else None
+
+
+def record(models, view):
+    """One model run that records every head on the view's input (a translation: on its own output), by the model
+    that made the view (models: the tab's ModelRegistry)."""
+    pipe = models.get(getattr(view, "model", None))
+    result = getattr(view, "result", None)
+    if result is not None:
+        return pipe.internals(view.text, result.target_ids)
+    return pipe.internals(view.text)
+
+
+def input_key(view) -> tuple:
+    """What a recording was made on: the model, the text (and a translation's output ids)."""
+    result = getattr(view, "result", None)
+    return getattr(view, "model", None), view.text, tuple(result.target_ids) if result is not None else ()
+
+
+def figures(view, internals, kind: str, layer, head, token, step=None):
+    """(the steps' HTML, the heads' bars) for one query, from what was recorded."""
+    if view is None or internals is None:
+        return PICK, None
+    kind = kind if kind in internals.kinds else next(iter(internals.kinds))
+    ki, maps = internals.kinds[kind], view.maps
+    query = query_of(kind, token, step)
+    if query is None or not 0 <= query < ki.q.size(2):
+        return PICK, None
+    layer, head = min(max(int(layer or 0), 0), ki.q.size(0) - 1), min(max(int(head or 0), 0), ki.q.size(1) - 1)
+    h = internals.head(kind, layer, head, query)
+    q_label, k_labels = maps.queries[kind][query], maps.keys[kind]
+    return draw.steps_html(h, q_label, k_labels), draw.heads_figure(internals, kind, layer, query, q_label)
+
+
+def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, new_result=None) -> None:
+    """Opening records (once per result, by the model that made it: models is the tab's ModelRegistry) and draws;
+    every choice after that redraws from the recording."""
+    inputs = [state, ui.recorded, ui.is_open, layer, head, token, kind] + ([step] if step is not None else [])
+
+    def redraw(view, recorded, is_open, layer, head, token, kind, step=None, request: gr.Request = None):
+        if not is_open or view is None:
+            return gr.skip(), gr.skip(), gr.skip()
+        if recorded is None or recorded[0] != input_key(view):
+            try:
+                recorded = (input_key(view), hosting.run_as(request, record, models, view))
+            except Exception as e:  # the page says so; the other views are unaffected
+                return f"<p class='ih-note'>Could not record the heads: {html.escape(str(e))}</p>", None, None
+        return (*figures(view, recorded[1], kind, layer, head, token, step), recorded)
+
+    outputs = [ui.steps, ui.heads, ui.recorded]
+    ui.accordion.expand(lambda: True, None, [ui.is_open], **PRIVATE).then(redraw, inputs, outputs, **PRIVATE)
+    ui.accordion.collapse(lambda: False, None, [ui.is_open], **PRIVATE)
+    for control in (layer, head, token, kind, *([step] if step is not None else [])):
+        if isinstance(control, gr.State):
+            continue
+        control.change(redraw, inputs, outputs, **PRIVATE)
+    if new_result is not None:
+        new_result.then(redraw, inputs, outputs, **PRIVATE)
