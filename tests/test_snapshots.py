@@ -13,6 +13,15 @@ from training.loop import LoopConfig, train
 from training.snapshots import schedule, snapshot_folder
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """The tiny models gain nothing from threads, and lose much when the CPU is busy."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def test_schedule_is_step_0_then_roughly_logarithmic_to_the_end():
     assert schedule(3696, 8) == [0, 3, 10, 34, 109, 353, 1143, 3696]  # the shipped translator's 3,696 steps
     steps = schedule(10_000, 6)
@@ -150,3 +159,116 @@ def test_snapshots_under_two_processes(multi30k_dir, tmp_path):
     assert json.loads((out / "summary.json").read_text())["steps"] == 4  # 2 steps an epoch on each process
     assert sorted(p.name for p in (out / "snapshots").iterdir()) == ["step-0", "step-2", "step-4"]
     assert all((out / "snapshots" / f"step-{s}" / "snapshot.json").is_file() for s in (0, 2, 4))
+
+
+# --- loading a snapshot by its revision ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sentiment_with_snapshots(sentiment_dir, tmp_path_factory):
+    import shutil
+
+    from tiny_models import add_snapshots
+
+    from transformer import TransformerClassifier
+
+    folder = tmp_path_factory.mktemp("snap") / "sentiment"
+    shutil.copytree(sentiment_dir, folder)
+    return add_snapshots(folder, TransformerClassifier, [0, 3, 40])
+
+
+@pytest.fixture(scope="module")
+def translation_with_snapshots(translation_dir, tmp_path_factory):
+    import shutil
+
+    from tiny_models import add_snapshots
+
+    from transformer import Seq2SeqTransformer
+
+    folder = tmp_path_factory.mktemp("snap") / "translation"
+    shutil.copytree(translation_dir, folder)
+    return add_snapshots(folder, Seq2SeqTransformer, [0, 5, 60], metric="bleu")
+
+
+def test_a_local_revision_gives_that_snapshots_outputs(sentiment_with_snapshots):
+    from pipelines import SentimentPipeline
+
+    reviews = ["A wonderful, moving film.", "Dull and far too long. I left early."]
+    main = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots))
+    for step in (0, 3, 40):
+        snap = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots), revision=f"step-{step}")
+        alone = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots / "snapshots" / f"step-{step}"))
+        assert snap.predict(reviews) == alone.predict(reviews) != main.predict(reviews)
+        for a, b in zip(snap(reviews[0]).attentions, alone(reviews[0]).attentions):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    same = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots), revision="main")
+    assert same.predict(reviews) == main.predict(reviews)
+
+
+def test_a_local_revision_of_the_translator(translation_with_snapshots):
+    from pipelines import TranslationPipeline
+
+    german = "Zwei Hunde spielen im Schnee."
+    main = TranslationPipeline.from_pretrained(str(translation_with_snapshots))(german)
+    snap = TranslationPipeline.from_pretrained(str(translation_with_snapshots), revision="step-5")(german)
+    alone = TranslationPipeline.from_pretrained(str(translation_with_snapshots / "snapshots" / "step-5"))(german)
+    assert snap.translation == alone.translation
+    torch.testing.assert_close(snap.cross_attentions[0], alone.cross_attentions[0], rtol=0, atol=0)
+    assert not torch.equal(snap.encoder_attentions[0], main.encoder_attentions[0])
+
+
+def test_unknown_revisions_are_refused_with_what_there_is(sentiment_with_snapshots, sentiment_dir):
+    from pipelines import SentimentPipeline
+    from transformer import CheckpointError
+
+    with pytest.raises(CheckpointError, match=r"no snapshot 'step-7' \(it has step-0, step-3, step-40\)"):
+        SentimentPipeline.from_pretrained(str(sentiment_with_snapshots), revision="step-7")
+    with pytest.raises(CheckpointError, match="it has no snapshots/ folder"):
+        SentimentPipeline.from_pretrained(str(sentiment_dir), revision="step-0")
+    for bad in ("../sentiment", "v1.0", "step-1/../../x"):
+        with pytest.raises(CheckpointError, match="is not 'main' or 'step-<N>'"):
+            SentimentPipeline.from_pretrained(str(sentiment_with_snapshots), revision=bad)
+
+
+def test_list_snapshots_of_a_folder(sentiment_with_snapshots, sentiment_dir, tmp_path):
+    from pipelines.snapshots import Snapshot, list_snapshots
+
+    snaps = list_snapshots(sentiment_with_snapshots)
+    assert [s.revision for s in snaps] == ["step-0", "step-3", "step-40"]  # by step, not by name
+    assert snaps[1] == Snapshot("step-3", 3, 0.3, 1.0, "accuracy", 0.51)
+    assert list_snapshots(sentiment_dir) == []
+    (sentiment_with_snapshots / "snapshots" / "step-9.tmp").mkdir()  # a snapshot being written: not listed
+    assert len(list_snapshots(sentiment_with_snapshots)) == 3
+    (sentiment_with_snapshots / "snapshots" / "step-9.tmp").rmdir()
+
+
+def test_a_hub_revision_goes_to_the_download(sentiment_with_snapshots, monkeypatch):
+    """For a repo id, revision="step-<N>" is the branch snapshot_download fetches (here a fake that returns the
+    snapshot's folder: nothing touches the network)."""
+    import huggingface_hub
+
+    from pipelines import SentimentPipeline
+
+    asked = []
+
+    def fake_download(repo_id, revision=None, **kwargs):
+        asked.append((repo_id, revision))
+        sub = f"snapshots/{revision}" if revision else ""
+        return str(sentiment_with_snapshots / sub)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    pipe = SentimentPipeline.from_pretrained("alice/attention-demo-sentiment", revision="step-3")
+    assert asked == [("alice/attention-demo-sentiment", "step-3")] and pipe.revision == "step-3"
+    alone = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots / "snapshots" / "step-3"))
+    assert pipe.predict(["Fine."]) == alone.predict(["Fine."])
+
+
+def test_a_hub_repo_offline_says_so(monkeypatch):
+    from pipelines import SentimentPipeline
+    from pipelines.snapshots import list_snapshots
+    from transformer import CheckpointError
+
+    with pytest.raises(CheckpointError, match="offline"):
+        SentimentPipeline.from_pretrained("alice/not-cached-here", revision="step-3")
+    with pytest.raises(CheckpointError, match="offline"):
+        list_snapshots("alice/not-cached-here")
