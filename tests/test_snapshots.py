@@ -272,3 +272,57 @@ def test_a_hub_repo_offline_says_so(monkeypatch):
         SentimentPipeline.from_pretrained("alice/not-cached-here", revision="step-3")
     with pytest.raises(CheckpointError, match="offline"):
         list_snapshots("alice/not-cached-here")
+
+
+# --- bundling them: training.ship ----------------------------------------------------------------------------
+
+
+def fake_translation_run(tmp_path, translation_dir, steps):
+    """A run folder as `python -m training translation --snapshots N` leaves it."""
+    import shutil
+
+    from tiny_models import add_snapshots
+
+    from transformer import Seq2SeqTransformer
+
+    run = tmp_path / "run"
+    shutil.copytree(translation_dir, run / "best")
+    records = [{"event": "start", "command": "python -m training translation --snapshots 5", "parameters": 1}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run / "summary.json").write_text(json.dumps({"best_epoch": 0, "wall_seconds": 3.0}))
+    return add_snapshots(run, Seq2SeqTransformer, steps, metric="bleu", source=run / "best")
+
+
+def test_ship_carries_the_snapshots_in_fp16_or_fewer_of_them(tmp_path, translation_dir, capsys):
+    from safetensors.torch import load_file
+    from tiny_models import FIXTURES
+
+    from pipelines.snapshots import list_snapshots
+    from training.ship import main as ship_main
+
+    run = fake_translation_run(tmp_path, translation_dir, [0, 1, 3, 8, 20])
+    to = tmp_path / "assets" / "translation"
+    args = ["translation", "--run", str(run), "--to", str(to), "--test-data", str(FIXTURES / "multi30k_tiny.jsonl")]
+    assert ship_main([*args, "--snapshots", "3"]) == 0
+    assert [s.revision for s in list_snapshots(to)] == ["step-0", "step-3", "step-20"]  # first, last, between
+    assert list_snapshots(to)[1].score == list_snapshots(run)[2].score  # snapshot.json comes along
+    assert json.loads((to / "metrics.json").read_text())["snapshots"] == ["step-0", "step-3", "step-20"]
+    bundled = load_file(to / "snapshots" / "step-3" / "model.safetensors")
+    for k, v in load_file(run / "snapshots" / "step-3" / "model.safetensors").items():
+        assert bundled[k].dtype == torch.float16 and torch.equal(bundled[k], v.half())
+    assert not (to / "snapshots" / "step-3" / "README.md").exists()
+
+    assert ship_main(args) == 0  # all of them by default
+    assert len(list_snapshots(to)) == 5
+    capsys.readouterr()
+    assert ship_main([*args, "--snapshots-max-mb", "0.05"]) == 2  # five tiny fp16 models: about 0.2 MiB
+    assert "snapshots take" in capsys.readouterr().err and len(list_snapshots(to)) == 5  # the bundle stays
+
+
+def test_pick_evenly_keeps_the_ends():
+    from training.ship import pick_evenly
+
+    steps = [0, 3, 10, 34, 109, 353, 1143, 3696]
+    assert pick_evenly(steps, 6) == [0, 3, 34, 109, 1143, 3696]
+    assert pick_evenly(steps, 2) == [0, 3696] and pick_evenly(steps, 1) == [3696] and pick_evenly(steps, 0) == []
+    assert pick_evenly(steps, None) == pick_evenly(steps, 20) == steps

@@ -69,18 +69,20 @@ def make_translation_dir(folder: Path) -> Path:
     return folder
 
 
-def add_snapshots(folder: Path, model_cls, steps: list[int], metric: str = "accuracy") -> Path:
-    """Give a model folder snapshots/step-<N>/ for each step, as a run with --snapshots and training.ship leave
-    them: a copy of the folder whose weights are moved by noise seeded with the step (so each snapshot computes
-    something else), and snapshot.json with the step, a loss and a validation score that grow with the step."""
+def add_snapshots(folder: Path, model_cls, steps: list[int], metric: str = "accuracy", source=None) -> Path:
+    """Give a model folder (or a run folder) snapshots/step-<N>/ for each step, as a run with --snapshots and
+    training.ship leave them: a copy of the model folder `source` (default: `folder`) whose weights are moved by
+    noise seeded with the step (so each snapshot computes something else), and snapshot.json with the step, a loss
+    and a validation score that grow with the step."""
     import shutil
 
+    source = source or folder
     for i, step in enumerate(steps):
         sub = folder / "snapshots" / f"step-{step}"
         sub.mkdir(parents=True)
         for name in ("tokenizer.json", "tokenizer_config.json", "preprocessing.json"):
-            shutil.copy2(folder / name, sub / name)
-        model = model_cls.from_pretrained(folder)
+            shutil.copy2(source / name, sub / name)
+        model = model_cls.from_pretrained(source)
         g = torch.Generator().manual_seed(step)
         with torch.no_grad():
             for p in model.parameters():
