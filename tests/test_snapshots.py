@@ -5,7 +5,8 @@ import json
 
 import pytest
 import torch
-from test_training import imdb_dir as imdb_dir  # noqa: F401  (fixtures)
+from test_publish import online as online  # noqa: F401  (fixtures)
+from test_training import imdb_dir as imdb_dir  # noqa: F401
 from test_training import multi30k_dir as multi30k_dir  # noqa: F401
 from torch import nn
 
@@ -326,3 +327,68 @@ def test_pick_evenly_keeps_the_ends():
     assert pick_evenly(steps, 6) == [0, 3, 34, 109, 1143, 3696]
     assert pick_evenly(steps, 2) == [0, 3696] and pick_evenly(steps, 1) == [3696] and pick_evenly(steps, 0) == []
     assert pick_evenly(steps, None) == pick_evenly(steps, 20) == steps
+
+
+# --- publishing them as branches: training.publish -----------------------------------------------------------
+
+
+def test_publish_dry_run_lays_out_one_folder_per_branch(sentiment_with_snapshots, tmp_path, capsys):
+    from huggingface_hub import ModelCard
+
+    from pipelines import SentimentPipeline
+    from training import publish
+
+    out = tmp_path / "repo"
+    argv = ["sentiment", "--model", str(sentiment_with_snapshots), "--repo-id", "alice/s", "--dry-run", "--out"]
+    assert publish.main([*argv, str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["main", "step-0", "step-3", "step-40"]
+    for branch in ("main", "step-0", "step-3", "step-40"):
+        assert f"branch {branch}:" in printed
+    index = json.loads((out / "main" / "snapshots.json").read_text())
+    assert [s["step"] for s in index] == [0, 3, 40]
+    card = ModelCard.load(out / "main" / "README.md").text
+    assert "## Training snapshots" in card and "| `step-3` | 3 | 0.3 | 1 | 51.00% |" in card
+    assert 'revision="step-0"' in card
+    assert "step-3" in ModelCard.load(out / "step-3" / "README.md").text
+    assert (out / "step-3" / "snapshot.json").is_file() and (out / "step-3" / "modeling_attention_demo.py").is_file()
+    reviews = ["A wonderful, moving film.", "Dull and far too long."]
+    branch = SentimentPipeline.from_pretrained(str(out / "step-3"))
+    source = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots), revision="step-3")
+    assert branch.predict(reviews) == source.predict(reviews)
+    assert not (out / "main" / "snapshots").exists()  # main holds the final model only
+
+
+def test_publish_pushes_each_snapshot_to_its_branch_then_main(sentiment_with_snapshots, online, capsys):
+    from test_publish import FakeApi
+
+    from training import publish
+
+    api = FakeApi()
+    argv = ["sentiment", "--model", str(sentiment_with_snapshots), "--repo-id", "alice/s"]
+    assert publish.main(argv, api=api) == 0, capsys.readouterr().err
+    assert api.names() == ["whoami", "create_repo", *["create_branch", "upload_folder"] * 3, "upload_folder"]
+    uploads = [kw for name, _, kw in api.calls if name == "upload_folder"]
+    assert [kw.get("revision") for kw in uploads] == ["step-0", "step-3", "step-40", None]  # main last
+    assert [kw["branch"] for name, _, kw in api.calls if name == "create_branch"] == ["step-0", "step-3", "step-40"]
+    assert all(kw["delete_patterns"] == "*" for kw in uploads)
+    assert "snapshots.json" in api.uploaded_files  # main's files
+
+
+def test_a_failed_branch_upload_says_what_was_pushed(sentiment_with_snapshots, online, capsys):
+    from test_publish import FakeApi
+
+    from training import publish
+
+    class FailsOnSecondBranch(FakeApi):
+        def upload_folder(self, **kwargs):
+            if kwargs.get("revision") == "step-3":
+                raise ConnectionError("connection reset")
+            return super().upload_folder(**kwargs)
+
+    api = FailsOnSecondBranch()
+    argv = ["sentiment", "--model", str(sentiment_with_snapshots), "--repo-id", "alice/s"]
+    assert publish.main(argv, api=api) == publish.EXIT_OFFLINE
+    err = capsys.readouterr().err
+    assert "the branches step-0 were uploaded, main is unchanged" in err and "branch step-3" in err
+    assert [kw.get("revision") for name, _, kw in api.calls if name == "upload_folder"] == ["step-0"]
