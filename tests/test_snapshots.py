@@ -392,3 +392,38 @@ def test_a_failed_branch_upload_says_what_was_pushed(sentiment_with_snapshots, o
     err = capsys.readouterr().err
     assert "the branches step-0 were uploaded, main is unchanged" in err and "branch step-3" in err
     assert [kw.get("revision") for name, _, kw in api.calls if name == "upload_folder"] == ["step-0"]
+
+
+# --- what the slider will show, measured: benchmarks/heads_through_training.py --------------------------------
+
+
+def test_heads_through_training_prints_each_snapshots_score_and_head_statistics(
+    translation_with_snapshots,
+    multi30k_dir,
+    tmp_path,
+    capsys,  # noqa: F811
+):
+    import numpy as np
+
+    from benchmarks import heads_through_training as bench
+    from benchmarks.heads import sample
+    from pipelines import TranslationPipeline
+
+    data = str(multi30k_dir / "test.parquet")
+    out = tmp_path / "heads.json"
+    argv = ["--task", "translation", "--model", str(translation_with_snapshots), "--data", data, "--n", "3"]
+    assert bench.main([*argv, "--beam", "1", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| step-5 | 5 | 1.000 | bleu 0.51 |" in printed  # its snapshot.json: loss 2 / 2, score 0.5 + 1 / 100
+    assert "| head | step-0 | step-5 | step-60 | main |" in printed
+    assert "| cross L2 H4 |" in printed and "distance from the diagonal" in printed
+    results = json.loads(out.read_text())["snapshots"]
+    assert [r["revision"] for r in results] == ["step-0", "step-5", "step-60", "main"]
+    texts = sample(data, ("de", "en"), 3, 0)["de"]  # the same seeded sample, measured straight on step-60
+    pipe = TranslationPipeline.from_pretrained(str(translation_with_snapshots), revision="step-60")
+    tables = [pipe.head_table(t, beam_size=1, agreement=False) for t in texts]
+    cross = [i for i, row in enumerate(tables[0]) if row["kind"] == "cross"][0]
+    for key in ("entropy", "distance"):
+        expected = np.mean([t[cross][key] for t in tables])
+        assert results[2]["heads"][cross][f"{key}_mean"] == pytest.approx(expected)
+    assert results[2]["heads"][cross]["entropy_mean"] != pytest.approx(results[3]["heads"][cross]["entropy_mean"])
