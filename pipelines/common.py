@@ -64,11 +64,12 @@ def serving_device(choice: str | None = None) -> torch.device:
     return device
 
 
-def load_folder(model_cls, name_or_path: str, device: str | None = None):
+def load_folder(model_cls, name_or_path: str, device: str | None = None, revision: str | None = None):
     """(model on serving_device(device), tokenizer, preprocessing dict, metrics.json dict ({} without one)) from a
-    local folder or a Hub repo id."""
+    local folder or a Hub repo id; revision: a snapshot "step-<N>" (a branch of the repo, or the folder's
+    snapshots/step-<N>/), or any Hub revision of a repo id; None for the model itself."""
     device = serving_device(device)  # a device that is not there is said before anything loads
-    folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER))
+    folder = resolve_checkpoint(name_or_path, required=(CONFIG, WEIGHTS, TOKENIZER), revision=revision)
     metrics = read_metrics(folder, name_or_path)
     check_weights_hash(folder, name_or_path, metrics)
     model = load_model(model_cls, folder)

@@ -15,6 +15,7 @@ from .calibration import Temperature
 from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite, runs_model
 from .domain import DomainModel, load_domain
 from .heads import HeadKey
+from .snapshots import at_revision, no_hub_revision
 from .text import clean_text, head_tail, kept_positions
 from .weak_spots import WeakSpot, contrast_scores, find_weak_spots
 
@@ -84,20 +85,25 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         return self.adapter.n_heads
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str | None = None) -> "SentimentPipeline":
+    def from_pretrained(
+        cls, name_or_path: str, device: str | None = None, revision: str | None = None
+    ) -> "SentimentPipeline":
         """Ours (a folder or repo with our config.json) or a transformers sequence classifier (model id or folder):
         its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting.
-        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
+        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
+        revision: a training snapshot "step-<N>" (pipelines/snapshots.py), or any Hub revision of a repo id."""
+        name_or_path, hub_revision = at_revision(name_or_path, revision)
         if hf_adapter.is_transformers_model(name_or_path):
-            return cls.from_transformers(name_or_path, device)
-        model, tok, prep, metrics = load_folder(TransformerClassifier, name_or_path, device)
+            return cls.from_transformers(no_hub_revision(name_or_path, hub_revision), device)
+        model, tok, prep, metrics = load_folder(TransformerClassifier, name_or_path, device, hub_revision)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         calibration = Temperature.from_preprocessing(prep)
         contrast = contrast_scores(metrics)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain, contrast)
-        pipe.source = str(name_or_path)  # which model made a result (export)
+        pipe.source = str(name_or_path)  # which model made a result (export): a snapshot's own folder, or the repo
+        pipe.revision = hub_revision
         pipe.metrics = metrics  # what training measured on this model (metrics.json): the app's claims come from here
         return pipe
 

@@ -15,6 +15,7 @@ from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder,
 from .domain import DomainModel, load_domain
 from .explanations.faithfulness import QUICK_STEPS
 from .heads import HeadKey
+from .snapshots import at_revision, no_hub_revision
 from .text import clean_text
 
 # What a translation may never hold a NaN or an infinity in (pipelines.common).
@@ -93,15 +94,20 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         return self.adapter.n_heads
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str | None = None) -> "TranslationPipeline":
+    def from_pretrained(
+        cls, name_or_path: str, device: str | None = None, revision: str | None = None
+    ) -> "TranslationPipeline":
         """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder).
-        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device)."""
+        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
+        revision: a training snapshot "step-<N>" (pipelines/snapshots.py), or any Hub revision of a repo id."""
+        name_or_path, hub_revision = at_revision(name_or_path, revision)
         if hf_adapter.is_transformers_model(name_or_path):
-            return cls.from_transformers(name_or_path, device)
-        model, tok, prep, _ = load_folder(Seq2SeqTransformer, name_or_path, device)
+            return cls.from_transformers(no_hub_revision(name_or_path, hub_revision), device)
+        model, tok, prep, _ = load_folder(Seq2SeqTransformer, name_or_path, device, hub_revision)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
-        pipe.source = str(name_or_path)  # which model made a result (export)
+        pipe.source = str(name_or_path)  # which model made a result (export): a snapshot's own folder, or the repo
+        pipe.revision = hub_revision
         return pipe
 
     @classmethod

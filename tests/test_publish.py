@@ -109,6 +109,9 @@ class FakeApi:
         prefix = "spaces/" if kwargs.get("repo_type") == "space" else ""
         return f"https://huggingface.co/{prefix}{repo_id}"
 
+    def create_branch(self, repo_id, **kwargs):
+        self._record("create_branch", (repo_id,), kwargs)
+
     def add_space_variable(self, repo_id, key, value, **kwargs):
         self._record("add_space_variable", (repo_id, key, value), kwargs)
 

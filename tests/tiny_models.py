@@ -67,3 +67,27 @@ def make_translation_dir(folder: Path) -> Path:
     save_tokenizer(tok, folder, model_max_length=64)
     (folder / "preprocessing.json").write_text(json.dumps({"beam_size": 2, "alpha": 0.6}))
     return folder
+
+
+def add_snapshots(folder: Path, model_cls, steps: list[int], metric: str = "accuracy", source=None) -> Path:
+    """Give a model folder (or a run folder) snapshots/step-<N>/ for each step, as a run with --snapshots and
+    training.ship leave them: a copy of the model folder `source` (default: `folder`) whose weights are moved by
+    noise seeded with the step (so each snapshot computes something else), and snapshot.json with the step, a loss
+    and a validation score that grow with the step."""
+    import shutil
+
+    source = source or folder
+    for i, step in enumerate(steps):
+        sub = folder / "snapshots" / f"step-{step}"
+        sub.mkdir(parents=True)
+        for name in ("tokenizer.json", "tokenizer_config.json", "preprocessing.json"):
+            shutil.copy2(source / name, sub / name)
+        model = model_cls.from_pretrained(source)
+        g = torch.Generator().manual_seed(step)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=g) * 0.5)
+        model.save_pretrained(sub)
+        info = {"step": step, "epoch": step / 10, "loss": 2.0 / (i + 1), "metric": metric, metric: 0.5 + i / 100}
+        (sub / "snapshot.json").write_text(json.dumps(info))
+    return folder

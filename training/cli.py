@@ -37,6 +37,15 @@ def add_budget_args(g) -> None:
         default=None,
         help="stop cleanly after this many steps; the learning-rate schedule still spans --epochs",
     )
+    g.add_argument(
+        "--snapshots",
+        type=int,
+        default=0,
+        metavar="N",
+        help="keep N snapshots of the model, from step 0 to the last step on a roughly logarithmic schedule, in "
+        "--out/snapshots/step-<N>/: each a model folder with snapshot.json (that step's training loss and "
+        "validation score); training.ship bundles them, training.publish pushes them as branches step-<N>",
+    )
 
 
 def add_loop_args(p: argparse.ArgumentParser, epochs: int, lr: float, batch_size: int, warmup: float, schedule: str):
@@ -313,6 +322,7 @@ def loop_config(args):
         max_steps=args.max_steps,
         average_last=getattr(args, "average_last", 0),
         precision=args.precision,
+        snapshots=args.snapshots,
     )
 
 

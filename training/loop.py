@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from .checkpoint import atomic_folder, atomic_torch_save, load_state, restore, with_checksum
 from .device import Precision, describe_device, to_device
+from .snapshots import schedule, snapshot_folder, take_snapshot
 
 # The files of a run folder (--out).
 CHECKPOINT = "checkpoint.pt"  # what --resume needs
@@ -50,6 +51,7 @@ class LoopConfig:
     max_steps: int | None = None  # stop cleanly after this many steps (the schedule still spans all epochs)
     average_last: int = 0  # average the weights of the last N epochs into the final model
     precision: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on a CPU) | "bf16" | "fp32"
+    snapshots: int = 0  # keep this many snapshots, step 0 to the end, in out/snapshots/ (training/snapshots.py)
 
 
 class NonFiniteLoss(RuntimeError):
@@ -63,6 +65,8 @@ class Task(Protocol):
     def step(self, model, batch) -> tuple[torch.Tensor, dict]: ...  # loss, {"tokens", "correct", "count"}
     def evaluate(self, model) -> dict: ...
     def export(self, model, folder: Path) -> None: ...  # save_pretrained + tokenizer
+
+    # optional: snapshot_evaluate(model) -> dict, a cheaper evaluate() for snapshots (training/snapshots.py)
 
 
 def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:
@@ -116,6 +120,9 @@ class LoopState:
     train_seconds: float = 0.0
     tokens: int = 0  # training tokens so far, over all processes
     recent: list[str] = field(default_factory=list)  # weight files in out/recent/ for --average-last
+    snapshot_loss: float = 0.0  # summed training loss of the steps since the last snapshot
+    snapshot_steps: int = 0  # and their number
+    snapshot_seconds: float = 0.0  # spent writing snapshots (scoring included), outside train_seconds
 
     @classmethod
     def from_dict(cls, saved: dict) -> "LoopState":
@@ -171,6 +178,7 @@ class Run:
         self.first_batches = task.train_batches(0)  # also used for epoch 0, not built twice
         self.steps_per_epoch = math.ceil(len(self.first_batches) / acc.num_processes)
         self.total = self.steps_per_epoch * cfg.epochs
+        self.snapshot_steps = set(schedule(min(self.total, cfg.max_steps or self.total), cfg.snapshots))
         warmup = max(1, int(cfg.warmup * self.total))
         groups = param_groups(model, cfg.weight_decay, cfg.embedding_decay)
         acc.print("optimizer groups: " + describe_groups(groups))
@@ -314,6 +322,7 @@ def run_steps(run: Run, epoch: int, batches: list, bar) -> str | None:
         state.step, state.batch = state.step + 1, i + 1
         state.train_seconds += time.time() - t0
         state.tokens += stats.get("tokens", 0)
+        state.snapshot_loss, state.snapshot_steps = state.snapshot_loss + loss, state.snapshot_steps + 1
         window.add(loss, stats)
         now = window.summary()
         bar.set_postfix(loss=f"{now['loss']:.3f}", acc=f"{now['acc']:.3f}", tok_s=f"{now['tokens_per_s']:,.0f}")
@@ -322,6 +331,8 @@ def run_steps(run: Run, epoch: int, batches: list, bar) -> str | None:
             lr = run.sched.get_last_lr()[0]
             run.log({"event": "train", "epoch": epoch, "step": state.step, "lr": lr, **now})
             window = Window()
+        if state.step in run.snapshot_steps:
+            take_snapshot(run)
         if then["save"]:
             run.save()
         if then["stop"]:
@@ -396,6 +407,8 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
     if state.step == 0:
         plan = {"steps_per_epoch": run.steps_per_epoch, "total_steps": run.total}
         run.log({"event": "start", **(run_info or {}), **run.where(), **plan})
+        if 0 in run.snapshot_steps:
+            take_snapshot(run)
     stopped = None
     while state.epoch < cfg.epochs and stopped is None:
         epoch = state.epoch
@@ -405,6 +418,8 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
         stopped = stopped or early_stop
         run.model.train()
         run.save()
+    if cfg.snapshots and not snapshot_folder(run.out, state.step).is_dir():  # a run that stopped before its plan
+        take_snapshot(run)
     summary = {
         "stopped": stopped or "all epochs done",
         "epochs_run": state.epoch,
@@ -416,6 +431,8 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
         "tokens_per_s": round(throughput(state), 1),
         **run.where(),
     }
+    if cfg.snapshots:
+        summary["snapshot_seconds"] = round(state.snapshot_seconds, 3)  # compare with train_seconds: the cost
     if run.acc.is_main_process:
         finish(run, summary, started)
     return broadcast_object_list([summary])[0]  # every process reports the main process's summary

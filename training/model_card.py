@@ -157,8 +157,10 @@ def model_card(
     n_params: int,
     metrics: dict | None,
     figure_caption: str | None = None,
+    snapshots: list[dict] | None = None,
 ) -> ModelCard:
-    """The README.md of a model repo: Hub metadata (with model-index when metrics exist) and the card text."""
+    """The README.md of a model repo: Hub metadata (with model-index when metrics exist) and the card text;
+    `snapshots` (snapshot.json records): the training snapshots its branches hold, listed with their scores."""
     info, name = TASKS[task], repo_id.split("/")[-1]
     results = eval_results(task, metrics)
     data = ModelCardData(
@@ -184,11 +186,68 @@ def model_card(
         "## Model\n\n" + _config_table(config, n_params),
         "## Training\n\n" + _training(metrics),
         "## Evaluation\n\n" + _evaluation(task, metrics),
+        _snapshots(info, repo_id, snapshots),
         _calibration(metrics),
         "## License\n\n" + _license(metrics),
     ]
     content = f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
     return ModelCard(content)
+
+
+def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None) -> str:
+    """The training snapshots section: one branch each, with its step, loss and validation score."""
+    if not snapshots:
+        return ""
+    metric = snapshots[0].get("metric") or "score"
+    rows = [
+        f"| `step-{s['step']}` | {s['step']:,} | {_number(s.get('epoch'))} | {_number(s.get('loss'))} "
+        f"| {_fmt(metric, s.get(metric))} |"
+        for s in snapshots
+    ]
+    return (
+        "## Training snapshots\n\n"
+        f"The model as it was at {len(snapshots)} steps of its training, from the untrained start to the end (one "
+        "branch each; `main` holds the final model), to see its attention form. Scores are on the validation "
+        "data the run used, at that step.\n\n"
+        f"| revision | step | epoch | training loss | validation {metric} |\n|---|---:|---:|---:|---:|\n"
+        + "\n".join(rows)
+        + "\n\n"
+        + _load_revision(info, repo_id, snapshots[0]["step"])
+    )
+
+
+def snapshot_card(task: str, repo_id: str, snapshot: dict) -> ModelCard:
+    """The README.md of a snapshot's branch: what it is and how to load it; the full card is on main."""
+    info = TASKS[task]
+    metric = snapshot.get("metric") or "score"
+    data = ModelCardData(
+        language=info.language,
+        license=HUB_KWARGS["license"],
+        library_name=HUB_KWARGS["library_name"],
+        pipeline_tag=info.pipeline_tag,
+        tags=list(dict.fromkeys([*HUB_KWARGS["tags"], *info.tags, "training-snapshot"])),
+    )
+    body = (
+        f"# {repo_id.split('/')[-1]} at step {snapshot['step']:,}\n\n"
+        f"A snapshot taken during training of [{repo_id}](https://huggingface.co/{repo_id}) (its `main` branch holds "
+        f"the final model and the full model card): after {snapshot['step']:,} optimizer steps "
+        f"({_number(snapshot.get('epoch'))} epochs), training loss {_number(snapshot.get('loss'))}, validation "
+        f"{metric} {_fmt(metric, snapshot.get(metric))}. It is kept to show how attention forms, not for use.\n\n"
+        + _load_revision(info, repo_id, snapshot["step"])
+        + "\n"
+    )
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{body}")
+
+
+def _load_revision(info: TaskInfo, repo_id: str, step: int) -> str:
+    return (
+        f"```python\nfrom pipelines import {info.pipeline_class}\n\n"
+        f'pipe = {info.pipeline_class}.from_pretrained("{repo_id}", revision="step-{step}")\n```'
+    )
+
+
+def _number(value) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
 
 
 def space_card(title: str, sdk_version: str, variables: dict[str, str], python_version: str = "3.11") -> SpaceCard:

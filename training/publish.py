@@ -11,9 +11,16 @@ config, tokenizer, preprocessing.json, metrics.json, a model card with an attent
 lets `transformers` load it with trust_remote_code=True: training/hf_export.py), the repo is
 created if needed, and the folder goes up in one commit, so the repo ends up either fully updated or
 unchanged. `--dry-run` stops after assembling the folder.
+
+A model folder with training snapshots (snapshots/step-<N>/, training/snapshots.py and training.ship) becomes one
+branch per snapshot, step-<N>, each a model folder of its own, and the final model on main, whose card lists
+the snapshots with their scores and whose snapshots.json indexes them (pipelines/snapshots.py). The folder then
+holds one sub-folder per branch (main/, step-<N>/); the branches go up first and main last, so main never
+lists a branch that is not there.
 """
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -22,7 +29,8 @@ from pathlib import Path
 
 from pipelines.common import METRICS, MODEL_FILES, model_file_names
 from pipelines.common import read_metrics as pipeline_metrics
-from transformer.hub import REPO_ID, CheckpointError, missing_files
+from pipelines.snapshots import INDEX, read_infos
+from transformer.hub import REPO_ID, SNAPSHOT_INFO, SNAPSHOTS, CheckpointError, missing_files, snapshot_revision
 
 from .space import copy_space_sources, gradio_version, is_bundled, missing_sources
 
@@ -186,9 +194,12 @@ def prepare_out(out: Path | None) -> Path:
 # --- assembling the repo folders ----------------------------------------------------------------------------
 
 
-def build_model_folder(task: str, model_dir: Path, pipe, repo_id: str, folder: Path) -> list[str]:
+def build_model_folder(
+    task: str, model_dir: Path, pipe, repo_id: str, folder: Path, snapshots: list[dict] | None = None
+) -> list[str]:
     """Copy the model's files into `folder`, add what `transformers` needs to load it (trust_remote_code=True),
-    and write the model card and its attention figure there."""
+    and write the model card and its attention figure there; `snapshots` (their snapshot.json records): the
+    branches the card lists and snapshots.json indexes."""
     from dataclasses import asdict
 
     from .attention_figure import sentiment_figure, translation_figure
@@ -203,9 +214,43 @@ def build_model_folder(task: str, model_dir: Path, pipe, repo_id: str, folder: P
     figure = (sentiment_figure if task == "sentiment" else translation_figure)(pipe)
     figure.image().save(folder / FIGURE)
     n_params = sum(p.numel() for p in pipe.model.parameters())
-    card = model_card(task, repo_id, asdict(pipe.model.config), n_params, metrics, figure.caption)
+    card = model_card(task, repo_id, asdict(pipe.model.config), n_params, metrics, figure.caption, snapshots)
     card.save(folder / "README.md")
+    if snapshots:
+        (folder / INDEX).write_text(json.dumps(snapshots, indent=1) + "\n")
     return list_files(folder)
+
+
+def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dict, folder: Path) -> list[str]:
+    """One snapshot's branch: its model files and snapshot.json, the code `transformers` loads it with, a short card."""
+    from .hf_export import export
+    from .model_card import snapshot_card
+
+    for name in (*model_file_names(snapshot_dir), SNAPSHOT_INFO):
+        shutil.copy2(snapshot_dir / name, folder / name)
+    export(task, folder)
+    snapshot_card(task, repo_id, info).save(folder / "README.md")
+    return list_files(folder)
+
+
+def snapshot_branches(task: str, model_dir: Path, repo_id: str, out: Path) -> dict[str, Path]:
+    """{branch: its assembled folder} for each snapshot of the model folder, under out/; PublishError for a
+    snapshot that is not a complete model folder or does not load."""
+    from pipelines import SentimentPipeline, TranslationPipeline
+
+    cls = SentimentPipeline if task == "sentiment" else TranslationPipeline
+    branches = {}
+    for info in read_infos(model_dir):
+        branch = snapshot_revision(info["step"])
+        src = model_dir / SNAPSHOTS / branch
+        try:
+            cls.from_pretrained(str(src))
+        except CheckpointError as e:
+            raise PublishError(EXIT_INPUT, f"--model {model_dir}: snapshot {branch} does not load: {e}") from e
+        branches[branch] = out / branch
+        branches[branch].mkdir()
+        build_snapshot_folder(task, src, repo_id, info, branches[branch])
+    return branches
 
 
 def build_space_folder(folder: Path, variables: dict[str, str], root: Path | None = None) -> list[str]:
@@ -246,10 +291,19 @@ def list_files(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
-def report_folder(folder: Path, files: list[str], repo_id: str) -> None:
+def report_folder(folder: Path, files: list[str], repo_id: str, branches: dict[str, Path] | None = None) -> None:
     print(f"dry run: nothing was sent to the Hub. The folder for {repo_id} is ready at {folder}")
+    if branches:
+        print(f"branch main: the final model ({folder / 'main'})")
+        folder = folder / "main"
     for f in files:
         print(f"  {f}  ({(folder / f).stat().st_size:,} bytes)")
+    for branch, path in (branches or {}).items():
+        info = json.loads((path / SNAPSHOT_INFO).read_text())
+        metric = info.get("metric")
+        print(f"branch {branch}: snapshot at step {info['step']}, {metric} {info.get(metric)} ({path})")
+        for f in list_files(path):
+            print(f"  {f}  ({(path / f).stat().st_size:,} bytes)")
 
 
 # --- the two commands ---------------------------------------------------------------------------------------
@@ -262,12 +316,17 @@ def publish_model(args, api=None) -> None:
     folder = prepare_out(args.out)
     kept = False  # a dry run's folder without --out stays for the reader; any other temporary one goes
     try:
-        files = build_model_folder(args.task, args.model, pipe, args.repo_id, folder)
+        snapshots = read_infos(args.model)
+        main = folder / "main" if snapshots else folder  # with snapshots, one sub-folder per branch
+        main.mkdir(exist_ok=True)
+        branches = snapshot_branches(args.task, args.model, args.repo_id, folder)
+        files = build_model_folder(args.task, args.model, pipe, args.repo_id, main, snapshots)
         if args.dry_run:
-            report_folder(folder, files, args.repo_id)
+            report_folder(folder, files, args.repo_id, branches)
             kept = True
             return
-        push(api or make_api(token), args.repo_id, folder, "model", args.private, f"Upload the {args.task} model")
+        message = f"Upload the {args.task} model"
+        push(api or make_api(token), args.repo_id, main, "model", args.private, message, branches=branches)
     finally:
         if not kept and args.out is None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -306,8 +365,10 @@ def push(
     message: str,
     variables: dict[str, str] | None = None,
     models: list[str] = (),
+    branches: dict[str, Path] | None = None,
 ) -> None:
-    """Check the token, create the repo if needed, (set the Space's variables,) upload `folder` in one commit."""
+    """Check the token, create the repo if needed, (set the Space's variables,) upload `folder` in one commit;
+    `branches` ({name: folder}, a model's snapshots) go up before it, one commit each."""
     who = hub_call(api.whoami, "checking the token")
     check_namespace(who, repo_id)
     for model in models:
@@ -323,6 +384,7 @@ def push(
         ),
         f"creating the {repo_type} repo {repo_id}",
     )
+    upload_branches(api, repo_id, url, branches or {})
     set_vars = []
     try:
         for key, value in (variables or {}).items():
@@ -350,6 +412,29 @@ def push(
         print(f"commit: {commit.commit_url}")
     for key, value in (variables or {}).items():
         print(f"Space variable {key}={value}")
+
+
+def upload_branches(api, repo_id: str, url: str, branches: dict[str, Path]) -> None:
+    """Create each branch (from main, if it is not there) and upload its folder to it, replacing what it held."""
+    done = []
+    for branch, folder in branches.items():
+        try:
+            api.create_branch(repo_id, branch=branch, exist_ok=True)
+            api.upload_folder(
+                repo_id=repo_id,
+                folder_path=str(folder),
+                revision=branch,
+                commit_message=f"Upload the snapshot {branch}",
+                delete_patterns="*",
+            )
+        except Exception as e:
+            err = hub_error(e, f"uploading the branch {branch} to {repo_id}")
+            pushed = f"the branches {', '.join(done)} were uploaded" if done else "no branch was uploaded"
+            raise PublishError(
+                err.code, f"{err}. The repo {url} exists; {pushed}, main is unchanged. Run the same command again."
+            ) from e
+        done.append(branch)
+        print(f"published {repo_id}@{branch}")
 
 
 def hub_call(fn, doing: str):

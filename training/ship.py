@@ -5,6 +5,11 @@ model is split into shards with an index),
 scores the *bundled* files once on the test split with the evaluation function, and writes metrics.json
 with the exact training command, data, wall time, machine and scores. The bundle folder is replaced
 atomically: a failure leaves the previous one as it was.
+
+A run trained with --snapshots brings its snapshots along, in fp16 too, in snapshots/step-<N>/ (each with its
+snapshot.json: the step's loss and validation score); `--snapshots K` keeps K of them (the first and the last
+among them, the rest spread over the schedule), `--snapshots 0` none; together they must stay within
+--snapshots-max-mb. `from_pretrained(bundle, revision="step-<N>")` loads one (pipelines/snapshots.py).
 """
 
 import argparse
@@ -15,12 +20,14 @@ import time
 from pathlib import Path
 
 from pipelines.common import WEIGHTS, weights_sha256
-from transformer.hub import WEIGHTS_INDEX, weight_files
+from pipelines.snapshots import read_infos
+from transformer.hub import SNAPSHOTS, WEIGHTS_INDEX, snapshot_revision, weight_files
 
 from .checkpoint import atomic_folder
 from .loop import BEST, METRICS_LOG, SUMMARY
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
+MAX_SNAPSHOTS_MB = 40.0  # all the bundled snapshots together (MiB)
 
 
 class ShipError(Exception):
@@ -65,6 +72,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--display-note",
         default=None,
         help="one sentence the app shows beside the model choice: what the model is (and what its heads do, measured)",
+    )
+    p.add_argument(
+        "--snapshots",
+        type=int,
+        default=None,
+        metavar="K",
+        help="bundle K of the run's snapshots (--run/snapshots/, from --snapshots in training): the first, the last "
+        "and the rest spread between them; 0 bundles none (default: all of them)",
+    )
+    p.add_argument(
+        "--snapshots-max-mb",
+        type=float,
+        default=MAX_SNAPSHOTS_MB,
+        help="the bundled snapshots together may take at most this many MiB (default %(default)s)",
     )
     p.add_argument(
         "--also",
@@ -126,19 +147,55 @@ def _carried(fitted: dict) -> dict:
     return {k: fitted[k] for k in CARRIED if k in fitted}
 
 
-def write_bundle(a, folder: Path) -> dict:
-    """Fill `folder` with the fp16 model, score it and write metrics.json; returns the metrics."""
-    best = a.run / BEST
-    weights = {f.name for f in weight_files(best)} | {WEIGHTS, WEIGHTS_INDEX}
-    for f in best.iterdir():
-        if f.name not in weights | {"README.md"}:
-            shutil.copy2(f, folder / f.name)
-    limit = int(a.max_file_mb * 2**20)
-    to_fp16(best, folder, limit)
-    too_big = [f.name for f in folder.iterdir() if f.stat().st_size > limit]
+def copy_fp16(src: Path, dst: Path, max_file_mb: float) -> None:
+    """A model folder's files from src into dst (an existing folder), its weights in fp16; ShipError for a file
+    over max_file_mb."""
+    weights = {f.name for f in weight_files(src)} | {WEIGHTS, WEIGHTS_INDEX}
+    for f in src.iterdir():
+        if f.is_file() and f.name not in weights | {"README.md"}:
+            shutil.copy2(f, dst / f.name)
+    limit = int(max_file_mb * 2**20)
+    to_fp16(src, dst, limit)
+    too_big = [f.name for f in dst.iterdir() if f.is_file() and f.stat().st_size > limit]
     if too_big:
-        raise ShipError(f"{too_big} over {a.max_file_mb:g} MiB")
+        raise ShipError(f"{too_big} over {max_file_mb:g} MiB")
+
+
+def pick_evenly(steps: list[int], k: int | None) -> list[int]:
+    """k of the steps (all for None): the first and the last, the rest at evenly spaced places in the list (over
+    a logarithmic schedule, so still roughly logarithmic)."""
+    if k is None or k >= len(steps):
+        return list(steps)
+    if k <= 0:
+        return []
+    if k == 1:
+        return [steps[-1]]
+    return sorted({steps[round(i * (len(steps) - 1) / (k - 1))] for i in range(k)})
+
+
+def bundle_snapshots(a, folder: Path) -> list[int]:
+    """Copy the chosen snapshots of the run into folder/snapshots/, in fp16; returns their steps. ShipError when
+    together they take more than --snapshots-max-mb."""
+    steps = pick_evenly([int(info["step"]) for info in read_infos(a.run)], a.snapshots)
+    for step in steps:
+        dst = folder / SNAPSHOTS / snapshot_revision(step)
+        dst.mkdir(parents=True)
+        copy_fp16(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb)
+    size = sum(f.stat().st_size for f in (folder / SNAPSHOTS).rglob("*") if f.is_file()) if steps else 0
+    if size > a.snapshots_max_mb * 2**20:
+        raise ShipError(
+            f"{len(steps)} snapshots take {size / 2**20:.1f} MiB, over --snapshots-max-mb {a.snapshots_max_mb:g}: "
+            f"bundle fewer (--snapshots K)"
+        )
+    return steps
+
+
+def write_bundle(a, folder: Path) -> dict:
+    """Fill `folder` with the fp16 model (and snapshots), score it and write metrics.json; returns the metrics."""
+    copy_fp16(a.run / BEST, folder, a.max_file_mb)
+    snapshots = bundle_snapshots(a, folder)
     # what training.calibrate recorded on the run's best model (its preprocessing.json is copied with it)
+    best = a.run / BEST
     fitted = json.loads((best / "metrics.json").read_text()) if (best / "metrics.json").is_file() else {}
     metrics = {**run_metrics(a, score_bundle(a.task, folder, a.test_data)), **_carried(fitted)}
     for name, path in (item.split("=", 1) for item in a.also):
@@ -147,6 +204,8 @@ def write_bundle(a, folder: Path) -> dict:
         from .contrast import PAIRS, evaluate_model
 
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
+    if snapshots:
+        metrics["snapshots"] = [snapshot_revision(step) for step in snapshots]
     metrics["weights_sha256"] = weights_sha256(folder)  # checked when the app loads the folder
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics

@@ -25,6 +25,12 @@ TRANSFORMERS_KEYS = frozenset(
 # Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; no '-' or '.' at either end; 96 characters at most.
 _NAME = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?"
 REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
+# Snapshots taken during training (training/snapshots.py): a model folder keeps them in snapshots/step-<N>/, each a
+# model folder of its own with snapshot.json (step, loss, validation score); a Hub repo keeps them as branches
+# step-<N>. revision="step-<N>" loads one from either.
+SNAPSHOTS = "snapshots"
+SNAPSHOT_INFO = "snapshot.json"
+SNAPSHOT_REVISION = re.compile(r"^step-(\d+)$")
 
 
 class CheckpointError(RuntimeError):
@@ -64,17 +70,44 @@ def missing_files(folder: str | os.PathLike, required: tuple[str, ...]) -> list[
     return missing
 
 
-def resolve_checkpoint(name_or_path: str | os.PathLike, required: tuple[str, ...] = (CONFIG, WEIGHTS)) -> Path:
+def snapshot_revision(step: int) -> str:
+    """The revision name of the snapshot taken after `step` optimizer steps: "step-<step>"."""
+    return f"step-{int(step)}"
+
+
+def local_revision(folder: Path, revision: str | None) -> Path:
+    """The folder of `revision` in a local model folder: the folder itself for None or "main", its
+    snapshots/step-<N>/ for "step-<N>". CheckpointError for another name or a snapshot it does not have."""
+    if revision in (None, "main"):
+        return folder
+    if not SNAPSHOT_REVISION.match(str(revision)):
+        raise CheckpointError(f"{folder}: revision {revision!r} is not 'main' or 'step-<N>' (a folder has no other)")
+    found = folder / SNAPSHOTS / revision
+    if not found.is_dir():
+        have = sorted(
+            (p.name for p in (folder / SNAPSHOTS).glob("step-*") if SNAPSHOT_REVISION.match(p.name)),
+            key=lambda name: int(name.split("-")[1]),
+        )
+        which = f"it has {', '.join(have)}" if have else f"it has no {SNAPSHOTS}/ folder"
+        raise CheckpointError(f"{folder}: no snapshot {revision!r} ({which})")
+    return found
+
+
+def resolve_checkpoint(
+    name_or_path: str | os.PathLike, required: tuple[str, ...] = (CONFIG, WEIGHTS), revision: str | None = None
+) -> Path:
     """A local folder holding the checkpoint: `name_or_path` itself, or a Hub snapshot of that repo id.
 
-    Raises CheckpointError for a missing folder, a missing file, an unknown repo, or the Hub being
-    unreachable (offline), naming what it looked for. The weights may be one file or shards with an index.
+    revision: for a repo id, the branch, tag or commit to download (None: main); for a local folder, "main" or a
+    snapshot "step-<N>" (its snapshots/step-<N>/ folder). Raises CheckpointError for a missing folder, a missing
+    file, an unknown repo or revision, or the Hub being unreachable (offline), naming what it looked for. The
+    weights may be one file or shards with an index.
     """
     name = str(name_or_path)
     if os.path.isdir(name):
-        folder = Path(name)
+        folder = local_revision(Path(name), revision)
     elif looks_like_repo_id(name):
-        folder = _download(name)
+        folder = _download(name, revision)
     else:
         raise CheckpointError(f"{name}: no such folder (and not a Hub repo id of the form 'user/name')")
     missing = missing_files(folder, required)
@@ -83,17 +116,18 @@ def resolve_checkpoint(name_or_path: str | os.PathLike, required: tuple[str, ...
     return folder
 
 
-def _download(repo_id: str) -> Path:
+def _download(repo_id: str, revision: str | None = None) -> Path:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
         LocalEntryNotFoundError,
         OfflineModeIsEnabled,
         RepositoryNotFoundError,
+        RevisionNotFoundError,
     )
 
     try:
-        return Path(snapshot_download(repo_id))
+        return Path(snapshot_download(repo_id, revision=revision))
     except (LocalEntryNotFoundError, OfflineModeIsEnabled) as e:
         raise CheckpointError(
             f"{repo_id}: cannot reach the Hugging Face Hub (offline?) and the repo is not in the local cache. "
@@ -101,6 +135,8 @@ def _download(repo_id: str) -> Path:
         ) from e
     except GatedRepoError as e:
         raise CheckpointError(f"{repo_id}: the repo is gated; log in with an account that has access") from e
+    except RevisionNotFoundError as e:  # before OSError, which it also is
+        raise CheckpointError(f"{repo_id}: no revision {revision!r} on the Hub (a branch, tag or commit)") from e
     except RepositoryNotFoundError as e:
         raise CheckpointError(f"{repo_id}: no such repo on the Hub (or it is private)") from e
     except OSError as e:  # connection errors and the like
