@@ -84,6 +84,9 @@ def test_calibrate_writes_temperature_and_domain_statistics(calibrated_sentiment
     assert domain["signals"] == ["words"] and domain["target_rate"] == 0.1
     assert len(domain["references"]["words"]) == 201 and 0 < domain["threshold"] <= 1
     assert not list(calibrated_sentiment.glob("*.tmp"))  # written atomically: no temporary file left
+    # a folder without metrics.json (a run's best/) gets one with the fit, which training.ship carries on
+    fit = json.loads((calibrated_sentiment / "metrics.json").read_text())["calibration"]
+    assert fit["temperature"] == prep["temperature"]
 
 
 def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrated_sentiment):

@@ -177,11 +177,10 @@ def score_test_files(a) -> dict:
 
 
 def record_metrics(folder: Path, calibration: dict) -> None:
-    """Add the calibration record to metrics.json (and ECE / flag rate to its test entry when scored here)."""
+    """Add the calibration record to metrics.json (and ECE / flag rate to its test entry when scored here); a run's
+    best/ model has none yet: one is started, and training.ship carries its calibration record into the bundle."""
     path = folder / "metrics.json"
-    if not path.is_file():
-        return
-    metrics = json.loads(path.read_text())
+    metrics = json.loads(path.read_text()) if path.is_file() else {}
     metrics["calibration"] = calibration
     test = metrics.get("test") or {}
     scored = calibration.get("test", {}).get(test.get("data"))
