@@ -29,6 +29,7 @@ from transformer import (
     load_model,
 )
 from transformer.generation import row_limits
+from transformer.hub import weight_files
 
 ROOT = Path(__file__).resolve().parents[1]
 REVIEWS = ["A wonderful, moving film.", "Dull and far too long. I left early.", "not bad at all"]
@@ -82,7 +83,8 @@ def check_classifier(folder: Path) -> None:
         assert theirs.shape == (B, pipe.n_heads, T, T) and torch.equal(theirs, mine)
         for i, text in enumerate(REVIEWS):  # each review run alone, as the app runs it
             n = int(real[i].sum())
-            torch.testing.assert_close(theirs[i, :, :n, :n], pipe(text).attentions[layer], rtol=0, atol=1e-6)
+            # alone or in a padded batch: the same maps up to float rounding (1.2e-6 seen on the 6 x 12 model)
+            torch.testing.assert_close(theirs[i, :, :n, :n], pipe(text).attentions[layer], rtol=0, atol=1e-5)
 
     with torch.no_grad():
         plain = model(**batch)
@@ -276,8 +278,8 @@ def test_bundled_models_through_transformers_equal_the_pipelines(tmp_path):
     sentiment = published("sentiment", ROOT / "assets" / "sentiment", tmp_path / "sentiment")
     translation = published("translation", ROOT / "assets" / "translation", tmp_path / "translation")
     for folder, task in ((sentiment, "sentiment"), (translation, "translation")):
-        weights = (ROOT / "assets" / task / "model.safetensors").read_bytes()
-        assert (folder / "model.safetensors").read_bytes() == weights
+        shipped = weight_files(ROOT / "assets" / task)  # model.safetensors, or the shards of a 6 x 12 model
+        assert [f.read_bytes() for f in weight_files(folder)] == [f.read_bytes() for f in shipped]
     check_classifier(sentiment)
     english = check_translator(translation)
     greedy = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation"))

@@ -107,15 +107,22 @@ def test_model_card_reports_the_contrast_set():
     assert "10 example reviews: 9 right; wrong on: Sarcastic." in _evaluation("sentiment", metrics)
 
 
-def test_model_card_limits_name_what_the_contrast_set_measures():
-    """The shipped model's card: its limits name negation next to what it negates (the shipped model misreads "not
-    bad") and point at the contrast-set scores that follow; its data is IMDB and SST-2, not IMDB alone."""
+@pytest.mark.parametrize(
+    "bundle,limit",
+    [
+        ("sentiment", "Subtle cases: sarcasm, mixed reviews, and some negation"),  # fine-tuned from public weights
+        ("sentiment-scratch", "Subtle cases: negation (even right next to what it negates)"),  # misreads "not bad"
+    ],
+)
+def test_model_card_limits_name_what_the_contrast_set_measures(bundle, limit):
+    """Each bundled model's card: its limits name what that model misreads and point at the contrast-set scores
+    that follow; its data is IMDB and SST-2, not IMDB alone."""
     from training.model_card import model_card
 
-    folder = Path(__file__).resolve().parents[1] / "assets" / "sentiment"
+    folder = Path(__file__).resolve().parents[1] / "assets" / bundle
     config, metrics = (json.loads((folder / name).read_text()) for name in ("config.json", "metrics.json"))
     card = str(model_card("sentiment", "user/sentiment", config, metrics["parameters"], metrics))
-    subtle = card.index("Subtle cases: negation (even right next to what it negates)")
+    subtle = card.index(limit)
     assert subtle < card.index("Contrast set (") and "the contrast-set scores below" in card
     assert "IMDB movie reviews only" not in card and "(IMDB and SST-2)" in card
 

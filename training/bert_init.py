@@ -69,9 +69,10 @@ def resolve_source(source: str) -> Path:
     )
 
 
-def provenance(folder: Path, expected_sha256: str | None) -> dict:
-    """What metrics.json and the model card record of the source weights: their sha256 (checked against
-    `expected_sha256` unless that is None), and name, revision and license when the hash is one we know."""
+def provenance(folder: Path, expected_sha256: str | None, source: str | None = None) -> dict:
+    """What metrics.json and the model card record of the source weights: where they were read from (`source` as
+    given on the command line, not a machine's path), their sha256 (checked against `expected_sha256` unless that
+    is None), and name, revision and license when the hash is one we know."""
     sha = file_sha256(folder / WEIGHTS)
     if expected_sha256 is not None and sha != expected_sha256.lower():
         raise CheckpointError(
@@ -79,7 +80,7 @@ def provenance(folder: Path, expected_sha256: str | None) -> dict:
             "asked for"
         )
     known = KNOWN.get(sha)
-    return {"sha256": sha, "folder": str(folder), **(asdict(known) if known else {"name": "unknown"})}
+    return {"sha256": sha, "read_from": source or folder.name, **(asdict(known) if known else {"name": "unknown"})}
 
 
 def load_tokenizer(folder: Path) -> Tokenizer:

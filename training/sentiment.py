@@ -90,7 +90,7 @@ class SentimentTask:
             from . import bert_init
 
             self.bert_folder = bert_init.resolve_source(args.init_from_bert)
-            self.provenance = bert_init.provenance(self.bert_folder, args.bert_sha256 or None)
+            self.provenance = bert_init.provenance(self.bert_folder, args.bert_sha256 or None, args.init_from_bert)
             self.tokenizer = bert_init.load_tokenizer(self.bert_folder)
             log(f"BERT weights and tokenizer from {self.bert_folder} (sha256 {self.provenance['sha256'][:12]}…)")
         elif getattr(args, "init_from", None):

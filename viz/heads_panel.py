@@ -38,16 +38,15 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     state, clicked = gr.State(None), gr.State(None)
     gr.Markdown(f"### What each head does\n{HELP[task]}")
     status = gr.Markdown(elem_id=f"{p}-status")
-    with gr.Row():
-        with gr.Column(scale=2):
-            grid = gr.Dataframe(
-                heads.empty_grid(layers, n_heads),
-                label="Effect, layer × head (click a cell)",
-                interactive=False,
-                elem_id=f"{p}-grid",
-            )
-            add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
-        heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap", scale=3)
+    # The grid takes the full width: a 6 x 12-head model's twelve columns fit at 1440 px, the clicked head's map below
+    grid = gr.Dataframe(
+        heads.empty_grid(layers, n_heads),
+        label="Effect, layer × head (click a cell)",
+        interactive=False,
+        elem_id=f"{p}-grid",
+    )
+    add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
+    heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap")
     table = gr.Dataframe(
         heads.empty_table(layers), label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table"
     )
