@@ -14,6 +14,7 @@ Not Only a Weight"): how much key j actually moves the output, not only how much
 Works for every adapter (ours, `transformers` BERT-family and Marian): their heads all scale by 1/sqrt(hs).
 """
 
+import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -236,9 +237,18 @@ def with_value_norms(adapter, forward: Callable[[], object]) -> tuple[object, di
     weighted by what each value carries are then weights (B, H, Tq, Tk) * norms[:, layer, :, None, :]."""
     parts, H = adapter.attention_parts(), adapter.n_heads
     seen, hooks = {}, []
+    owner = threading.get_ident()  # hooks are the module's, seen by every thread's run: keep this thread's only
+
+    def keep(key):
+        def hook(module, args, out):
+            if threading.get_ident() == owner:
+                seen[key] = out
+
+        return hook
+
     for kind, layers in parts.items():
         for i, p in enumerate(layers):
-            hooks.append(p.v.register_forward_hook(lambda m, a, out, key=(kind, i): seen.__setitem__(key, out)))
+            hooks.append(p.v.register_forward_hook(keep((kind, i))))
     try:
         run = forward()
     finally:

@@ -237,10 +237,17 @@ def test_weights_that_differ_from_the_recorded_hash_do_not_load(sentiment_dir, t
 def test_the_shipped_models_record_their_weights_hash():
     from viz.models import ROOT
 
-    for task in ("sentiment", "translation"):
+    for task in ("sentiment", "sentiment-scratch", "translation"):
         folder = ROOT / "assets" / task
         recorded = json.loads((folder / "metrics.json").read_text())["weights_sha256"]
-        assert recorded == hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+        index = folder / "model.safetensors.index.json"  # a sharded model: the index, then its shards in order
+        files = [folder / "model.safetensors"]
+        if index.is_file():
+            files = [index, *(folder / f for f in dict.fromkeys(json.loads(index.read_text())["weight_map"].values()))]
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(f.read_bytes())
+        assert recorded == digest.hexdigest()
 
 
 def _poisoned(pipe):
