@@ -5,7 +5,8 @@
 Prints, for the ~300-word benchmark review and the 15-word German sentence, the size of every figure the
 first draw sends (plotly JSON, as gr.Plot serializes it) and the total per task, with the token list of token focus.
 Then what the views send on demand: the model view (once its accordion is opened), token focus for one token,
-and the large heatmap under the log and row-max colour scales.
+and the large heatmap under the log and row-max colour scales; and inside one head (its steps' HTML and its heads'
+bars, sent only once its accordion is opened: before that its events return gr.skip(), no value).
 """
 
 import argparse
@@ -66,6 +67,20 @@ def sentiment_report(pipe) -> None:
         "single, tokens hidden": handlers.sentiment_heatmap(view, 0, 0, "linear", True),
     }
     print("  on demand: " + ", ".join(f"{k} {figure_bytes(f) / 1000:.0f} KB" for k, f in on_demand.items()))
+    inside_head_report(pipe, view, "self", "src:5")
+
+
+def inside_head_report(pipe, view, kind: str, token: str) -> None:
+    """What the inside-one-head view sends once opened, for one token of one kind (the first layer and head)."""
+    import gradio as gr
+
+    from pipelines.model_registry import ModelRegistry
+    from viz import inside_head_panel
+
+    internals = inside_head_panel.record(ModelRegistry.of(pipe), view)
+    steps, heads = inside_head_panel.figures(view, internals, kind, 0, 0, token, 1)
+    html_kb, bars_kb = len(json.dumps(gr.HTML().postprocess(steps)).encode()) / 1000, figure_bytes(heads) / 1000
+    print(f"  inside one head, once opened: steps {html_kb:.0f} KB, heads' bars {bars_kb:.0f} KB")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         steps = handlers.translation_step(view, 0, 1)
         names = ["cross overview", "cross", "encoder", "decoder", "step heads", "step top-k"]
         report(f"translation ({len(BENCH_GERMAN.split())}-word sentence)", dict(zip(names, [*figs, *steps])))
+        inside_head_report(translation.pipeline, view, "cross", "tgt:0")
     return 0
 
 

@@ -74,10 +74,13 @@ def figures(view, internals, kind: str, layer, head, token, step=None):
 
 def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, new_result=None) -> None:
     """Opening records (once per result, by the model that made it: models is the tab's ModelRegistry) and draws;
-    every choice after that redraws from the recording."""
-    inputs = [state, ui.recorded, ui.is_open, layer, head, token, kind] + ([step] if step is not None else [])
+    every choice after that redraws from the recording. step: the decoding step's control (None: no steps)."""
+    # One input per positional parameter, the request last: it then reaches run_as (queued as this page's client)
+    # whatever gradio does with a left-out parameter (6.31 fills in its default; tests/test_browser_inside_head.py)
+    step = gr.State(None) if step is None else step
+    inputs = [state, ui.recorded, ui.is_open, layer, head, token, kind, step]
 
-    def redraw(view, recorded, is_open, layer, head, token, kind, step=None, request: gr.Request = None):
+    def redraw(view, recorded, is_open, layer, head, token, kind, step, request: gr.Request = None):
         if not is_open or view is None:
             return gr.skip(), gr.skip(), gr.skip()
         if recorded is None or recorded[0] != input_key(view):
@@ -90,7 +93,7 @@ def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, n
     outputs = [ui.steps, ui.heads, ui.recorded]
     ui.accordion.expand(lambda: True, None, [ui.is_open], **PRIVATE).then(redraw, inputs, outputs, **PRIVATE)
     ui.accordion.collapse(lambda: False, None, [ui.is_open], **PRIVATE)
-    for control in (layer, head, token, kind, *([step] if step is not None else [])):
+    for control in (layer, head, token, kind, step):
         if isinstance(control, gr.State):
             continue
         control.change(redraw, inputs, outputs, **PRIVATE)

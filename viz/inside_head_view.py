@@ -44,7 +44,8 @@ def _dot(q: np.ndarray, k: np.ndarray, score: float) -> str:
 
 def steps_html(h: HeadInternals, q_label: str, k_labels: list[str]) -> str:
     """The formula with this head's numbers, step by step, for one query; every key's weight in a table
-    (class ih-weights, one cell per key, in key order) that a reader, or a test, can check against the heatmap."""
+    (class ih-weights, one cell per key, in key order) that a reader, or a test, can check against the heatmap.
+    The outer div names what it shows (data-kind, -layer, -head, -query: positions from 0)."""
     q, keys = h.q.numpy(), h.keys.numpy()
     order = [int(j) for j in np.argsort(-h.weights.numpy(), kind="stable")[:TOP_KEYS]]
     top = float(max(np.abs(q).max(initial=0), np.abs(keys[order]).max(initial=0)))
@@ -64,9 +65,10 @@ def steps_html(h: HeadInternals, q_label: str, k_labels: list[str]) -> str:
     mixed = " + ".join(f"{float(h.weights[j]):.3f}·v({_esc(k_labels[j])})" for j in order)
     weights = "".join(f'<td data-key="{j}">{float(w):.3f}</td>' for j, w in enumerate(h.weights.numpy()))
     labels = "".join(f"<th>{_esc(t)}</th>" for t in k_labels)
-    return f"""<div class="inside-head">
+    shown = f'data-kind="{h.kind}" data-layer="{h.layer}" data-head="{h.head}" data-query="{h.query}"'
+    return f"""<div class="inside-head" {shown}>
 <p class="ih-formula">weights = softmax(mask(q·kᵀ / √{h.q.numel()})) · output = Σ<sub>j</sub> w<sub>j</sub>
-v<sub>j</sub> · layer {h.layer + 1}, head {h.head + 1}, query <b>{_esc(q_label)}</b></p>
+v<sub>j</sub> · layer {h.layer + 1}, head {h.head + 1}, query <b>{_esc(q_label)}</b> (row {h.query})</p>
 <ol class="ih-steps">
 <li><b>scores</b> q·k<sub>j</sub> for every key ({len(k_labels)} keys; the top {len(order)} by weight below)</li>
 <li><b>scaled</b> by 1/√{h.q.numel()} = {h.scale:.3f}</li>

@@ -4,8 +4,17 @@ the visitor's screen is applied where plotly draws them (downloads.PLOTLY_JS cal
 
 # Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
 # server (views_panel) stay out of sight.
+# Inside one head (viz.inside_head_view): vectors as rows of small squares, tables that scroll within themselves
+# rather than widen the page on a phone.
 CSS = """
 .views-hidden { display: none !important; }
+.inside-head .ih-vec { display: flex; flex-wrap: wrap; align-items: center; gap: 2px; margin: 2px 0; }
+.inside-head .ih-name { min-width: 7em; margin-right: 6px; font-size: 0.85em; overflow-wrap: anywhere; }
+.inside-head .ih-cell { display: inline-block; width: 14px; height: 14px; border-radius: 2px;
+  border: 1px solid rgba(127, 127, 127, 0.35); }
+.inside-head table { display: block; max-width: 100%; overflow-x: auto; }
+.inside-head td, .inside-head th { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.inside-head .ih-formula, .inside-head .ih-sum { overflow-wrap: anywhere; }
 @media (max-width: 720px) {
   .plot-row, .view-options { flex-direction: column !important; flex-wrap: nowrap !important; }
   .plot-row > *, .view-options > * { min-width: 100% !important; width: 100% !important; }
