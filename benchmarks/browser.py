@@ -169,7 +169,8 @@ def click_slider(page, elem_id: str, fx: float) -> None:
     track = page.locator(f"#{elem_id} input[type=range]")
     track.scroll_into_view_if_needed()
     box = track.bounding_box()
-    page.mouse.click(box["x"] + min(max(fx, 0.0), 1.0) * box["width"], box["y"] + box["height"] / 2)
+    x = box["x"] + 2 + min(max(fx, 0.0), 1.0) * (box["width"] - 4)  # fx 0 and 1: the ends, inside the track
+    page.mouse.click(x, box["y"] + box["height"] / 2)
 
 
 def wait_heads_measured(page, task: str) -> str:

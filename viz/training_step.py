@@ -79,9 +79,16 @@ def build(models, task: str) -> TrainingStepUI:
 def wire(ui: TrainingStepUI, models, task: str, choice: gr.Radio | None = None) -> None:
     """Moving the slider (on release) reads the input again with that snapshot; a new model choice (when the tab
     has one) puts the slider at that model's right end, then reads the input again with it."""
+
+    def step_info(model, position) -> str:
+        return describe(models, model, position)
+
+    def step_reset(model) -> tuple[gr.Slider, gr.Markdown]:
+        return reset(models, model)
+
     model = choice if choice is not None else gr.State(models.default)
-    ui.slider.change(lambda m, p: describe(models, m, p), [model, ui.slider], [ui.info], **PRIVATE)
+    ui.slider.change(step_info, [model, ui.slider], [ui.info], **PRIVATE)
     ui.slider.release(None, None, None, js=rerun_js(task), **PRIVATE)
     if choice is not None:
-        reset_event = choice.change(lambda m: reset(models, m), [choice], [ui.slider, ui.info], **PRIVATE)
+        reset_event = choice.change(step_reset, [choice], [ui.slider, ui.info], **PRIVATE)
         reset_event.then(None, None, None, js=rerun_js(task), **PRIVATE)
