@@ -13,7 +13,6 @@ import gradio as gr  # noqa: E402
 
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
-from pipelines.model_registry import ModelRegistry  # noqa: E402
 from pipelines.serving import served  # noqa: E402
 from viz import (  # noqa: E402
     explanation_panel,
@@ -22,13 +21,14 @@ from viz import (  # noqa: E402
     inside_head_panel,
     model_choice,  # noqa: E402
     share_ui,
+    training_step,
     translation_explanation_panel,
     views_panel,
 )
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402
-from viz.models import redact_paths, sentiment_registry  # noqa: E402
+from viz.models import redact_paths, sentiment_registry, translation_registry  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 # Model events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
@@ -137,12 +137,13 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     views = views_panel.focus_and_model("sentiment", scale, hide, kinds=False)
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
+    snapshot = training_step.build(models, "sentiment")
     inside = inside_head_panel.build("sentiment")
 
-    def analyze(review: str, name, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
+    def analyze(review: str, name, position, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
         """The button: the prediction and the large heatmap come back together (one round trip to a drawn map),
-        with the layer and head choices sized to the chosen model."""
-        chosen, name = model_choice.resolve(models, name)
+        with the layer and head choices sized to the chosen model (at the training step's snapshot, if any)."""
+        chosen, name = model_choice.resolve(models, training_step.chosen(models, name, position))
         if chosen is None:
             return None, None, name, None, gr.skip(), gr.skip()
         view, probabilities, status = hosting.run_as(request, handlers.analyze_review, chosen, review, True, name)
@@ -155,9 +156,9 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
         return hosting.run_as(request, handlers.analyze_review, pipe, review, False)[1:]
 
     outputs = [state, label, status, single, layer, head]
-    inputs = [review, choice, layer, head, scale, hide]
+    inputs = [review, choice, snapshot.slider, layer, head, scale, hide]
     predicted = submit.click(analyze, inputs, outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW)
-    model_choice.rerun_on_change(choice, "sentiment")
+    training_step.wire(snapshot, models, "sentiment", choice)  # a new model or step reads the review again
     # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
     # second or two); a new layer redraws the plots of a layer, a new head only the large one
     painted = hosting.after_paint(predicted)
@@ -193,14 +194,16 @@ def _translation_inputs(pipe):
     return german, decoding, beam_size, submit
 
 
-def _translation_plots(pipe) -> SimpleNamespace:
+def _translation_plots(models) -> SimpleNamespace:
     """The translation tab's controls and plots under its inputs, by name."""
+    pipe = models.get()
     with gr.Row():
         layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
         head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
     scale, hide = views_panel.options("translation")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
+    snapshot = training_step.build(models, "translation")
     gr.Markdown(STEP_HELP)
     step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
     with gr.Row(elem_classes=["plot-row"]):
@@ -213,10 +216,14 @@ def _translation_plots(pipe) -> SimpleNamespace:
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
     views = views_panel.focus_and_model("translation", scale, hide, kinds=True)
     inside = inside_head_panel.build("translation")
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k != "pipe"})
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("pipe", "models")})
 
 
-def translation_tab(pipe, demo: gr.Blocks) -> None:
+def translation_tab(models, demo: gr.Blocks) -> None:
+    """The translation tab over a ModelRegistry (viz.models.translation_registry): the default translator and its
+    training snapshots; the training-step slider picks which one the run and the panels use, the API serves the
+    default."""
+    pipe = models.get()
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     with gr.Row():
         with gr.Column(scale=3):
@@ -225,13 +232,17 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
             english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
             status = gr.Markdown(label="Status", elem_id="translation-status")
             share = share_ui.share_controls("translation")
-    p = _translation_plots(pipe)
+    p = _translation_plots(models)
     layer, head, scale, hide, cross, cross_overview = p.layer, p.head, p.scale, p.hide, p.cross, p.cross_overview
     step, step_heads, step_topk, encoder, decoder = p.step, p.step_heads, p.step_topk, p.encoder, p.decoder
 
-    def run(german_text: str, decoding: str, beam: float, layer, head, scale, hide, request: gr.Request = None):
-        """The button: the translation and the large cross-attention heatmap come back together."""
-        view, text, status = hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam)
+    def run(german_text: str, decoding, beam, position, layer, head, scale, hide, request: gr.Request = None):
+        """The button: the translation and the large cross-attention heatmap come back together (by the training
+        step's snapshot, when the slider is not at the trained model)."""
+        chosen, name = model_choice.resolve(models, training_step.chosen(models, None, position))
+        if chosen is None:
+            return None, "", name, None
+        view, text, status = hosting.run_as(request, handlers.translate, chosen, german_text, decoding, beam, name)
         return view, text, status, handlers.translation_heatmap(view, layer, head, scale, hide)
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
@@ -245,8 +256,9 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     inputs = [german, decoding, beam_size]
     outputs = [state, english, status, cross]
     translated = submit.click(
-        run, [*inputs, layer, head, scale, hide], outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW
+        run, [*inputs, p.snapshot.slider, layer, head, scale, hide], outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW
     )
+    training_step.wire(p.snapshot, models, "translation")  # another step translates the sentence again
     painted = hosting.after_paint(translated)
     viewed = views_panel.wire(
         p.views, TRANSLATION_VIEWS, state, layer, head, [cross, encoder, decoder], cross_overview, painted
@@ -254,15 +266,13 @@ def translation_tab(pipe, demo: gr.Blocks) -> None:
     redrawn = [encoder, decoder, step, step_heads, step_topk]
     drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **PRIVATE)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
-    translation_explanation_panel.wire(p.explanations, pipe, state, step, translated)
-    inside_head_panel.wire(
-        p.inside, ModelRegistry.of(pipe), state, layer, head, p.views.token, p.views.kind, step, new_result=drawn
-    )
+    translation_explanation_panel.wire(p.explanations, models, state, step, translated)
+    inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     hosting.watch_for_expiry(state, layer, head, step)
-    heads_panel(ModelRegistry.of(pipe), "translation", state, drawn, [german, decoding, beam_size])
+    heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     share_ui.translation_compare_panel(pipe, **inputs)
     share_ui.wire_translation_links(
@@ -292,6 +302,8 @@ def build_demo(
     if sentiment is not None:
         other = served(sentiment_compare, None, batcher)[0]
         sentiment = sentiment_registry(sentiment, lambda p: served(p, None, batcher)[0], other, list(sentiment_models))
+    if translation is not None:  # the default translator and its training snapshots (loaded on first use)
+        translation = translation_registry(translation, lambda p: served(None, p, batcher)[1])
     with gr.Blocks(
         title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:

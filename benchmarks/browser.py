@@ -163,6 +163,16 @@ def step_forward(page, n: int = 1) -> None:
         wait_redrawn(page, "translation-step-heads")
 
 
+def click_slider(page, elem_id: str, fx: float) -> None:
+    """Click a gr.Slider's track at a fraction fx of its width, as a user would (the value jumps there, and the
+    slider's release event fires)."""
+    track = page.locator(f"#{elem_id} input[type=range]")
+    track.scroll_into_view_if_needed()
+    box = track.bounding_box()
+    x = box["x"] + 2 + min(max(fx, 0.0), 1.0) * (box["width"] - 4)  # fx 0 and 1: the ends, inside the track
+    page.mouse.click(x, box["y"] + box["height"] / 2)
+
+
 def wait_heads_measured(page, task: str) -> str:
     """Wait for the heads panel of a tab to report its measurement (the grid shows dashes until then); its status."""
     status = f"{task}-heads-status"

@@ -4,12 +4,21 @@ A tab (or any caller) asks the registry for a model by name and gets a pipeline;
 run, the panels, compare, downloads) asks the same registry with the name the run recorded, so they all see the
 model the user chose. The first entry is the default (what the API serves) and stays loaded; the others load when
 first asked for, and the least recently used is dropped when more than `keep` of them are loaded.
+
+A model with training snapshots (pipelines/snapshots.py) also has an entry for each, "<model>@step-<N>" with the
+snapshot's revision: the training-step slider chooses among them as the model choice chooses among the models, and
+they load and leave memory the same way (at most `keep` besides the default).
 """
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .snapshots import Snapshot, list_snapshots
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -17,6 +26,18 @@ class ModelEntry:
     name: str  # what the model choice shows, e.g. "pre-trained (MiniLM, 6 × 12 heads)"
     source: str  # the folder or Hub repo id it loads from
     note: str = ""  # one sentence on what this model is, shown beside the choice
+    snapshot: Snapshot | None = None  # a training snapshot of the model `of` (None: the model itself)
+    of: str | None = None  # the name of the model this is a snapshot of
+
+    @property
+    def revision(self) -> str | None:
+        """What to load of `source`: the snapshot's revision ("step-<N>"), None for the model itself."""
+        return self.snapshot.revision if self.snapshot is not None else None
+
+
+def snapshot_name(model: str, snapshot: Snapshot) -> str:
+    """The registry name of one snapshot of `model`: "<model>@step-<N>"."""
+    return f"{model}@{snapshot.revision}"
 
 
 class ModelRegistry:
@@ -43,9 +64,38 @@ class ModelRegistry:
         with self._lock:
             self._loaded.update(pipelines)
 
+    def add_snapshots(self, lister: Callable | None = None) -> "ModelRegistry":
+        """An entry for each training snapshot of each model (lister(source) -> [Snapshot], by default
+        pipelines.snapshots.list_snapshots); a model whose snapshots cannot be listed (an unreachable Hub repo)
+        gets none. Returns self."""
+        lister = lister or list_snapshots
+        for model in self.names:
+            entry = self.entries[model]
+            try:
+                snapshots = lister(entry.source) if entry.source else []
+            except Exception as e:  # no slider for this model; it still works
+                log.warning("the snapshots of %s could not be listed: %s", entry.source, e)
+                snapshots = []
+            for snap in snapshots:
+                name = snapshot_name(model, snap)
+                self.entries[name] = ModelEntry(name, entry.source, entry.note, snapshot=snap, of=model)
+        return self
+
     @property
     def names(self) -> list[str]:
-        return list(self.entries)
+        """The models themselves (what the model choice offers), without their snapshots."""
+        return [n for n, e in self.entries.items() if e.snapshot is None]
+
+    def snapshots(self, name: str | None) -> list[ModelEntry]:
+        """The snapshot entries of a model (or of the model a snapshot belongs to), by step; [] without any."""
+        model = self.model_of(name)
+        found = [e for e in self.entries.values() if e.of == model]
+        return sorted(found, key=lambda e: e.snapshot.step)
+
+    def model_of(self, name: str | None) -> str:
+        """The model a name belongs to: itself for a model, the model for one of its snapshots."""
+        name = self.name_of(name)
+        return self.entries[name].of or name
 
     @property
     def default(self) -> str:

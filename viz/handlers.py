@@ -143,6 +143,7 @@ class TranslationView:
     # The pipeline's TranslationResult: the explanation, the head table and the download reuse it, so a Translate
     # click decodes once (a sentence's maps in float32: at most a few hundred kB).
     result: object = None
+    model: str | None = None  # which of the tab's models made it (its name in the tab's ModelRegistry)
 
 
 def step_slider(view: TranslationView | None) -> gr.Slider:
@@ -157,9 +158,12 @@ def default_decoding(pipe) -> tuple[str, int]:
     return ("beam search" if beam > 1 else "greedy"), max(2, beam)
 
 
-def translate(pipe, german_text: str, decoding: str | None = None, beam_size: int | None = None):
+def translate(
+    pipe, german_text: str, decoding: str | None = None, beam_size: int | None = None, model: str | None = None
+):
     """Run the translator once: (state, English text, status Markdown). decoding / beam_size None: the app's
-    defaults; values the app does not take (from an API client) get a message."""
+    defaults; values the app does not take (from an API client) get a message. model: the name of `pipe` in the
+    tab's model registry (a training snapshot's, "<model>@step-<N>"), kept in the state for the panels."""
     checked = check_text(german_text, MAX_GERMAN_CHARS, "German sentence")
     if checked.text is None:
         return None, "", _status([], checked.error)
@@ -191,6 +195,7 @@ def translate(pipe, german_text: str, decoding: str | None = None, beam_size: in
         maps=result.attention_maps().astype(np.float16),
         text=checked.text,
         result=result,
+        model=model,
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
     summary = f"{plural(len(result.steps), 'step')}, {how}; {notices_.translation_confidence(result.mean_logprob)}"

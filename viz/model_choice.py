@@ -49,11 +49,15 @@ def sized(pipe, layer: int, head: int) -> tuple[gr.Radio, gr.Radio]:
     return gr.Radio(choices=layers, value=layer), gr.Radio(choices=heads, value=head)
 
 
-def rerun_on_change(radio: gr.Radio, task: str) -> None:
-    """Another model chosen: press the tab's button when there is text to read (the same review, the other
-    model), as a click would, with every panel."""
-    js = (
+def rerun_js(task: str) -> str:
+    """Client-side: press the tab's button when there is text to read, as a click would (every panel follows)."""
+    return (
         f"() => {{ const box = document.querySelector('#{task}-input textarea');"
         f" if (box && box.value.trim()) document.querySelector('#{task}-submit')?.click(); }}"
     )
-    radio.change(None, None, None, js=js, **PRIVATE)
+
+
+def rerun_on_change(radio: gr.Radio, task: str) -> None:
+    """Another model chosen: press the tab's button when there is text to read (the same review, the other
+    model), as a click would, with every panel."""
+    radio.change(None, None, None, js=rerun_js(task), **PRIVATE)

@@ -115,9 +115,25 @@ def sentiment_registry(default, wrap, compare=None, sources: list[str] = ()):
     loaded = {display_name(p): p for p in (default, compare) if p is not None}
     entries = [entry(str(getattr(p, "source", "")), p) for p in loaded.values()]
     entries += [entry(s) for s in sources if entry_name(s) not in loaded]
-    registry = ModelRegistry(entries, lambda e: SentimentPipeline.from_pretrained(e.source), wrap=wrap)
+    registry = ModelRegistry(
+        entries, lambda e: SentimentPipeline.from_pretrained(e.source, revision=e.revision), wrap=wrap
+    )
     registry.preload(loaded)
-    return registry
+    return registry.add_snapshots()
+
+
+def translation_registry(default, wrap):
+    """The translation tab's ModelRegistry: the default pipeline (loaded; served by the API) and its training
+    snapshots (the training-step slider), loaded on first use. wrap: the server's stand-in for each as it loads."""
+    from pipelines import TranslationPipeline
+    from pipelines.model_registry import ModelRegistry
+
+    entries = [entry(str(getattr(default, "source", "")), default)]
+    registry = ModelRegistry(
+        entries, lambda e: TranslationPipeline.from_pretrained(e.source, revision=e.revision), wrap=wrap
+    )
+    registry.preload({entries[0].name: default})
+    return registry.add_snapshots()
 
 
 def load_compare_model():

@@ -89,19 +89,21 @@ def build() -> TranslationExplanationPanel:
     return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, gr.State(None))
 
 
-def wire(panel: TranslationExplanationPanel, pipe, view_state: gr.State, step: gr.Slider, translated):
+def wire(panel: TranslationExplanationPanel, models, view_state: gr.State, step: gr.Slider, translated):
     """Explain the translation in view_state after `translated` and whenever the method, the step or the
-    contrast changes."""
+    contrast changes, with the model that made it (models: the tab's ModelRegistry; a training snapshot's
+    translation is explained by that snapshot)."""
 
     def run(view, method, step_value, alternative, progress=PROGRESS):
         report = reporter(progress, explanations.label("translation", method), "steps")
-        return explain(pipe, view, method, step_value, alternative, report)
+        return explain(models.get(getattr(view, "model", None)), view, method, step_value, alternative, report)
 
-    def run_faithfulness(expl):
-        return faithfulness(pipe, expl)
+    def run_faithfulness(view, expl):
+        return faithfulness(models.get(getattr(view, "model", None)), expl)
 
     args = [view_state, panel.method, step, panel.contrast]
     outs = [panel.explained, panel.attribution, panel.agreement]
     for event in (translated.then, panel.method.change, panel.contrast.change):
-        event(run, args, outs, **PRIVATE).then(run_faithfulness, [panel.explained], [panel.faithfulness], **PRIVATE)
+        explained = event(run, args, outs, **PRIVATE)
+        explained.then(run_faithfulness, [view_state, panel.explained], [panel.faithfulness], **PRIVATE)
     step.change(alternatives, [view_state, step], [panel.contrast], **PRIVATE)

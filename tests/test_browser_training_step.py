@@ -1,0 +1,74 @@
+"""The training-step slider in a real headless chromium, on a tiny translator with snapshots: moving it translates
+the same sentence again with that snapshot (another translation, another cross-attention map, the step's score
+beside it); the tab of a model without snapshots (the tiny classifier here) shows no slider."""
+
+import json
+import shutil
+
+import pytest
+from tiny_models import add_snapshots
+
+from benchmarks import browser
+from transformer import Seq2SeqTransformer
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+SENTENCE = "Zwei Hunde spielen im Schnee."
+Z_JS = "id => JSON.stringify(document.querySelector('#' + id + ' .js-plotly-plot').data[0].z)"
+CHANGED_JS = "t => document.querySelector('#translation-output textarea').value !== t"
+SLOW_MS = 240_000  # loading a snapshot and translating again on a shared, busy CPU
+
+
+@pytest.fixture(scope="module")
+def snapshot_url(sentiment_dir, translation_dir, tmp_path_factory):
+    from app import build_demo
+    from pipelines import SentimentPipeline, TranslationPipeline
+
+    folder = shutil.copytree(translation_dir, tmp_path_factory.mktemp("models") / "translator")
+    add_snapshots(folder, Seq2SeqTransformer, [0, 10, 100], metric="bleu")
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(folder))
+    )
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+def text_of(page, elem_id: str) -> str:
+    return page.locator(f"#{elem_id}").inner_text()
+
+
+def test_moving_the_training_step_retranslates_with_that_snapshot(page, snapshot_url):
+    browser.open_tab(page, snapshot_url, "Translation")
+    assert page.locator("#translation-training-step").is_visible()
+    assert "The trained model" in text_of(page, "translation-training-step-info")
+    browser.translate(page, SENTENCE, "greedy")
+    output = page.locator("#translation-output textarea")
+    final_text, final_map = output.input_value(), page.evaluate(Z_JS, "translation-attention")
+
+    browser.mark_plot(page, "translation-attention")
+    browser.click_slider(page, "translation-training-step", 0.0)  # step 0: the untrained snapshot
+    page.wait_for_function(CHANGED_JS, arg=final_text, timeout=SLOW_MS)  # the translation and its map come together
+    browser.wait_redrawn(page, "translation-attention")
+    assert page.evaluate(Z_JS, "translation-attention") != final_map
+    assert page.locator("#translation-input textarea").input_value() == SENTENCE  # the same sentence
+    assert "Step 0" in text_of(page, "translation-training-step-info")
+    assert "validation BLEU 0.50" in text_of(page, "translation-training-step-info")
+    step0_text = output.input_value()
+
+    browser.mark_plot(page, "translation-attention")
+    browser.click_slider(page, "translation-training-step", 1.0)  # back to the trained model
+    page.wait_for_function(CHANGED_JS, arg=step0_text, timeout=SLOW_MS)
+    browser.wait_redrawn(page, "translation-attention")
+    assert output.input_value() == final_text
+    assert json.loads(page.evaluate(Z_JS, "translation-attention")) == json.loads(final_map)
+
+
+def test_a_model_without_snapshots_shows_no_slider(page, snapshot_url):
+    browser.open_tab(page, snapshot_url, "Sentiment")
+    assert page.locator("#sentiment-attention").count() == 1
+    assert not page.locator("#sentiment-training-step").is_visible()
+    assert not page.locator("#sentiment-training-step-info").is_visible()
