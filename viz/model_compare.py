@@ -19,16 +19,11 @@ log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 
 
-def model_name(pipe) -> str:
-    """A short name for a pipeline: its display name (viz.models.display_name)."""
-    return display_name(pipe)
-
-
 def _head_figure(pipe, maps: AttentionMaps, layer: int, head: int):
     layer = min(max(int(layer or 0), 0), maps.n_layers("self") - 1)
     head = min(max(int(head or 0), 0), maps.n_heads - 1)
     rows, cols = explain.axis_labels(maps.queries["self"]), explain.axis_labels(maps.keys["self"])
-    title = f"{html.escape(model_name(pipe))}: layer {layer + 1}, head {head + 1}"
+    title = f"{html.escape(display_name(pipe))}: layer {layer + 1}, head {head + 1}"
     return figures.attention_heatmap(maps.head("self", layer, head), rows, cols, title)
 
 
@@ -46,7 +41,7 @@ def compare_models(pipe_a, pipe_b, review: str, layer=0, head=0):
         log.exception("model comparison failed")
         return "⚠️ Sorry, a model failed on this review.", None, None
     sides = "".join(
-        _side(html.escape(model_name(p)), r.label, f"{r.confidence:.1%} · {len(r.tokens):,} tokens read")
+        _side(html.escape(display_name(p)), r.label, f"{r.confidence:.1%} · {len(r.tokens):,} tokens read")
         for p, r in ((pipe_a, cmp.a), (pipe_b, cmp.b))
     )
     agree = "The two models agree." if cmp.agree else "The two models disagree."

@@ -64,13 +64,17 @@ def load_models() -> tuple[LoadedModel, LoadedModel]:
 BUNDLED_ALTERNATIVES = {"SENTIMENT_MODEL": ["assets/sentiment-scratch"]}
 
 
-def display_name(pipe, source: str = "") -> str:
-    """What the model choice calls a model: the display_name its metrics.json records, else its folder's name."""
-    metrics = getattr(pipe, "metrics", None) or {}
+def _name(metrics: dict, source: str) -> str:
+    """The display_name a model's metrics.json records, else the last part of where it loads from."""
     if metrics.get("display_name"):
         return str(metrics["display_name"])
-    source = str(source or getattr(pipe, "source", "") or "model").rstrip("/")
+    source = str(source or "model").rstrip("/")
     return source.rsplit("/", 1)[-1] or source
+
+
+def display_name(pipe, source: str = "") -> str:
+    """What the model choice calls a loaded pipeline."""
+    return _name(getattr(pipe, "metrics", None) or {}, source or getattr(pipe, "source", ""))
 
 
 def alternative_sources(env_var: str) -> list[str]:
@@ -91,8 +95,8 @@ def folder_metrics(source: str) -> dict:
 
 
 def entry_name(source: str) -> str:
-    """A model's display name without loading its weights: metrics.json's display_name, or the folder's name."""
-    return str(folder_metrics(source).get("display_name") or Path(source.rstrip("/")).name or source)
+    """A model's display name without loading its weights (its folder's metrics.json)."""
+    return _name(folder_metrics(source), source)
 
 
 def entry(source: str, pipe=None):
