@@ -1,6 +1,7 @@
 """The model choice of a tab (`elem_id` "<task>-model"): which of the tab's models (a pipelines.model_registry
 ModelRegistry) the run and every panel use. Shown when the registry has more than one model; choosing another
-model runs the review in the box again, so the same review is read by each model in turn."""
+model runs the review in the box again (viz/training_step.wire, which also resets the training-step slider), so the
+same review is read by each model in turn."""
 
 import html
 import logging
@@ -55,9 +56,3 @@ def rerun_js(task: str) -> str:
         f"() => {{ const box = document.querySelector('#{task}-input textarea');"
         f" if (box && box.value.trim()) document.querySelector('#{task}-submit')?.click(); }}"
     )
-
-
-def rerun_on_change(radio: gr.Radio, task: str) -> None:
-    """Another model chosen: press the tab's button when there is text to read (the same review, the other
-    model), as a click would, with every panel."""
-    radio.change(None, None, None, js=rerun_js(task), **PRIVATE)
