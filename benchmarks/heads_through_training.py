@@ -9,7 +9,9 @@ measures the head table (pipelines/heads.py, statistics from pipelines/head_stat
 inputs, and prints one table per statistic with a row per head and a column per snapshot: the mean entropy
 (nats), the mean attention distance (tokens; for cross-attention the distance from the diagonal, so a
 monotone alignment scores near 0), the share on the previous token (self-attention) and the mean |effect| of
-switching the head off. The first lines give each snapshot's step and validation score. --json FILE writes it all.
+switching the head off. The first lines give each snapshot's step and validation score. --json FILE writes it all;
+--plot FILE.png draws the validation score and, per kind of attention, the heads' mean entropy and distance
+against the step (matplotlib).
 """
 
 import argparse
@@ -41,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--beam", type=int, default=None, help="translation: beam size (default: the model's)")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     p.add_argument("--json", default=None, help="write the results to this JSON file")
+    p.add_argument("--plot", default=None, help="draw the score and head statistics by step into this PNG file")
     return p
 
 
@@ -86,6 +89,36 @@ def print_tables(results: list[dict]) -> None:
             print(f"| {label} | " + " | ".join(fmt(r["heads"][i][key]) for r in results) + " |")
 
 
+def plot(results: list[dict], path: str) -> None:
+    """Three panels against the step (symlog axis; the snapshots only): the validation score, and per kind of
+    attention the mean over its heads of the entropy and of the distance (cross: from the diagonal)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    snaps = [r for r in results if r["step"] is not None]
+    steps = [r["step"] for r in snaps]
+    kinds = list(dict.fromkeys(h["kind"] for h in snaps[0]["heads"]))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    axes[0].plot(steps, [r["score"] for r in snaps], "o-", color="black")
+    axes[0].set_title(f"validation {snaps[0]['metric'] or 'score'}")
+    for ax, (title, key) in zip(axes[1:], TABLES[:2], strict=True):
+        for kind in kinds:
+            means = [sum(h[key] for h in r["heads"] if h["kind"] == kind) for r in snaps]
+            count = sum(h["kind"] == kind for h in snaps[0]["heads"])
+            ax.plot(steps, [m / count for m in means], "o-", label=kind)
+        ax.set_title(title.split(":")[0] + " (mean over heads)")
+        ax.legend(fontsize=8)
+    for ax in axes:
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlabel("training step")
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
@@ -105,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     print_tables(results)
     if args.json:
         Path(args.json).write_text(json.dumps({"task": args.task, "model": model, "snapshots": results}, indent=1))
+    if args.plot:
+        plot(results, args.plot)
     return 0
 
 

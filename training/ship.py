@@ -6,10 +6,11 @@ scores the *bundled* files once on the test split with the evaluation function, 
 with the exact training command, data, wall time, machine and scores. The bundle folder is replaced
 atomically: a failure leaves the previous one as it was.
 
-A run trained with --snapshots brings its snapshots along, in fp16 too, in snapshots/step-<N>/ (each with its
-snapshot.json: the step's loss and validation score); `--snapshots K` keeps K of them (the first and the last
-among them, the rest spread over the schedule), `--snapshots 0` none; together they must stay within
---snapshots-max-mb. `from_pretrained(bundle, revision="step-<N>")` loads one (pipelines/snapshots.py).
+A run trained with --snapshots brings its snapshots along, in fp16 too (or int8 with --snapshots-dtype int8:
+transformer/quantize.py), in snapshots/step-<N>/ (each with its snapshot.json: the step's loss and validation
+score); `--snapshots K` keeps K of them (the first and the last among them, the rest spread over the schedule),
+`--snapshot-steps A,B,..` those steps, `--snapshots 0` none; together they must stay within --snapshots-max-mb.
+`from_pretrained(bundle, revision="step-<N>")` loads one (pipelines/snapshots.py).
 """
 
 import argparse
@@ -22,6 +23,7 @@ from pathlib import Path
 from pipelines.common import WEIGHTS, weights_sha256
 from pipelines.snapshots import read_infos
 from transformer.hub import SNAPSHOTS, WEIGHTS_INDEX, snapshot_revision, weight_files
+from transformer.quantize import quantize_int8
 
 from .checkpoint import atomic_folder
 from .loop import BEST, METRICS_LOG, SUMMARY
@@ -34,9 +36,21 @@ class ShipError(Exception):
     """Why the bundle was not written."""
 
 
-def to_fp16(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES) -> None:
-    """src's weights in fp16 in dst: one model.safetensors, or shards of at most `max_file_bytes` each with a
-    model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about 40 MB in fp16)."""
+def _fp16(tensors: dict) -> dict:
+    return {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
+
+
+DTYPES = {"fp16": _fp16, "int8": quantize_int8}  # how bundled weights are stored
+SNAPSHOT_WEIGHTS = {
+    "fp16": "fp16 safetensors (loaded into fp32)",
+    "int8": "int8 rows with fp16 row scales, vectors in fp16 (transformer/quantize.py; loaded into fp32)",
+}
+
+
+def to_fp16(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES, dtype: str = "fp16") -> None:
+    """src's weights in fp16 (or `dtype`, a key of DTYPES) in dst: one model.safetensors, or shards of at most
+    `max_file_bytes` each with a model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about
+    40 MB in fp16)."""
     from huggingface_hub import save_torch_state_dict
     from safetensors.torch import load_file
 
@@ -44,11 +58,21 @@ def to_fp16(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES) -> None:
     for f in weight_files(src):
         tensors.update(load_file(f))
     save_torch_state_dict(
-        {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()},
+        DTYPES[dtype](tensors),
         dst,
         max_shard_size=int(max_file_bytes * 0.9),  # the limit counts tensor bytes; headers come on top
         metadata={"format": "pt"},
     )
+
+
+def _steps(text: str) -> list[int]:
+    try:
+        steps = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"steps are whole numbers separated by commas, got {text!r}") from None
+    if not steps or min(steps) < 0:
+        raise argparse.ArgumentTypeError(f"give one or more steps of 0 or more, got {text!r}")
+    return steps
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,6 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="bundle K of the run's snapshots (--run/snapshots/, from --snapshots in training): the first, the last "
         "and the rest spread between them; 0 bundles none (default: all of them)",
+    )
+    p.add_argument(
+        "--snapshot-steps",
+        type=_steps,
+        default=None,
+        metavar="A,B,..",
+        help="bundle the run's snapshots of these steps (instead of --snapshots K)",
+    )
+    p.add_argument(
+        "--snapshots-dtype",
+        choices=sorted(DTYPES),
+        default="fp16",
+        help="how the bundled snapshots' weights are stored: fp16, or int8 rows with fp16 scales (about half the "
+        "size; check their attention with benchmarks/snapshot_quantization.py) (default %(default)s)",
     )
     p.add_argument(
         "--snapshots-max-mb",
@@ -147,15 +185,15 @@ def _carried(fitted: dict) -> dict:
     return {k: fitted[k] for k in CARRIED if k in fitted}
 
 
-def copy_fp16(src: Path, dst: Path, max_file_mb: float) -> None:
-    """A model folder's files from src into dst (an existing folder), its weights in fp16; ShipError for a file
-    over max_file_mb."""
+def copy_fp16(src: Path, dst: Path, max_file_mb: float, dtype: str = "fp16") -> None:
+    """A model folder's files from src into dst (an existing folder), its weights in fp16 (or `dtype`); ShipError
+    for a file over max_file_mb."""
     weights = {f.name for f in weight_files(src)} | {WEIGHTS, WEIGHTS_INDEX}
     for f in src.iterdir():
         if f.is_file() and f.name not in weights | {"README.md"}:
             shutil.copy2(f, dst / f.name)
     limit = int(max_file_mb * 2**20)
-    to_fp16(src, dst, limit)
+    to_fp16(src, dst, limit, dtype)
     too_big = [f.name for f in dst.iterdir() if f.is_file() and f.stat().st_size > limit]
     if too_big:
         raise ShipError(f"{too_big} over {max_file_mb:g} MiB")
@@ -173,14 +211,26 @@ def pick_evenly(steps: list[int], k: int | None) -> list[int]:
     return sorted({steps[round(i * (len(steps) - 1) / (k - 1))] for i in range(k)})
 
 
+def chosen_steps(a) -> list[int]:
+    """The steps of the run's snapshots to bundle: --snapshot-steps, or --snapshots K of them (pick_evenly).
+    ShipError for a step the run has no snapshot of."""
+    have = [int(info["step"]) for info in read_infos(a.run)]
+    if a.snapshot_steps is None:
+        return pick_evenly(have, a.snapshots)
+    missing = sorted(set(a.snapshot_steps) - set(have))
+    if missing:
+        raise ShipError(f"{a.run} has no snapshot of step {missing[0]} (it has {', '.join(map(str, have)) or 'none'})")
+    return sorted(set(a.snapshot_steps))
+
+
 def bundle_snapshots(a, folder: Path) -> list[int]:
-    """Copy the chosen snapshots of the run into folder/snapshots/, in fp16; returns their steps. ShipError when
-    together they take more than --snapshots-max-mb."""
-    steps = pick_evenly([int(info["step"]) for info in read_infos(a.run)], a.snapshots)
+    """Copy the chosen snapshots of the run into folder/snapshots/, in --snapshots-dtype; returns their steps.
+    ShipError when together they take more than --snapshots-max-mb."""
+    steps = chosen_steps(a)
     for step in steps:
         dst = folder / SNAPSHOTS / snapshot_revision(step)
         dst.mkdir(parents=True)
-        copy_fp16(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb)
+        copy_fp16(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb, a.snapshots_dtype)
     size = sum(f.stat().st_size for f in (folder / SNAPSHOTS).rglob("*") if f.is_file()) if steps else 0
     if size > a.snapshots_max_mb * 2**20:
         raise ShipError(
@@ -206,6 +256,7 @@ def write_bundle(a, folder: Path) -> dict:
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
     if snapshots:
         metrics["snapshots"] = [snapshot_revision(step) for step in snapshots]
+        metrics["snapshots_weights"] = SNAPSHOT_WEIGHTS[a.snapshots_dtype]
     metrics["weights_sha256"] = weights_sha256(folder)  # checked when the app loads the folder
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics

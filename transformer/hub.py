@@ -162,12 +162,13 @@ def load_model(cls, name_or_path: str | os.PathLike):
 
 
 class ShardedWeights:
-    """Mixed in before PyTorchModelHubMixin: `from_pretrained(folder)` also reads weights saved as shards with a
-    model.safetensors.index.json; one model.safetensors loads as before."""
+    """Mixed in before PyTorchModelHubMixin: `from_pretrained(folder)` reads a local folder's weights itself, one
+    model.safetensors or shards with a model.safetensors.index.json, in fp32, fp16 or int8 (transformer/quantize.py);
+    a Hub repo id goes through the mixin as before."""
 
     @classmethod
     def _from_pretrained(cls, *, model_id: str, map_location: str = "cpu", strict: bool = False, **kwargs):
-        if not os.path.isdir(model_id) or (Path(model_id) / WEIGHTS).is_file():
+        if not os.path.isdir(model_id):
             return super()._from_pretrained(model_id=model_id, map_location=map_location, strict=strict, **kwargs)
         hub_args = ("revision", "cache_dir", "force_download", "local_files_only", "token")
         model = cls(**{k: v for k, v in kwargs.items() if k not in hub_args})
@@ -176,13 +177,17 @@ class ShardedWeights:
 
 
 def load_shards(model, files: list[Path], strict: bool = True) -> None:
-    """Load the tensors of every shard into `model`. With `strict`, a parameter that no shard holds is an error
-    unless it shares its storage with one that a shard holds (tied weights are saved once)."""
+    """Load the tensors of every shard into `model` (int8 ones dequantized first). With `strict`, a parameter that
+    no shard holds is an error unless it shares its storage with one that a shard holds (tied weights are saved
+    once)."""
     from safetensors.torch import load_file
+
+    from .quantize import dequantize
 
     state = {}
     for f in files:
         state.update(load_file(f))
+    state = dequantize(state)
     missing, unexpected = model.load_state_dict(state, strict=False)
     own = model.state_dict()
     loaded = {t.data_ptr() for name, t in own.items() if name in state}
