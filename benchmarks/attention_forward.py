@@ -27,21 +27,31 @@ def ours(config: ClassifierConfig) -> TransformerClassifier:
     return TransformerClassifier(config).eval()
 
 
-def bert(config: ClassifierConfig):
-    from transformers import BertConfig, BertForSequenceClassification
+# BertConfig field -> our ClassifierConfig field: the sizes a BERT needs to be the same size as ours
+BERT_SIZES = {
+    "vocab_size": "vocab_size",
+    "hidden_size": "d_model",
+    "num_hidden_layers": "n_layers",
+    "num_attention_heads": "n_heads",
+    "intermediate_size": "d_ff",
+    "max_position_embeddings": "max_len",
+    "num_labels": "num_labels",
+    "pad_token_id": "pad_id",
+}
 
-    hf = BertConfig(
-        vocab_size=config.vocab_size,
-        hidden_size=config.d_model,
-        num_hidden_layers=config.n_layers,
-        num_attention_heads=config.n_heads,
-        intermediate_size=config.d_ff,
-        max_position_embeddings=config.max_len,
-        num_labels=config.num_labels,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        attn_implementation="eager",
-    )
+
+def bert_config(config: ClassifierConfig, **overrides):
+    """A `transformers` BertConfig of our config's sizes; BERT's defaults for the rest (dropout, activation, ...)
+    unless `overrides` set them. Also used by mlm_reference.py."""
+    from transformers import BertConfig
+
+    return BertConfig(**{theirs: getattr(config, ours) for theirs, ours in BERT_SIZES.items()}, **overrides)
+
+
+def bert(config: ClassifierConfig):
+    from transformers import BertForSequenceClassification
+
+    hf = bert_config(config, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, attn_implementation="eager")
     return BertForSequenceClassification(hf).eval()
 
 

@@ -49,6 +49,18 @@ def sample(path: str, columns: tuple[str, ...], n: int, seed: int) -> dict[str, 
     return {c: [table.column(c)[int(i)].as_py() for i in rows] for c in columns}
 
 
+def model_and_sample(args) -> tuple[str, dict[str, list]]:
+    """What a run over --task reads (here and in heads_through_training.py): the model (--model, or the bundled
+    one) and the seeded sample of --data (or the test split); sets --threads first."""
+    import torch
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    default_model, data_path, columns = DEFAULTS[args.task]
+    model = args.model or str(ROOT / default_model)
+    return model, sample(args.data or str(ROOT / data_path), columns, args.n, args.seed)
+
+
 def k_values(n_heads: int) -> list[int]:
     ks, k = [], 1
     while k < n_heads:
@@ -117,19 +129,13 @@ def prune(task: str, pipe, data: dict, summary: list[dict], beam: int | None) ->
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    import torch
-
     from pipelines import SentimentPipeline, TranslationPipeline
     from pipelines.heads import summarize_tables
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    model, data_path, columns = DEFAULTS[args.task]
-    model = args.model or str(ROOT / model)
-    data = sample(args.data or str(ROOT / data_path), columns, args.n, args.seed)
+    model, data = model_and_sample(args)
     cls = SentimentPipeline if args.task == "sentiment" else TranslationPipeline
     pipe = cls.from_pretrained(model)
-    print(f"{args.task}: {model}, {len(data[columns[0]])} inputs sampled with seed {args.seed}", flush=True)
+    print(f"{args.task}: {model}, {len(next(iter(data.values())))} inputs sampled with seed {args.seed}", flush=True)
     tables, per_input = head_tables(args.task, pipe, data, args.beam)
     summary = summarize_tables(tables)
     print(f"head tables: {per_input:.3f} s per input", end="")

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.heads import DEFAULTS, head_tables, sample  # noqa: E402
+from benchmarks.heads import DEFAULTS, head_tables, model_and_sample  # noqa: E402
 
 # (title, key of a head's row in pipelines.heads.summarize_tables)
 TABLES = [
@@ -121,19 +121,14 @@ def plot(results: list[dict], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    import torch
-
     from pipelines.snapshots import list_snapshots
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    default_model, data_path, columns = DEFAULTS[args.task]
-    model = args.model or str(ROOT / default_model)
+    model, data = model_and_sample(args)
     snapshots = list_snapshots(model)
     if not snapshots:
         print(f"{model} has no snapshots (train with --snapshots N, then training.ship): measuring main only")
-    data = sample(args.data or str(ROOT / data_path), columns, args.n, args.seed)
-    print(f"{args.task}: {model}, {len(snapshots)} snapshots, {len(data[columns[0]])} inputs (seed {args.seed})\n")
+    n = len(next(iter(data.values())))
+    print(f"{args.task}: {model}, {len(snapshots)} snapshots, {n} inputs (seed {args.seed})\n")
     results = measure(args, model, [(s.revision, s) for s in snapshots] + [(None, None)], data)
     print_tables(results)
     if args.json:

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.attention_forward import bert_config  # noqa: E402
 from pipelines.batching import pad  # noqa: E402
 from pipelines.text import clean_text  # noqa: E402
 from pipelines.tokenizers_io import PAD, train_bpe  # noqa: E402
@@ -53,22 +54,26 @@ def pieces(data: Path, n_texts: int, vocab: int, seq_len: int, seed: int):
     return tok.get_vocab_size(), seqs[:200], seqs[200:]
 
 
+def ours_config(vocab: int, a) -> ClassifierConfig:
+    """Our encoder at the command line's sizes; BertMLM is built to the same sizes."""
+    return ClassifierConfig(
+        vocab_size=vocab,
+        d_model=a.d_model,
+        n_heads=a.n_heads,
+        n_layers=a.n_layers,
+        d_ff=4 * a.d_model,
+        max_len=512,
+        pooling="attention",
+        norm_first=True,
+        ngram_buckets=0,
+        pad_id=PAD,
+    )
+
+
 class OursMLM(torch.nn.Module):
     def __init__(self, vocab: int, a):
         super().__init__()
-        cfg = ClassifierConfig(
-            vocab_size=vocab,
-            d_model=a.d_model,
-            n_heads=a.n_heads,
-            n_layers=a.n_layers,
-            d_ff=4 * a.d_model,
-            max_len=512,
-            pooling="attention",
-            norm_first=True,
-            ngram_buckets=0,
-            pad_id=PAD,
-        )
-        self.mlm = MaskedLM(TransformerClassifier(cfg))
+        self.mlm = MaskedLM(TransformerClassifier(ours_config(vocab, a)))
 
     def forward(self, ids, where):
         return self.mlm(ids, where)  # (N, V)
@@ -77,19 +82,9 @@ class OursMLM(torch.nn.Module):
 class BertMLM(torch.nn.Module):
     def __init__(self, vocab: int, a):
         super().__init__()
-        from transformers import BertConfig, BertForMaskedLM
+        from transformers import BertForMaskedLM
 
-        cfg = BertConfig(
-            vocab_size=vocab,
-            hidden_size=a.d_model,
-            num_hidden_layers=a.n_layers,
-            num_attention_heads=a.n_heads,
-            intermediate_size=4 * a.d_model,
-            max_position_embeddings=512,
-            type_vocab_size=1,
-            pad_token_id=PAD,
-        )
-        self.bert = BertForMaskedLM(cfg)
+        self.bert = BertForMaskedLM(bert_config(ours_config(vocab, a), type_vocab_size=1))
 
     def forward(self, ids, where):
         logits = self.bert(input_ids=ids, attention_mask=(ids != PAD).long()).logits  # (B, T, V)

@@ -109,16 +109,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_encoder_args(m, n_layers: int = 2) -> None:
-    """The sentiment encoder's sizes, shared by `sentiment` and `pretrain`."""
+def encoder_task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
+    """task_parser for a task that trains the sentiment encoder (`sentiment`, `pretrain`), with the encoder's sizes
+    in the task's group."""
+    p, m = task_parser(sub, task, summary, group, **loop_defaults)
     m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
     m.add_argument("--d-model", type=int, default=128)
     m.add_argument("--n-heads", type=int, default=4)
-    m.add_argument("--n-layers", type=int, default=n_layers)
+    m.add_argument("--n-layers", type=int, default=2)
     m.add_argument("--d-ff", type=int, default=512)
     m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
     m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
     m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
+    m.add_argument("--max-len", type=int, default=512, help="tokens the model reads; longer reviews keep head and tail")
+    return p, m
 
 
 def task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
@@ -138,9 +142,7 @@ def add_held_out_args(g) -> None:
 def add_sentiment_parser(sub) -> None:
     summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
     loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
-    s, m = task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
-    add_encoder_args(m)
-    m.add_argument("--max-len", type=int, default=512, help="tokens per review; longer ones keep head and tail")
+    s, m = encoder_task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
     m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
     m.add_argument(
         "--pooling",
@@ -185,10 +187,8 @@ def add_sentiment_parser(sub) -> None:
 def add_pretrain_parser(sub) -> None:
     summary = "masked-language-model pre-training of the sentiment encoder on unlabelled reviews and sentences"
     loop = dict(epochs=1, lr=1e-3, batch_size=64, warmup=0.05, schedule="cosine")
-    _, m = task_parser(sub, "pretrain", summary, "model, tokenizer and data", **loop)
-    add_encoder_args(m)
+    _, m = encoder_task_parser(sub, "pretrain", summary, "model, tokenizer and data", **loop)
     m.add_argument("--seq-len", type=int, default=256, help="reviews are cut into pieces of this many tokens")
-    m.add_argument("--max-len", type=int, default=512, help="the longest input the fine-tuned model will read")
     m.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens predicted")
     m.add_argument(
         "--objective",

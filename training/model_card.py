@@ -163,6 +163,7 @@ def model_card(
     `snapshots` (snapshot.json records): the training snapshots its branches hold, listed with their scores."""
     info, name = TASKS[task], repo_id.split("/")[-1]
     results = eval_results(task, metrics)
+    origin, license_text = _provenance(metrics)
     data = ModelCardData(
         model_name=name if results else None,  # only model-index uses it
         language=info.language,
@@ -177,7 +178,7 @@ def model_card(
     sections = [
         f"# {name}",
         f"A {_count(n_params)}-parameter {_architecture(task, config)}, written from scratch in PyTorch and "
-        f"{_origin(metrics)} for the *How transformers pay attention* demo. It {info.summary}.",
+        f"{origin} for the *How transformers pay attention* demo. It {info.summary}.",
         _figure(figure_caption),
         "## Intended uses\n\n" + _bullets(info.intended),
         "## Limitations: what it is not for\n\n"
@@ -188,7 +189,7 @@ def model_card(
         "## Evaluation\n\n" + _evaluation(task, metrics),
         _snapshots(info, repo_id, snapshots),
         _calibration(metrics),
-        "## License\n\n" + _license(metrics),
+        "## License\n\n" + license_text,
     ]
     content = f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(s for s in sections if s) + "\n"
     return ModelCard(content)
@@ -296,26 +297,23 @@ def _source(metrics: dict | None) -> dict:
     return source if isinstance(source, dict) else {}
 
 
-def _origin(metrics: dict | None) -> str:
+def _provenance(metrics: dict | None) -> tuple[str, str]:
+    """(where the weights come from, for the card's first lines; the License section), from the public weights the
+    model started from, if any."""
     s = _source(metrics)
     if not s:
-        return "trained from scratch"
+        return "trained from scratch", "MIT."
     revision = f" at revision `{s['revision']}`" if s.get("revision") else ""
-    return (
+    credit = f" Credit: {s['credit']}." if s.get("credit") else ""
+    origin = (
         f"started from the public weights of `{s.get('name', 'a BERT checkpoint')}`{revision} (sha256 "
         f"`{s.get('sha256', '?')}`), loaded into that code and fine-tuned here"
     )
-
-
-def _license(metrics: dict | None) -> str:
-    s = _source(metrics)
-    if not s:
-        return "MIT."
-    credit = f" Credit: {s['credit']}." if s.get("credit") else ""
-    return (
+    license_text = (
         f"The weights derive from `{s.get('name')}`, released under {s.get('license', 'its own license')}; they are "
         f"published under the same license.{credit} The code is MIT."
     )
+    return origin, license_text
 
 
 POOLING_WORDS = {"attention": "a learned attention pooling", "cls": "BERT's tanh pooler over [CLS]"}

@@ -19,10 +19,11 @@ from pipelines.batching import pad
 from pipelines.common import save_folder
 from pipelines.text import clean_text
 from pipelines.tokenizers_io import PAD, train_bpe
-from transformer import ClassifierConfig, TransformerClassifier
+from transformer import TransformerClassifier
 
 from .batching import bucketed_batches
 from .device import model_device
+from .layer_options import encoder_config
 from .objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
 from .sentiment import LABELS, split_indices
 
@@ -75,21 +76,7 @@ class PretrainTask:
 
     def build_model(self) -> nn.Module:
         a = self.args
-        cfg = ClassifierConfig(
-            vocab_size=self.tokenizer.get_vocab_size(),
-            d_model=a.d_model,
-            n_heads=a.n_heads,
-            n_layers=a.n_layers,
-            d_ff=a.d_ff,
-            dropout=a.dropout,
-            max_len=a.max_len,
-            pooling="attention",
-            norm_first=a.norm_first,
-            ngram_buckets=a.ngram_buckets,
-            ngram_order=a.ngram_order,
-            ngram_dim=a.ngram_dim,
-            pad_id=PAD,
-        )
+        cfg = encoder_config(a, self.tokenizer.get_vocab_size(), PAD, pooling="attention")
         return self.objective.build(TransformerClassifier(cfg))
 
     def train_batches(self, epoch: int) -> list:

@@ -25,7 +25,7 @@ from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
 from .device import model_device
-from .layer_options import layer_options
+from .layer_options import encoder_config
 
 LABELS = ["negative", "positive"]
 # A snapshot (--snapshots) is scored on this many validation texts of each data set: a fixed random sample (the
@@ -126,16 +126,7 @@ class SentimentTask:
             c = model.config
             self.log(f"from BERT weights: {c.n_layers} layers x {c.d_model}, {c.n_heads} heads, pooling {c.pooling}")
             return model
-        cfg = ClassifierConfig(
-            **layer_options(a, self.tokenizer.get_vocab_size(), PAD),
-            n_layers=a.n_layers,
-            max_len=a.max_len,
-            pooling=a.pooling,
-            ngram_buckets=a.ngram_buckets,
-            ngram_order=a.ngram_order,
-            ngram_dim=a.ngram_dim,
-            ngram_dropout=a.ngram_dropout,
-        )
+        cfg = encoder_config(a, self.tokenizer.get_vocab_size(), PAD, pooling=a.pooling, ngram_dropout=a.ngram_dropout)
         if getattr(a, "init_from", None):
             model = from_pretrained_encoder(a.init_from, cfg)
             c = model.config

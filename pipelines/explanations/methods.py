@@ -99,6 +99,16 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.detach().double().cpu().numpy()
 
 
+def _shares(w: np.ndarray) -> Attribution:
+    """Unsigned weights (T,) scaled to sum to 1: what share of the reading each token gets."""
+    return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+
+
+def _source_only(scores: np.ndarray, produced: list[int]) -> Attribution:
+    """(Tt, Ts) scores read from cross-attention: nothing on the target prefix, which these maps do not cover."""
+    return Attribution(scores.astype(np.float32), np.zeros((len(produced), len(produced)), dtype=np.float32))
+
+
 @register
 class AttentionMethod(Method):
     """Classifier: what it reads of each token (its pooling weights; the first token's last-layer attention for
@@ -111,12 +121,10 @@ class AttentionMethod(Method):
 
     @torch.no_grad()
     def review(self, adapter, ids, target, words, progress=None):
-        w = _numpy(adapter.forward(ids, need_weights=True).token_weights[0])  # (T,)
-        return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+        return _shares(_numpy(adapter.forward(ids, need_weights=True).token_weights[0]))  # (T,)
 
     def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
-        scores = np.mean([a.mean(0) for a in cross], axis=0).astype(np.float32)  # (Tt, Ts)
-        return Attribution(scores, np.zeros((len(produced), len(produced)), dtype=np.float32))
+        return _source_only(np.mean([a.mean(0) for a in cross], axis=0), produced)  # (Tt, Ts)
 
 
 @register
@@ -130,8 +138,7 @@ class RolloutMethod(Method):
     @torch.no_grad()
     def review(self, adapter, ids, target, words, progress=None):
         out = adapter.forward(ids, need_weights=True)
-        w = _numpy(out.token_weights[0]) @ attention_rollout([_numpy(a[0]) for a in out.attentions])
-        return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+        return _shares(_numpy(out.token_weights[0]) @ attention_rollout([_numpy(a[0]) for a in out.attentions]))
 
 
 def _reads_first_token(adapter) -> bool:
@@ -163,8 +170,7 @@ class AttentionNorm(Method):
         else:
             readout[0] = run["out"].token_weights[0].float().cpu()
         parts = adapter.attention_parts()["self"][last]
-        w = _numpy(inside_head.combined_norms(internals.kinds["self"], parts, last, readout)[0])  # (T,)
-        return Attribution((w / max(w.sum(), 1e-12)).astype(np.float32))
+        return _shares(_numpy(inside_head.combined_norms(internals.kinds["self"], parts, last, readout)[0]))  # (T,)
 
     @torch.no_grad()
     def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
@@ -174,8 +180,7 @@ class AttentionNorm(Method):
         ki, parts = internals.kinds["cross"], adapter.attention_parts()["cross"]
         eye = torch.eye(ki.weights.size(2))  # (Tt, Tt): every step its own row
         maps = [inside_head.combined_norms(ki, p, layer, eye) for layer, p in enumerate(parts)]  # (Tt, Ts) each
-        scores = torch.stack(maps).mean(0).numpy().astype(np.float32)
-        return Attribution(scores, np.zeros((len(produced), len(produced)), dtype=np.float32))
+        return _source_only(torch.stack(maps).mean(0).numpy(), produced)
 
 
 @register
