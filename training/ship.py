@@ -43,7 +43,7 @@ def _fp16(tensors: dict) -> dict:
 DTYPES = {"fp16": _fp16, "int8": quantize_int8}  # how bundled weights are stored
 SNAPSHOT_WEIGHTS = {
     "fp16": "fp16 safetensors (loaded into fp32)",
-    "int8": "int8 rows with fp16 row scales, vectors in fp16 (transformer/quantize.py; loaded into fp32)",
+    "int8": "int8 in groups of 64 with fp16 scales, vectors in fp16 (transformer/quantize.py; loaded into fp32)",
 }
 
 
@@ -116,8 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshots-dtype",
         choices=sorted(DTYPES),
         default="fp16",
-        help="how the bundled snapshots' weights are stored: fp16, or int8 rows with fp16 scales (about half the "
-        "size; check their attention with benchmarks/snapshot_quantization.py) (default %(default)s)",
+        help="how the bundled snapshots' weights are stored: fp16, or int8 with fp16 scales per 64 values (about "
+        "half the size; check their attention with benchmarks/snapshot_quantization.py) (default %(default)s)",
     )
     p.add_argument(
         "--snapshots-max-mb",
