@@ -3,6 +3,7 @@ training unchanged, resuming, and loading one by its revision (pipelines/snapsho
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from test_publish import online as online  # noqa: F401  (fixtures)
@@ -483,3 +484,24 @@ def test_heads_through_training_prints_each_snapshots_score_and_head_statistics(
         expected = np.mean([t[cross][key] for t in tables])
         assert results[2]["heads"][cross][f"{key}_mean"] == pytest.approx(expected)
     assert results[2]["heads"][cross]["entropy_mean"] != pytest.approx(results[3]["heads"][cross]["entropy_mean"])
+
+
+def test_the_bundled_translator_has_its_snapshots_within_the_budget():
+    """What a fresh clone's slider shows: the shipped translator's snapshots from step 0, int8, within 40 MiB."""
+    from pathlib import Path
+
+    from pipelines.snapshots import list_snapshots
+    from pipelines.translation import TranslationPipeline
+    from training.ship import MAX_SNAPSHOTS_MB
+
+    bundle = Path(__file__).resolve().parents[1] / "assets" / "translation"
+    snaps = list_snapshots(bundle)
+    assert len(snaps) >= 4 and snaps[0].step == 0 and snaps[0].score is not None
+    assert sum(f.stat().st_size for f in (bundle / "snapshots").rglob("*") if f.is_file()) <= MAX_SNAPSHOTS_MB * 2**20
+    sentence = "Ein Mann fährt mit dem Fahrrad."
+    trained = TranslationPipeline.from_pretrained(str(bundle))(sentence, beam_size=1)
+    untrained = TranslationPipeline.from_pretrained(str(bundle), revision="step-0")(sentence, beam_size=1)
+    assert trained.translation != untrained.translation
+    assert not np.allclose(
+        trained.attention_maps().maps["cross"][..., :1, :], untrained.attention_maps().maps["cross"][..., :1, :]
+    )
