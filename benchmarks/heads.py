@@ -119,15 +119,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
-    from pipelines import SentimentPipeline, TranslationPipeline
     from pipelines.heads import summarize_tables
+    from pipelines.tasks import TASKS
 
     if args.threads:
         torch.set_num_threads(args.threads)
     model, data_path, columns = DEFAULTS[args.task]
     model = args.model or str(ROOT / model)
     data = sample(args.data or str(ROOT / data_path), columns, args.n, args.seed)
-    cls = SentimentPipeline if args.task == "sentiment" else TranslationPipeline
+    cls = TASKS[args.task].pipeline
     pipe = cls.from_pretrained(model)
     print(f"{args.task}: {model}, {len(data[columns[0]])} inputs sampled with seed {args.seed}", flush=True)
     tables, per_input = head_tables(args.task, pipe, data, args.beam)
