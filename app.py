@@ -31,6 +31,7 @@ from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402
 from viz.models import redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.tasks import TASKS  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 # Model events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
@@ -97,15 +98,17 @@ def _layer_head(task: str, pipe, plots: str) -> tuple[gr.Radio, gr.Radio]:
     return layer, head
 
 
+def _input_box(task: str) -> gr.Textbox:
+    """The tab's text box (viz.tasks), elem_id '<task>-input'."""
+    box = TASKS[task].box
+    return gr.Textbox(
+        label=box.label, placeholder=box.placeholder, lines=box.lines, max_lines=box.max_lines, elem_id=f"{task}-input"
+    )
+
+
 def _sentiment_inputs():
     """The review box, the button and the example reviews: (review, submit)."""
-    review = gr.Textbox(
-        label="Movie review (English)",
-        placeholder="Type or paste a movie review…",
-        lines=6,
-        max_lines=16,
-        elem_id="sentiment-input",
-    )
+    review = _input_box("sentiment")
     submit = gr.Button("Analyse sentiment", variant="primary", elem_id="sentiment-submit")
     gr.Examples(
         examples=[[text] for _, text in REVIEWS],
@@ -178,13 +181,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
 
 def _translation_inputs(pipe):
     """The German input, the decoding options, the button and the examples: (german, decoding, beam, submit)."""
-    german = gr.Textbox(
-        label="German sentence",
-        placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
-        lines=2,
-        max_lines=6,
-        elem_id="translation-input",
-    )
+    german = _input_box("translation")
     with gr.Row():
         default, beam = handlers.default_decoding(pipe)  # what the model was evaluated with
         decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")

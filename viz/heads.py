@@ -253,7 +253,7 @@ def head_heatmap(view, heads: HeadsView | None, value: str | None):
     km = view_handlers.kinds_of(view.maps)[kind]  # one source of attention for every view
     stats = f"effect {row['effect']:+.3f} · entropy {row['entropy']:.2f}" if row else ""
     title = f"{KINDS[kind].title}, layer {layer + 1}, head {head + 1}: {stats}"
-    return figures.attention_heatmap(km.maps[layer][head], km.q_labels, km.k_labels, title, km.query, km.key)
+    return figures.attention_heatmap(km.maps[layer][head], km.q_labels, km.k_labels, title, (km.query, km.key))
 
 
 def add_head(selected: list[str] | None, value: str | None) -> list[str]:

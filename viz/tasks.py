@@ -1,6 +1,7 @@
-"""The app's side of each task, declared once: what one input is called and how long it may be, and the words the
-heads panel uses. The pipelines' side (pipeline class, kinds, download, comparison) is pipelines.tasks; a TaskUI
-holds both. Handlers, panels, downloads and compare look a task up here by name instead of testing names.
+"""The app's side of each task, declared once: its text box, what one input is called and how long it may be, and
+the words the heads panel uses. The pipelines' side (pipeline class, kinds, download, comparison) is
+pipelines.tasks; a TaskUI holds both. Handlers, panels, downloads and compare look a task up here by name instead
+of testing names.
 """
 
 from dataclasses import dataclass
@@ -9,10 +10,21 @@ from pipelines.tasks import SENTIMENT, TRANSLATION, Task
 
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
 
+GERMAN_PLACEHOLDER = "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang."
 _COLUMNS = (
     "Entropy in nats (0 = all weight on one token); distance in tokens{cross}; *on …*: the average share of "
     "attention on the previous token, on the token itself, on the end ({end}) and on punctuation."
 )
+
+
+@dataclass(frozen=True)
+class InputBox:
+    """The tab's text box."""
+
+    label: str
+    placeholder: str
+    lines: int
+    max_lines: int
 
 
 @dataclass(frozen=True)
@@ -25,6 +37,7 @@ class TaskUI:
     max_chars: int  # longer input is cut, with a notice (viz.inputs.check_text)
     heads_help: str  # the heads panel's introduction
     columns_help: str  # its table's columns, in the words of the tab (no tokenizer markers)
+    box: InputBox
 
     @property
     def name(self) -> str:
@@ -42,6 +55,7 @@ TASKS: dict[str, TaskUI] = {
             "Each head of the classifier, measured on this review. **Effect**: how much the predicted label's "
             "probability changes when that head alone is switched off.",
             _COLUMNS.format(cross="", end="the review's last token"),
+            InputBox("Movie review (English)", "Type or paste a movie review…", 6, 16),
         ),
         TaskUI(
             TRANSLATION,
@@ -55,6 +69,9 @@ TASKS: dict[str, TaskUI] = {
             _COLUMNS.format(
                 cross=" (cross-attention: from the diagonal)",
                 end="the end of the German sentence; for the decoder, the start of the English one",
+            ),
+            InputBox(
+                "German sentence", "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.", 2, 6
             ),
         ),
     )

@@ -147,7 +147,7 @@ def heatmap(km: KindMaps, layer: int, head: int, title: str, scale="linear", hid
     meta = dict(kind=km.kind, q=km.q_side, k=km.k_side)
     title = title.format(layer=layer + 1, head=head + 1)
     fig = figures.attention_heatmap(
-        s.maps[head], s.q_labels, s.k_labels, title, km.query, km.key, av.color_scale(scale), shapes, meta
+        s.maps[head], s.q_labels, s.k_labels, title, (km.query, km.key), av.color_scale(scale), shapes, meta
     )
     if s.hidden:
         fig.layout.title.subtitle.text += _hidden_note(s)
@@ -159,7 +159,7 @@ def overview(km: KindMaps, layer: int, title: str, scale="linear", hide=False):
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
     s = shown(km, layer, bool(hide), scale)
     title = title.format(layer=layer + 1)
-    fig = figures.heads_overview(s.maps, s.q_labels, s.k_labels, title, km.query, km.key, scale=av.color_scale(scale))
+    fig = figures.heads_overview(s.maps, s.q_labels, s.k_labels, title, (km.query, km.key), scale=av.color_scale(scale))
     if s.hidden:
         fig.layout.title.subtitle.text += _hidden_note(s)
     return fig

@@ -51,22 +51,8 @@ class Explanation:
         return common | {name: getattr(self, attr) for name, attr in EXPORTED[self.task].items()}
 
     # The names each task's views use.
-    @property
-    def target(self) -> str:
-        return self.outputs[0]
-
-    @property
-    def source_tokens(self) -> list[TokenSpan]:
-        return self.tokens
-
-    @property
-    def target_tokens(self) -> list[str]:
-        return self.outputs
-
-    @property
-    def src_ids(self) -> list[int]:
-        return self.ids
-
-    @property
-    def produced(self) -> list[int]:
-        return self.output_ids
+    target = property(lambda self: self.outputs[0])  # a classifier's: the label explained
+    source_tokens = property(lambda self: self.tokens)  # a translator's
+    target_tokens = property(lambda self: self.outputs)
+    src_ids = property(lambda self: self.ids)
+    produced = property(lambda self: self.output_ids)
