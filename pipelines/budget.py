@@ -25,6 +25,7 @@ class Budget:
 
 
 BUDGET = Budget()
+KEPT_COPIES = 2  # a session's results beside its views' maps: about as much again (session_bytes)
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,9 @@ class ModelSize:
 
 
 def session_bytes(sizes: list[ModelSize]) -> int:
-    """What one session keeps at most: a result of each tab's model, its maps in float16."""
-    return sum(size.maps_bytes(2) for size in sizes)
+    """What one session keeps at most: a result of each tab's model, its maps in float16, and as much again beside
+    it (KEPT_COPIES: a translation's own float32 result, the compare diff, inside one head's recording)."""
+    return KEPT_COPIES * sum(size.maps_bytes(2) for size in sizes)
 
 
 def sessions(sizes: list[ModelSize], budget: Budget = BUDGET) -> int:

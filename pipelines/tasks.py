@@ -51,9 +51,3 @@ TRANSLATION = Task(
     decodes=True,
 )
 TASKS: dict[str, Task] = {t.name: t for t in (SENTIMENT, TRANSLATION)}
-
-
-def task_of(pipe) -> Task:
-    """The task a pipeline (or a served wrapper of one) runs."""
-    inner = getattr(pipe, "pipe", pipe)
-    return next(t for t in TASKS.values() if isinstance(inner, t.pipeline))
