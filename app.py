@@ -11,10 +11,12 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
+from pipelines import budget  # noqa: E402
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
 from viz import (  # noqa: E402
+    downloads,
     explanation_panel,
     handlers,
     hosting,
@@ -29,6 +31,7 @@ from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402
 from viz.models import redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.tasks import TASKS  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 # Model events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
@@ -83,27 +86,29 @@ def _missing_translation(status: str) -> None:
 MISSING_ENDPOINTS = {"sentiment": _missing_sentiment, "translation": _missing_translation}
 
 
-SENTIMENT_VIEWS = views_panel.TaskViews(
-    handlers.sentiment_kinds, lambda *a: (handlers.sentiment_heatmap(*a),), handlers.sentiment_overview
-)
-TRANSLATION_VIEWS = views_panel.TaskViews(
-    handlers.translation_kinds, handlers.translation_head_figures, handlers.translation_overview
-)
-
-
 def _choices(n: int) -> list[tuple[str, int]]:
     return [(str(i + 1), i) for i in range(n)]
 
 
+def _layer_head(task: str, pipe, plots: str) -> tuple[gr.Radio, gr.Radio]:
+    """The layer and head choices of a tab, sized to its default model; `plots`: which plots the head picks."""
+    with gr.Row():
+        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id=f"{task}-layer")
+        head = gr.Radio(_choices(pipe.n_heads), value=0, label=f"Head ({plots})", elem_id=f"{task}-head")
+    return layer, head
+
+
+def _input_box(task: str) -> gr.Textbox:
+    """The tab's text box (viz.tasks), elem_id '<task>-input'."""
+    box = TASKS[task].box
+    return gr.Textbox(
+        label=box.label, placeholder=box.placeholder, lines=box.lines, max_lines=box.max_lines, elem_id=f"{task}-input"
+    )
+
+
 def _sentiment_inputs():
     """The review box, the button and the example reviews: (review, submit)."""
-    review = gr.Textbox(
-        label="Movie review (English)",
-        placeholder="Type or paste a movie review…",
-        lines=6,
-        max_lines=16,
-        elem_id="sentiment-input",
-    )
+    review = _input_box("sentiment")
     submit = gr.Button("Analyse sentiment", variant="primary", elem_id="sentiment-submit")
     gr.Examples(
         examples=[[text] for _, text in REVIEWS],
@@ -130,12 +135,10 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
             share = share_ui.share_controls("sentiment")
     panel = explanation_panel.build(pipe)
     gr.Markdown("### Self-attention")
-    with gr.Row():
-        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="sentiment-layer")
-        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plot)", elem_id="sentiment-head")
+    layer, head = _layer_head("sentiment", pipe, "large plot")
     scale, hide = views_panel.options("sentiment")
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
-    views = views_panel.focus_and_model("sentiment", scale, hide, kinds=False)
+    views = views_panel.focus_and_model("sentiment", scale, hide)
     overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
     snapshot = training_step.build(models, "sentiment")
     inside = inside_head_panel.build("sentiment")
@@ -148,7 +151,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
             return None, None, name, None, gr.skip(), gr.skip()
         view, probabilities, status = hosting.run_as(request, handlers.analyze_review, chosen, review, True, name)
         layer, head = handlers.clamp_layer_head(chosen, layer, head)
-        heatmap = handlers.sentiment_heatmap(view, layer, head, scale, hide)
+        heatmap = handlers.heatmap(view, layer, head, scale, hide)
         return view, probabilities, status, heatmap, *model_choice.sized(chosen, layer, head)
 
     def sentiment(review: str, request: gr.Request = None):
@@ -162,7 +165,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
     # second or two); a new layer redraws the plots of a layer, a new head only the large one
     painted = hosting.after_paint(predicted)
-    drawn = views_panel.wire(views, SENTIMENT_VIEWS, state, layer, head, [single], overview, painted)
+    drawn = views_panel.wire(views, "sentiment", state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
@@ -178,13 +181,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
 
 def _translation_inputs(pipe):
     """The German input, the decoding options, the button and the examples: (german, decoding, beam, submit)."""
-    german = gr.Textbox(
-        label="German sentence",
-        placeholder="Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.",
-        lines=2,
-        max_lines=6,
-        elem_id="translation-input",
-    )
+    german = _input_box("translation")
     with gr.Row():
         default, beam = handlers.default_decoding(pipe)  # what the model was evaluated with
         decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
@@ -196,10 +193,7 @@ def _translation_inputs(pipe):
 
 def _translation_plots(models) -> SimpleNamespace:
     """The translation tab's controls and plots under its inputs, by name."""
-    pipe = models.get()
-    with gr.Row():
-        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id="translation-layer")
-        head = gr.Radio(_choices(pipe.n_heads), value=0, label="Head (large plots)", elem_id="translation-head")
+    layer, head = _layer_head("translation", models.get(), "large plots")
     scale, hide = views_panel.options("translation")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
     cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
@@ -214,9 +208,9 @@ def _translation_plots(models) -> SimpleNamespace:
     with gr.Row(elem_classes=["plot-row"]):
         encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
         decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
-    views = views_panel.focus_and_model("translation", scale, hide, kinds=True)
+    views = views_panel.focus_and_model("translation", scale, hide)
     inside = inside_head_panel.build("translation")
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("pipe", "models")})
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k != "models"})
 
 
 def translation_tab(models, demo: gr.Blocks) -> None:
@@ -243,14 +237,14 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         if chosen is None:
             return None, "", name, None
         view, text, status = hosting.run_as(request, handlers.translate, chosen, german_text, decoding, beam, name)
-        return view, text, status, handlers.translation_heatmap(view, layer, head, scale, hide)
+        return view, text, status, handlers.heatmap(view, layer, head, scale, hide)
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""
         return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)[1:]
 
     def redraw(view, layer, head, scale, hide):  # the other plots of a new translation, with the step slider at 1
-        encoder_decoder = handlers.translation_self_attention(view, layer, head, scale, hide)
+        encoder_decoder = handlers.large_figures("translation", view, layer, head, scale, hide)[1:]
         return (*encoder_decoder, handlers.step_slider(view), *handlers.translation_step(view, layer, 1))
 
     inputs = [german, decoding, beam_size]
@@ -261,7 +255,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     training_step.wire(p.snapshot, models, "translation")  # another step translates the sentence again
     painted = hosting.after_paint(translated)
     viewed = views_panel.wire(
-        p.views, TRANSLATION_VIEWS, state, layer, head, [cross, encoder, decoder], cross_overview, painted
+        p.views, "translation", state, layer, head, [cross, encoder, decoder], cross_overview, painted
     )
     redrawn = [encoder, decoder, step, step_heads, step_topk]
     drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **PRIVATE)
@@ -295,7 +289,7 @@ def build_demo(
     sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
     same review ($SENTIMENT_COMPARE_MODEL). sentiment_models: more sentiment model folders or repo ids the tab's
     model choice offers, loaded on first use (`python app.py`: the bundled from-scratch model beside the default,
-    when $SENTIMENT_MODEL is not set). Launch it with hosting.launch_options()."""
+    when $SENTIMENT_MODEL is not set). Launch it with hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     sentiment, translation = served(sentiment, translation, batcher, own_process)
     processes = [p.process for p in (sentiment, translation) if p is not None and p.process is not None]
@@ -323,6 +317,9 @@ def build_demo(
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
+    pipes = [models.get() for models in (sentiment, translation) if models is not None]  # the tabs' defaults
+    demo.sessions = budget.sessions([budget.ModelSize.of(p) for p in pipes])  # hosting.launch_options
+    downloads.size_for(pipes)
     demo.model_processes = processes
     return demo
 
@@ -342,7 +339,7 @@ def main() -> None:
         sentiment_compare=load_compare_model(),
         sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),
     )
-    demo.launch(**hosting.launch_options())
+    demo.launch(**hosting.launch_options(demo))
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def serve(demo) -> str:
     from viz.hosting import launch_options
 
     _, url, _ = demo.launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, **launch_options()
+        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, **launch_options(demo)
     )
     return url
 

@@ -107,9 +107,9 @@ def main(argv=None) -> int:
     p.add_argument("--diagram", type=Path, default=None, help="write reliability diagrams (PNG) here")
     p.add_argument("--batch-size", type=int, default=64)
     a = p.parse_args(argv)
-    from pipelines import SentimentPipeline, TranslationPipeline
+    from pipelines.tasks import TASKS
 
-    pipe = (SentimentPipeline if a.task == "sentiment" else TranslationPipeline).from_pretrained(a.model)
+    pipe = TASKS[a.task].pipeline.from_pretrained(a.model)
     if a.task == "sentiment":
         rows, diagrams = sentiment_rows(pipe, a.data, a.n, a.batch_size)
         if a.diagram:

@@ -178,10 +178,10 @@ def write_default(task: str, summary: dict, n: int, command: str, seconds: dict,
 
 
 def run(args) -> dict:
-    from pipelines import SentimentPipeline, TranslationPipeline
+    from pipelines.tasks import TASKS
 
     model, data, column = SOURCES[args.task]
-    cls = SentimentPipeline if args.task == "sentiment" else TranslationPipeline
+    cls = TASKS[args.task].pipeline
     pipe = cls.from_pretrained(args.model or str(ROOT / model))
     texts = sample(Path(args.data or data), column, args.n, args.seed)
     one = sentiment_input if args.task == "sentiment" else translation_input

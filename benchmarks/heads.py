@@ -129,11 +129,11 @@ def prune(task: str, pipe, data: dict, summary: list[dict], beam: int | None) ->
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipelines import SentimentPipeline, TranslationPipeline
     from pipelines.heads import summarize_tables
+    from pipelines.tasks import TASKS
 
     model, data = model_and_sample(args)
-    cls = SentimentPipeline if args.task == "sentiment" else TranslationPipeline
+    cls = TASKS[args.task].pipeline
     pipe = cls.from_pretrained(model)
     print(f"{args.task}: {model}, {len(next(iter(data.values())))} inputs sampled with seed {args.seed}", flush=True)
     tables, per_input = head_tables(args.task, pipe, data, args.beam)

@@ -49,10 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def measure(args, model: str, revisions: list, data: dict) -> list[dict]:
     """For each (revision, snapshot or None for the final model): its head summary over the sample."""
-    from pipelines import SentimentPipeline, TranslationPipeline
     from pipelines.heads import summarize_tables
+    from pipelines.tasks import TASKS
 
-    cls = SentimentPipeline if args.task == "sentiment" else TranslationPipeline
+    cls = TASKS[args.task].pipeline
     out = []
     for revision, snap in revisions:
         pipe = cls.from_pretrained(model, revision=revision)

@@ -67,12 +67,12 @@ def compare(read, half, int8, texts: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipelines import SentimentPipeline, TranslationPipeline
     from pipelines.snapshots import list_snapshots
+    from pipelines.tasks import TASKS
     from training.ship import copy_fp16
     from transformer.hub import weight_files
 
-    cls = {"sentiment": SentimentPipeline, "translation": TranslationPipeline}[args.task]
+    cls = TASKS[args.task].pipeline
     path, column = DATA[args.task]
     texts = sample(args.data or str(ROOT / path), (column,), args.n, args.seed)[column]
     wanted = None if args.steps is None else {int(s) for s in args.steps.split(",")}

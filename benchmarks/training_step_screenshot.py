@@ -39,9 +39,7 @@ def move_to(page, position: int, last: int) -> None:
     info = page.locator("#translation-training-step-info").inner_text()
     browser.mark_plot(page, "translation-attention")
     browser.click_slider(page, "translation-training-step", position / last)
-    page.wait_for_function(
-        "t => document.querySelector('#translation-training-step-info').innerText !== t", arg=info
-    )
+    page.wait_for_function("t => document.querySelector('#translation-training-step-info').innerText !== t", arg=info)
     try:  # a snapshot may translate the sentence as the previous one did: then only the map changes
         page.wait_for_function(CHANGED_JS, arg=before, timeout=20_000)
     except Exception:  # noqa: BLE001 (playwright's TimeoutError)
@@ -80,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
             output = page.locator("#translation-output textarea").input_value()
             print(f"position {position}: {info} -> {output!r}", flush=True)
             shot = Path(tmp) / f"step-{position}.png"
-            shots.append(browser.screenshot_between(page, shot, "#translation-attention", "#translation-training-step-info"))
+            shots.append(
+                browser.screenshot_between(page, shot, "#translation-attention", "#translation-training-step-info")
+            )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         side_by_side(shots, args.out)
     demo.close()

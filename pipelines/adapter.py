@@ -22,9 +22,15 @@ from transformer.generation import Hypothesis, row_limits
 from transformer.masks import padding_mask
 
 from .common import TokenSpan, save_folder, spans, wrap_spans
+from .kinds import CROSS, DECODER, ENCODER, SELF
 from .tokenizers_io import special_ids
 
 KindMasks = dict[str, torch.Tensor]  # kind -> (L, H) or (L, B, H) multipliers on the heads' outputs
+
+
+def _config_field(name: str) -> property:
+    """A read-only property: the model config's field `name`."""
+    return property(lambda self: getattr(self.model.config, name))
 
 
 class AttentionParts(NamedTuple):
@@ -111,29 +117,15 @@ class OurClassifier(ModelDevice, TokenizerMixin):
         self.prefix, self.suffix = special_ids(tokenizer) if tokenizer is not None else ([], [])
         self.n_prefix, self.n_suffix = len(self.prefix), len(self.suffix)
 
-    @property
-    def config(self):
-        return self.model.config
-
-    @property
-    def pad_id(self) -> int:
-        return self.model.config.pad_id
-
-    @property
-    def vocab_size(self) -> int:
-        return self.model.config.vocab_size
-
-    @property
-    def n_heads(self) -> int:
-        return self.model.config.n_heads
-
-    @property
-    def max_len(self) -> int:
-        return self.model.config.max_len
+    config = property(lambda self: self.model.config)
+    pad_id = _config_field("pad_id")
+    vocab_size = _config_field("vocab_size")
+    n_heads = _config_field("n_heads")
+    max_len = _config_field("max_len")
 
     @property
     def head_layers(self) -> dict[str, int]:
-        return {"self": self.model.config.n_layers}
+        return {SELF.name: self.model.config.n_layers}
 
     def config_dict(self) -> dict:
         return dataclasses.asdict(self.model.config)
@@ -183,15 +175,12 @@ class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
     def __init__(self, model: Seq2SeqTransformer, tokenizer):
         self.model, self.tokenizer = model.eval(), tokenizer
 
-    @property
-    def config(self):
-        return self.model.config
-
-    pad_id = property(lambda self: self.model.config.pad_id)
-    bos_id = property(lambda self: self.model.config.bos_id)  # what the decoder reads first
-    eos_id = property(lambda self: self.model.config.eos_id)
-    vocab_size = property(lambda self: self.model.config.vocab_size)
-    n_heads = property(lambda self: self.model.config.n_heads)
+    config = property(lambda self: self.model.config)
+    pad_id = _config_field("pad_id")
+    bos_id = _config_field("bos_id")  # what the decoder reads first
+    eos_id = _config_field("eos_id")
+    vocab_size = _config_field("vocab_size")
+    n_heads = _config_field("n_heads")
 
     @property
     def max_source(self) -> int:
@@ -201,7 +190,7 @@ class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
     @property
     def head_layers(self) -> dict[str, int]:
         c = self.model.config
-        return {"encoder": c.n_encoder_layers, "decoder": c.n_decoder_layers, "cross": c.n_decoder_layers}
+        return {ENCODER.name: c.n_encoder_layers, DECODER.name: c.n_decoder_layers, CROSS.name: c.n_decoder_layers}
 
     def config_dict(self) -> dict:
         return dataclasses.asdict(self.model.config)

@@ -169,6 +169,21 @@ class AdapterBacked:
     def tokenizer(self):
         return self.adapter.tokenizer
 
+    @property
+    def head_layers(self) -> dict[str, int]:
+        """Layers per kind of attention (pipelines.kinds): {"self": 6}; {"encoder": 3, "decoder": 3, "cross": 3}."""
+        return self.adapter.head_layers
+
+    @property
+    def n_layers(self) -> int:
+        """The deepest kind's layers (a translator: the deeper of its encoder and decoder; the app's layer control
+        covers every kind)."""
+        return max(self.head_layers.values())
+
+    @property
+    def n_heads(self) -> int:
+        return self.adapter.n_heads
+
 
 def runs_model(method):
     """Declares a pipeline method that runs the model: a server runs each call as a batch of its own on the

@@ -1,8 +1,8 @@
 """Switching heads off and the head table: per-call head masks from {(kind, layer, head): multiplier},
 and each head's effect measured in one batched pass with a (B, H) mask per layer (row b: head b off).
 
-Kinds: "self" for the classifier; "encoder", "decoder" (self-attention) and "cross" for the translator.
-Layers and heads count from 0.
+Kinds as pipelines.kinds names them ("self" for the classifier; "encoder", "decoder" and "cross" for the
+translator); layers and heads count from 0.
 """
 
 from collections.abc import Mapping
@@ -10,13 +10,11 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from .budget import ModelSize, head_rows
 from .head_stats import agreement as rank_agreement
 from .head_stats import punctuation_keys, stats_rows
 
 HeadKey = tuple[str, int, int]
-SENTIMENT_KINDS = ("self",)
-TRANSLATION_KINDS = ("encoder", "decoder", "cross")
-MAX_ROWS = 32  # rows per batched pass when measuring every head's effect
 
 
 def head_keys(layers: Mapping[str, int], n_heads: int) -> list[HeadKey]:
@@ -61,9 +59,12 @@ def single_head_off(
     return {kind: m.to(device) for kind, m in out.items()}
 
 
-def _chunks(keys: list[HeadKey]):
-    for start in range(0, len(keys), MAX_ROWS):
-        yield keys[start : start + MAX_ROWS]
+def _chunks(adapter, keys: list[HeadKey], tokens: int):
+    """The heads in batches as large as the memory budget allows for this model and input (pipelines.budget)."""
+    size = ModelSize(sum(adapter.head_layers.values()), adapter.n_heads, tokens)
+    rows = head_rows(size, tokens)
+    for start in range(0, len(keys), rows):
+        yield keys[start : start + rows]
 
 
 # --- the classifier ------------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ def classifier_effects(pipe, ids: list[int], label: int) -> tuple[float, dict[He
     x = torch.tensor([ids], device=adapter.device)  # (1, T)
     intact = float(pipe.calibrated(adapter.forward(x).logits, [len(ids)])[0, label])
     effects = {}
-    for keys in _chunks(head_keys(layers, H)):
+    for keys in _chunks(adapter, head_keys(layers, H), len(ids)):
         masks = single_head_off(keys, layers, H, adapter.device)
         batch = x.expand(len(keys), -1)  # (N, T): the same input once per head
         logits = adapter.forward(batch, head_mask=masks).logits  # (N, C)
@@ -124,7 +125,7 @@ def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tupl
     layers, H = adapter.head_layers, adapter.n_heads
     intact = float(teacher_forced_log_prob(adapter, src_ids, produced, None)[0])
     effects = {}
-    for keys in _chunks(head_keys(layers, H)):
+    for keys in _chunks(adapter, head_keys(layers, H), max(len(src_ids), len(produced))):
         masks = single_head_off(keys, layers, H, adapter.device)
         logp = teacher_forced_log_prob(adapter, src_ids, produced, masks, rows=len(keys))
         effects.update({k: v - intact for k, v in zip(keys, logp.tolist())})

@@ -19,6 +19,9 @@ from transformer.generation import Hypothesis
 
 from .adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
 from .common import TokenSpan, serving_device, wrap_spans
+from .kinds import CROSS, DECODER, ENCODER, SELF
+
+TRANSLATION_KINDS = (ENCODER.name, DECODER.name, CROSS.name)  # a seq2seq model's, in its order
 
 # The attention output projections, by the end of their module name (BERT / RoBERTa, DistilBERT, BART / Marian).
 OUT_PROJECTIONS = ("attention.output.dense", "attention.out_lin", "self_attn.out_proj", "encoder_attn.out_proj")
@@ -75,9 +78,10 @@ def is_transformers_model(name_or_path: str) -> bool:
 
 
 def _kind(name: str, encoder_kind: str) -> str:
+    """The kind of attention (pipelines.kinds) of a module named as transformers names them."""
     if "encoder_attn" in name:
-        return "cross"
-    return "decoder" if "decoder." in name else encoder_kind
+        return CROSS.name
+    return DECODER.name if "decoder." in name else encoder_kind
 
 
 def out_projections(model: torch.nn.Module, encoder_kind: str) -> dict[str, list[torch.nn.Module]]:
@@ -188,8 +192,8 @@ class HFClassifier(ModelDevice, _HFTokenizing):
         self.n_prefix, self.n_suffix = len(self.prefix), len(self.suffix)
         c = model.config
         self.n_heads = c.num_attention_heads if hasattr(c, "num_attention_heads") else c.n_heads
-        self.projections = out_projections(model, "self")
-        self.head_layers = {"self": len(self.projections["self"])}
+        self.projections = out_projections(model, SELF.name)
+        self.head_layers = {SELF.name: len(self.projections[SELF.name])}
         self.pad_id = c.pad_token_id if c.pad_token_id is not None else (tokenizer.pad_token_id or 0)
         self.vocab_size = c.vocab_size
         positions = c.max_position_embeddings - (2 if c.model_type in ("roberta", "xlm-roberta", "camembert") else 0)
@@ -261,8 +265,8 @@ class HFSeq2Seq(ModelDevice, DecodingMixin, _HFTokenizing):
         self.n_heads = c.encoder_attention_heads
         if c.decoder_attention_heads != c.encoder_attention_heads:
             raise ValueError("the encoder and the decoder must have the same number of heads")
-        self.projections = out_projections(model, "encoder")
-        self.head_layers = {k: len(self.projections[k]) for k in ("encoder", "decoder", "cross")}
+        self.projections = out_projections(model, ENCODER.name)
+        self.head_layers = {k: len(self.projections[k]) for k in TRANSLATION_KINDS}
         self.pad_id, self.eos_id = c.pad_token_id, c.eos_token_id
         self.bos_id = c.decoder_start_token_id if c.decoder_start_token_id is not None else c.pad_token_id
         self.vocab_size = c.vocab_size

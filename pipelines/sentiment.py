@@ -76,14 +76,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         self.contrast = contrast or {}
         self.metrics: dict = {}  # metrics.json of the model folder, when it has one (from_pretrained)
 
-    @property
-    def n_layers(self) -> int:
-        return self.adapter.head_layers["self"]
-
-    @property
-    def n_heads(self) -> int:
-        return self.adapter.n_heads
-
     @classmethod
     def from_pretrained(
         cls, name_or_path: str, device: str | None = None, revision: str | None = None
@@ -164,11 +156,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
     def tokens_read(self, text: str) -> int:
         """How many tokens of this text the model reads (cut to max_len), without building its spans."""
         return min(len(self.adapter.tokenize_many([clean_text(text)])[0]) + self.n_special, self.max_len)
-
-    @property
-    def head_layers(self) -> dict[str, int]:
-        """Layers per kind of attention: {"self": n_layers}."""
-        return self.adapter.head_layers
 
     def __call__(
         self, text: str, head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True

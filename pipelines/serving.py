@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from .budget import ModelSize, review_batch
 from .common import declared_runs_model
 from .microbatch import MicroBatcher
 from .processes import ModelProcess, remote
@@ -22,9 +23,8 @@ _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
 # Who is calling when no calling_client block says so: a server sets this (viz.hosting: the request's session).
 client_source: Callable[[], Hashable] | None = None
 SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, longer ones with longer ones
-# Long reviews run at most 4 at a time: a batch of 8 reviews of 361 tokens peaked 81-87 MB above the model's
-# resting memory against 41 MB for 4, at 22-25 ms a review against 19-24 ms in batches of 8 here.
-LONG_REVIEW_BATCH = 4
+# Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch of
+# 8 reviews of 361 tokens on a 2 x 4 model peaked 81-87 MB above the model's resting memory against 41 MB for 4.
 SHORT_SENTENCE = 32
 
 
@@ -69,11 +69,15 @@ class ServedSentiment(_Served):
 
     batch_method = "analyze_many"
 
+    def __init__(self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None):
+        super().__init__(pipe, batcher, process)
+        self.long_batch = review_batch(ModelSize.of(pipe))  # long reviews at once, at most
+
     def __call__(self, text: str, head_mask=None, need_weights: bool = True):
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
             return self._one("__call__", text, head_mask, need_weights)
         long = self.pipe.tokens_read(text) > SHORT_REVIEW
-        limit = LONG_REVIEW_BATCH if long and need_weights else 0  # the maps are what takes the memory
+        limit = self.long_batch if long and need_weights else 0  # the maps are what takes the memory
         return self.batcher.submit(
             self.run_batch,
             text,

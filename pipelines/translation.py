@@ -84,15 +84,6 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
     def max_src(self) -> int:
         return self.adapter.max_source
 
-    @property
-    def n_layers(self) -> int:
-        """The deeper of the encoder and the decoder (the app's layer control covers both)."""
-        return max(self.head_layers.values())
-
-    @property
-    def n_heads(self) -> int:
-        return self.adapter.n_heads
-
     @classmethod
     def from_pretrained(
         cls, name_or_path: str, device: str | None = None, revision: str | None = None
@@ -146,11 +137,6 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         """The best output ids for each row of src (B, Ts): greedy for beam_size 1, else beam search.
         limits (B,): row b stops after limits[b] tokens (adapter.row_limits: as if each row ran alone)."""
         return self.adapter.generate(src, beam_size, alpha, head_mask, limits)
-
-    @property
-    def head_layers(self) -> dict[str, int]:
-        """Layers per kind of attention: {"encoder": ..., "decoder": ..., "cross": ...}."""
-        return self.adapter.head_layers
 
     def head_masks(self, head_mask: dict[HeadKey, float] | None) -> KindMasks | None:
         """{(kind, layer, head): multiplier} -> {kind: (L, H)} (ValueError for a head the model lacks)."""
@@ -221,16 +207,10 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
                 out[i] = (self.detokenize(hyp.tokens), mean_lp, *self.domain_check(ids[i], mean_lp))
         return out
 
-    def translate(
-        self,
-        texts: list[str],
-        beam_size: int | None = None,
-        alpha: float | None = None,
-        batch_size: int = 64,
-        head_mask: dict[HeadKey, float] | None = None,
-    ) -> list[str]:
-        """Translations of many sentences (batched, fast path), in input order; head_mask as in __call__."""
-        return [t[0] for t in self.translate_scored(texts, beam_size, alpha, batch_size, head_mask)]
+    def translate(self, texts: list[str], *args, **options) -> list[str]:
+        """Translations of many sentences (batched, fast path), in input order; the options of translate_scored
+        (beam_size, alpha, batch_size, head_mask as in __call__)."""
+        return [t[0] for t in self.translate_scored(texts, *args, **options)]
 
     @torch.no_grad()
     def __call__(

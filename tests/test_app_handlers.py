@@ -53,7 +53,7 @@ def test_review_gives_probabilities_status_and_state(sentiment):
     assert set(probs) == {"negative", "positive"} and sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
     best = max(probs, key=probs.get)
     assert f"**{best}** ({probs[best]:.1%})" in status
-    labels = handlers.sentiment_kinds(view)["self"].q_labels
+    labels = handlers.kinds(view)["self"].q_labels
     assert len(labels) == len(view.spans) == view.maps.layer("self", 0).shape[-1]
     assert view.cut_after is None and view.n_skipped == 0
 
@@ -67,7 +67,7 @@ def test_empty_review_gets_a_friendly_message_and_no_run(sentiment, bad, expecte
     view, probs, status = handlers.analyze_review(stub, bad)
     assert view is None and probs is None and expected in status and status.startswith("⚠️")
     assert stub.calls == 0
-    assert handlers.sentiment_figures(view, 0, 0) == (None, None)
+    assert handlers.task_figures("sentiment", view, 0, 0) == (None, None)
     assert highlight(stub, view) == ""
 
 
@@ -100,7 +100,7 @@ def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, n
     assert shown == expected  # every character once, as text (emoji bytes merged back into one character)
     if SCRIPT in text:
         assert "&lt;" in page and "&gt;" in page  # shown as the characters < and >
-    for fig in handlers.sentiment_figures(view, 0, 0):
+    for fig in handlers.task_figures("sentiment", view, 0, 0):
         js = fig.to_json()
         assert "<script" not in js and "<img" not in js
 
@@ -108,7 +108,7 @@ def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, n
 def test_markup_never_reaches_status_or_labels(sentiment):
     view, _, status = handlers.analyze_review(sentiment, SCRIPT)
     assert "<" not in status and "script" not in status
-    labels = handlers.sentiment_kinds(view)["self"].q_labels
+    labels = handlers.kinds(view)["self"].q_labels
     assert all("<" not in label for label in labels)
     assert any("&lt;" in label for label in labels)  # shown as the text '<' by plotly
 
@@ -140,7 +140,7 @@ def test_highlight_modes_weigh_tokens_to_one(sentiment):
 def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
     review = "the film, the actors and the the music: the end"  # repeated tokens
     view, _, _ = handlers.analyze_review(sentiment, review)
-    overview, single = handlers.sentiment_figures(view, 1, 2)
+    overview, single = handlers.task_figures("sentiment", view, 1, 2)
     x, y = heatmap_labels(single)
     T = len(view.spans)
     assert len(x) == len(set(x)) == T and x == y
@@ -182,7 +182,7 @@ def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mas
 
 def test_layer_and_head_out_of_range_are_clamped(sentiment):
     view, _, _ = handlers.analyze_review(sentiment, REVIEWS[1][1])
-    _, single = handlers.sentiment_figures(view, 99, "7")
+    _, single = handlers.task_figures("sentiment", view, 99, "7")
     assert "Layer 2, head 4" in single.layout.title.text
 
 
@@ -191,7 +191,7 @@ def test_changing_layer_head_or_highlight_never_runs_the_model(sentiment):
     view, _, _ = handlers.analyze_review(stub, REVIEWS[3][1])
     for layer in range(2):
         for head in range(4):
-            handlers.sentiment_figures(view, layer, head)
+            handlers.task_figures("sentiment", view, layer, head)
     assert stub.calls == 1
 
 
@@ -228,10 +228,10 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
 def test_translation_gives_text_status_and_every_figure(translation):
     view, english, status = handlers.translate(translation, GERMAN[0], "greedy", 4)
     assert isinstance(english, str) and "greedy decoding" in status
-    kinds = handlers.translation_kinds(view)
+    kinds = handlers.kinds(view)
     src, tgt = kinds["cross"].k_labels, kinds["cross"].q_labels
     Tt, Ts = len(view.steps), len(src)
-    cross_all, cross, enc, dec = handlers.translation_figures(view, 1, 2)
+    cross_all, cross, enc, dec = handlers.task_figures("translation", view, 1, 2)
     x, y = heatmap_labels(cross)
     assert (len(y), len(x)) == (Tt, Ts) and len(set(x)) == Ts and len(set(y)) == Tt
     assert x[0].endswith(":Ein") and x[-1] == f"{Ts - 1}:&lt;/s&gt;"
@@ -276,7 +276,7 @@ def test_changing_layer_head_or_step_never_runs_the_translator(translation):
     view, _, _ = handlers.translate(stub, GERMAN[1], "greedy", 2)
     for layer in range(2):
         for head in range(4):
-            handlers.translation_figures(view, layer, head)
+            handlers.task_figures("translation", view, layer, head)
         for step in range(1, len(view.steps) + 1):
             handlers.translation_step(view, layer, step)
     assert stub.calls == 1
@@ -289,7 +289,7 @@ def test_changing_layer_head_or_step_never_runs_the_translator(translation):
 def test_empty_german_gets_a_friendly_message(translation, bad, expected):
     view, english, status = handlers.translate(translation, bad, "greedy", 4)
     assert view is None and english == "" and expected in status
-    assert handlers.translation_figures(view, 0, 0) == (None, None, None, None)
+    assert handlers.task_figures("translation", view, 0, 0) == (None, None, None, None)
     assert handlers.translation_step(view, 0, 1) == (None, None)
 
 
@@ -307,7 +307,7 @@ def test_unusual_german_runs_with_a_notice(translation, text, notice):
     assert view is not None and notice in status
     if len(text) > MAX_GERMAN_CHARS:
         assert "longer than the model reads" in status
-    for fig in (*handlers.translation_figures(view, 0, 0), *handlers.translation_step(view, 0, 1)):
+    for fig in (*handlers.task_figures("translation", view, 0, 0), *handlers.translation_step(view, 0, 1)):
         js = fig.to_json()
         assert "<script" not in js and "<img" not in js
 
@@ -382,5 +382,5 @@ def test_a_new_head_redraws_only_the_plots_of_that_head(sentiment, translation):
     assert "translation-overview" in changes["translation-layer"]
 
     view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
-    titles = [fig.layout.title.text for fig in handlers.translation_figures(view, 1, 2)]
-    assert [fig.layout.title.text for fig in handlers.translation_head_figures(view, 1, 2)] == titles[1:]
+    titles = [fig.layout.title.text for fig in handlers.task_figures("translation", view, 1, 2)]
+    assert [fig.layout.title.text for fig in handlers.large_figures("translation", view, 1, 2)] == titles[1:]

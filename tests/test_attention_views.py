@@ -107,7 +107,7 @@ def long_view(sentiment):
 def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, name):
     from viz import handlers
 
-    fig = handlers.sentiment_heatmap(long_view, 1, 2, name)
+    fig = handlers.heatmap(long_view, 1, 2, name)
     scale = av.color_scale(name)
     assert scale.label in fig.layout.title.subtitle.text
     weights = long_view.maps.head("self", 1, 2).astype(np.float32)
@@ -123,8 +123,8 @@ def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, nam
 def test_the_cut_marker_is_drawn_where_the_pipeline_puts_it_with_tokens_hidden(long_view):
     from viz import handlers
 
-    fig = handlers.sentiment_heatmap(long_view, 0, 0, "linear", True)
-    labels = handlers.sentiment_kinds(long_view)["self"].q_labels
+    fig = handlers.heatmap(long_view, 0, 0, "linear", True)
+    labels = handlers.kinds(long_view)["self"].q_labels
     tokens = [label.split(":", 1)[1] for label in labels]
     kept = np.flatnonzero(~av.hidden_positions(tokens))
     marker = av.cut_marker(long_view.cut_after, long_view.n_skipped, kept)
@@ -144,7 +144,7 @@ def translated(translation):
 
     view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
     assert len(view.steps) >= 3
-    return view, handlers.translation_kinds(view)
+    return view, handlers.kinds(view)
 
 
 def test_token_focus_on_the_decoder_reads_the_token_where_the_next_step_read_it(translated):
@@ -220,7 +220,7 @@ def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
         assert not fig.data and words in fig.layout.annotations[0].text
     assert views.token_focus(kinds["cross"], 0, "src:1").data  # on an axis: drawn
     assert views.token_focus(kinds["cross"], 0, None) is None  # no token chosen: nothing to say
-    km = handlers.sentiment_kinds(long_view)["self"]
+    km = handlers.kinds(long_view)["self"]
     comma = next(i for i, lab in enumerate(km.q_labels) if views.token_text(lab) in {".", ","})
     fig = views.token_focus(km, 0, f"src:{comma}", hide=True)
     assert not fig.data and "is hidden" in fig.layout.annotations[0].text

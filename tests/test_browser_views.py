@@ -102,7 +102,7 @@ def test_hiding_tokens_shows_the_rows_the_pipeline_renormalised(page, app_url, s
     browser.wait_redrawn(page, "sentiment-attention")
     shown = page.evaluate(TRACE_JS, "sentiment-attention")
     view, _, _ = handlers.analyze_review(sentiment, PUNCTUATED)  # the same weights, outside the app
-    labels = handlers.sentiment_kinds(view)["self"].q_labels
+    labels = handlers.kinds(view)["self"].q_labels
     hidden = av.hidden_positions([label.split(":", 1)[1] for label in labels])
     expected, kept, _ = av.hide_tokens(view.maps.layer("self", 0).astype(np.float32), hidden, hidden)
     assert shown[0] == [labels[i] for i in kept] and hidden.sum() >= 6

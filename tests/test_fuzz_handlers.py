@@ -87,7 +87,7 @@ def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
         return
     assert sum(probs.values()) == pytest.approx(1.0, abs=1e-4)
     assert_safe_html(timed(lambda: explanation_panel.explain(sentiment, view, mode)[1]))
-    assert_safe_figures(*timed(handlers.sentiment_figures, view, layer, head))
+    assert_safe_figures(*timed(handlers.task_figures, "sentiment", view, layer, head))
     assert html.escape("<script", quote=False) not in status
 
 
@@ -104,7 +104,7 @@ def test_translation_handlers_never_fail(translation, text, decoding, beam, laye
     if view is None:
         assert english == "" and status.startswith("⚠️")
         return
-    assert_safe_figures(*timed(handlers.translation_figures, view, layer, head))
+    assert_safe_figures(*timed(handlers.task_figures, "translation", view, layer, head))
     assert_safe_figures(*timed(handlers.translation_step, view, layer, step))
     slider = handlers.step_slider(view)
     assert 1 <= slider.value <= slider.maximum and np.isfinite(slider.maximum)

@@ -123,7 +123,9 @@ def test_numbers_never_show_minus_zero_and_kinds_are_named_for_readers(translati
 
 def test_column_help_speaks_the_tabs_language():
     """Issue 25 item 5: the sentiment tab's help named the German sentence's </s> and the decoder's <s>."""
-    from viz.heads_panel import COLUMNS_HELP
+    from viz.tasks import TASKS
+
+    COLUMNS_HELP = {name: t.columns_help for name, t in TASKS.items()}
 
     assert "German" not in COLUMNS_HELP["sentiment"] and "decoder" not in COLUMNS_HELP["sentiment"]
     assert all("<s>" not in text and "</s>" not in text for text in COLUMNS_HELP.values())

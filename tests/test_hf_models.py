@@ -137,7 +137,7 @@ def test_classifier_in_the_app_handlers(classifier, tmp_path):
     view, probabilities, status = handlers.analyze_review(classifier, REVIEW)
     assert set(probabilities) == {"negative", "positive"} and "tokens read" in status
     assert "out-of-domain check is off" in status  # not fitted for this model: said so
-    fig = handlers.sentiment_heatmap(view, 1, 3)
+    fig = handlers.heatmap(view, 1, 3)
     T = len(view.spans)
     assert np.asarray(fig.data[0].z).shape == (T, T)
     expl, html = review_panel.explain(classifier, view, "gradient_x_input")
@@ -166,7 +166,7 @@ def test_classifier_model_view_shows_the_models_own_attention(classifier):
     ids = torch.tensor([[t.id for t in result.tokens]])
     assert ids.size(1) > 24  # pooled into blocks
     own = own_attentions(classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids)).attentions
-    fig = views.model_view(handlers.sentiment_kinds(view)["self"])
+    fig = views.model_view(handlers.kinds(view)["self"])
     thumbs = thumbnails_by_head(fig)
     assert len(thumbs) == classifier.n_layers * classifier.n_heads == len(own) * own[0].shape[1]
     for (layer, head), z in thumbs.items():
@@ -241,7 +241,7 @@ def test_translator_every_method_explains_and_is_measured(translator):
 def test_translator_in_the_app_handlers(translator):
     view, english, status = handlers.translate(translator, GERMAN, "beam search", 2)
     assert view is not None and english == view.result.translation and "beam search" in status
-    figs = handlers.translation_figures(view, 1, 3)
+    figs = handlers.task_figures("translation", view, 1, 3)
     assert all(f is not None for f in figs)
     expl, heat, agree = translation_panel.explain(translator, view, "gradient_x_input")
     assert heat is not None and agree is not None
@@ -260,7 +260,7 @@ def test_translator_model_view_and_token_focus_read_the_models_own_attention(tra
     tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
     own = own_attentions(translator.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
     own = {"encoder": own.encoder_attentions, "decoder": own.decoder_attentions, "cross": own.cross_attentions}
-    kinds = handlers.translation_kinds(view)
+    kinds = handlers.kinds(view)
     for kind, attentions in own.items():
         thumbs = thumbnails_by_head(views.model_view(kinds[kind]))
         assert len(thumbs) == len(attentions) * translator.n_heads

@@ -50,7 +50,7 @@ def test_session_state_is_bounded_and_expires(app):
     # the API answers without keeping anything: API clients cannot redraw
     api = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
     assert len(api) == 2 and not any(_is_state(b) for fn in api for b in fn.outputs)
-    assert demo.state_holder.capacity == hosting.SESSIONS  # launched with hosting.launch_options()
+    assert demo.state_holder.capacity == demo.sessions  # launched with hosting.launch_options(demo)
     demo.state_holder.capacity = 3  # the same bound, reached sooner
     client = Client(url, verbose=False, analytics_enabled=False)
     try:
@@ -63,7 +63,7 @@ def test_session_state_is_bounded_and_expires(app):
         kept = [v for session in demo.state_holder.session_data.values() for v in session.state_data.values()]
         assert not any(hasattr(v, "attentions") or hasattr(v, "cross") for v in kept)  # no result in any session
     finally:
-        demo.state_holder.capacity = hosting.SESSIONS
+        demo.state_holder.capacity = demo.sessions
 
 
 def test_a_burst_of_130_requests_is_admitted_and_batched(app):

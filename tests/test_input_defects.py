@@ -43,9 +43,9 @@ def test_any_other_beam_size_gets_a_message_not_a_silent_default(translation, be
 @pytest.mark.parametrize("value", [math.nan, "x", None, 1e300, -3, "2"])
 def test_redraws_take_any_layer_head_and_step(sentiment, translation, value):
     view, _, _ = handlers.analyze_review(sentiment, "A fine film.")
-    assert all(fig is not None for fig in handlers.sentiment_figures(view, value, value))
+    assert all(fig is not None for fig in handlers.task_figures("sentiment", view, value, value))
     tview, _, _ = handlers.translate(translation, "Ein Hund läuft.", "greedy", 2)
-    assert all(fig is not None for fig in handlers.translation_figures(tview, value, value))
+    assert all(fig is not None for fig in handlers.task_figures("translation", tview, value, value))
     assert all(fig is not None for fig in handlers.translation_step(tview, value, value))
 
 

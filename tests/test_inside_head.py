@@ -218,12 +218,12 @@ def test_the_norm_scale_redraws_every_view_with_each_rows_shares(sentiment):
     shares = av.norm_shares(weights, view.maps.carried["self"][1])
     np.testing.assert_allclose(shares.sum(-1), 1.0, atol=1e-5)
     assert not np.allclose(shares, weights, atol=1e-3)  # the values' norms differ: the picture changes
-    norm = handlers.sentiment_heatmap(view, 1, 0, "norm")
+    norm = handlers.heatmap(view, 1, 0, "norm")
     np.testing.assert_allclose(np.asarray(norm.data[0].z) / 1000, np.minimum(shares[0], 0.999), atol=6e-4)
     assert av.color_scale("norm").label in norm.layout.title.subtitle.text
-    km = handlers.sentiment_kinds(view)["self"]
+    km = handlers.kinds(view)["self"]
     for draw in (
-        lambda scale: handlers.sentiment_overview(view, 1, scale),
+        lambda scale: handlers.overview(view, 1, scale),
         lambda scale: views.token_focus(km, 1, "src:2", False, scale),
         lambda scale: views.model_view(km, scale),
     ):

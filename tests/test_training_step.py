@@ -91,7 +91,7 @@ def test_each_step_translates_with_its_snapshot_and_the_view_records_it(translat
     early, final = views[0], views[3]
     assert early.model == f"{translators.default}@step-0" and final.model == translators.default
     assert early.result.translation != final.result.translation
-    early_cross, final_cross = (handlers.translation_kinds(v)["cross"].maps[0] for v in (early, final))
+    early_cross, final_cross = (handlers.kinds(v)["cross"].maps[0] for v in (early, final))
     assert early_cross.shape[-1] == final_cross.shape[-1] and not np.allclose(
         early_cross[..., :1], final_cross[..., :1]
     )

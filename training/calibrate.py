@@ -191,13 +191,13 @@ def record_metrics(folder: Path, calibration: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    from pipelines import SentimentPipeline, TranslationPipeline
+    from pipelines.tasks import TASKS
     from transformer import CheckpointError
 
     from .data import DataError
 
     try:
-        pipe = (SentimentPipeline if a.task == "sentiment" else TranslationPipeline).from_pretrained(str(a.model))
+        pipe = TASKS[a.task].pipeline.from_pretrained(str(a.model))
         held = [(path, *read_texts(path, a.task)) for path in a.data]
         prep_path = a.model / "preprocessing.json"
         prep = json.loads(prep_path.read_text()) if prep_path.is_file() else {}

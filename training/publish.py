@@ -150,7 +150,7 @@ def preflight() -> str:
 
 def load_pipeline(task: str, model_dir: Path):
     """The task's pipeline loaded from `model_dir`, which must hold every file a published repo needs."""
-    from pipelines import SentimentPipeline, TranslationPipeline
+    from pipelines.tasks import TASKS
 
     if not model_dir.is_dir():
         raise PublishError(EXIT_INPUT, f"--model {model_dir}: no such folder")
@@ -161,7 +161,7 @@ def load_pipeline(task: str, model_dir: Path):
             f"--model {model_dir}: incomplete model folder, missing {', '.join(missing)} "
             f"(a model folder holds {', '.join(MODEL_FILES)}); nothing was built or sent",
         )
-    cls = SentimentPipeline if task == "sentiment" else TranslationPipeline
+    cls = TASKS[task].pipeline
     try:
         pipe = cls.from_pretrained(str(model_dir))
     except CheckpointError as e:  # loading is strict: config keys and every tensor must fit
@@ -236,9 +236,9 @@ def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dic
 def snapshot_branches(task: str, model_dir: Path, repo_id: str, out: Path) -> dict[str, Path]:
     """{branch: its assembled folder} for each snapshot of the model folder, under out/; PublishError for a
     snapshot that is not a complete model folder or does not load."""
-    from pipelines import SentimentPipeline, TranslationPipeline
+    from pipelines.tasks import TASKS
 
-    cls = SentimentPipeline if task == "sentiment" else TranslationPipeline
+    cls = TASKS[task].pipeline
     branches = {}
     for info in read_infos(model_dir):
         branch = snapshot_revision(info["step"])

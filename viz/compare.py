@@ -1,7 +1,7 @@
 """Compare two inputs in the app: both predictions side by side and the aligned attention diff.
 
-The model runs only in compare_reviews / compare_translations; the AlignedAttention they return (one kind's
-maps of both inputs in float16, from pipelines.compare, kept in gr.State) lets layer and head changes redraw the
+The model runs only in compare_inputs (compare_reviews, compare_translations); the AlignedAttention it returns (one
+kind's maps of both inputs in float16, from pipelines.compare, kept in gr.State) lets layer and head changes redraw the
 diff without running it again. The numbers come from pipelines.compare; this module only draws.
 """
 
@@ -12,18 +12,13 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from pipelines.compare import (
-    AlignedAttention,
-    AlignedToken,
-    align_tokens,
-    compare_sentiment,
-    compare_translation,
-    shared_share,
-)
+from pipelines.compare import AlignedAttention, AlignedToken, align_tokens, shared_share
+from pipelines.kinds import KINDS
+from pipelines.tasks import SENTIMENT, TRANSLATION
 
 from .explain import display_token
-from .heads import KIND_TITLES
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
+from .inputs import beam_width, check_text
+from .tasks import TASKS
 
 log = logging.getLogger(__name__)
 MARK = {"shared": "", "deleted": "−", "inserted": "+"}
@@ -70,7 +65,7 @@ def diff_figure(view: AlignedAttention | None, layer, head) -> go.Figure | None:
     fig.update_xaxes(tickangle=-60, tickfont=dict(size=10), type="category", title_text="key (attended to)")
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=10), type="category", title_text="query")
     title = (
-        f"{KIND_TITLES[view.kind]}, layer {layer + 1}, head {head + 1}: second input minus first (red = more "
+        f"{KINDS[view.kind].title}, layer {layer + 1}, head {head + 1}: second input minus first (red = more "
         "attention in the second); −token only in the first, +token only in the second (grey: nothing to compare)"
     )
     height = int(min(820, max(480, 260 + 9 * max(len(x), len(y)))))
@@ -136,22 +131,6 @@ def _sentiment_html(cmp, text_a: str, text_b: str) -> str:
     return f'{STYLE}<div class="compare-sides">{sides}</div>{summary}{word_diff_html(text_a, text_b, "Words")}'
 
 
-def compare_reviews(pipe, text_a: str, text_b: str, layer=0, head=0):
-    """Run the classifier on two reviews: (state, side-by-side HTML, diff figure for the layer and head)."""
-    a, b, error = _checked(text_a, text_b, MAX_REVIEW_CHARS, "review")
-    if error:
-        return None, error, None
-    try:
-        cmp = compare_sentiment(pipe, a, b)
-    except ValueError:
-        return None, "⚠️ The model found no words to read in one of the reviews.", None
-    except Exception:
-        log.exception("comparison failed")
-        return None, f"⚠️ {FAILED}", None
-    view = cmp.attention("self").astype(np.float16)
-    return view, _sentiment_html(cmp, a, b), diff_figure(view, layer, head)
-
-
 def _translation_html(cmp, text_a: str, text_b: str) -> str:
     sides = "".join(
         _side(name, r.translation or "(no words)", f"log-probability {r.score:.2f} · {len(r.steps)} steps")
@@ -162,18 +141,34 @@ def _translation_html(cmp, text_a: str, text_b: str) -> str:
     return f'{STYLE}<div class="compare-sides">{sides}</div>{german}{english}'
 
 
-def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search", beam_size=4, layer=0, head=0):
-    """Translate two German sentences with the same decoding: (state, side-by-side HTML, cross-attention diff)."""
-    a, b, error = _checked(text_a, text_b, MAX_GERMAN_CHARS, "German sentence")
+SIDES = {SENTIMENT.name: _sentiment_html, TRANSLATION.name: _translation_html}  # task -> its side-by-side HTML
+
+
+def compare_inputs(task: str, pipe, text_a: str, text_b: str, layer=0, head=0, **options):
+    """Run the task's model on two inputs: (state, side-by-side HTML, diff of its main kind of attention for the
+    layer and head). options: the task's comparison's (a translation's beam_size)."""
+    spec = TASKS[task]
+    a, b, error = _checked(text_a, text_b, spec.max_chars, spec.unit)
     if error:
         return None, error, None
-    beam = beam_width(decoding, beam_size)
     try:
-        cmp = compare_translation(pipe, a, b, beam)
+        cmp = spec.task.compare(pipe, a, b, **options)
     except ValueError:
-        return None, "⚠️ The model found no words to read in one of the sentences.", None
+        return None, f"⚠️ The model found no words to read in one of the {spec.units}.", None
     except Exception:
         log.exception("comparison failed")
         return None, f"⚠️ {FAILED}", None
-    view = cmp.attention("cross").astype(np.float16)
-    return view, _translation_html(cmp, a, b), diff_figure(view, layer, head)
+    view = cmp.attention(spec.task.main).astype(np.float16)
+    return view, SIDES[task](cmp, a, b), diff_figure(view, layer, head)
+
+
+def compare_reviews(pipe, text_a: str, text_b: str, layer=0, head=0):
+    """Run the classifier on two reviews: (state, side-by-side HTML, diff figure for the layer and head)."""
+    return compare_inputs(SENTIMENT.name, pipe, text_a, text_b, layer, head)
+
+
+def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search", beam_size=4, layer=0, head=0):
+    """Translate two German sentences with the same decoding: (state, side-by-side HTML, cross-attention diff)."""
+    return compare_inputs(
+        TRANSLATION.name, pipe, text_a, text_b, layer, head, beam_size=beam_width(decoding, beam_size)
+    )

@@ -20,20 +20,31 @@ from pathlib import Path
 
 from starlette.responses import FileResponse, PlainTextResponse
 
-from pipelines.export import sentiment_record, translation_record
+from pipelines.budget import ModelSize, export_bytes
+from pipelines.tasks import SENTIMENT, TRANSLATION
 
 from .failures import failure_message
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
+from .inputs import beam_width, check_text
+from .tasks import TASKS
 from .theme import THEME_JS
 
 log = logging.getLogger(__name__)
 KEEP_SECONDS = 120
-MAX_EXPORT_BYTES = 256 * 2**20  # exports on disk at once, at most (a 20,000-character review's is about 17 MB)
+# Exports on disk at once, at most: the budget's share, room for two of the largest (budget.export_bytes; a
+# 20,000-character review's export is about 17 MB on a 2 x 4 model); the app sizes it to its models (size_for).
+MAX_EXPORT_BYTES = export_bytes([])
 FULL = "Too many downloads are waiting to be fetched on the server. Please try again in a minute or two."
 NO_WORDS = "The model found no words to read in this text."
 EXPIRED = "This download has expired (files are kept for two minutes): press “Download data” again."
 _folder: Path | None = None
-_SERVED = re.compile(r"/exports/(attention-(?:sentiment|translation)-\d{8}-\d{6}-[0-9a-f]{32}\.json)$")
+_SERVED = re.compile(rf"/exports/(attention-(?:{'|'.join(TASKS)})-\d{{8}}-\d{{6}}-[0-9a-f]{{32}}\.json)$")
+
+
+def size_for(pipes) -> int:
+    """Size the exports' cap to the models the app serves; returns it."""
+    global MAX_EXPORT_BYTES
+    MAX_EXPORT_BYTES = export_bytes([ModelSize.of(p) for p in pipes])
+    return MAX_EXPORT_BYTES
 
 
 class ExportsFull(RuntimeError):
@@ -184,24 +195,24 @@ def _failed(error: Exception, task: str) -> tuple[None, str]:
     return None, failure_message(error, f"{task} export")
 
 
-def sentiment_download(pipe, review: str, method: str | None = None) -> tuple[str | None, str]:
-    """(path of the JSON export for this review, message); the path is None when there is nothing to export."""
-    checked = check_text(review, MAX_REVIEW_CHARS, "review")
+def download(task: str, pipe, text: str, **options) -> tuple[str | None, str]:
+    """(path of the JSON export of this input, message); the path is None when there is nothing to export.
+    options: the task's record's (pipelines.tasks: a review's explanation method, a sentence's beam size)."""
+    spec = TASKS[task]
+    checked = check_text(text, spec.max_chars, spec.unit)
     if checked.text is None:
         return None, checked.error or ""
     try:
-        return write_json(sentiment_record(pipe, checked.text, method=method), "sentiment"), ""
+        return write_json(spec.task.record(pipe, checked.text, **options), task), ""
     except Exception as e:
-        return _failed(e, "sentiment")
+        return _failed(e, task)
+
+
+def sentiment_download(pipe, review: str, method: str | None = None) -> tuple[str | None, str]:
+    """(path of the JSON export for this review, message)."""
+    return download(SENTIMENT.name, pipe, review, method=method)
 
 
 def translation_download(pipe, german: str, decoding: str = "beam search", beam_size=4) -> tuple[str | None, str]:
     """(path of the JSON export for this sentence and decoding, message)."""
-    checked = check_text(german, MAX_GERMAN_CHARS, "German sentence")
-    if checked.text is None:
-        return None, checked.error or ""
-    beam = beam_width(decoding, beam_size)
-    try:
-        return write_json(translation_record(pipe, checked.text, beam_size=beam), "translation"), ""
-    except Exception as e:
-        return _failed(e, "translation")
+    return download(TRANSLATION.name, pipe, german, beam_size=beam_width(decoding, beam_size))

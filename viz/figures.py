@@ -21,6 +21,7 @@ def as_float32(weights) -> np.ndarray:
 
 
 WEIGHT = "weight 0.%{z:03d}"  # z holds thousandths (see thousandths): 'weight 0.042'
+AXES = ("query", "key")  # the words for a map's rows and columns (a kind names its own: pipelines.kinds)
 OVERVIEW_CELLS = 32  # small multiples of longer inputs are drawn in token blocks: a light page
 # Tick labels per axis at most (zoom in for the others; hover names every cell). Left to itself, plotly lays out
 # a label for each of a long review's 361 tokens before thinning them: 180-470 ms of drawing in chromium, against
@@ -180,15 +181,15 @@ def attention_heatmap(
     q_labels: list[str],
     k_labels: list[str],
     title: str,
-    query: str = "query",
-    key: str = "key",
+    axes: tuple[str, str] = AXES,
     scale: av.ColorScale | None = None,
     shapes: tuple[list, list] = ([], []),
     meta: dict | None = None,
 ) -> go.Figure:
     """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset.
     scale: the colour scale (linear when None); shapes: (shapes, annotations) from marks(); meta: kept on the
-    trace for the page's click handlers (which token a row or column is)."""
+    trace for the page's click handlers (which token a row or column is); axes: the words for rows and columns."""
+    query, key = axes
     Tq, Tk = weights.shape
     assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
     scale = scale or av.color_scale("linear")
@@ -232,14 +233,14 @@ def heads_overview(
     q_labels: list[str],
     k_labels: list[str],
     title: str,
-    query: str = "query",
-    key: str = "key",
+    axes: tuple[str, str] = AXES,
     max_cells: int = OVERVIEW_CELLS,
     scale: av.ColorScale | None = None,
 ) -> go.Figure:
     """All heads of one layer as small multiples: weights (H, Tq, Tk), on one colour scale with its colour bar
     and tick labels on the outer axes. Inputs longer than max_cells tokens are shown in token blocks (pool_blocks)
     to keep the figure small."""
+    query, key = axes
     weights = as_float32(weights)
     H, Tq, Tk = weights.shape
     weights, q_labels, k_labels = pool_blocks(weights, q_labels, k_labels, max_cells)

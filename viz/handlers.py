@@ -7,12 +7,16 @@ redraws from the result kept in gr.State, so moving a control never re-runs the 
 import html
 import logging
 from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
 
 import gradio as gr
 import numpy as np
 
 from pipelines.attention_maps import AttentionMaps
 from pipelines.common import NonFiniteOutput, non_finite
+from pipelines.kinds import CROSS, KINDS
+from pipelines.tasks import SENTIMENT, TASKS, TRANSLATION, Task
 
 from . import figures
 from . import notices as notices_
@@ -50,6 +54,7 @@ class SentimentView:
     n_skipped: int  # tokens of a long review the model never saw
     cut_after: int | None  # the model read tokens [:cut_after] from the start and the rest from the end
     model: str | None = None  # which of the tab's models made it (its name in the tab's ModelRegistry)
+    task: ClassVar[Task] = SENTIMENT
 
 
 def _sentiment_view(text: str, result, cut_after: int | None, model: str | None) -> SentimentView:
@@ -105,31 +110,6 @@ def analyze_review(
     return view, dict(result.probabilities), _status([summary, *flags, *notices])
 
 
-def sentiment_kinds(view: SentimentView) -> dict[str, views.KindMaps]:
-    """The classifier's one kind of attention, self-attention over the review."""
-    return views.kinds_of(view.maps, view.cut_after, view.n_skipped)
-
-
-def sentiment_heatmap(view: SentimentView | None, layer: int, head: int, scale="linear", hide=False, token=None):
-    """The chosen head of the chosen layer, large: every token by every token."""
-    if view is None:
-        return None
-    title = "Layer {layer}, head {head}"
-    return views.heatmap(sentiment_kinds(view)["self"], layer, head, title, scale, hide, token)
-
-
-def sentiment_overview(view: SentimentView | None, layer: int, scale="linear", hide=False):
-    """Every head of the chosen layer as small multiples."""
-    if view is None:
-        return None
-    return views.overview(sentiment_kinds(view)["self"], layer, "Layer {layer}: every head", scale, hide)
-
-
-def sentiment_figures(view: SentimentView | None, layer: int, head: int, scale="linear", hide=False, token=None):
-    """(all heads of a layer, one head large) for the chosen layer and head."""
-    return sentiment_overview(view, layer, scale, hide), sentiment_heatmap(view, layer, head, scale, hide, token)
-
-
 # --- translation ----------------------------------------------------------------------------------------
 
 
@@ -144,6 +124,9 @@ class TranslationView:
     # click decodes once (a sentence's maps in float32: at most a few hundred kB).
     result: object = None
     model: str | None = None  # which of the tab's models made it (its name in the tab's ModelRegistry)
+    cut_after: ClassVar[None] = None  # a sentence is cut at its end, never in the middle
+    n_skipped: ClassVar[int] = 0
+    task: ClassVar[Task] = TRANSLATION
 
 
 def step_slider(view: TranslationView | None) -> gr.Slider:
@@ -203,64 +186,48 @@ def translate(
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 
-def translation_kinds(view: TranslationView) -> dict[str, views.KindMaps]:
-    """The translator's three kinds of attention, by name: encoder, decoder (self-attention) and cross."""
-    return views.kinds_of(view.maps)
+# --- the views of any task: its kinds of attention, its large heatmaps and small multiples ----------------------
 
 
-TRANSLATION_TITLES = {
-    "cross": "Cross-attention, layer {layer}, head {head}",
-    "encoder": "Encoder self-attention, layer {layer}, head {head}",
-    "decoder": "Decoder self-attention, layer {layer}, head {head} (causal)",
-}
+def kinds(view) -> dict[str, views.KindMaps]:
+    """A result's kinds of attention, by name (pipelines.kinds): the classifier's self-attention; the translator's
+    encoder, decoder (self-attention) and cross-attention."""
+    return views.kinds_of(view.maps, view.cut_after, view.n_skipped)
 
 
-def translation_heatmap(
-    view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None, kind="cross"
-):
-    """One head of one kind, large (cross-attention: English steps (rows) by German tokens)."""
+def heatmap(view, layer: int, head: int, scale="linear", hide=False, token=None, kind: str | None = None):
+    """One head of one kind, large (None: the task's main kind; cross-attention: English steps (rows) by German
+    tokens)."""
     if view is None:
         return None
-    km = translation_kinds(view)[kind]
-    return views.heatmap(km, layer, head, TRANSLATION_TITLES[kind], scale, hide, token)
+    kind = kind or view.task.main
+    return views.heatmap(kinds(view)[kind], layer, head, KINDS[kind].heatmap_title, scale, hide, token)
 
 
-def translation_overview(view: TranslationView | None, layer: int, scale="linear", hide=False):
-    """Every cross-attention head of the chosen layer as small multiples."""
+def overview(view, layer: int, scale="linear", hide=False):
+    """Every head of the chosen layer of the task's main kind as small multiples."""
     if view is None:
         return None
-    km = translation_kinds(view)["cross"]
-    return views.overview(km, layer, "Cross-attention, layer {layer}: every head", scale, hide)
+    kind = view.task.main
+    return views.overview(kinds(view)[kind], layer, KINDS[kind].overview_title, scale, hide)
 
 
-def translation_head_figures(
-    view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None
-):
-    """(cross-attention, encoder self-attention, decoder self-attention) of the chosen head: what a change of
-    head redraws."""
-    return tuple(translation_heatmap(view, layer, head, scale, hide, token, kind) for kind in TRANSLATION_TITLES)
+def large_figures(task: str, view, layer: int, head: int, scale="linear", hide=False, token=None) -> tuple:
+    """The chosen head of every kind the task draws large, in its order (the translator: cross-attention, encoder
+    and decoder self-attention): what a change of head redraws."""
+    return tuple(heatmap(view, layer, head, scale, hide, token, kind) for kind in TASKS[task].shown)
 
 
-def translation_figures(view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None):
-    """(cross-attention: every head, cross-attention: one head, encoder self-attention, decoder self-attention)."""
-    return (
-        translation_overview(view, layer, scale, hide),
-        *translation_head_figures(view, layer, head, scale, hide, token),
-    )
-
-
-def translation_self_attention(
-    view: TranslationView | None, layer: int, head: int, scale="linear", hide=False, token=None
-):
-    """(encoder self-attention, decoder self-attention) of the chosen head."""
-    return translation_head_figures(view, layer, head, scale, hide, token)[1:]
+def task_figures(task: str, view, layer: int, head: int, scale="linear", hide=False, token=None) -> tuple:
+    """(every head of the main kind, then the large heatmaps) for the chosen layer and head."""
+    return overview(view, layer, scale, hide), *large_figures(task, view, layer, head, scale, hide, token)
 
 
 def translation_step(view: TranslationView | None, layer: int, step: int):
     """(every head's cross-attention over the source at this step, the top-k next tokens at this step)."""
     if view is None:
         return None, None
-    steps, cross = view.steps, translation_kinds(view)["cross"]
+    steps, cross = view.steps, kinds(view)[CROSS.name]
     layer, _ = _layer_head(len(cross.maps), 1, layer, 0)
     t = clamp(step, 1, len(steps), 1) - 1
     produced = steps[t].token
@@ -272,3 +239,9 @@ def translation_step(view: TranslationView | None, layer: int, step: int):
     )
     bar = figures.topk_bar(steps[t].top_k, produced, f"Step {t + 1}: the {len(steps[t].top_k)} most likely next tokens")
     return heat, bar
+
+
+# The names by task, for the benchmarks written before the task registry.
+sentiment_heatmap = heatmap
+sentiment_figures = partial(task_figures, SENTIMENT.name)
+translation_figures = partial(task_figures, TRANSLATION.name)

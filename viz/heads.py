@@ -12,18 +12,15 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
+from pipelines.kinds import BY_ROW, KINDS, order
+
 from . import figures, view_handlers
 from .handlers import _status
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, beam_width, check_text
+from .inputs import beam_width, check_text
+from .tasks import TASKS
 
 log = logging.getLogger(__name__)
-KIND_NAMES = {"self": "layer", "encoder": "encoder", "decoder": "decoder", "cross": "cross"}
-KIND_TITLES = {
-    "self": "Self-attention",
-    "encoder": "Encoder self-attention",
-    "decoder": "Decoder self-attention",
-    "cross": "Cross-attention",
-}
+AGREEMENT = "cross"  # the kind whose heads are ranked against the explanation (pipelines.heads)
 SHARES = ("previous", "itself", "end", "punctuation", "agreement")
 COLUMNS = {  # row key -> table header
     "kind": "attention",
@@ -44,12 +41,12 @@ COLUMNS = {  # row key -> table header
 class HeadsView:
     """The head table of one run, kept in gr.State with what is needed to run the model again."""
 
-    task: str  # "sentiment" | "translation"
+    task: str  # its name in viz.tasks.TASKS
     text: str
-    beam_size: int | None  # translation only
+    beam_size: int | None  # a task that decodes only
     rows: list[dict]  # pipelines' head table: 0-based layer and head
     effect_of: str  # what 'effect' measures, in words
-    result: object = None  # translation: the intact TranslationResult measured (switch_off reuses it)
+    result: object = None  # a task that decodes: the intact result measured (switch_off reuses it)
 
 
 def head_value(kind: str, layer: int, head: int) -> str:
@@ -124,7 +121,7 @@ def table_styler(rows: list[dict]):
     keys = [k for k in table_keys(kinds, agreement) if any(k in r for r in rows)]
     frame = pd.DataFrame([{k: r.get(k) for k in keys} for r in rows], columns=keys, dtype=object)
     if "kind" in frame:
-        frame["kind"] = [KIND_TITLES[k] for k in frame["kind"]]
+        frame["kind"] = [KINDS[k].title for k in frame["kind"]]
     frame["layer"] = frame["layer"] + 1
     frame["head"] = frame["head"] + 1
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
@@ -143,7 +140,7 @@ def table_styler(rows: list[dict]):
 
 def grid_row(kind: str, layer: int) -> str:
     """The grid's name of a layer: 'layer 2', 'cross 1'."""
-    return f"{KIND_NAMES[kind]} {layer + 1}"
+    return f"{KINDS[kind].row} {layer + 1}"
 
 
 def grid_frame(lines: dict[str, list], n_heads: int) -> pd.DataFrame:
@@ -174,7 +171,7 @@ def empty_grid(layers: dict[str, int], n_heads: int) -> pd.DataFrame:
 
 def empty_table(layers: dict[str, int]) -> pd.DataFrame:
     """The head table before anything is measured: its column headers for this model, no rows."""
-    return pd.DataFrame(columns=[COLUMNS[k] for k in table_keys(layers, agreement="cross" in layers)])
+    return pd.DataFrame(columns=[COLUMNS[k] for k in table_keys(layers, agreement=AGREEMENT in layers)])
 
 
 # --- handlers --------------------------------------------------------------------------------------------
@@ -185,31 +182,33 @@ def _unmeasured(pipe) -> tuple[pd.DataFrame, pd.DataFrame]:
     return empty_grid(pipe.head_layers, pipe.n_heads), empty_table(pipe.head_layers)
 
 
+def _measure(pipe, task, text: str, beam: int | None, result):
+    """(head table rows, the result measured: kept where the task decodes, for switch_off)."""
+    if not task.decodes:
+        return pipe.head_table(text), None
+    result = _same_input(result, text, beam) or pipe(text, beam_size=beam)
+    return pipe.head_table(text, beam_size=beam, result=result), result
+
+
 def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None, result=None):
     """Measure every head on the text: (HeadsView, grid, table, status Markdown). The model runs here;
     result: a translation's TranslationResult of this text and decoding, to measure without decoding again."""
-    limit, what = (MAX_REVIEW_CHARS, "review") if task == "sentiment" else (MAX_GERMAN_CHARS, "German sentence")
-    checked = check_text(text, limit, what)
+    spec = TASKS[task]
+    checked = check_text(text, spec.max_chars, spec.unit)
     if checked.text is None:
         return None, *_unmeasured(pipe), _status([], checked.error)
-    beam = beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)) if task == "translation" else None
+    beam = beam_width(decoding, beam_size, getattr(pipe, "beam_size", 4)) if spec.task.decodes else None
     start = time.perf_counter()
     try:
-        if task == "sentiment":
-            rows = pipe.head_table(checked.text)
-        else:
-            result = _same_input(result, checked.text, beam)
-            if result is None:
-                result = pipe(checked.text, beam_size=beam)
-            rows = pipe.head_table(checked.text, beam_size=beam, result=result)
+        rows, result = _measure(pipe, spec.task, checked.text, beam, result)
     except ValueError:
         return None, *_unmeasured(pipe), _status([], "The model found no words to read in this text.")
     except Exception:
         log.exception("head table failed")
         return None, *_unmeasured(pipe), _status([], "Sorry, the heads could not be measured on this text.")
     seconds = time.perf_counter() - start
-    effect_of = "the predicted label's probability" if task == "sentiment" else "the translation's log-probability"
-    view = HeadsView(task, checked.text, beam, rows, effect_of, result if task == "translation" else None)
+    effect_of = spec.task.effect_of
+    view = HeadsView(task, checked.text, beam, rows, effect_of, result)
     top = min(rows, key=lambda r: r["effect"])
     lines = [
         f"{len(rows)} heads measured in {seconds:.2f} s. **Effect** = change of {effect_of} when that head "
@@ -235,7 +234,7 @@ def selected_head(heads: HeadsView | None, evt: gr.SelectData) -> str | None:
     if not row_value or not col:
         return None
     name, layer = str(row_value[0]).rsplit(" ", 1)
-    kind = {v: k for k, v in KIND_NAMES.items()}[name]
+    kind = BY_ROW[name]
     return head_value(kind, int(layer) - 1, int(col) - 1)
 
 
@@ -253,8 +252,8 @@ def head_heatmap(view, heads: HeadsView | None, value: str | None):
     row = _row(heads, value)
     km = view_handlers.kinds_of(view.maps)[kind]  # one source of attention for every view
     stats = f"effect {row['effect']:+.3f} · entropy {row['entropy']:.2f}" if row else ""
-    title = f"{KIND_TITLES[kind]}, layer {layer + 1}, head {head + 1}: {stats}"
-    return figures.attention_heatmap(km.maps[layer][head], km.q_labels, km.k_labels, title, km.query, km.key)
+    title = f"{KINDS[kind].title}, layer {layer + 1}, head {head + 1}: {stats}"
+    return figures.attention_heatmap(km.maps[layer][head], km.q_labels, km.k_labels, title, (km.query, km.key))
 
 
 def add_head(selected: list[str] | None, value: str | None) -> list[str]:
@@ -269,8 +268,7 @@ def add_head(selected: list[str] | None, value: str | None) -> list[str]:
 
 
 def _names(mask: dict) -> str:
-    order = list(KIND_NAMES)  # the model's order: encoder, decoder, cross
-    names = [head_label(*key) for key in sorted(mask, key=lambda k: (order.index(k[0]), k[1], k[2]))]
+    names = [head_label(*key) for key in sorted(mask, key=lambda k: (order(k[0]), k[1], k[2]))]
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
@@ -348,6 +346,19 @@ def translation_comparison(intact, off, old_logp_off: float, mask: dict) -> str:
     )
 
 
+def _label_off(pipe, heads: HeadsView, mask: dict) -> str:
+    """A classifier: the prediction with and without the heads."""
+    return sentiment_comparison(pipe(heads.text), pipe(heads.text, head_mask=mask), mask)
+
+
+def _decoded_off(pipe, heads: HeadsView, mask: dict) -> str:
+    """A decoder: decoded again without the heads, and the intact output scored without them."""
+    intact = heads.result or pipe(heads.text, beam_size=heads.beam_size)
+    off = pipe(heads.text, beam_size=heads.beam_size, head_mask=mask)
+    old_logp_off = pipe.score(heads.text, intact.target_ids, head_mask=mask)
+    return translation_comparison(intact, off, old_logp_off, mask)
+
+
 def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str:
     """Run the model again with the chosen heads off: HTML comparing it with the intact model."""
     if heads is None:
@@ -356,12 +367,8 @@ def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str
     if not mask:
         return "<p>Choose at least one head to switch off (tick it, or click it in the grid).</p>"
     try:
-        if heads.task == "sentiment":
-            return sentiment_comparison(pipe(heads.text), pipe(heads.text, head_mask=mask), mask)
-        intact = heads.result or pipe(heads.text, beam_size=heads.beam_size)
-        off = pipe(heads.text, beam_size=heads.beam_size, head_mask=mask)
-        old_logp_off = pipe.score(heads.text, intact.target_ids, head_mask=mask)
-        return translation_comparison(intact, off, old_logp_off, mask)
+        run = _decoded_off if TASKS[heads.task].task.decodes else _label_off
+        return run(pipe, heads, mask)
     except Exception:
         log.exception("switching heads off failed")
         return "<p>Sorry, the model failed with these heads off. Please try another set.</p>"

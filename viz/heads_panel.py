@@ -4,27 +4,9 @@ model run again with chosen heads switched off. Laid out here so app.py only cal
 import gradio as gr
 
 from . import heads
+from .tasks import TASKS
 
 PRIVATE = dict(api_visibility="private")
-HELP = {
-    "sentiment": "Each head of the classifier, measured on this review. **Effect**: how much the predicted "
-    "label's probability changes when that head alone is switched off.",
-    "translation": "Each head of the translator (encoder self-attention, decoder self-attention, "
-    "cross-attention), measured on this sentence. **Effect**: how much the log-probability of the produced "
-    "translation changes (teacher-forced) when that head alone is switched off. **Agreement**: rank "
-    "correlation of a cross-attention head with the attribution of each English token to the German ones.",
-}
-_COLUMNS = (
-    "Entropy in nats (0 = all weight on one token); distance in tokens{cross}; *on …*: the average share of "
-    "attention on the previous token, on the token itself, on the end ({end}) and on punctuation."
-)
-COLUMNS_HELP = {  # in the words of each tab: no tokenizer markers
-    "sentiment": _COLUMNS.format(cross="", end="the review's last token"),
-    "translation": _COLUMNS.format(
-        cross=" (cross-attention: from the diagonal)",
-        end="the end of the German sentence; for the decoder, the start of the English one",
-    ),
-}
 
 
 def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list) -> None:
@@ -36,7 +18,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     pipe = models.get()
     layers, n_heads = pipe.head_layers, pipe.n_heads
     state, clicked = gr.State(None), gr.State(None)
-    gr.Markdown(f"### What each head does\n{HELP[task]}")
+    gr.Markdown(f"### What each head does\n{TASKS[task].heads_help}")
     status = gr.Markdown(elem_id=f"{p}-status")
     # The grid takes the full width: a 6 x 12-head model's twelve columns fit at 1440 px, the clicked head's map below
     grid = gr.Dataframe(
@@ -50,7 +32,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     table = gr.Dataframe(
         heads.empty_table(layers), label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table"
     )
-    gr.Markdown(COLUMNS_HELP[task])
+    gr.Markdown(TASKS[task].columns_help)
     gr.Markdown("#### Switch heads off")
     chosen = gr.CheckboxGroup(heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off")
     run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")

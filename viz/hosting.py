@@ -26,7 +26,6 @@ PARALLEL_MODELS = 2
 OWN_PROCESS = ("translation",)
 TORCH_THREADS = 1
 STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
-SESSIONS = 32  # results of at most this many sessions are kept (about 4 MB each at most): memory stays flat
 DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary files go after 10 minutes
 
 
@@ -52,13 +51,14 @@ class RefuseUploads:
         return await self.app(scope, receive, send)
 
 
-def launch_options() -> dict:
-    """Keyword arguments for demo.launch()."""
+def launch_options(demo) -> dict:
+    """Keyword arguments for demo.launch() of a demo built by app.build_demo: results of at most demo.sessions
+    sessions are kept (pipelines.budget.sessions, from the size of its models), so memory stays flat."""
     return dict(
         css=page.CSS + theme.CSS,
         head=page.head_html(),
         max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
-        state_session_capacity=SESSIONS,
+        state_session_capacity=demo.sessions,
         max_threads=QUEUE_SIZE + 40,  # every admitted request may wait in the batcher, redraws still run
         # the outer one first: uploads are refused before the guard reads any body
         app_kwargs={"middleware": [Middleware(RefuseUploads), Middleware(ApiGuard), Middleware(ServeExports)]},

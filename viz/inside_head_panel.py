@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from pipelines.kinds import KINDS, TGT
+
 from . import hosting
 from . import inside_head_view as draw
 from . import view_handlers as views
@@ -35,10 +37,10 @@ def build(task: str) -> InsideHeadUI:
 def query_of(kind: str, token, step) -> int | None:
     """The row to show: the chosen token where it is a query of this kind, else (English rows) the step's."""
     parsed = views.parse_token(token)
-    side = views.KINDS[kind].q_side
+    side = KINDS[kind].q_side
     if parsed is not None and parsed[0] == side:
         return parsed[1]
-    return int(step) - 1 if side == "tgt" and step else None
+    return int(step) - 1 if side == TGT and step else None
 
 
 def record(models, view):

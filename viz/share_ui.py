@@ -218,66 +218,71 @@ def _redraw_diff_on(layer, head, state, diff) -> None:
         control.change(compare.diff_figure, [state, layer, head], [diff], **PRIVATE)
 
 
+@dataclass(frozen=True)
+class CompareWords:
+    """What a tab's compare panel says: its heading, its second box and its example pairs."""
+
+    intro: str
+    box: str
+    lines: int
+    max_lines: int
+    pairs: str
+
+
+REVIEW_WORDS = CompareWords(
+    "### Compare two reviews\nChange a word or two and see what it does: both predictions, the change in "
+    "probability, and for the chosen layer and head how attention moved over the tokens both reviews share.",
+    "Second review (click it for a copy of the first, then edit)",
+    3,
+    10,
+    "Contrast pairs (one click fills both reviews and compares them)",
+)
+SENTENCE_WORDS = CompareWords(
+    "### Compare two sentences\nTranslate a second German sentence with the same decoding: both translations, "
+    "and for the chosen layer and head how cross-attention moved over the tokens both share.",
+    "Second German sentence (click it for a copy of the first, then edit)",
+    2,
+    6,
+    "Sentence pairs (one click fills both sentences and compares them)",
+)
+
+
+def _compare_panel(task: str, first, words: CompareWords, pairs: list, run, options: list, layer, head) -> None:
+    """A second input (a copy of the first to edit), run(first, second, *options, layer, head) on a click or an
+    example pair (first, second, label), and the diff redrawn for a new layer or head."""
+    gr.Markdown(words.intro)
+    second = gr.Textbox(label=words.box, lines=words.lines, max_lines=words.max_lines, elem_id=f"{task}-compare-input")
+    button = gr.Button("Compare", variant="secondary", elem_id=f"{task}-compare-submit")
+    examples = gr.Examples(
+        examples=[[a, b] for a, b, _ in pairs],
+        inputs=[first, second],
+        example_labels=[label for _, _, label in pairs],
+        label=words.pairs,
+        **PRIVATE,
+    )
+    state, output, diff = _compare_outputs(task)
+    second.focus(None, [first, second], [second], js=PREFILL_JS, **PRIVATE)  # not on the run: the box is asked for
+    inputs = [first, second, *options, layer, head]
+    button.click(run, inputs, [state, output, diff], **PRIVATE)
+    examples.load_input_event.then(run, inputs, [state, output, diff], **PRIVATE)
+    _redraw_diff_on(layer, head, state, diff)
+
+
 def sentiment_compare_panel(models, *, review, choice, layer, head) -> None:
     """A second review (a copy of the first to edit), both predictions side by side, the change in probability,
     and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run."""
-    gr.Markdown(
-        "### Compare two reviews\nChange a word or two and see what it does: both predictions, the change in "
-        "probability, and for the chosen layer and head how attention moved over the tokens both reviews share."
-    )
-    second = gr.Textbox(
-        label="Second review (click it for a copy of the first, then edit)",
-        lines=3,
-        max_lines=10,
-        elem_id="sentiment-compare-input",
-    )
-    button = gr.Button("Compare", variant="secondary", elem_id="sentiment-compare-submit")
-    pairs = contrast_pairs()
-    examples = gr.Examples(
-        examples=[[a, b] for a, b, _ in pairs],
-        inputs=[review, second],
-        example_labels=[f"{kind}: {shorten(a)}" for a, _, kind in pairs],
-        label="Contrast pairs (one click fills both reviews and compares them)",
-        **PRIVATE,
-    )
-    state, output, diff = _compare_outputs("sentiment")
+    pairs = [(a, b, f"{kind}: {shorten(a)}") for a, b, kind in contrast_pairs()]
 
     def run(a, b, name, layer, head):
         return compare.compare_reviews(models.get(name), a, b, layer, head)
 
-    second.focus(None, [review, second], [second], js=PREFILL_JS, **PRIVATE)  # not on Analyse: the box is asked for
-    button.click(run, [review, second, choice, layer, head], [state, output, diff], **PRIVATE)
-    examples.load_input_event.then(run, [review, second, choice, layer, head], [state, output, diff], **PRIVATE)
-    _redraw_diff_on(layer, head, state, diff)
+    _compare_panel("sentiment", review, REVIEW_WORDS, pairs, run, [choice], layer, head)
 
 
 def translation_compare_panel(pipe, *, german, decoding, beam, layer, head) -> None:
     """A second German sentence, both translations side by side, and the aligned cross-attention diff."""
-    gr.Markdown(
-        "### Compare two sentences\nTranslate a second German sentence with the same decoding: both translations, "
-        "and for the chosen layer and head how cross-attention moved over the tokens both share."
-    )
-    second = gr.Textbox(
-        label="Second German sentence (click it for a copy of the first, then edit)",
-        lines=2,
-        max_lines=6,
-        elem_id="translation-compare-input",
-    )
-    button = gr.Button("Compare", variant="secondary", elem_id="translation-compare-submit")
-    examples = gr.Examples(
-        examples=[[a, b] for a, b, _ in GERMAN_PAIRS],
-        inputs=[german, second],
-        example_labels=[label for _, _, label in GERMAN_PAIRS],
-        label="Sentence pairs (one click fills both sentences and compares them)",
-        **PRIVATE,
-    )
-    state, output, diff = _compare_outputs("translation")
 
     def run(a, b, decoding, beam, layer, head):
         return compare.compare_translations(pipe, a, b, decoding, beam, layer, head)
 
-    second.focus(None, [german, second], [second], js=PREFILL_JS, **PRIVATE)
-    inputs = [german, second, decoding, beam, layer, head]
-    button.click(run, inputs, [state, output, diff], **PRIVATE)
-    examples.load_input_event.then(run, inputs, [state, output, diff], **PRIVATE)
-    _redraw_diff_on(layer, head, state, diff)
+    _compare_panel("translation", german, SENTENCE_WORDS, GERMAN_PAIRS, run, [decoding, beam], layer, head)

@@ -15,30 +15,10 @@ import numpy as np
 
 from pipelines import attention_views as av
 from pipelines.attention_maps import AttentionMaps
+from pipelines.kinds import KINDS, SIDE_NAMES, SIDES
 
 from . import explain, figures, view_figures
 from .inputs import clamp
-
-
-@dataclass(frozen=True)
-class KindSpec:
-    """How a kind of attention is named and which tokens its rows and columns are."""
-
-    title: str  # "Self-attention", "Cross-attention", ...
-    q_side: str  # "src" | "tgt": row i is token q_side:i
-    k_side: str
-    query: str = "query"  # the axes' words
-    key: str = "key"
-    k_shift: int = 0  # column j is token k_side:(j - k_shift); the first k_shift columns are no token
-
-
-KINDS = {
-    "self": KindSpec("Self-attention", "src", "src"),
-    "encoder": KindSpec("Encoder self-attention", "src", "src"),
-    # the decoder reads the start token, then what it produced before: column j is the output of step j - 1
-    "decoder": KindSpec("Decoder self-attention", "tgt", "tgt", k_shift=1),
-    "cross": KindSpec("Cross-attention", "tgt", "src", "English", "German"),
-}
 
 
 @dataclass(frozen=True)
@@ -98,7 +78,7 @@ def parse_token(value) -> tuple[str, int] | None:
     """'src:12' (or 'src:12#nonce' from a click) -> ('src', 12); None for no or a malformed token."""
     try:
         side, pos = str(value).split("#")[0].split(":")
-        return (side, int(pos)) if side in ("src", "tgt") else None
+        return (side, int(pos)) if side in SIDES else None
     except (ValueError, AttributeError):
         return None
 
@@ -167,7 +147,7 @@ def heatmap(km: KindMaps, layer: int, head: int, title: str, scale="linear", hid
     meta = dict(kind=km.kind, q=km.q_side, k=km.k_side)
     title = title.format(layer=layer + 1, head=head + 1)
     fig = figures.attention_heatmap(
-        s.maps[head], s.q_labels, s.k_labels, title, km.query, km.key, av.color_scale(scale), shapes, meta
+        s.maps[head], s.q_labels, s.k_labels, title, (km.query, km.key), av.color_scale(scale), shapes, meta
     )
     if s.hidden:
         fig.layout.title.subtitle.text += _hidden_note(s)
@@ -179,7 +159,7 @@ def overview(km: KindMaps, layer: int, title: str, scale="linear", hide=False):
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
     s = shown(km, layer, bool(hide), scale)
     title = title.format(layer=layer + 1)
-    fig = figures.heads_overview(s.maps, s.q_labels, s.k_labels, title, km.query, km.key, scale=av.color_scale(scale))
+    fig = figures.heads_overview(s.maps, s.q_labels, s.k_labels, title, (km.query, km.key), scale=av.color_scale(scale))
     if s.hidden:
         fig.layout.title.subtitle.text += _hidden_note(s)
     return fig
@@ -196,9 +176,6 @@ def focus_panels(km: KindMaps, s: Shown, token) -> list:
     if focus.looked_at_by is not None:
         panels.append((f"what looks at {label}", focus.looked_at_by, s.q_labels, row))
     return panels
-
-
-SIDE_NAMES = {"src": "German", "tgt": "English"}  # the translator's two sides (a review has one: never named)
 
 
 def _not_shown(km: KindMaps, token: str) -> str:
@@ -257,13 +234,13 @@ def model_view(km: KindMaps, scale="linear", hide=False, max_cells: int = 24, la
 def token_choices(kinds: list[KindMaps]) -> list[tuple[str, str]]:
     """(label, 'side:position') of every token the kinds show, input first."""
     seen, out = set(), []
-    named = {"src": "", "tgt": ""}
+    named = dict.fromkeys(SIDES, "")
     if any(km.q_side != km.k_side for km in kinds):  # two languages: say which
-        named = {"src": " (German)", "tgt": " (English)"}
+        named = {side: f" ({name})" for side, name in SIDE_NAMES.items()}
     for km in kinds:  # rows first: a token is named by its position there (the decoder's columns are shifted)
         for ids, labels in ((km.q_ids, km.q_labels), (km.k_ids, km.k_labels)):
             for token, lab in zip(ids, labels):
                 if token is not None and token not in seen:
                     seen.add(token)
                     out.append((f"{html.unescape(lab)}{named[token.split(':')[0]]}", token))
-    return sorted(out, key=lambda c: c[1].startswith("tgt"))
+    return sorted(out, key=lambda c: c[1].startswith(SIDES[1]))

@@ -1,26 +1,25 @@
 """The attention views of a tab, laid out and wired: colour scale and hidden tokens (options under the layer and
 head controls), token focus, and the model view (every layer x head, drawn only once its accordion is opened).
 
-The same events serve both tabs: a tab gives its kinds of attention and its large heatmaps as a TaskViews.
+The same events serve both tabs: a tab names its task (pipelines.tasks), whose kinds of attention and large heatmaps
+the events draw.
 A click in the page (VIEWS_JS) writes into a hidden textbox: a heatmap cell picks its row's token, a thumbnail
 of the model view sets the layer and head controls."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import gradio as gr
 
 from pipelines import attention_views as av
+from pipelines.kinds import KINDS
+from pipelines.tasks import TASKS
 
+from . import handlers
 from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")
 HIDE_LABEL = "Hide special tokens and punctuation (rows renormalised)"
-KIND_CHOICES = [
-    ("cross-attention", "cross"),
-    ("encoder self-attention", "encoder"),
-    ("decoder self-attention", "decoder"),
-]
 # Clicks on plots, in the browser. Plotly reports clicks through gd.on('plotly_click'), bound to a plot the first
 # time a pointer goes down on it (gradio replaces plot divs on new figures, so binding at draw time would miss some).
 VIEWS_JS = """
@@ -56,21 +55,11 @@ VIEWS_JS = """
   document.addEventListener('mousedown', bind, true);
 })();
 """
-LARGE_PLOT = {"self": "sentiment-attention", "cross": "translation-attention", "encoder": "translation-encoder",
-              "decoder": "translation-decoder"}  # fmt: skip
+LARGE_PLOT = {kind: f"{t.name}-{KINDS[kind].plot}" for t in TASKS.values() for kind in t.shown}  # kind -> elem_id
 SCROLL_JS = (  # the thumbnail's head opens in its large plot: bring that plot into view
     "(value) => { const k = String(value || '').split(':')[2]; const p = %s[k]; "
     "const el = p && document.getElementById(p); if (el) el.scrollIntoView({block: 'start'}); return value; }"
 )
-
-
-@dataclass(frozen=True)
-class TaskViews:
-    """What a tab contributes: its kinds of attention, and its large heatmaps and small multiples."""
-
-    kinds: Callable  # view -> {kind: KindMaps}
-    large: Callable  # (view, layer, head, scale, hide, token) -> tuple of figures
-    overview: Callable  # (view, layer, scale, hide) -> figure
 
 
 @dataclass
@@ -96,12 +85,20 @@ def options(task: str) -> tuple[gr.Radio, gr.Checkbox]:
     return scale, hide
 
 
-def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox, kinds: bool) -> ViewsUI:
-    """Token focus and the model view (with the kind of attention to show, for the translator)."""
+def kind_choices(task: str) -> list[tuple[str, str]]:
+    """(label, kind) of the kinds a tab draws, in its order."""
+    return [(KINDS[kind].choice, kind) for kind in TASKS[task].shown]
+
+
+def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox) -> ViewsUI:
+    """Token focus and the model view (with the kind of attention to show, where the task has several)."""
+    choices = kind_choices(task)
     gr.HTML("", js_on_load=VIEWS_JS, container=False, padding=False, elem_classes=["views-js"])
     gr.Markdown("### Token focus\nPick a token, or click a row of a large heatmap: every head of the layer at once.")
     with gr.Row(elem_classes=["view-options"]):
-        kind = gr.Radio(KIND_CHOICES, value="cross", label="Attention", elem_id=f"{task}-view-kind") if kinds else None
+        kind = None
+        if len(choices) > 1:
+            kind = gr.Radio(choices, value=choices[0][1], label="Attention", elem_id=f"{task}-view-kind")
         token = gr.Dropdown([], value=None, label="Token", elem_id=f"{task}-token", filterable=True)
     with gr.Row(elem_classes=["views-hidden"]):
         token_click = gr.Textbox(elem_id=f"{task}-token-click", show_label=False, container=False)
@@ -109,58 +106,59 @@ def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox, kinds: bool) 
     focus = gr.Plot(show_label=False, elem_id=f"{task}-token-focus")
     with gr.Accordion("Model view: every layer × head (click one to open it)", open=False) as accordion:
         model = gr.Plot(show_label=False, elem_id=f"{task}-model-view")
-    kind = kind or gr.State("self")
+    kind = kind or gr.State(choices[0][1])
     return ViewsUI(task, scale, hide, kind, token, token_click, open_head, focus, accordion, model, gr.State(False))
 
 
-def _focus_kind(tv: TaskViews, view, kind):
-    kinds = tv.kinds(view)
+def _focus_kind(view, kind):
+    kinds = handlers.kinds(view)
     return kinds.get(kind) or next(iter(kinds.values()))
 
 
-def _model(tv: TaskViews, view, scale, hide, kind, is_open):
+def _model(view, scale, hide, kind, is_open):
     if not is_open or view is None:
         return gr.skip()
-    return views.model_view(_focus_kind(tv, view, kind), scale, hide)
+    return views.model_view(_focus_kind(view, kind), scale, hide)
 
 
-def _focus(tv: TaskViews, view, layer, token, hide, kind, scale=None):
-    return None if view is None else views.token_focus(_focus_kind(tv, view, kind), layer, token, hide, scale)
+def _focus(view, layer, token, hide, kind, scale=None):
+    return None if view is None else views.token_focus(_focus_kind(view, kind), layer, token, hide, scale)
 
 
-def _token_box(tv: TaskViews, view):
-    choices = [] if view is None else views.token_choices(list(tv.kinds(view).values()))
+def _token_box(view):
+    choices = [] if view is None else views.token_choices(list(handlers.kinds(view).values()))
     return gr.Dropdown(choices=choices, value=None)
 
 
-def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, painted):
+def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, painted):
     """Every event of the views: new result (after `painted`, the first heatmap shown), layer, head, scale, hidden
-    tokens, token, kind, model view. `large`: the tab's large heatmaps, in the order tv.large returns them.
+    tokens, token, kind, model view. `large`: the tab's large heatmaps, in its task's order (pipelines.tasks).
     Returns the event that redraws the rest of a new result (small multiples, token list, model view)."""
     common = [state, layer, head, ui.scale, ui.hide, ui.token, ui.kind, ui.model_open]
+    draw = partial(handlers.large_figures, task)  # (view, layer, head, scale, hide, token) -> the large heatmaps
 
     def after_run(view, layer, head, scale, hide, token, kind, is_open):
         return (
-            tv.overview(view, layer, scale, hide),
-            _token_box(tv, view),
+            handlers.overview(view, layer, scale, hide),
+            _token_box(view),
             None,
-            _model(tv, view, scale, hide, kind, is_open),
+            _model(view, scale, hide, kind, is_open),
         )
 
     def on_layer(view, layer, head, scale, hide, token, kind, is_open):
-        large_figs = tv.large(view, layer, head, scale, hide, token)
-        return tv.overview(view, layer, scale, hide), *large_figs, _focus(tv, view, layer, token, hide, kind, scale)
+        large_figs = draw(view, layer, head, scale, hide, token)
+        return handlers.overview(view, layer, scale, hide), *large_figs, _focus(view, layer, token, hide, kind, scale)
 
     def on_head(view, layer, head, scale, hide, token, kind, is_open):
-        figs = tv.large(view, layer, head, scale, hide, token)
+        figs = draw(view, layer, head, scale, hide, token)
         return figs if len(figs) > 1 else figs[0]  # gradio takes a one-tuple for one output as the value
 
     def on_scale(view, layer, head, scale, hide, token, kind, is_open):  # also the hidden tokens' box
-        model, focus = _model(tv, view, scale, hide, kind, is_open), _focus(tv, view, layer, token, hide, kind, scale)
-        return *tv.large(view, layer, head, scale, hide, token), tv.overview(view, layer, scale, hide), model, focus
+        model, focus = _model(view, scale, hide, kind, is_open), _focus(view, layer, token, hide, kind, scale)
+        return *draw(view, layer, head, scale, hide, token), handlers.overview(view, layer, scale, hide), model, focus
 
     def on_token(view, layer, head, scale, hide, token, kind, is_open):
-        return *tv.large(view, layer, head, scale, hide, token), _focus(tv, view, layer, token, hide, kind, scale)
+        return *draw(view, layer, head, scale, hide, token), _focus(view, layer, token, hide, kind, scale)
 
     def on_click(view, layer, head, scale, hide, token, kind, is_open, clicked):
         parsed = views.parse_token(clicked)
@@ -170,10 +168,10 @@ def wire(ui: ViewsUI, tv: TaskViews, state, layer, head, large: list, overview, 
         return token, *on_token(view, layer, head, scale, hide, token, kind, is_open)
 
     def on_kind(view, layer, head, scale, hide, token, kind, is_open):
-        return _focus(tv, view, layer, token, hide, kind, scale), _model(tv, view, scale, hide, kind, is_open)
+        return _focus(view, layer, token, hide, kind, scale), _model(view, scale, hide, kind, is_open)
 
     def on_expand(view, layer, head, scale, hide, token, kind, is_open):
-        return True, _model(tv, view, scale, hide, kind, True)
+        return True, _model(view, scale, hide, kind, True)
 
     drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **PRIVATE)
     layer.change(on_layer, common, [overview, *large, ui.focus], **PRIVATE)

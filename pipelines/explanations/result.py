@@ -6,13 +6,25 @@ import numpy as np
 
 from ..common import TokenSpan
 
+# What a download holds of an explanation, by task: {the name in the file: the field or property}, in order.
+EXPORTED = {
+    "sentiment": {name: name for name in ("tokens", "ids", "target", "probability", "words", "steps", "delta")},
+    "translation": {
+        "source_tokens": "tokens",
+        "target_tokens": "outputs",
+        "src_ids": "ids",
+        "produced": "output_ids",
+        **{name: name for name in ("prefix_scores", "head_agreement", "translation", "contrast", "steps", "deltas")},
+    },
+}
+
 
 @dataclass
 class Explanation:
     """Which input tokens drove each output. A classifier has one output (the label explained), so `scores` is
     (T,); a translator has one output per produced token, so `scores` is (Tt, Ts), row t = step t."""
 
-    task: str  # "sentiment" | "translation"
+    task: str  # the task explained: a key of EXPORTED (pipelines.tasks names the tasks)
     method: str  # a registered method's name (pipelines.explanations.registry)
     signed: bool  # True: > 0 supports the output, < 0 speaks against it; False: a weight >= 0
     tokens: list[TokenSpan]  # the input tokens scored (a review as read; German subwords with '</s>' last)
@@ -34,41 +46,13 @@ class Explanation:
     deltas: np.ndarray | None = None  # translator, integrated gradients: (Tt,) convergence delta per step
 
     def as_dict(self) -> dict:
-        """The fields under the names of the explained task (what a download holds)."""
+        """The fields under the names of the explained task (what a download holds, EXPORTED)."""
         common = {"method": self.method, "signed": self.signed, "scores": self.scores, "seconds": self.seconds}
-        if self.task == "sentiment":
-            extra = {"tokens": self.tokens, "ids": self.ids, "target": self.target, "probability": self.probability}
-            return common | extra | {"words": self.words, "steps": self.steps, "delta": self.delta}
-        return common | {
-            "source_tokens": self.tokens,
-            "target_tokens": self.outputs,
-            "src_ids": self.ids,
-            "produced": self.output_ids,
-            "prefix_scores": self.prefix_scores,
-            "head_agreement": self.head_agreement,
-            "translation": self.translation,
-            "contrast": self.contrast,
-            "steps": self.steps,
-            "deltas": self.deltas,
-        }
+        return common | {name: getattr(self, attr) for name, attr in EXPORTED[self.task].items()}
 
     # The names each task's views use.
-    @property
-    def target(self) -> str:
-        return self.outputs[0]
-
-    @property
-    def source_tokens(self) -> list[TokenSpan]:
-        return self.tokens
-
-    @property
-    def target_tokens(self) -> list[str]:
-        return self.outputs
-
-    @property
-    def src_ids(self) -> list[int]:
-        return self.ids
-
-    @property
-    def produced(self) -> list[int]:
-        return self.output_ids
+    target = property(lambda self: self.outputs[0])  # a classifier's: the label explained
+    source_tokens = property(lambda self: self.tokens)  # a translator's
+    target_tokens = property(lambda self: self.outputs)
+    src_ids = property(lambda self: self.ids)
+    produced = property(lambda self: self.output_ids)

@@ -1,0 +1,78 @@
+"""The app's memory budget, and the limits it implies for the models loaded: one number set by hand
+(MEMORY_BUDGET_MB), shared between what the app holds beside the models' weights; every limit is that share over
+what one item costs for these models, from their layers x heads x tokens. A 2 x 4 model at 512 tokens keeps about
+4 MB of attention maps a session, a 6 x 12 one about 38 MB: the bigger model gets fewer sessions, smaller batches
+of long reviews and fewer rows a head-effect pass, and the app stays within the same memory.
+"""
+
+from dataclasses import dataclass
+
+MEMORY_BUDGET_MB = 1024  # the app's memory beside the models' weights (a free Space has 16 GB for everything)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The budget and its shares (fractions of total_mb)."""
+
+    total_mb: int = MEMORY_BUDGET_MB
+    sessions: float = 0.5  # every session's kept results, for redraws (hosting: gradio's state capacity)
+    batch: float = 0.125  # one batch of long reviews run with their maps (serving)
+    heads: float = 0.125  # one batched pass measuring each head's effect (heads)
+    exports: float = 0.25  # downloads written and waiting to be fetched (on disk: downloads)
+
+    def bytes(self, share: float) -> int:
+        return int(share * self.total_mb * 2**20)
+
+
+BUDGET = Budget()
+KEPT_COPIES = 2  # a session's results beside its views' maps: about as much again (session_bytes)
+
+
+@dataclass(frozen=True)
+class ModelSize:
+    """What sizes a model's attention: every layer of every kind, its heads, and the most tokens it reads."""
+
+    layers: int  # attention layers of every kind together (a translator: encoder + decoder + cross)
+    heads: int
+    tokens: int
+
+    @classmethod
+    def of(cls, pipe) -> "ModelSize":
+        """A pipeline's size (a classifier reads max_len tokens; a translator max_src on either side)."""
+        tokens = getattr(pipe, "max_len", None) or pipe.max_src
+        return cls(sum(pipe.head_layers.values()), pipe.n_heads, int(tokens))
+
+    def maps_bytes(self, itemsize: int = 2, tokens: int | None = None) -> int:
+        """Bytes of one run's attention maps, (L, H, T, T), at `tokens` (None: the most the model reads)."""
+        t = self.tokens if tokens is None else tokens
+        return self.layers * self.heads * t * t * itemsize
+
+
+def session_bytes(sizes: list[ModelSize]) -> int:
+    """What one session keeps at most: a result of each tab's model, its maps in float16, and as much again beside
+    it (KEPT_COPIES: a translation's own float32 result, the compare diff, inside one head's recording)."""
+    return KEPT_COPIES * sum(size.maps_bytes(2) for size in sizes)
+
+
+def sessions(sizes: list[ModelSize], budget: Budget = BUDGET) -> int:
+    """How many sessions' results are kept (the oldest go first), at least one."""
+    return max(1, budget.bytes(budget.sessions) // max(1, session_bytes(sizes)))
+
+
+def review_batch(size: ModelSize, budget: Budget = BUDGET) -> int:
+    """How many long reviews run together with their maps: each holds its float32 maps and about as much again
+    in activations while it runs (a batch of 8 reviews of 361 tokens on a 2 x 4 model: 81-87 MB above rest)."""
+    return max(1, budget.bytes(budget.batch) // (2 * size.maps_bytes(4)))
+
+
+def head_rows(size: ModelSize, tokens: int, budget: Budget = BUDGET) -> int:
+    """Rows of one batched head-effect pass on an input of `tokens` (row n: the input with head n off): each row's
+    forward pass holds at most its float32 maps."""
+    return max(1, budget.bytes(budget.heads) // size.maps_bytes(4, tokens))
+
+
+def export_bytes(sizes: list[ModelSize], budget: Budget = BUDGET) -> int:
+    """Bytes of downloads kept on disk at once: the exports' share, and at least two of the largest export (every
+    weight written as about ten characters of JSON)."""
+    largest = max((size.maps_bytes(10) for size in sizes), default=0)
+    return max(budget.bytes(budget.exports), 2 * largest)

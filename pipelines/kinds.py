@@ -1,0 +1,60 @@
+"""The kinds of attention, named in one place: what each is called, which tokens its rows and columns are, and how
+the app titles it. Everything else (the views, the head table, the compare diff, the adapters' head layers) reads
+them from KINDS. A new kind of attention (say, a decoder-only model's causal self-attention) is one entry here.
+
+Tokens are named by side: "src" (the input: a review, a German sentence) or "tgt" (the output: the English tokens
+produced, one a step). Row i of a kind's map is token q_side:i; column j is token k_side:(j - k_shift).
+"""
+
+from dataclasses import dataclass
+
+SRC, TGT = "src", "tgt"
+SIDES = (SRC, TGT)
+SIDE_NAMES = {SRC: "German", TGT: "English"}  # a task with two sides names them (a review has one: never named)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of attention: its names and the tokens of its rows and columns."""
+
+    name: str  # the key in maps, head masks and links: "self", "encoder", "decoder", "cross"
+    title: str  # "Cross-attention"
+    row: str  # its layers in the head grid: "layer 2", "cross 1"
+    choice: str  # in the kind picker of token focus and the model view
+    plot: str  # the large plot's elem_id after the task: "translation-encoder"
+    q_side: str = SRC  # row i is token q_side:i
+    k_side: str = SRC
+    query: str = "query"  # the axes' words
+    key: str = "key"
+    k_shift: int = 0  # the first k_shift columns are no token (the decoder's start token)
+    heatmap: str = ""  # the large heatmap's title (format: layer, head); "" = "<title>, layer {layer}, head {head}"
+    overview: str = ""  # the small multiples' title (format: layer); "" = "<title>, layer {layer}: every head"
+
+    @property
+    def heatmap_title(self) -> str:
+        return self.heatmap or f"{self.title}, layer {{layer}}, head {{head}}"
+
+    @property
+    def overview_title(self) -> str:
+        return self.overview or f"{self.title}, layer {{layer}}: every head"
+
+
+SELF = Kind(
+    "self", "Self-attention", "layer", "self-attention", "attention",
+    heatmap="Layer {layer}, head {head}", overview="Layer {layer}: every head",
+)  # fmt: skip
+ENCODER = Kind("encoder", "Encoder self-attention", "encoder", "encoder self-attention", "encoder")
+# the decoder reads the start token, then what it produced before: column j is the output of step j - 1
+DECODER = Kind(
+    "decoder", "Decoder self-attention", "decoder", "decoder self-attention", "decoder", TGT, TGT, k_shift=1,
+    heatmap="Decoder self-attention, layer {layer}, head {head} (causal)",
+)  # fmt: skip
+CROSS = Kind("cross", "Cross-attention", "cross", "cross-attention", "attention", TGT, SRC, "English", "German")
+
+KINDS: dict[str, Kind] = {k.name: k for k in (SELF, ENCODER, DECODER, CROSS)}  # the models' order
+BY_ROW = {k.row: k.name for k in KINDS.values()}  # a grid row's word -> the kind
+
+
+def order(name: str) -> int:
+    """A kind's place in the models' order (self, encoder, decoder, cross), for sorting heads."""
+    return list(KINDS).index(name)

@@ -1,0 +1,78 @@
+"""The app's side of each task, declared once: its text box, what one input is called and how long it may be, and
+the words the heads panel uses. The pipelines' side (pipeline class, kinds, download, comparison) is
+pipelines.tasks; a TaskUI holds both. Handlers, panels, downloads and compare look a task up here by name instead
+of testing names.
+"""
+
+from dataclasses import dataclass
+
+from pipelines.tasks import SENTIMENT, TRANSLATION, Task
+
+from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
+
+GERMAN_PLACEHOLDER = "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang."
+_COLUMNS = (
+    "Entropy in nats (0 = all weight on one token); distance in tokens{cross}; *on …*: the average share of "
+    "attention on the previous token, on the token itself, on the end ({end}) and on punctuation."
+)
+
+
+@dataclass(frozen=True)
+class InputBox:
+    """The tab's text box."""
+
+    label: str
+    placeholder: str
+    lines: int
+    max_lines: int
+
+
+@dataclass(frozen=True)
+class TaskUI:
+    """One tab's task: the pipelines' Task and the words and limits of its page."""
+
+    task: Task
+    unit: str  # one input, in words: "review", "German sentence"
+    units: str  # several, for compare's messages: "reviews", "sentences"
+    max_chars: int  # longer input is cut, with a notice (viz.inputs.check_text)
+    heads_help: str  # the heads panel's introduction
+    columns_help: str  # its table's columns, in the words of the tab (no tokenizer markers)
+    box: InputBox
+
+    @property
+    def name(self) -> str:
+        return self.task.name
+
+
+TASKS: dict[str, TaskUI] = {
+    t.name: t
+    for t in (
+        TaskUI(
+            SENTIMENT,
+            "review",
+            "reviews",
+            MAX_REVIEW_CHARS,
+            "Each head of the classifier, measured on this review. **Effect**: how much the predicted label's "
+            "probability changes when that head alone is switched off.",
+            _COLUMNS.format(cross="", end="the review's last token"),
+            InputBox("Movie review (English)", "Type or paste a movie review…", 6, 16),
+        ),
+        TaskUI(
+            TRANSLATION,
+            "German sentence",
+            "sentences",
+            MAX_GERMAN_CHARS,
+            "Each head of the translator (encoder self-attention, decoder self-attention, cross-attention), measured "
+            "on this sentence. **Effect**: how much the log-probability of the produced translation changes "
+            "(teacher-forced) when that head alone is switched off. **Agreement**: rank correlation of a "
+            "cross-attention head with the attribution of each English token to the German ones.",
+            _COLUMNS.format(
+                cross=" (cross-attention: from the diagonal)",
+                end="the end of the German sentence; for the decoder, the start of the English one",
+            ),
+            InputBox(
+                "German sentence", "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.", 2, 6
+            ),
+        ),
+    )
+}
