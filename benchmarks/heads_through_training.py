@@ -108,7 +108,11 @@ def plot(results: list[dict], path: str) -> None:
             means = [sum(h[key] for h in r["heads"] if h["kind"] == kind) for r in snaps]
             count = sum(h["kind"] == kind for h in snaps[0]["heads"])
             ax.plot(steps, [m / count for m in means], "o-", label=kind)
-        ax.set_title(title.split(":")[0] + " (mean over heads)")
+        ax.set_title(
+            title.split(":")[0].split(";")[0]
+            + ", mean over heads"
+            + ("\n(cross: from the diagonal)" * (key == "distance_mean"))
+        )
         ax.legend(fontsize=8)
     for ax in axes:
         ax.set_xscale("symlog", linthresh=1)
@@ -122,6 +126,7 @@ def plot(results: list[dict], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pipelines.snapshots import list_snapshots
+    from transformer.hub import weight_files
 
     model, data = model_and_sample(args)
     snapshots = list_snapshots(model)
@@ -129,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{model} has no snapshots (train with --snapshots N, then training.ship): measuring main only")
     n = len(next(iter(data.values())))
     print(f"{args.task}: {model}, {len(snapshots)} snapshots, {n} inputs (seed {args.seed})\n")
-    results = measure(args, model, [(s.revision, s) for s in snapshots] + [(None, None)], data)
+    # a training run's folder (runs/X) holds snapshots but no model of its own: its snapshots only
+    own = [(None, None)] if not Path(model).is_dir() or weight_files(model) else []
+    results = measure(args, model, [(s.revision, s) for s in snapshots] + own, data)
     print_tables(results)
     if args.json:
         Path(args.json).write_text(json.dumps({"task": args.task, "model": model, "snapshots": results}, indent=1))

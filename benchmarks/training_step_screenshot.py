@@ -47,11 +47,15 @@ def move_to(page, position: int, last: int) -> None:
     browser.wait_redrawn(page, "translation-attention")
 
 
-def side_by_side(paths: list[Path], out: Path) -> None:
-    """The pictures next to each other, tops aligned, on white."""
-    from PIL import Image
+def side_by_side(paths: list[Path], out: Path, margin: int = 12) -> None:
+    """The pictures next to each other, each cut to what is drawn on it (no empty page margins), tops aligned."""
+    from PIL import Image, ImageChops
 
-    images = [Image.open(p).convert("RGB") for p in paths]
+    images = []
+    for path in paths:
+        image = Image.open(path).convert("RGB")
+        left, top, right, bottom = ImageChops.difference(image, Image.new("RGB", image.size, "white")).getbbox()
+        images.append(image.crop((max(left - margin, 0), 0, min(right + margin, image.width), image.height)))
     canvas = Image.new("RGB", (sum(i.width for i in images), max(i.height for i in images)), "white")
     x = 0
     for image in images:
@@ -63,9 +67,11 @@ def side_by_side(paths: list[Path], out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from app import build_demo
+    from viz.models import load_models
 
     positions = [int(p) for p in args.positions.split(",")]
-    demo = build_demo()
+    sentiment, translation = load_models()  # the bundled models, as python app.py loads them
+    demo = build_demo(sentiment.pipeline, translation.pipeline)
     url = browser.serve(demo)
     shots = []
     with tempfile.TemporaryDirectory() as tmp, browser.chromium_page(Path(tmp) / "profile", args.width, 1400) as page:
