@@ -30,7 +30,16 @@ from pathlib import Path
 from pipelines.common import METRICS, MODEL_FILES, model_file_names
 from pipelines.common import read_metrics as pipeline_metrics
 from pipelines.snapshots import INDEX, read_infos
-from transformer.hub import REPO_ID, SNAPSHOT_INFO, SNAPSHOTS, CheckpointError, missing_files, snapshot_revision
+from transformer.hub import (
+    REPO_ID,
+    SNAPSHOT_INFO,
+    SNAPSHOTS,
+    WEIGHTS_INDEX,
+    CheckpointError,
+    missing_files,
+    snapshot_revision,
+    weight_files,
+)
 
 from .space import copy_space_sources, gradio_version, is_bundled, missing_sources
 
@@ -222,12 +231,18 @@ def build_model_folder(
 
 
 def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dict, folder: Path) -> list[str]:
-    """One snapshot's branch: its model files and snapshot.json, the code `transformers` loads it with, a short card."""
+    """One snapshot's branch: its model files and snapshot.json, the code `transformers` loads it with, a short card.
+    Its weights go up in fp16 whatever the bundle keeps (int8 snapshots: the Hub has room; `transformers` reads
+    fp16)."""
     from .hf_export import export
     from .model_card import snapshot_card
+    from .ship import to_fp16
 
+    weights = {f.name for f in weight_files(snapshot_dir)} | {WEIGHTS_INDEX}
     for name in (*model_file_names(snapshot_dir), SNAPSHOT_INFO):
-        shutil.copy2(snapshot_dir / name, folder / name)
+        if name not in weights:
+            shutil.copy2(snapshot_dir / name, folder / name)
+    to_fp16(snapshot_dir, folder)
     export(task, folder)
     snapshot_card(task, repo_id, info).save(folder / "README.md")
     return list_files(folder)

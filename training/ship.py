@@ -23,7 +23,7 @@ from pathlib import Path
 from pipelines.common import WEIGHTS, weights_sha256
 from pipelines.snapshots import read_infos
 from transformer.hub import SNAPSHOTS, WEIGHTS_INDEX, snapshot_revision, weight_files
-from transformer.quantize import quantize_int8
+from transformer.quantize import dequantize, quantize_int8
 
 from .checkpoint import atomic_folder
 from .loop import BEST, METRICS_LOG, SUMMARY
@@ -37,7 +37,8 @@ class ShipError(Exception):
 
 
 def _fp16(tensors: dict) -> dict:
-    return {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
+    """Floating-point tensors in fp16, int8 ones (transformer/quantize.py) dequantized first."""
+    return {k: v.half() if v.is_floating_point() else v for k, v in dequantize(tensors).items()}
 
 
 DTYPES = {"fp16": _fp16, "int8": quantize_int8}  # how bundled weights are stored
