@@ -230,19 +230,34 @@ def build_model_folder(
     return list_files(folder)
 
 
+def _int8_weights(folder: Path) -> bool:
+    """Whether the folder's weights are stored int8 (transformer/quantize.py)."""
+    from safetensors import safe_open
+
+    from transformer.quantize import is_quantized
+
+    names = {}
+    for f in weight_files(folder):
+        with safe_open(f, "pt") as weights:
+            names.update(dict.fromkeys(weights.keys()))
+    return is_quantized(names)
+
+
 def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dict, folder: Path) -> list[str]:
     """One snapshot's branch: its model files and snapshot.json, the code `transformers` loads it with, a short card.
-    Its weights go up in fp16 whatever the bundle keeps (int8 snapshots: the Hub has room; `transformers` reads
-    fp16)."""
+    Its weights go up as they are, but int8 ones (a bundle's snapshots) in fp16: the Hub has room, and
+    `transformers` reads fp16."""
     from .hf_export import export
     from .model_card import snapshot_card
     from .ship import to_fp16
 
-    weights = {f.name for f in weight_files(snapshot_dir)} | {WEIGHTS_INDEX}
+    int8 = _int8_weights(snapshot_dir)
+    weights = {f.name for f in weight_files(snapshot_dir)} | {WEIGHTS_INDEX} if int8 else set()
     for name in (*model_file_names(snapshot_dir), SNAPSHOT_INFO):
         if name not in weights:
             shutil.copy2(snapshot_dir / name, folder / name)
-    to_fp16(snapshot_dir, folder)
+    if int8:
+        to_fp16(snapshot_dir, folder)
     export(task, folder)
     snapshot_card(task, repo_id, info).save(folder / "README.md")
     return list_files(folder)
