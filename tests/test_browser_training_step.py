@@ -4,6 +4,7 @@ beside it); the tab of a model without snapshots (the tiny classifier here) show
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from tiny_models import add_snapshots
@@ -72,3 +73,36 @@ def test_a_model_without_snapshots_shows_no_slider(page, snapshot_url):
     assert page.locator("#sentiment-attention").count() == 1
     assert not page.locator("#sentiment-training-step").is_visible()
     assert not page.locator("#sentiment-training-step-info").is_visible()
+
+
+@pytest.fixture(scope="module")
+def bundled_url(sentiment_dir):
+    """The app as a fresh clone's python app.py serves the translation tab: the bundled translator and its snapshots."""
+    from app import build_demo
+    from pipelines import SentimentPipeline, TranslationPipeline
+
+    bundle = Path(__file__).resolve().parents[1] / "assets" / "translation"
+    demo = build_demo(
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(bundle))
+    )
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+def test_the_bundled_translator_shows_its_slider_and_step_0_translates_differently(page, bundled_url):
+    browser.open_tab(page, bundled_url, "Translation")
+    assert page.locator("#translation-training-step").is_visible()
+    browser.translate(page, "Ein Mann fährt mit dem Fahrrad.", "greedy")
+    output = page.locator("#translation-output textarea")
+    assert output.input_value() == "A man rides a bicycle."
+    final_map = page.evaluate(Z_JS, "translation-attention")
+
+    browser.mark_plot(page, "translation-attention")
+    browser.click_slider(page, "translation-training-step", 0.0)  # step 0 of the bundled int8 snapshots
+    page.wait_for_function(CHANGED_JS, arg="A man rides a bicycle.", timeout=SLOW_MS)
+    browser.wait_redrawn(page, "translation-attention")
+    assert page.evaluate(Z_JS, "translation-attention") != final_map
+    assert "Step 0" in text_of(page, "translation-training-step-info")
+    assert "validation BLEU 0.00" in text_of(page, "translation-training-step-info")
