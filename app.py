@@ -20,13 +20,12 @@ from viz import (  # noqa: E402
     explanation_panel,
     handlers,
     hosting,
-    inside_head_panel,
-    model_choice,  # noqa: E402
+    model_choice,
     share_ui,
     training_step,
     translation_explanation_panel,
-    views_panel,
 )
+from viz.attention import inside_head_panel, views_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.heads_panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402

@@ -159,7 +159,7 @@ def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
 
 
 def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mass():
-    from viz import figures
+    from viz.attention import figures
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(4, 300, 300))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from benchmarks import browser
-from viz import hosting, inside_head_panel
+from viz import hosting
+from viz.attention import inside_head_panel
 from viz.examples import BENCH_GERMAN
 
 pytestmark = [

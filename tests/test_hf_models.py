@@ -18,7 +18,7 @@ from pipelines.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
 from viz import downloads, handlers, heads
 from viz import explanation_panel as review_panel
 from viz import translation_explanation_panel as translation_panel
-from viz import view_handlers as views
+from viz.attention import view_handlers as views
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."

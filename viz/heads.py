@@ -14,7 +14,7 @@ import pandas as pd
 
 from pipelines.kinds import BY_ROW, KINDS, order
 
-from . import figures, view_handlers
+from .attention import figures, view_handlers
 from .handlers import _status
 from .inputs import beam_width, check_text
 from .tasks import TASKS

@@ -10,7 +10,8 @@ import gradio as gr
 from pipelines.attention_maps import AttentionMaps
 from pipelines.compare import compare_classifiers
 
-from . import explain, figures
+from . import explain
+from .attention import figures
 from .compare import STYLE, _side
 from .inputs import MAX_REVIEW_CHARS, check_text
 from .models import display_name
