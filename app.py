@@ -27,7 +27,7 @@ from viz import (  # noqa: E402
 )
 from viz.attention import inside_head_panel, views_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
-from viz.heads_panel import heads_panel  # noqa: E402
+from viz.heads.panel import heads_panel  # noqa: E402
 from viz.model_compare import model_compare_panel  # noqa: E402
 from viz.models import redact_paths, sentiment_registry, translation_registry  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
