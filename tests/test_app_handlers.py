@@ -8,8 +8,9 @@ import pytest
 
 from pipelines import SentimentPipeline
 from pipelines.explanations.methods import attention_rollout
-from viz import explain, explanation_panel, handlers
+from viz import explain, handlers
 from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
+from viz.explanations import explanation_panel
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
 
 SCRIPT = "<script>alert(1)</script>"

@@ -10,7 +10,7 @@ from pipelines import TranslationPipeline
 from pipelines.microbatch import MicroBatcher
 from pipelines.serving import served
 from viz import handlers
-from viz import translation_explanation_panel as panel
+from viz.explanations import translation_explanation_panel as panel
 from viz.heads import handlers as heads
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."

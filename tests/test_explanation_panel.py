@@ -7,8 +7,9 @@ import pytest
 
 from pipelines import SentimentPipeline
 from pipelines.explanations import is_signed, names
-from viz import attributions, explanation_panel, handlers
+from viz import handlers
 from viz.examples import LONG_REVIEW
+from viz.explanations import attributions, explanation_panel
 
 REVIEW = "The acting was wooden, but the music was wonderful <script>alert(1)</script>."
 

@@ -42,7 +42,7 @@ def benchmark():
 
 
 def test_a_registered_method_is_everywhere(toy, sentiment):
-    from viz import explanation_panel
+    from viz.explanations import explanation_panel
 
     assert ("Token length (toy)", "toy_token_length") in explanation_panel.method_choices()
     assert "toy_token_length" in sentiment.explanation_methods

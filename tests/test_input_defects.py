@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from viz import explanation_panel, handlers
+from viz import handlers
+from viz.explanations import explanation_panel
 from viz.inputs import MAX_BEAM, check_text, fix_surrogates, plural
 
 INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200b\ufeff\u2060\u00ad\u3164 \u2800\u115f"]

@@ -5,7 +5,7 @@ import pytest
 
 from pipelines import TranslationPipeline
 from viz import handlers
-from viz import translation_explanation_panel as panel
+from viz.explanations import translation_explanation_panel as panel
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
