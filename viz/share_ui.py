@@ -3,7 +3,7 @@
 app.py calls share_controls() where the buttons go, then wire_*_links() and *_compare_panel() with the
 tab's components. Opening a link fills the tab's inputs and presses its own button, so a link runs exactly
 what a click runs (prediction, explanation, heads, plots) and opens the view a click would give. The logic
-lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare (diffs).
+lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare.input_compare (diffs).
 """
 
 import json
@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from . import compare, downloads, handlers, links
+from . import downloads, handlers, links
+from .compare import input_compare as compare
 from .examples import contrast_pairs, shorten
 
 PRIVATE = dict(api_visibility="private")
