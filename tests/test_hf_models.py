@@ -15,11 +15,12 @@ import torch
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines import attention_views as av
 from pipelines.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
-from viz import downloads, handlers
+from viz import handlers
 from viz.attention import view_handlers as views
 from viz.explanations import explanation_panel as review_panel
 from viz.explanations import translation_explanation_panel as translation_panel
 from viz.heads import handlers as heads
+from viz.share import downloads
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."

@@ -26,8 +26,9 @@ from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.common import NonFiniteOutput
 from pipelines.microbatch import TooManyRequests
 from pipelines.processes import ModelProcessDied
-from viz import downloads, failures, guard, handlers, links
+from viz import failures, guard, handlers
 from viz.models import load_pipeline
+from viz.share import downloads, links
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 

@@ -11,8 +11,8 @@ from pipelines import serving
 from pipelines.serving import calling_client
 
 from . import page, theme
-from .downloads import ServeExports
 from .guard import ApiGuard
+from .share.downloads import ServeExports
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
 MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
@@ -102,7 +102,7 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
 # A step in the browser only: resolves once the page has shown a frame with the event's outputs. Gradio's page
 # does a lot of work when it starts an event (it copies the value of every component that ever showed progress);
 # started straight after the first heatmap arrives, the next event held that heatmap back from the screen for
-# 50-100 ms. Plots are drawn in an animation frame (viz.downloads.PLOTLY_JS), so the step waits for the
+# 50-100 ms. Plots are drawn in an animation frame (viz.share.downloads.PLOTLY_JS), so the step waits for the
 # next one after it: by then the frame with the new heatmap has been painted.
 AFTER_PAINT_JS = (
     "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))))"

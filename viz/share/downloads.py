@@ -23,10 +23,10 @@ from starlette.responses import FileResponse, PlainTextResponse
 from pipelines.budget import ModelSize, export_bytes
 from pipelines.tasks import SENTIMENT, TRANSLATION
 
-from .failures import failure_message
-from .inputs import beam_width, check_text
-from .tasks import TASKS
-from .theme import THEME_JS
+from ..failures import failure_message
+from ..inputs import beam_width, check_text
+from ..tasks import TASKS
+from ..theme import THEME_JS
 
 log = logging.getLogger(__name__)
 KEEP_SECONDS = 120
