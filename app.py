@@ -15,13 +15,14 @@ from pipelines import budget  # noqa: E402
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
-from viz import handlers, hosting, model_choice, training_step  # noqa: E402
+from viz import handlers, model_choice, training_step  # noqa: E402
 from viz.attention import inside_head_panel, views_panel  # noqa: E402
 from viz.compare.model_compare import model_compare_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
 from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
 from viz.models import redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.server import hosting  # noqa: E402
 from viz.share import downloads, share_ui  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 

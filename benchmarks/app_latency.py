@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
     from app import build_demo
-    from viz import hosting
     from viz.models import load_models
+    from viz.server import hosting
 
     hosting.set_torch_threads()  # as python app.py runs: one torch thread per model run
     sentiment, translation = load_models()

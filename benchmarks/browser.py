@@ -63,9 +63,9 @@ def free_port() -> int:
 
 
 def serve(demo) -> str:
-    """Launch a built demo as app.py does (viz.hosting) on a free local port without blocking; returns its URL.
+    """Launch a built demo as app.py does (viz.server.hosting) on a free local port without blocking; returns its URL.
     Close with demo.close()."""
-    from viz.hosting import launch_options
+    from viz.server.hosting import launch_options
 
     _, url, _ = demo.launch(
         server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, **launch_options(demo)

@@ -26,8 +26,9 @@ from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.common import NonFiniteOutput
 from pipelines.microbatch import TooManyRequests
 from pipelines.processes import ModelProcessDied
-from viz import failures, guard, handlers
+from viz import handlers
 from viz.models import load_pipeline
+from viz.server import failures, guard
 from viz.share import downloads, links
 
 GERMAN = "Zwei Hunde spielen im Schnee."

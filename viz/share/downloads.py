@@ -23,8 +23,8 @@ from starlette.responses import FileResponse, PlainTextResponse
 from pipelines.budget import ModelSize, export_bytes
 from pipelines.tasks import SENTIMENT, TRANSLATION
 
-from ..failures import failure_message
 from ..inputs import beam_width, check_text
+from ..server.failures import failure_message
 from ..tasks import TASKS
 from ..theme import THEME_JS
 

@@ -188,7 +188,7 @@ class ApiGuard:
 
 
 def _too_long(scope) -> HTMLResponse:
-    from .share.links import MAX_QUERY_CHARS
+    from ..share.links import MAX_QUERY_CHARS
 
     path = html.escape(scope.get("root_path", "") + "/", quote=True)
     page = TOO_LONG.format(n=len(scope["query_string"]), most=MAX_QUERY_CHARS, path=path)

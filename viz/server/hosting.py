@@ -10,9 +10,9 @@ from starlette.responses import PlainTextResponse
 from pipelines import serving
 from pipelines.serving import calling_client
 
-from . import page, theme
+from .. import page, theme
+from ..share.downloads import ServeExports
 from .guard import ApiGuard
-from .share.downloads import ServeExports
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
 MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
