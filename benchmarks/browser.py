@@ -92,7 +92,7 @@ def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000
 
 def open_tab(page, url: str, tab: str) -> float:
     """Load the app, switch to the tab whose name starts with `tab` ('Sentiment', 'Translation') and wait until
-    the page is ready (the plotting library it loads with the page included: viz.page). Returns the seconds
+    the page is ready (the plotting library it loads with the page included: viz.page.head). Returns the seconds
     from navigation to ready."""
     start = time.perf_counter()
     page.goto(url)

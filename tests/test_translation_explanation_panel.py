@@ -47,7 +47,7 @@ def test_integrated_gradients_report_progress_step_by_step(pipe, monkeypatch):
     a time with progress between them, and the numbers are those of one call over every step."""
     from pipelines.explanations import methods
     from pipelines.explanations.methods import STEPS_PER_CALL
-    from viz.progress import reporter
+    from viz.page.progress import reporter
 
     calls = []
     report = reporter(lambda value, desc, unit: calls.append(value), "Integrated gradients", "steps")

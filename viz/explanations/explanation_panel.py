@@ -13,7 +13,7 @@ import gradio as gr
 from pipelines import explanations
 from pipelines.explanations import default_method
 
-from ..progress import reporter
+from ..page.progress import reporter
 from . import attributions
 
 log = logging.getLogger(__name__)

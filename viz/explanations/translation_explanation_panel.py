@@ -14,7 +14,7 @@ import gradio as gr
 from pipelines import explanations
 from pipelines.explanations import default_method
 
-from ..progress import reporter
+from ..page.progress import reporter
 from . import translation_attributions as figs
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,8 @@ from starlette.responses import PlainTextResponse
 from pipelines import serving
 from pipelines.serving import calling_client
 
-from .. import page, theme
+from ..page import head as page
+from ..page import theme
 from ..share.downloads import ServeExports
 from .guard import ApiGuard
 
