@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
     from app import build_demo
-    from viz.models import load_models
+    from viz.models.loading import load_models
     from viz.server import hosting
 
     hosting.set_torch_threads()  # as python app.py runs: one torch thread per model run

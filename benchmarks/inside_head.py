@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=9, help="token choices timed (default 9)")
     args = parser.parse_args(argv)
-    from viz.models import load_models
+    from viz.models.loading import load_models
 
     sentiment, translation = load_models()
     if sentiment.pipeline is not None:

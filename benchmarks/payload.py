@@ -86,7 +86,7 @@ def inside_head_report(pipe, view, kind: str, token: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
-    from viz.models import load_models
+    from viz.models.loading import load_models
 
     sentiment, translation = load_models()
     if sentiment.pipeline is not None:

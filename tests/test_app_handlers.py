@@ -317,7 +317,7 @@ def test_unusual_german_runs_with_a_notice(translation, text, notice):
 
 
 def test_model_sources_come_from_env_vars_or_the_repo_assets(monkeypatch, tmp_path):
-    from viz.models import ROOT, model_source
+    from viz.models.loading import ROOT, model_source
 
     monkeypatch.chdir(tmp_path)  # the default does not depend on the current directory
     monkeypatch.delenv("SENTIMENT_MODEL", raising=False)
@@ -329,7 +329,7 @@ def test_model_sources_come_from_env_vars_or_the_repo_assets(monkeypatch, tmp_pa
 
 
 def test_models_load_from_a_folder_and_fail_with_a_message(monkeypatch, tmp_path, sentiment_dir):
-    from viz.models import load_pipeline
+    from viz.models.loading import load_pipeline
 
     monkeypatch.setenv("SENTIMENT_MODEL", str(sentiment_dir))
     loaded = load_pipeline(SentimentPipeline, "SENTIMENT_MODEL")

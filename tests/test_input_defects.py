@@ -74,7 +74,7 @@ def test_one_token_and_one_step_are_singular(sentiment):
 
 def test_unavailable_model_message_shows_no_server_paths():
     from app import build_demo
-    from viz.models import ROOT
+    from viz.models.loading import ROOT
 
     errors = [f"{ROOT}/assets/sentiment: no config.json", "/srv/private/models/translation: Errno 2: '/srv/x/y.json'"]
     demo = build_demo(None, None, sentiment_error=errors[0], translation_error=errors[1])

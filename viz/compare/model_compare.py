@@ -13,7 +13,7 @@ from pipelines.compare import compare_classifiers
 from .. import explain
 from ..attention import figures
 from ..inputs import MAX_REVIEW_CHARS, check_text
-from ..models import display_name
+from ..models.loading import display_name
 from .input_compare import STYLE, _side
 
 log = logging.getLogger(__name__)
