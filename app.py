@@ -15,22 +15,16 @@ from pipelines import budget  # noqa: E402
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
 from pipelines.serving import served  # noqa: E402
-from viz import (  # noqa: E402
-    downloads,
-    explanation_panel,
-    handlers,
-    hosting,
-    inside_head_panel,
-    model_choice,  # noqa: E402
-    share_ui,
-    training_step,
-    translation_explanation_panel,
-    views_panel,
-)
+from viz import handlers  # noqa: E402
+from viz.attention import inside_head_panel, views_panel  # noqa: E402
+from viz.compare.model_compare import model_compare_panel  # noqa: E402
 from viz.examples import GERMAN, REVIEWS  # noqa: E402
-from viz.heads_panel import heads_panel  # noqa: E402
-from viz.model_compare import model_compare_panel  # noqa: E402
-from viz.models import redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
+from viz.heads.panel import heads_panel  # noqa: E402
+from viz.models import model_choice, training_step  # noqa: E402
+from viz.models.loading import redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.server import hosting  # noqa: E402
+from viz.share import downloads, share_ui  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
@@ -214,8 +208,8 @@ def _translation_plots(models) -> SimpleNamespace:
 
 
 def translation_tab(models, demo: gr.Blocks) -> None:
-    """The translation tab over a ModelRegistry (viz.models.translation_registry): the default translator and its
-    training snapshots; the training-step slider picks which one the run and the panels use, the API serves the
+    """The translation tab over a ModelRegistry (viz.models.loading.translation_registry): the default translator and
+    its training snapshots; the training-step slider picks which one the run and the panels use, the API serves the
     default."""
     pipe = models.get()
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
@@ -325,7 +319,7 @@ def build_demo(
 
 
 def main() -> None:
-    from viz.models import alternative_sources, load_compare_model, load_models
+    from viz.models.loading import alternative_sources, load_compare_model, load_models
 
     tame_malloc()
     hosting.set_torch_threads()

@@ -4,7 +4,7 @@
 
 Models come from $SENTIMENT_MODEL / $TRANSLATION_MODEL (Hub repo id or folder), else assets/sentiment and
 assets/translation. Each task is timed on a ~300-word review and a 15-word German sentence: one click after
-the page is ready (it loads the plotting library with it: viz/page.py), then --runs more clicks whose median is
+the page is ready (it loads the plotting library with it: viz/page/head.py), then --runs more clicks whose median is
 reported, on the page's own clock (the button's click event to the first frame that finds the new heatmap
 drawn) and, for comparison with older reports, on Playwright's (which adds its click and polling). Before each
 click the app finishes what the previous one started (the explanation, the head table), as it has when a visitor
@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
     from app import build_demo
-    from viz import hosting
-    from viz.models import load_models
+    from viz.models.loading import load_models
+    from viz.server import hosting
 
     hosting.set_torch_threads()  # as python app.py runs: one torch thread per model run
     sentiment, translation = load_models()

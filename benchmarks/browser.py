@@ -63,9 +63,9 @@ def free_port() -> int:
 
 
 def serve(demo) -> str:
-    """Launch a built demo as app.py does (viz.hosting) on a free local port without blocking; returns its URL.
+    """Launch a built demo as app.py does (viz.server.hosting) on a free local port without blocking; returns its URL.
     Close with demo.close()."""
-    from viz.hosting import launch_options
+    from viz.server.hosting import launch_options
 
     _, url, _ = demo.launch(
         server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, **launch_options(demo)
@@ -92,7 +92,7 @@ def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000
 
 def open_tab(page, url: str, tab: str) -> float:
     """Load the app, switch to the tab whose name starts with `tab` ('Sentiment', 'Translation') and wait until
-    the page is ready (the plotting library it loads with the page included: viz.page). Returns the seconds
+    the page is ready (the plotting library it loads with the page included: viz.page.head). Returns the seconds
     from navigation to ready."""
     start = time.perf_counter()
     page.goto(url)

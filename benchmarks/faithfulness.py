@@ -123,7 +123,8 @@ def time_long_input(pipe, task: str, default: str, runs: int = 3) -> dict:
                 timed(lambda m=m: pipe.explain(text, m, result=pipe(text)))[1] for _ in range(runs)
             )
     if task == "sentiment":  # what the app does on a click: the prediction, then the default explanation
-        from viz import explanation_panel, handlers
+        from viz import handlers
+        from viz.explanations import explanation_panel
 
         def click():
             view = handlers.analyze_review(pipe, text)[0]

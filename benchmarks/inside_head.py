@@ -2,13 +2,13 @@
 
     python benchmarks/inside_head.py [--runs 9]
 
-The view records every head once, when its accordion is opened (one model run, timed apart); after that a token,
-layer, head, kind or step choice only redraws from the recording: viz.inside_head_panel.figures (the steps' HTML
-and the heads' bars) and what gradio makes of them to send (gr.HTML and gr.Plot postprocess). That redraw is timed
-on the ~300-word benchmark review (viz/examples.py BENCH_REVIEW) for --runs tokens spread over the review, on the
-last layer and head, and its median, and the slowest, are printed with the bytes it sends. The same for the German
-benchmark sentence (cross-attention, each English step). Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL, else
-assets/sentiment and assets/translation.
+The view records every head once, when its accordion is opened (one model run, timed apart); after that a token, layer,
+head, kind or step choice only redraws from the recording: viz.attention.inside_head_panel.figures (the steps' HTML and
+the heads' bars) and what gradio makes of them to send (gr.HTML and gr.Plot postprocess). That redraw is timed on the
+~300-word benchmark review (viz/examples.py BENCH_REVIEW) for --runs tokens spread over the review, on the last layer
+and head, and its median, and the slowest, are printed with the bytes it sends. The same for the German benchmark
+sentence (cross-attention, each English step). Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL, else assets/sentiment and
+assets/translation.
 """
 
 import argparse
@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipelines.model_registry import ModelRegistry  # noqa: E402
 from viz import handlers  # noqa: E402
-from viz import inside_head_panel as panel  # noqa: E402
+from viz.attention import inside_head_panel as panel  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
 
 
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=9, help="token choices timed (default 9)")
     args = parser.parse_args(argv)
-    from viz.models import load_models
+    from viz.models.loading import load_models
 
     sentiment, translation = load_models()
     if sentiment.pipeline is not None:

@@ -29,8 +29,8 @@ def main() -> None:
     ap.add_argument("--tasks", nargs="+", default=["sentiment", "translation"])
     args = ap.parse_args()
     from app import build_demo
-    from viz import hosting
-    from viz.models import load_models
+    from viz.models.loading import load_models
+    from viz.server import hosting
 
     hosting.set_torch_threads()
     sentiment, translation = load_models()

@@ -17,7 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from viz import handlers, view_handlers  # noqa: E402
+from viz import handlers  # noqa: E402
+from viz.attention import view_handlers  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
 
 
@@ -75,7 +76,7 @@ def inside_head_report(pipe, view, kind: str, token: str) -> None:
     import gradio as gr
 
     from pipelines.model_registry import ModelRegistry
-    from viz import inside_head_panel
+    from viz.attention import inside_head_panel
 
     internals = inside_head_panel.record(ModelRegistry.of(pipe), view)
     steps, heads = inside_head_panel.figures(view, internals, kind, 0, 0, token, 1)
@@ -85,7 +86,7 @@ def inside_head_report(pipe, view, kind: str, token: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
-    from viz.models import load_models
+    from viz.models.loading import load_models
 
     sentiment, translation = load_models()
     if sentiment.pipeline is not None:

@@ -20,7 +20,7 @@ from .processes import ModelProcess, remote
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
-# Who is calling when no calling_client block says so: a server sets this (viz.hosting: the request's session).
+# Who is calling when no calling_client block says so: a server sets this (viz.server.hosting: the request's session).
 client_source: Callable[[], Hashable] | None = None
 SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, longer ones with longer ones
 # Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch of

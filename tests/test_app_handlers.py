@@ -8,8 +8,9 @@ import pytest
 
 from pipelines import SentimentPipeline
 from pipelines.explanations.methods import attention_rollout
-from viz import explain, explanation_panel, handlers
+from viz import explain, handlers
 from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
+from viz.explanations import explanation_panel
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
 
 SCRIPT = "<script>alert(1)</script>"
@@ -159,7 +160,7 @@ def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
 
 
 def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mass():
-    from viz import figures
+    from viz.attention import figures
 
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(4, 300, 300))
@@ -316,7 +317,7 @@ def test_unusual_german_runs_with_a_notice(translation, text, notice):
 
 
 def test_model_sources_come_from_env_vars_or_the_repo_assets(monkeypatch, tmp_path):
-    from viz.models import ROOT, model_source
+    from viz.models.loading import ROOT, model_source
 
     monkeypatch.chdir(tmp_path)  # the default does not depend on the current directory
     monkeypatch.delenv("SENTIMENT_MODEL", raising=False)
@@ -328,7 +329,7 @@ def test_model_sources_come_from_env_vars_or_the_repo_assets(monkeypatch, tmp_pa
 
 
 def test_models_load_from_a_folder_and_fail_with_a_message(monkeypatch, tmp_path, sentiment_dir):
-    from viz.models import load_pipeline
+    from viz.models.loading import load_pipeline
 
     monkeypatch.setenv("SENTIMENT_MODEL", str(sentiment_dir))
     loaded = load_pipeline(SentimentPipeline, "SENTIMENT_MODEL")

@@ -148,7 +148,7 @@ def translated(translation):
 
 
 def test_token_focus_on_the_decoder_reads_the_token_where_the_next_step_read_it(translated):
-    from viz import view_handlers as views
+    from viz.attention import view_handlers as views
 
     view, kinds = translated
     maps = view.result.attention_maps()  # float32, straight from the pipeline
@@ -164,7 +164,7 @@ def test_token_focus_on_the_decoder_reads_the_token_where_the_next_step_read_it(
 
 
 def test_token_focus_on_cross_attention_marks_no_german_token_for_an_english_one(translated):
-    from viz import view_handlers as views
+    from viz.attention import view_handlers as views
 
     view, kinds = translated
     cross = kinds["cross"]
@@ -177,7 +177,7 @@ def test_token_focus_on_cross_attention_marks_no_german_token_for_an_english_one
 
 
 def test_token_choices_name_each_token_once_with_its_own_position(translated):
-    from viz import view_handlers as views
+    from viz.attention import view_handlers as views
 
     view, kinds = translated
     choices = views.token_choices(list(kinds.values()))
@@ -192,7 +192,7 @@ def test_token_choices_name_each_token_once_with_its_own_position(translated):
 def test_model_view_draws_every_kind_even_with_weights_past_a_byte(translated):
     """The decoder's first step gives all its weight to '<s>' (1.0 > 0.255: the thousandths no longer fit a byte
     and come as lists); the model view indexed them as an array and failed for the decoder."""
-    from viz import view_handlers as views
+    from viz.attention import view_handlers as views
 
     view, kinds = translated
     for km in kinds.values():
@@ -208,7 +208,7 @@ def test_model_view_draws_every_kind_even_with_weights_past_a_byte(translated):
 def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
     """A German token in decoder self-attention (or a hidden one) drew an empty plot with no word of why."""
     from viz import handlers
-    from viz import view_handlers as views
+    from viz.attention import view_handlers as views
 
     _, kinds = translated
     cases = [

@@ -134,7 +134,7 @@ def test_changing_layer_without_a_result_says_why_nothing_is_drawn(page, app_url
 
 def test_a_new_figure_is_drawn_once(page, app_url):
     """Gradio shows each new figure in a new plotly div; the div it replaces must not be drawn with the new
-    figure first (that doubled the time from click to drawn heatmap: viz.downloads.PLOTLY_JS)."""
+    figure first (that doubled the time from click to drawn heatmap: viz.share.downloads.PLOTLY_JS)."""
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, "A warm and funny film.")
     rows = "() => window.__oldDiv.data[0].y.join(' ')"

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from benchmarks import browser
-from viz import hosting, inside_head_panel
+from viz.attention import inside_head_panel
 from viz.examples import BENCH_GERMAN
+from viz.server import hosting
 
 pytestmark = [
     pytest.mark.browser,
@@ -27,7 +28,7 @@ SHOWN_JS = """id => { const d = document.querySelector('#' + id + ' .inside-head
 @pytest.fixture
 def recordings(monkeypatch):
     """The request of every inside-one-head recording the app makes (each one a model run, queued as that page's
-    client's: viz.hosting.run_as), in order."""
+    client's: viz.server.hosting.run_as), in order."""
     calls = []
     run_as = hosting.run_as
 

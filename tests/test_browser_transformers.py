@@ -18,8 +18,8 @@ def hf_app_url(tmp_path_factory, sentiment_dir):
     from tiny_hf_models import make_bert_dir, make_marian_dir
 
     from app import build_demo
-    from viz import hosting
-    from viz.models import load_compare_model, load_models
+    from viz.models.loading import load_compare_model, load_models
+    from viz.server import hosting
 
     root = tmp_path_factory.mktemp("hf-app")
     env = {

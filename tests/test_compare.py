@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.compare import align_tokens, aligned_diff, compare_sentiment, compare_translation, shared_share
-from viz import compare as compare_view
+from viz.compare import input_compare as compare_view
 
 
 def kinds(alignment) -> list[tuple[str, str]]:

@@ -9,8 +9,9 @@ from benchmarks import browser
 from pipelines import TranslationPipeline
 from pipelines.microbatch import MicroBatcher
 from pipelines.serving import served
-from viz import handlers, heads
-from viz import translation_explanation_panel as panel
+from viz import handlers
+from viz.explanations import translation_explanation_panel as panel
+from viz.heads import handlers as heads
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
 

@@ -7,8 +7,9 @@ import pytest
 
 from pipelines import SentimentPipeline
 from pipelines.explanations import is_signed, names
-from viz import attributions, explanation_panel, handlers
+from viz import handlers
 from viz.examples import LONG_REVIEW
+from viz.explanations import attributions, explanation_panel
 
 REVIEW = "The acting was wooden, but the music was wonderful <script>alert(1)</script>."
 
@@ -132,7 +133,7 @@ def test_a_slow_method_moves_a_progress_bar_with_an_estimate(pipe, monkeypatch):
     """Issue 25 item 11: occlusion on a long review ran 16-18 s with no sign of how long; it reports its words
     done and an estimate of the time left."""
     from pipelines.explanations import methods
-    from viz.progress import reporter
+    from viz.page.progress import reporter
 
     monkeypatch.setattr(methods, "OCCLUSION_BATCH", 8)  # the tiny model reads few words: several batches
     calls = []

@@ -42,7 +42,7 @@ def benchmark():
 
 
 def test_a_registered_method_is_everywhere(toy, sentiment):
-    from viz import explanation_panel
+    from viz.explanations import explanation_panel
 
     assert ("Token length (toy)", "toy_token_length") in explanation_panel.method_choices()
     assert "toy_token_length" in sentiment.explanation_methods
@@ -54,7 +54,7 @@ def test_a_registered_method_is_everywhere(toy, sentiment):
     report = sentiment.faithfulness(expl)
     assert 0.0 <= report.method.curve[0] <= 1.0
 
-    from viz import downloads
+    from viz.share import downloads
 
     path, _ = downloads.sentiment_download(sentiment, TEXT, "toy_token_length")
     assert json.loads(Path(path).read_text())["explanation"]["method"] == "toy_token_length"

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from pipelines.export import SCHEMA_VERSION, model_info, to_jsonable
-from viz import downloads
+from viz.share import downloads
 
 
 def load(path) -> dict:

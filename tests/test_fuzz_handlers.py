@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from viz import explanation_panel, handlers
+from viz import handlers
+from viz.explanations import explanation_panel
 
 OUR_TAGS = re.compile(r"</?(?:div|p|span|b)(?:\s+(?:class|style|title)=\"[^\"<>]*\")*\s*>")
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # every code point, lone surrogates included

@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from viz import explain, handlers, heads
+from viz import explain, handlers
+from viz.heads import handlers as heads
 
 REVIEW = "A warm, funny film. The acting is great!"
 GERMAN = "Ein Mann fährt Fahrrad."

@@ -15,10 +15,12 @@ import torch
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines import attention_views as av
 from pipelines.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
-from viz import downloads, handlers, heads
-from viz import explanation_panel as review_panel
-from viz import translation_explanation_panel as translation_panel
-from viz import view_handlers as views
+from viz import handlers
+from viz.attention import view_handlers as views
+from viz.explanations import explanation_panel as review_panel
+from viz.explanations import translation_explanation_panel as translation_panel
+from viz.heads import handlers as heads
+from viz.share import downloads
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
@@ -294,7 +296,7 @@ def test_translator_runs_in_a_model_process(translator):
 
 
 def test_two_models_side_by_side(classifier, sentiment):
-    from viz.model_compare import compare_models
+    from viz.compare.model_compare import compare_models
 
     html, first, second = compare_models(classifier, sentiment, REVIEW, layer=1, head=3)
     assert html.count("compare-side") >= 2 and ("agree" in html)
@@ -303,7 +305,7 @@ def test_two_models_side_by_side(classifier, sentiment):
 
 
 def test_compare_views_on_transformers_models(classifier, translator):
-    from viz import compare
+    from viz.compare import input_compare as compare
 
     view, html, diff = compare.compare_reviews(classifier, REVIEW, REVIEW.replace("wonderful", "dreadful"), 1, 2)
     assert view is not None and diff is not None and "First" in html
@@ -348,7 +350,7 @@ def expected_diff(maps_a, maps_b, kind: str, layer: int, head: int, rows, cols) 
 def test_compare_diff_is_the_difference_of_the_two_inputs_attention_maps(classifier, translator):
     """The compare view's diff on a transformers model is B's AttentionMaps minus A's for the shared tokens (the
     view keeps float16 maps), and its rows and columns are the maps' tokens."""
-    from viz import compare
+    from viz.compare import input_compare as compare
 
     other = REVIEW.replace("wonderful", "dreadful")
     view, _, fig = compare.compare_reviews(classifier, REVIEW, other, 1, 2)

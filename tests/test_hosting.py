@@ -11,7 +11,7 @@ from gradio_client import Client
 from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.memory import tame_malloc
-from viz import hosting
+from viz.server import hosting
 
 
 @pytest.fixture(scope="module")

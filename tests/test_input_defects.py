@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from viz import explanation_panel, handlers
+from viz import handlers
+from viz.explanations import explanation_panel
 from viz.inputs import MAX_BEAM, check_text, fix_surrogates, plural
 
 INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u00ad", "\u3164", "\u200b\ufeff\u2060\u00ad\u3164 \u2800\u115f"]
@@ -73,7 +74,7 @@ def test_one_token_and_one_step_are_singular(sentiment):
 
 def test_unavailable_model_message_shows_no_server_paths():
     from app import build_demo
-    from viz.models import ROOT
+    from viz.models.loading import ROOT
 
     errors = [f"{ROOT}/assets/sentiment: no config.json", "/srv/private/models/translation: Errno 2: '/srv/x/y.json'"]
     demo = build_demo(None, None, sentiment_error=errors[0], translation_error=errors[1])

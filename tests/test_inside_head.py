@@ -211,7 +211,7 @@ def test_the_main_run_keeps_what_each_value_carries(sentiment, translation):
 
 def test_the_norm_scale_redraws_every_view_with_each_rows_shares(sentiment):
     from viz import handlers
-    from viz import view_handlers as views
+    from viz.attention import view_handlers as views
 
     view = handlers.analyze_review(sentiment, REVIEW)[0]
     weights = view.maps.layer("self", 1).astype(np.float32)  # (H, T, T)
@@ -235,7 +235,7 @@ def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentime
     import re
 
     from viz import handlers
-    from viz import inside_head_panel as panel
+    from viz.attention import inside_head_panel as panel
 
     view = handlers.analyze_review(sentiment, REVIEW)[0]
     internals = panel.record(ModelRegistry.of(sentiment), view)

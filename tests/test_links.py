@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from viz.links import MAX_QUERY_CHARS, ViewLink, from_query, share_url, to_query
+from viz.share.links import MAX_QUERY_CHARS, ViewLink, from_query, share_url, to_query
 
 BASE = "http://127.0.0.1:7860/"
 

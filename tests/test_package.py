@@ -3,6 +3,7 @@ in a fresh virtual environment (seeing the test interpreter's site-packages for 
 from a venv, a system Python or CI alike)."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,13 @@ def test_the_wheel_holds_the_packages_and_declares_pins_and_extras(wheel):
     assert "torch==2.13.0" in requires and "tokenizers==0.23.3" in requires
     assert 'gradio==6.31.0; extra == "app"' in requires and 'datasets==5.2.0; extra == "train"' in requires
     assert not [r for r in requires if r.startswith(("gradio", "datasets", "transformers")) and "extra" not in r]
+
+
+def test_every_subpackage_is_in_the_wheel():
+    """pyproject.toml lists the packages one by one: a new subpackage (viz/attention/, ...) must be listed too."""
+    listed = re.search(r"^packages = \[(.*?)\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S).group(1)
+    found = {".".join(p.parent.relative_to(ROOT).parts) for pkg in PACKAGES for p in (ROOT / pkg).rglob("__init__.py")}
+    assert found <= set(re.findall(r'"([\w.]+)"', listed)), sorted(found - set(re.findall(r'"([\w.]+)"', listed)))
 
 
 def our_site_packages() -> list[str]:

@@ -6,7 +6,8 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from viz import explain, figures
+from viz import explain
+from viz.attention import figures
 
 
 def sent_bytes(fig) -> int:

@@ -26,8 +26,10 @@ from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.common import NonFiniteOutput
 from pipelines.microbatch import TooManyRequests
 from pipelines.processes import ModelProcessDied
-from viz import downloads, failures, guard, handlers, links
-from viz.models import load_pipeline
+from viz import handlers
+from viz.models.loading import load_pipeline
+from viz.server import failures, guard
+from viz.share import downloads, links
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
@@ -235,7 +237,7 @@ def test_weights_that_differ_from_the_recorded_hash_do_not_load(sentiment_dir, t
 
 
 def test_the_shipped_models_record_their_weights_hash():
-    from viz.models import ROOT
+    from viz.models.loading import ROOT
 
     for task in ("sentiment", "sentiment-scratch", "translation"):
         folder = ROOT / "assets" / task

@@ -18,7 +18,7 @@ from test_device import DEVICE, FollowsDevice
 
 from pipelines import SentimentPipeline, TranslationPipeline, explanations
 from pipelines.common import serving_device
-from viz.models import load_models
+from viz.models.loading import load_models
 
 REVIEW = "A wonderful film, but the ending was far too long."
 SENTENCE = "Ein Mann fährt mit dem Fahrrad."
@@ -27,7 +27,8 @@ CPU = torch.device("cpu")
 
 @pytest.fixture(scope="module")
 def app_models(sentiment_dir, translation_dir):
-    """(sentiment, translation) pipelines as app.py loads them (viz.models.load_models), with MODEL_DEVICE=meta."""
+    """(sentiment, translation) pipelines as app.py loads them (viz.models.loading.load_models), with
+    MODEL_DEVICE=meta."""
     with pytest.MonkeyPatch.context() as env:
         env.setenv("MODEL_DEVICE", "meta")
         env.setenv("SENTIMENT_MODEL", str(sentiment_dir))
@@ -185,7 +186,7 @@ def test_a_transformers_translator_explains_and_measures_on_the_models_device(tm
 
 
 def test_a_device_that_is_not_there_is_named_in_the_tabs_message(monkeypatch):
-    from viz.models import load_models
+    from viz.models.loading import load_models
 
     for value, words in [("gpu", "is not a device"), ("cuda:0", "sees no CUDA GPU")]:
         if words == "sees no CUDA GPU" and torch.cuda.is_available():

@@ -9,8 +9,8 @@ import gradio as gr
 import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz import links
 from viz.examples import CONTRAST_PAIRS, contrast_pairs
+from viz.share import links
 
 ELEM_IDS = [
     f"{task}-{name}"
@@ -97,7 +97,7 @@ def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
 
 def test_the_linked_step_is_applied_once(translation_dir):
     from viz import handlers
-    from viz.share_ui import _apply_step
+    from viz.share.share_ui import _apply_step
 
     pipe = TranslationPipeline.from_pretrained(str(translation_dir))
     view, _, _ = handlers.translate(pipe, "Zwei Hunde.", "greedy", 4)
@@ -109,7 +109,8 @@ def test_the_linked_step_is_applied_once(translation_dir):
 
 def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
     """A step beyond the translation's last was clamped without a word (issue 22, item 9)."""
-    from viz import handlers, share_ui
+    from viz import handlers
+    from viz.share import share_ui
 
     warned = []
     monkeypatch.setattr(share_ui.gr, "Warning", lambda message, *a, **k: warned.append(message))

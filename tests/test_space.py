@@ -69,7 +69,7 @@ class NotInSpace(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, NotInSpace())
 sys.path.insert(0, ".")
 import app
-from viz.models import load_models
+from viz.models.loading import load_models
 sentiment, translation = load_models()
 assert sentiment.pipeline and translation.pipeline, (sentiment.error, translation.error)
 demo = app.build_demo(sentiment.pipeline, translation.pipeline)

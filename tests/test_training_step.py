@@ -12,9 +12,12 @@ from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.model_registry import ModelEntry, ModelRegistry
 from pipelines.snapshots import Snapshot
 from transformer import CheckpointError, Seq2SeqTransformer, TransformerClassifier
-from viz import handlers, heads, inside_head_panel, training_step
+from viz import handlers
+from viz.attention import inside_head_panel
 from viz.examples import GERMAN, REVIEWS
-from viz.models import sentiment_registry, translation_registry
+from viz.heads import handlers as heads
+from viz.models import training_step
+from viz.models.loading import sentiment_registry, translation_registry
 
 STEPS = [0, 10, 100]
 

@@ -102,7 +102,7 @@ def test_a_long_translation_is_measured_on_a_sample_of_steps_and_says_so(pipe, r
     """Issue 25 item 11: translation faithfulness ran every step (34 s on a 936-character input); by default
     it measures QUICK_STEPS evenly spaced steps and the view says so."""
     from pipelines.explanations.faithfulness import QUICK_STEPS, sampled_steps
-    from viz.translation_attributions import faithfulness_markdown
+    from viz.explanations.translation_attributions import faithfulness_markdown
 
     expl = pipe.explain(GERMAN, "gradient_x_input", result=result)
     n = len(expl.produced)

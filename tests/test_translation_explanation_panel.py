@@ -5,7 +5,7 @@ import pytest
 
 from pipelines import TranslationPipeline
 from viz import handlers
-from viz import translation_explanation_panel as panel
+from viz.explanations import translation_explanation_panel as panel
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
@@ -47,7 +47,7 @@ def test_integrated_gradients_report_progress_step_by_step(pipe, monkeypatch):
     a time with progress between them, and the numbers are those of one call over every step."""
     from pipelines.explanations import methods
     from pipelines.explanations.methods import STEPS_PER_CALL
-    from viz.progress import reporter
+    from viz.page.progress import reporter
 
     calls = []
     report = reporter(lambda value, desc, unit: calls.append(value), "Integrated gradients", "steps")

@@ -18,11 +18,11 @@ from pipelines.common import NonFiniteOutput, non_finite
 from pipelines.kinds import CROSS, KINDS
 from pipelines.tasks import SENTIMENT, TASKS, TRANSLATION, Task
 
-from . import figures
 from . import notices as notices_
-from . import view_handlers as views
-from .failures import failure_message
+from .attention import figures
+from .attention import view_handlers as views
 from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS, check_text, clamp, decoding_options, plural
+from .server.failures import failure_message
 
 log = logging.getLogger(__name__)
 DECODING = ["beam search", "greedy"]

@@ -3,8 +3,8 @@ model run again with chosen heads switched off. Laid out here so app.py only cal
 
 import gradio as gr
 
-from . import heads
-from .tasks import TASKS
+from ..tasks import TASKS
+from . import handlers as heads
 
 PRIVATE = dict(api_visibility="private")
 

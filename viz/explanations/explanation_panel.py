@@ -13,8 +13,8 @@ import gradio as gr
 from pipelines import explanations
 from pipelines.explanations import default_method
 
+from ..page.progress import reporter
 from . import attributions
-from .progress import reporter
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")

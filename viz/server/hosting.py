@@ -10,8 +10,9 @@ from starlette.responses import PlainTextResponse
 from pipelines import serving
 from pipelines.serving import calling_client
 
-from . import page, theme
-from .downloads import ServeExports
+from ..page import head as page
+from ..page import theme
+from ..share.downloads import ServeExports
 from .guard import ApiGuard
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
@@ -102,7 +103,7 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
 # A step in the browser only: resolves once the page has shown a frame with the event's outputs. Gradio's page
 # does a lot of work when it starts an event (it copies the value of every component that ever showed progress);
 # started straight after the first heatmap arrives, the next event held that heatmap back from the screen for
-# 50-100 ms. Plots are drawn in an animation frame (viz.downloads.PLOTLY_JS), so the step waits for the
+# 50-100 ms. Plots are drawn in an animation frame (viz.share.downloads.PLOTLY_JS), so the step waits for the
 # next one after it: by then the frame with the new heatmap has been painted.
 AFTER_PAINT_JS = (
     "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))))"

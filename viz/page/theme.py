@@ -4,8 +4,8 @@ the visitor's screen is applied where plotly draws them (downloads.PLOTLY_JS cal
 
 # Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
 # server (views_panel) stay out of sight.
-# Inside one head (viz.inside_head_view): vectors as rows of small squares, tables that scroll within themselves
-# rather than widen the page on a phone.
+# Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
+# themselves rather than widen the page on a phone.
 CSS = """
 .views-hidden { display: none !important; }
 .inside-head .ih-vec { display: flex; flex-wrap: wrap; align-items: center; gap: 2px; margin: 2px 0; }

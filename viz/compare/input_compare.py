@@ -16,9 +16,9 @@ from pipelines.compare import AlignedAttention, AlignedToken, align_tokens, shar
 from pipelines.kinds import KINDS
 from pipelines.tasks import SENTIMENT, TRANSLATION
 
-from .explain import display_token
-from .inputs import beam_width, check_text
-from .tasks import TASKS
+from ..explain import display_token
+from ..inputs import beam_width, check_text
+from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
 MARK = {"shared": "", "deleted": "−", "inserted": "+"}

@@ -17,8 +17,9 @@ from pipelines import attention_views as av
 from pipelines.attention_maps import AttentionMaps
 from pipelines.kinds import KINDS, SIDE_NAMES, SIDES
 
-from . import explain, figures, view_figures
-from .inputs import clamp
+from .. import explain
+from ..inputs import clamp
+from . import figures, view_figures
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import gradio as gr
 
 from pipelines.kinds import KINDS, TGT
 
-from . import hosting
+from ..server import hosting
 from . import inside_head_view as draw
 from . import view_handlers as views
 

@@ -131,7 +131,7 @@ def _layout_dict(title: str, height: int, subtitle: str = "") -> dict:
         font=FONT,
         dragmode="zoom",
         hoverlabel=dict(bgcolor="white", font_size=13),
-        paper_bgcolor="rgba(0,0,0,0)",  # the page's own background, light or dark (viz/theme.py does the rest)
+        paper_bgcolor="rgba(0,0,0,0)",  # the page's own background, light or dark (viz/page/theme.py does the rest)
         plot_bgcolor="rgba(0,0,0,0)",
     )
 

@@ -26,7 +26,7 @@ from starlette.responses import HTMLResponse, JSONResponse
 
 log = logging.getLogger(__name__)
 MAX_BODY = 1 << 20  # bytes of a request that starts an event (a review is cut to 20,000 characters anyway)
-# Bytes of a query string: the app's links hold at most viz.links.MAX_QUERY_CHARS (6,000); gradio fails with a 500
+# Bytes of a query string: the app's links hold at most viz.share.links.MAX_QUERY_CHARS (6,000); gradio fails with a 500
 # on addresses over 65,536 characters (httpx.URL), for the page and for every event the page starts with its query.
 MAX_QUERY = 32 * 1024
 TOO_LONG = (
@@ -188,7 +188,7 @@ class ApiGuard:
 
 
 def _too_long(scope) -> HTMLResponse:
-    from .links import MAX_QUERY_CHARS
+    from ..share.links import MAX_QUERY_CHARS
 
     path = html.escape(scope.get("root_path", "") + "/", quote=True)
     page = TOO_LONG.format(n=len(scope["query_string"]), most=MAX_QUERY_CHARS, path=path)

@@ -14,8 +14,8 @@ import plotly.graph_objects as go
 from pipelines.explanations import is_signed, label
 from pipelines.words import word_scores
 
-from .explain import _gap, display_token
-from .figures import FONT
+from ..attention.figures import FONT
+from ..explain import _gap, display_token
 
 SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
 AGAINST = (220, 38, 38)  # red: pushes away from it

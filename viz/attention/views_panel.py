@@ -15,7 +15,7 @@ from pipelines import attention_views as av
 from pipelines.kinds import KINDS
 from pipelines.tasks import TASKS
 
-from . import handlers
+from .. import handlers
 from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")

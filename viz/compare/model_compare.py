@@ -10,10 +10,11 @@ import gradio as gr
 from pipelines.attention_maps import AttentionMaps
 from pipelines.compare import compare_classifiers
 
-from . import explain, figures
-from .compare import STYLE, _side
-from .inputs import MAX_REVIEW_CHARS, check_text
-from .models import display_name
+from .. import explain
+from ..attention import figures
+from ..inputs import MAX_REVIEW_CHARS, check_text
+from ..models.loading import display_name
+from .input_compare import STYLE, _side
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")

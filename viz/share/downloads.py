@@ -23,10 +23,10 @@ from starlette.responses import FileResponse, PlainTextResponse
 from pipelines.budget import ModelSize, export_bytes
 from pipelines.tasks import SENTIMENT, TRANSLATION
 
-from .failures import failure_message
-from .inputs import beam_width, check_text
-from .tasks import TASKS
-from .theme import THEME_JS
+from ..inputs import beam_width, check_text
+from ..page.theme import THEME_JS
+from ..server.failures import failure_message
+from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
 KEEP_SECONDS = 120
@@ -89,7 +89,7 @@ PLOTLY_JS = (
     const {args, done} = pending.get(gd);
     pending.delete(gd);
     if (!gd.isConnected) return done(gd);  // replaced before it was drawn: nothing to show
-    if (window.__attentionTheme) [args[1], args[2]] = window.__attentionTheme(gd, args[1], args[2]);  // viz.theme
+    if (window.__attentionTheme) [args[1], args[2]] = window.__attentionTheme(gd, args[1], args[2]);  // viz.page.theme
     Promise.resolve(react.apply(P, args)).then(done, done);
   };
   const patch = P => {

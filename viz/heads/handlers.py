@@ -14,10 +14,10 @@ import pandas as pd
 
 from pipelines.kinds import BY_ROW, KINDS, order
 
-from . import figures, view_handlers
-from .handlers import _status
-from .inputs import beam_width, check_text
-from .tasks import TASKS
+from ..attention import figures, view_handlers
+from ..handlers import _status
+from ..inputs import beam_width, check_text
+from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
 AGREEMENT = "cross"  # the kind whose heads are ranked against the explanation (pipelines.heads)

@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 
 from pipelines.explanations import label
 
-from .explain import axis_labels
-from .figures import _layout
+from ..attention.figures import _layout
+from ..explain import axis_labels
 
 
 def attribution_heatmap(expl) -> go.Figure:

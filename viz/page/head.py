@@ -1,6 +1,6 @@
 """What the page carries besides its components: a little CSS, and the plotting library loaded with the page.
 
-Both go to demo.launch() through viz.hosting.launch_options().
+Both go to demo.launch() through viz.server.hosting.launch_options().
 """
 
 import json

@@ -3,7 +3,7 @@
 app.py calls share_controls() where the buttons go, then wire_*_links() and *_compare_panel() with the
 tab's components. Opening a link fills the tab's inputs and presses its own button, so a link runs exactly
 what a click runs (prediction, explanation, heads, plots) and opens the view a click would give. The logic
-lives elsewhere: viz.links (URLs), viz.downloads (files), viz.compare (diffs).
+lives elsewhere: viz.share.links (URLs), viz.share.downloads (files), viz.compare.input_compare (diffs).
 """
 
 import json
@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from . import compare, downloads, handlers, links
-from .examples import contrast_pairs, shorten
+from .. import handlers
+from ..compare import input_compare as compare
+from ..examples import contrast_pairs, shorten
+from . import downloads, links
 
 PRIVATE = dict(api_visibility="private")
 # The browser knows the page's own address (on a Space: the *.hf.space one); Python builds the rest.
