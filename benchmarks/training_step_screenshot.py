@@ -67,7 +67,7 @@ def side_by_side(paths: list[Path], out: Path, margin: int = 12) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from app import build_demo
-    from viz.models import load_models
+    from viz.models.loading import load_models
 
     positions = [int(p) for p in args.positions.split(",")]
     sentiment, translation = load_models()  # the bundled models, as python app.py loads them
