@@ -339,7 +339,7 @@ def test_ship_int8_snapshots_load_close_to_fp16_and_take_about_half(tmp_path, tr
     stored = load_file(int8 / "snapshots" / "step-3" / "model.safetensors")
     assert any(v.dtype == torch.int8 for v in stored.values()) and any(k.endswith(SCALE_SUFFIX) for k in stored)
     size = {p: (p / "snapshots" / "step-3" / "model.safetensors").stat().st_size for p in (half, int8)}
-    assert size[int8] < 0.65 * size[half]
+    assert size[int8] < 0.8 * size[half]  # the tiny model is mostly embeddings, which stay fp16
     # the main model stays fp16; each snapshot loads with every weight within half a step of its int8 grid
     assert load_file(int8 / "model.safetensors").keys() == load_file(half / "model.safetensors").keys()
     for rev in ("step-3", "step-20"):
@@ -373,6 +373,10 @@ def test_int8_groups_round_trip_within_half_a_step_of_their_group():
     assert (back["w"][0, GROUP:] - w[0, GROUP:]).abs().max() < 0.05  # not 100 / 254 away
     assert torch.equal(back["ids"], state["ids"]) and back["w"].dtype == torch.float32
     assert not is_quantized(state) and dequantize(state).keys() == state.keys()
+    # token embeddings (and a tied output layer) stay fp16: every layer reads them
+    embeddings = quantize_int8({"src_emb.weight": w, "lm_head.weight": w, "layers.0.member.weight": w})
+    assert embeddings["src_emb.weight"].dtype == embeddings["lm_head.weight"].dtype == torch.float16
+    assert embeddings["layers.0.member.weight"].dtype == torch.int8
 
 
 def test_pick_evenly_keeps_the_ends():

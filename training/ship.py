@@ -44,7 +44,8 @@ def _fp16(tensors: dict) -> dict:
 DTYPES = {"fp16": _fp16, "int8": quantize_int8}  # how bundled weights are stored
 SNAPSHOT_WEIGHTS = {
     "fp16": "fp16 safetensors (loaded into fp32)",
-    "int8": "int8 in groups of 64 with fp16 scales, vectors in fp16 (transformer/quantize.py; loaded into fp32)",
+    "int8": "int8 in groups of 64 with fp16 scales; vectors and token embeddings in fp16 (transformer/quantize.py; "
+    "loaded into fp32)",
 }
 
 

@@ -1,29 +1,33 @@
 """Weights in 8 bits, for bundling many copies of a model (training snapshots): every float matrix as int8 in
 groups of GROUP consecutive values of a row, each group with one fp16 scale (absmax / 127, symmetric); vectors
-(biases, LayerNorm) in fp16.
+(biases, LayerNorm) and the token embeddings (with a tied output layer: EMBEDDINGS) in fp16.
 
 A quantized state dict keeps each matrix under its own name as int8, next to `<name>` + SCALE_SUFFIX: the scales,
 shaped (..., groups per row), so a reader needs no other setting; `dequantize` turns them back into float32
 tensors that load into the model as usual (hub.load_shards does it for every folder). About 1.03 bytes a
 parameter instead of 2 for fp16; whether that is close enough is measured on the model it is used for
-(benchmarks/snapshot_quantization.py: attention maps against fp16; one scale per whole row was not: 0.014 on the
-translator, against the 0.01 asked for).
+(benchmarks/snapshot_quantization.py: attention maps against fp16). On the translator, int8 embeddings put single
+attention weights up to 0.015 from fp16; kept fp16, 0.007 (one scale per whole row or groups of 32 did not help).
 """
+
+import re
 
 import torch
 
 SCALE_SUFFIX = ".int8_scale"
 GROUP = 64  # values of a row sharing a scale; a row whose length it does not divide has one scale
+# Token embeddings (and an output layer tied to them): every layer reads them, so their rounding reaches every head.
+EMBEDDINGS = re.compile(r"(^|\.)(emb\w*|\w*_emb|\w*_embeddings?|lm_head)\.weight$")
 
 
 def quantize_int8(state: dict[str, torch.Tensor], group: int = GROUP) -> dict[str, torch.Tensor]:
-    """`state` with every floating-point tensor of 2 or more dims as int8 (groups of `group` values along its
-    last dim) plus fp16 scales, every other floating-point tensor in fp16, the rest as it is."""
+    """`state` with every floating-point tensor of 2 or more dims but the embeddings as int8 (groups of `group`
+    values along its last dim) plus fp16 scales, every other floating-point tensor in fp16, the rest as it is."""
     out = {}
     for name, t in state.items():
         if not t.is_floating_point():
             out[name] = t
-        elif t.dim() < 2:
+        elif t.dim() < 2 or EMBEDDINGS.search(name):
             out[name] = t.half()
         else:
             n = t.shape[-1]
