@@ -22,20 +22,25 @@ CHANGED_JS = "t => document.querySelector('#translation-output textarea').value 
 SLOW_MS = 240_000  # loading a snapshot and translating again on a shared, busy CPU
 
 
-@pytest.fixture(scope="module")
-def snapshot_url(sentiment_dir, translation_dir, tmp_path_factory):
+def served(sentiment_dir, translator: Path):
+    """The app on the tiny classifier and this translator folder, served on a free port (a generator: the URL)."""
     from app import build_demo
     from pipelines import SentimentPipeline, TranslationPipeline
 
-    folder = shutil.copytree(translation_dir, tmp_path_factory.mktemp("models") / "translator")
-    add_snapshots(folder, Seq2SeqTransformer, [0, 10, 100], metric="bleu")
     demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(folder))
+        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translator))
     )
     try:
         yield browser.serve(demo)
     finally:
         demo.close()
+
+
+@pytest.fixture(scope="module")
+def snapshot_url(sentiment_dir, translation_dir, tmp_path_factory):
+    folder = shutil.copytree(translation_dir, tmp_path_factory.mktemp("models") / "translator")
+    add_snapshots(folder, Seq2SeqTransformer, [0, 10, 100], metric="bleu")
+    yield from served(sentiment_dir, folder)
 
 
 def text_of(page, elem_id: str) -> str:
@@ -78,17 +83,7 @@ def test_a_model_without_snapshots_shows_no_slider(page, snapshot_url):
 @pytest.fixture(scope="module")
 def bundled_url(sentiment_dir):
     """The app as a fresh clone's python app.py serves the translation tab: the bundled translator and its snapshots."""
-    from app import build_demo
-    from pipelines import SentimentPipeline, TranslationPipeline
-
-    bundle = Path(__file__).resolve().parents[1] / "assets" / "translation"
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(bundle))
-    )
-    try:
-        yield browser.serve(demo)
-    finally:
-        demo.close()
+    yield from served(sentiment_dir, Path(__file__).resolve().parents[1] / "assets" / "translation")
 
 
 def test_the_bundled_translator_shows_its_slider_and_step_0_translates_differently(page, bundled_url):
