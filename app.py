@@ -169,7 +169,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     if len(models.names) > 1:
         model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
     share_ui.wire_sentiment_links(
-        demo, models, share, review=review, choice=choice, layer=layer, head=head, method=panel.method
+        demo, models, share, review=review, choice=choice, layer=layer, head=head, method=panel.method, scale=scale
     )
 
 
@@ -264,7 +264,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     share_ui.translation_compare_panel(pipe, **inputs)
     share_ui.wire_translation_links(
-        demo, pipe, share, **inputs, state=state, drawn=drawn, step=[step, step_heads, step_topk]
+        demo, pipe, share, **inputs, scale=scale, state=state, drawn=drawn, step=[step, step_heads, step_topk]
     )
 
 

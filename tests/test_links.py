@@ -73,6 +73,14 @@ def test_the_page_address_loses_its_old_query():
     assert url == "http://host/app/?tab=sentiment&text=new"
 
 
+def test_the_colour_scale_travels_and_linear_is_left_out():
+    assert "scale=norm" in to_query(ViewLink("translation", "Zwei Hunde.", scale="norm"))
+    assert from_query(to_query(ViewLink("sentiment", "Fine film", scale="row"))).scale == "row"
+    assert "scale" not in to_query(ViewLink("sentiment", "Fine film", scale="linear"))
+    broken = from_query("text=Fine+film&scale=rainbow")
+    assert broken.scale is None and broken.ignored == ["colour scale"]
+
+
 def test_broken_values_fall_back_to_defaults():
     link = from_query("tab=evil&text=Fine+film&layer=abc&head=0&step=-3&beam=9999&decoding=sampling&method=")
     assert link == ViewLink("sentiment", "Fine film")

@@ -64,14 +64,15 @@ def presses_button_after(demo, fn, button_id: str) -> bool:
 
 def test_a_sentiment_link_fills_the_view_then_presses_analyse(demo):
     fn = load_fn(demo, "sentiment-input")
-    params = dict(tab="sentiment", text="Ein <b>gutes</b> Film!", layer="2", head="3", method="rollout")
+    params = dict(tab="sentiment", text="Ein <b>gutes</b> Film!", layer="2", head="3", method="rollout", scale="norm")
     values = outputs_of(fn, fn.fn(request(**params)))
-    assert values["sentiment-input"] == "Ein <b>gutes</b> Film!"
+    assert values["sentiment-input"] == "Ein <b>gutes</b> Film!" and values["sentiment-scale"] == "norm"
     assert values["sentiment-layer"] == 1 and values["sentiment-head"] == 2
     assert values["sentiment-highlight-mode"] == "rollout"
     assert presses_button_after(demo, fn, "sentiment-submit")
     values = outputs_of(fn, fn.fn(request(tab="sentiment", text="x", layer="9", method="no-such-method")))
     assert values["sentiment-layer"] == gr.skip() and values["sentiment-highlight-mode"] == gr.skip()
+    assert values["sentiment-scale"] == gr.skip()  # no scale in the link: the page's own stays
 
 
 def test_a_link_for_the_other_tab_or_without_text_changes_nothing(demo):
@@ -84,11 +85,12 @@ def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
     fn = load_fn(demo, "translation-input")
     params = dict(
         tab="translation", text="Zwei Hunde.", decoding="beam search", beam="3", layer="2", head="4", step="2"
-    )
+    ) | dict(scale="log")
     values = fn.fn(request(**params))
     named = outputs_of(fn, values)
     assert named["translation-input"] == "Zwei Hunde." and named["translation-decoding"] == "beam search"
     assert (named["translation-beam"], named["translation-layer"], named["translation-head"]) == (3, 1, 3)
+    assert named["translation-scale"] == "log"
     assert values[-1] == 1  # the step (0-based), applied once the run is drawn
     assert presses_button_after(demo, fn, "translation-submit")
     values = outputs_of(fn, fn.fn(request(tab="translation", text="Ein Hund.", beam="99")))
@@ -128,10 +130,12 @@ def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     share = blocks(demo)["sentiment-share"]
     (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]
-    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool")
+    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm")
     link = links.from_query(urlsplit(box.value).query)
-    assert link == links.ViewLink("sentiment", "Großartig! <script>x</script>", layer=1, head=0, method="pool")
-    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool")
+    text = "Großartig! <script>x</script>"
+    expected = links.ViewLink("sentiment", text, layer=1, head=0, method="pool", scale="norm")
+    assert link == expected
+    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear")
     assert too_long.value.startswith("⚠️") and "too long for a link" in too_long.value
 
 

@@ -1,6 +1,6 @@
 """Links that restore a view: the tab, the input text and the controls, as URL query parameters.
 
-    ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout
+    ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout&scale=norm
     ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3
 
 Layer, head and step are 1-based, as the app shows them. Text is UTF-8 percent-encoded, so any Unicode and
@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode
 
+from pipelines.attention_views import COLOR_SCALES
+
 TABS = ("sentiment", "translation")
 DECODINGS = ("beam search", "greedy")
 MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
+DEFAULT_SCALE = "linear"  # left out of links
 MAX_INDEX = 64  # layers, heads and steps beyond this are not real choices: ignore them
 
 
@@ -31,6 +34,9 @@ class ViewLink:
     decoding: str | None = None  # translation: 'beam search' or 'greedy'
     beam: int | None = None  # translation: beam size
     method: str | None = None  # sentiment: how tokens are highlighted / explained
+    scale: str | None = (
+        None  # the attention views' colour scale (pipelines.attention_views.COLOR_SCALES), None = linear
+    )
     ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
 
 
@@ -54,6 +60,8 @@ def to_query(link: ViewLink) -> str:
         params.append(("beam", str(int(link.beam))))
     if link.method:
         params.append(("method", link.method))
+    if link.scale and link.scale != DEFAULT_SCALE:
+        params.append(("scale", link.scale))
     return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
 
 
@@ -78,6 +86,7 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
     decoding = (params.get("decoding") or "").strip().lower()
     indices = {name: _index(params.get(name)) for name in ("layer", "head", "step", "beam")}
     method = (params.get("method") or "").strip()
+    scale = (params.get("scale") or "").strip().lower()
     link = ViewLink(
         tab=tab if tab in TABS else "sentiment",
         text=text,
@@ -87,11 +96,13 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         decoding=decoding if decoding in DECODINGS else None,
         beam=None if indices["beam"] is None else indices["beam"] + 1,
         method=method[:40] or None,
+        scale=scale if scale in COLOR_SCALES else None,
     )
-    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", *indices)}
+    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", "scale", *indices)}
     broken = [name for name, value in indices.items() if given[name] and value is None]
     broken += ["tab"] if given["tab"] and tab not in TABS else []
     broken += ["decoding"] if given["decoding"] and not link.decoding else []
+    broken += ["colour scale"] if given["scale"] and not link.scale else []
     link.ignored = broken
     return link
 

@@ -133,65 +133,68 @@ def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
     return link if link is not None and link.tab == task else None
 
 
-def wire_sentiment_links(demo, models, controls: ShareControls, *, review, choice, layer, head, method) -> None:
+def wire_sentiment_links(demo, models, controls: ShareControls, *, review, choice, layer, head, method, scale) -> None:
     """Copy link, download (by the chosen model of the tab's ModelRegistry `models`), and opening a link: it fills
-    the review, layer, head and explanation method, then presses 'Analyse sentiment' (#sentiment-submit)."""
+    the review, layer, head, explanation method and colour scale, then presses 'Analyse sentiment'
+    (#sentiment-submit)."""
 
-    def share(base, text, layer, head, method):
-        return _link_box(*links.share_url(base, links.ViewLink("sentiment", text or "", layer, head, method=method)))
+    def share(base, text, layer, head, method, scale):
+        link = links.ViewLink("sentiment", text or "", layer, head, method=method, scale=scale)
+        return _link_box(*links.share_url(base, link))
 
     def download(text, name, method):
         pipe = models.get(name)
         chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
         return _file(*downloads.sentiment_download(pipe, text, chosen))
 
-    _wire_buttons(controls, share, [review, layer, head, method], download, [review, choice, method])
+    _wire_buttons(controls, share, [review, layer, head, method, scale], download, [review, choice, method])
     methods = [value for _, value in method.choices]
 
     def restore(request: gr.Request):
         link = _link(request, "sentiment")
         if link is None:
-            return [gr.skip()] * 4
+            return [gr.skip()] * 5
         ignored = list(link.ignored)
         chosen = link.method if link.method in methods else gr.skip()
         ignored += ["method"] if link.method and link.method not in methods else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
         _warn_ignored(ignored)
-        return link.text, *controls, chosen
+        return link.text, *controls, chosen, link.scale or gr.skip()
 
-    demo.load(restore, None, [review, layer, head, method], **PRIVATE).then(
+    demo.load(restore, None, [review, layer, head, method, scale], **PRIVATE).then(
         None, None, None, js=_press_js("sentiment"), **PRIVATE
     )
 
 
 def wire_translation_links(
-    demo, pipe, controls: ShareControls, *, german, decoding, beam, layer, head, state, drawn, step
+    demo, pipe, controls: ShareControls, *, german, decoding, beam, layer, head, scale, state, drawn, step
 ):
     """As wire_sentiment_links for the translation tab (decoding and beam size too); a link's decoding step is
     applied once the run it starts is drawn (`drawn`). step: the step slider and the two plots it drives."""
 
-    def share(base, text, decoding, beam, layer, head, step):
-        link = links.ViewLink("translation", text or "", layer, head, int(step or 1) - 1, decoding, beam)
+    def share(base, text, decoding, beam, layer, head, scale, step):
+        link = links.ViewLink("translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale)
         return _link_box(*links.share_url(base, link))
 
     def download(text, decoding, beam):
         return _file(*downloads.translation_download(pipe, text, decoding, beam))
 
-    _wire_buttons(controls, share, [german, decoding, beam, layer, head, step[0]], download, [german, decoding, beam])
+    shown = [german, decoding, beam, layer, head, scale, step[0]]
+    _wire_buttons(controls, share, shown, download, [german, decoding, beam])
     pending_step = gr.State(None)
 
     def restore(request: gr.Request):
         link = _link(request, "translation")
         if link is None:
-            return [gr.skip()] * 6
+            return [gr.skip()] * 7
         ignored = list(link.ignored)
         chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
         ignored += ["beam"] if link.beam is not None and chosen_beam is not link.beam else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
         _warn_ignored(ignored)
-        return link.text, link.decoding or gr.skip(), chosen_beam, *controls, link.step
+        return link.text, link.decoding or gr.skip(), chosen_beam, *controls, link.scale or gr.skip(), link.step
 
-    demo.load(restore, None, [german, decoding, beam, layer, head, pending_step], **PRIVATE).then(
+    demo.load(restore, None, [german, decoding, beam, layer, head, scale, pending_step], **PRIVATE).then(
         None, None, None, js=_press_js("translation"), **PRIVATE
     )
     drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **PRIVATE)
