@@ -74,6 +74,19 @@ def serve(demo) -> str:
 
 
 @contextmanager
+def serve_app(sentiment, translation) -> Iterator[str]:
+    """The app built on these two pipelines (app.build_demo), served on a free local port; yields its URL and
+    closes it after."""
+    from app import build_demo
+
+    demo = build_demo(sentiment, translation)
+    try:
+        yield serve(demo)
+    finally:
+        demo.close()
+
+
+@contextmanager
 def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000) -> Iterator:
     """A Playwright page in headless chromium whose config and cache stay in profile_dir."""
     from playwright.sync_api import sync_playwright

@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pipelines.snapshots import list_snapshots
     from pipelines.tasks import TASKS
-    from training.ship import copy_fp16
+    from training.ship import copy_model
     from transformer.hub import weight_files
 
     cls = TASKS[args.task].pipeline
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             pipes, sizes = {}, {}
             for dtype in ("fp16", "int8"):
                 (Path(tmp) / dtype).mkdir()
-                copy_fp16(src, Path(tmp) / dtype, 25.0, dtype)
+                copy_model(src, Path(tmp) / dtype, 25.0, dtype)
                 sizes[dtype] = sum(f.stat().st_size for f in weight_files(Path(tmp) / dtype)) / 2**20
                 pipes[dtype] = cls.from_pretrained(str(Path(tmp) / dtype))
             r = compare(READERS[args.task], pipes["fp16"], pipes["int8"], texts)

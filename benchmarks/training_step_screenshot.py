@@ -66,15 +66,16 @@ def side_by_side(paths: list[Path], out: Path, margin: int = 12) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from app import build_demo
     from viz.models.loading import load_models
 
     positions = [int(p) for p in args.positions.split(",")]
     sentiment, translation = load_models()  # the bundled models, as python app.py loads them
-    demo = build_demo(sentiment.pipeline, translation.pipeline)
-    url = browser.serve(demo)
     shots = []
-    with tempfile.TemporaryDirectory() as tmp, browser.chromium_page(Path(tmp) / "profile", args.width, 1400) as page:
+    with (
+        browser.serve_app(sentiment.pipeline, translation.pipeline) as url,
+        tempfile.TemporaryDirectory() as tmp,
+        browser.chromium_page(Path(tmp) / "profile", args.width, 1400) as page,
+    ):
         browser.open_tab(page, url, "Translation")
         last = int(page.locator("#translation-training-step input[type=range]").get_attribute("max"))
         browser.translate(page, args.sentence, "greedy")
@@ -89,7 +90,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         args.out.parent.mkdir(parents=True, exist_ok=True)
         side_by_side(shots, args.out)
-    demo.close()
     print("saved", args.out)
     return 0
 

@@ -51,17 +51,12 @@ def translation(translation_dir):
 @pytest.fixture(scope="module")
 def app_url(sentiment_dir, translation_dir):
     """The app on the tiny models, served on a free port, for the browser tests."""
-    from app import build_demo
     from benchmarks import browser
     from pipelines import SentimentPipeline, TranslationPipeline
 
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    try:
-        yield browser.serve(demo)
-    finally:
-        demo.close()
+    sentiment = SentimentPipeline.from_pretrained(str(sentiment_dir))
+    with browser.serve_app(sentiment, TranslationPipeline.from_pretrained(str(translation_dir))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +66,12 @@ def page(tmp_path_factory):
 
     with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
         yield page
+
+
+@pytest.fixture
+def one_thread():
+    """The tiny models gain nothing from threads, and lose much when the CPU is busy: one, for the test."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

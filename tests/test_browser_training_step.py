@@ -24,16 +24,11 @@ SLOW_MS = 240_000  # loading a snapshot and translating again on a shared, busy 
 
 def served(sentiment_dir, translator: Path):
     """The app on the tiny classifier and this translator folder, served on a free port (a generator: the URL)."""
-    from app import build_demo
     from pipelines import SentimentPipeline, TranslationPipeline
 
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translator))
-    )
-    try:
-        yield browser.serve(demo)
-    finally:
-        demo.close()
+    sentiment = SentimentPipeline.from_pretrained(str(sentiment_dir))
+    with browser.serve_app(sentiment, TranslationPipeline.from_pretrained(str(translator))) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

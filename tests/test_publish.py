@@ -59,13 +59,7 @@ TRANSLATION_METRICS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The tiny models gain nothing from threads, and lose much when the CPU is busy."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 class FakeApi:

@@ -25,7 +25,7 @@ REVIEWS = ["A wonderful, moving film.", "Dull and far too long. I left early.", 
 def fp16_folder(src, dst, max_file_bytes):
     """A copy of the model folder src with its weights in fp16, as one file or as shards."""
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(WEIGHTS, "metrics.json"))
-    ship.to_fp16(src, dst, max_file_bytes)
+    ship.write_weights(src, dst, max_file_bytes)
     return dst
 
 

@@ -14,14 +14,7 @@ from torch import nn
 from training.loop import LoopConfig, train
 from training.snapshots import schedule, snapshot_folder
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The tiny models gain nothing from threads, and lose much when the CPU is busy."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
 
 def test_schedule_is_step_0_then_roughly_logarithmic_to_the_end():

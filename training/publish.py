@@ -249,7 +249,7 @@ def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dic
     `transformers` reads fp16."""
     from .hf_export import export
     from .model_card import snapshot_card
-    from .ship import to_fp16
+    from .ship import write_weights
 
     int8 = _int8_weights(snapshot_dir)
     weights = {f.name for f in weight_files(snapshot_dir)} | {WEIGHTS_INDEX} if int8 else set()
@@ -257,7 +257,7 @@ def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dic
         if name not in weights:
             shutil.copy2(snapshot_dir / name, folder / name)
     if int8:
-        to_fp16(snapshot_dir, folder)
+        write_weights(snapshot_dir, folder)
     export(task, folder)
     snapshot_card(task, repo_id, info).save(folder / "README.md")
     return list_files(folder)

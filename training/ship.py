@@ -49,7 +49,7 @@ SNAPSHOT_WEIGHTS = {
 }
 
 
-def to_fp16(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES, dtype: str = "fp16") -> None:
+def write_weights(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES, dtype: str = "fp16") -> None:
     """src's weights in fp16 (or `dtype`, a key of DTYPES) in dst: one model.safetensors, or shards of at most
     `max_file_bytes` each with a model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about
     40 MB in fp16)."""
@@ -187,7 +187,7 @@ def _carried(fitted: dict) -> dict:
     return {k: fitted[k] for k in CARRIED if k in fitted}
 
 
-def copy_fp16(src: Path, dst: Path, max_file_mb: float, dtype: str = "fp16") -> None:
+def copy_model(src: Path, dst: Path, max_file_mb: float, dtype: str = "fp16") -> None:
     """A model folder's files from src into dst (an existing folder), its weights in fp16 (or `dtype`); ShipError
     for a file over max_file_mb."""
     weights = {f.name for f in weight_files(src)} | {WEIGHTS, WEIGHTS_INDEX}
@@ -195,7 +195,7 @@ def copy_fp16(src: Path, dst: Path, max_file_mb: float, dtype: str = "fp16") -> 
         if f.is_file() and f.name not in weights | {"README.md"}:
             shutil.copy2(f, dst / f.name)
     limit = int(max_file_mb * 2**20)
-    to_fp16(src, dst, limit, dtype)
+    write_weights(src, dst, limit, dtype)
     too_big = [f.name for f in dst.iterdir() if f.is_file() and f.stat().st_size > limit]
     if too_big:
         raise ShipError(f"{too_big} over {max_file_mb:g} MiB")
@@ -232,7 +232,7 @@ def bundle_snapshots(a, folder: Path) -> list[int]:
     for step in steps:
         dst = folder / SNAPSHOTS / snapshot_revision(step)
         dst.mkdir(parents=True)
-        copy_fp16(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb, a.snapshots_dtype)
+        copy_model(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb, a.snapshots_dtype)
     size = sum(f.stat().st_size for f in (folder / SNAPSHOTS).rglob("*") if f.is_file()) if steps else 0
     if size > a.snapshots_max_mb * 2**20:
         raise ShipError(
@@ -244,7 +244,7 @@ def bundle_snapshots(a, folder: Path) -> list[int]:
 
 def write_bundle(a, folder: Path) -> dict:
     """Fill `folder` with the fp16 model (and snapshots), score it and write metrics.json; returns the metrics."""
-    copy_fp16(a.run / BEST, folder, a.max_file_mb)
+    copy_model(a.run / BEST, folder, a.max_file_mb)
     snapshots = bundle_snapshots(a, folder)
     # what training.calibrate recorded on the run's best model (its preprocessing.json is copied with it)
     best = a.run / BEST
