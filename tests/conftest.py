@@ -70,7 +70,8 @@ def page(tmp_path_factory):
 
 @pytest.fixture
 def one_thread():
-    """The tiny models gain nothing from threads, and lose much when the CPU is busy: one, for the test."""
+    """One torch thread for the test: the tiny models gain nothing from threads and lose much on a busy CPU, and a
+    child process on one thread gives bit-equal floats only to a parent on one too (test_processes)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

@@ -16,15 +16,6 @@ REVIEWS = ["A fine film.", "Dull, slow and far too long; the actors looked bored
 
 
 @pytest.fixture
-def one_thread():
-    """The child runs on one torch thread; so does this process here, for bit-equal floats."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture
 def process_of():
     started = []
 
