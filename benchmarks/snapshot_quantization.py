@@ -1,16 +1,19 @@
 """Do int8 snapshots show the same attention as fp16 ones? Measured before bundling them int8.
 
-    python benchmarks/snapshot_quantization.py --task translation --model runs/translation-snap --n 50
+    python benchmarks/snapshot_quantization.py --task translation --model runs/translation-snap --n 50 \
+        [--dtype int8-delta]
 
 For each snapshot of the model folder (its snapshots/step-<N>/, e.g. a training run's fp32 ones; --steps picks
 some) it writes the weights as training.ship bundles them, in fp16 and in int8 (`--snapshots-dtype int8`:
-transformer/quantize.py), loads both, and reads a seeded sample of validation inputs through both in the same
+transformer/quantize.py; or int8-delta, differences from the folder's own model, or a run's best/, in fp16),
+loads both, and reads a seeded sample of validation inputs through both in the same
 forward pass (translation: teacher-forced on the fp16 model's greedy translation, so both read the same tokens):
 the largest and mean absolute difference of every head's attention weights, over every kind, layer, head and
 row, whether both give the same label or greedy translation, and both files' sizes. The issue's bar: within 0.01.
 """
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", default=None, help="which snapshots, e.g. 0,16,102 (default: all)")
     p.add_argument("--n", type=int, default=50, help="inputs in the seeded sample of the validation split")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dtype", choices=["int8", "int8-delta"], default="int8", help="the storage compared with fp16")
     p.add_argument("--data", default=None, help="validation file (default: the task's under ../shared/data)")
     return p
 
@@ -69,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from pipelines.snapshots import list_snapshots
     from pipelines.tasks import TASKS
+    from training.loop import BEST
     from training.ship import copy_model
     from transformer.hub import weight_files
 
@@ -78,25 +83,28 @@ def main(argv: list[str] | None = None) -> int:
     wanted = None if args.steps is None else {int(s) for s in args.steps.split(",")}
     snaps = [s for s in list_snapshots(args.model) if wanted is None or s.step in wanted]
     print(f"{args.task}: {args.model}, {len(snaps)} snapshots, {len(texts)} validation inputs (seed {args.seed})\n")
-    print("| step | max abs diff | mean abs diff | same answer | fp16 MiB | int8 MiB |")
+    print(f"| step | max abs diff | mean abs diff | same answer | fp16 MiB | {args.dtype} MiB |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: |")
-    worst = 0.0
-    for snap in snaps:
-        with tempfile.TemporaryDirectory() as tmp:
-            src = Path(args.model) / "snapshots" / snap.revision
+    worst, model = 0.0, Path(args.model)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"  # the model the snapshots are bundled with, in fp16 (int8-delta's base)
+        base.mkdir()
+        copy_model(model / BEST if (model / BEST).is_dir() else model, base, 25.0)
+        for snap in snaps:
             pipes, sizes = {}, {}
-            for dtype in ("fp16", "int8"):
+            for dtype in ("fp16", args.dtype):
+                shutil.rmtree(Path(tmp) / dtype, ignore_errors=True)
                 (Path(tmp) / dtype).mkdir()
-                copy_model(src, Path(tmp) / dtype, 25.0, dtype)
+                copy_model(model / "snapshots" / snap.revision, Path(tmp) / dtype, 25.0, dtype, base)
                 sizes[dtype] = sum(f.stat().st_size for f in weight_files(Path(tmp) / dtype)) / 2**20
                 pipes[dtype] = cls.from_pretrained(str(Path(tmp) / dtype))
-            r = compare(READERS[args.task], pipes["fp16"], pipes["int8"], texts)
-        worst = max(worst, r["max"])
-        print(
-            f"| {snap.step:,} | {r['max']:.4f} | {r['mean']:.6f} | {r['same']:.0%} | {sizes['fp16']:.2f} | "
-            f"{sizes['int8']:.2f} |",
-            flush=True,
-        )
+            r = compare(READERS[args.task], pipes["fp16"], pipes[args.dtype], texts)
+            worst = max(worst, r["max"])
+            print(
+                f"| {snap.step:,} | {r['max']:.4f} | {r['mean']:.6f} | {r['same']:.0%} | {sizes['fp16']:.2f} | "
+                f"{sizes[args.dtype]:.2f} |",
+                flush=True,
+            )
     print(f"\nlargest difference over every snapshot: {worst:.4f} ({'within' if worst <= 0.01 else 'over'} 0.01)")
     return 0
 

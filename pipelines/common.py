@@ -7,7 +7,6 @@ not even valid JSON. The pipelines check what they return (`guarded`, `require_f
 in place of a result that holds one; the app turns it into a clear message."""
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -19,7 +18,7 @@ import torch
 from tokenizers import Tokenizer
 
 from transformer import CheckpointError, load_model, resolve_checkpoint
-from transformer.hub import CONFIG, WEIGHTS, WEIGHTS_INDEX, weight_files
+from transformer.hub import CONFIG, WEIGHTS, WEIGHTS_INDEX, weight_files, weights_sha256  # noqa: F401 (re-exported)
 
 METRICS = "metrics.json"  # what training measured; "weights_sha256" there is checked at load
 TOKENIZER = "tokenizer.json"
@@ -89,22 +88,6 @@ def load_folder(model_cls, name_or_path: str, device: str | None = None, revisio
     prep_file = Path(folder) / PREPROCESSING
     prep = json.loads(prep_file.read_text()) if prep_file.is_file() else {}
     return model.to(device), tokenizer, prep, metrics
-
-
-def weights_sha256(folder: Path) -> str | None:
-    """What metrics.json records as weights_sha256: the sha256 of model.safetensors, or for shards, of the
-    index and then every shard in the index's order. None when the folder has no weights."""
-    files = weight_files(folder)
-    if files and files[0].name != WEIGHTS:
-        files = [Path(folder) / WEIGHTS_INDEX, *files]
-    if not files or not all(f.is_file() for f in files):
-        return None
-    digest = hashlib.sha256()
-    for path in files:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    return digest.hexdigest()
 
 
 def read_metrics(folder: Path, name_or_path: str) -> dict:

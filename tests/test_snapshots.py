@@ -272,7 +272,7 @@ def test_a_hub_repo_offline_says_so(monkeypatch):
 # --- bundling them: training.ship ----------------------------------------------------------------------------
 
 
-def fake_translation_run(tmp_path, translation_dir, steps):
+def fake_translation_run(tmp_path, translation_dir, steps, noise=0.5):
     """A run folder as `python -m training translation --snapshots N` leaves it."""
     import shutil
 
@@ -285,7 +285,7 @@ def fake_translation_run(tmp_path, translation_dir, steps):
     records = [{"event": "start", "command": "python -m training translation --snapshots 5", "parameters": 1}]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (run / "summary.json").write_text(json.dumps({"best_epoch": 0, "wall_seconds": 3.0}))
-    return add_snapshots(run, Seq2SeqTransformer, steps, metric="bleu", source=run / "best")
+    return add_snapshots(run, Seq2SeqTransformer, steps, metric="bleu", source=run / "best", noise=noise)
 
 
 def test_ship_carries_the_snapshots_in_fp16_or_fewer_of_them(tmp_path, translation_dir, capsys):
@@ -346,6 +346,78 @@ def test_ship_int8_snapshots_load_close_to_fp16_and_take_about_half(tmp_path, tr
     capsys.readouterr()
     assert ship_main([*base, "--to", str(tmp_path / "x"), "--snapshot-steps", "2"]) == 2
     assert "no snapshot of step 2" in capsys.readouterr().err
+
+
+def test_int8_delta_snapshots_are_differences_from_the_bundled_model(tmp_path, translation_dir, capsys):
+    import shutil
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+    from tiny_models import FIXTURES
+    from tokenizers import Tokenizer
+
+    from pipelines.translation import TranslationPipeline
+    from training import publish
+    from training.ship import main as ship_main
+    from transformer import CheckpointError
+    from transformer.quantize import DELTA_SUFFIX
+
+    run = fake_translation_run(tmp_path, translation_dir, [0, 3, 20], noise=0.02)  # late snapshots: near the model
+    base = ["translation", "--run", str(run), "--test-data", str(FIXTURES / "multi30k_tiny.jsonl")]
+    half, int8, delta = tmp_path / "fp16", tmp_path / "int8", tmp_path / "delta"
+    assert ship_main([*base, "--to", str(half)]) == 0
+    assert ship_main([*base, "--to", str(int8), "--snapshots-dtype", "int8"]) == 0
+    assert ship_main([*base, "--to", str(delta), "--snapshots-dtype", "int8-delta"]) == 0
+    assert json.loads((delta / "metrics.json").read_text())["snapshots_weights"].startswith("int8 differences")
+    stored = delta / "snapshots" / "step-20" / "model.safetensors"
+    with safe_open(stored, "pt") as f:
+        assert f.metadata()["delta_base"] == "../.." and all(f.get_tensor(k).dtype != torch.float32 for k in f.keys())
+    q = load_file(stored)
+    assert q["lm_head.weight"].dtype == torch.int8 and "lm_head.weight" + DELTA_SUFFIX in q  # embeddings too
+    # near the model, every snapshot loads closer to fp16 than plain int8 (embeddings kept fp16) does
+    for rev in ("step-0", "step-3", "step-20"):
+        want = TranslationPipeline.from_pretrained(str(half), revision=rev).model.state_dict()
+        errors = {}
+        for folder in (int8, delta):
+            got = TranslationPipeline.from_pretrained(str(folder), revision=rev).model.state_dict()
+            errors[folder] = max(float((got[k] - w).abs().max()) for k, w in want.items() if w.dim() > 1)
+        assert errors[delta] < errors[int8], rev
+    # the tokenizer comes without indentation: the same tokenizer in fewer bytes
+    small, full = delta / "snapshots" / "step-3" / "tokenizer.json", run / "best" / "tokenizer.json"
+    assert small.stat().st_size < full.stat().st_size
+    text = "Ein Mann fährt Fahrrad."
+    assert Tokenizer.from_file(str(small)).encode(text).ids == Tokenizer.from_file(str(full)).encode(text).ids
+    # published, a snapshot's branch holds whole fp16 weights of its own
+    out = tmp_path / "repo"
+    argv = ["translation", "--model", str(delta), "--repo-id", "alice/t", "--dry-run", "--out", str(out)]
+    assert publish.main(argv) == 0
+    branch = load_file(out / "step-20" / "model.safetensors")
+    assert all(v.dtype == torch.float16 for v in branch.values())
+    expected = TranslationPipeline.from_pretrained(str(delta), revision="step-20").model.state_dict()
+    assert torch.equal(branch["lm_head.weight"], expected["lm_head.weight"].half())
+    # the model they were taken from changed: said, not loaded wrong
+    moved = tmp_path / "moved"
+    shutil.copytree(delta, moved)
+    weights = load_file(moved / "model.safetensors")
+    save_file({k: v * 1.01 if v.is_floating_point() else v for k, v in weights.items()}, moved / "model.safetensors")
+    with pytest.raises(CheckpointError, match="bundle the snapshots again"):
+        TranslationPipeline.from_pretrained(str(moved), revision="step-3")
+    capsys.readouterr()
+
+
+def test_int8_differences_need_their_base():
+    from transformer.quantize import dequantize, is_delta, is_quantized, quantize_int8
+
+    torch.manual_seed(0)
+    base = {"w": torch.randn(4, 64), "b": torch.randn(4)}
+    state = {"w": base["w"] + 0.01 * torch.randn(4, 64), "b": torch.randn(4)}
+    q = quantize_int8(state, base=base)
+    assert is_delta(q) and is_quantized(q) and not is_delta(quantize_int8(state))
+    back = dequantize(q, base)
+    assert (back["w"] - state["w"]).abs().max() < 0.01 * 4 / 127  # a step of the difference's grid, not of w's
+    assert torch.equal(back["b"], state["b"].half())  # vectors stay fp16, not differences
+    with pytest.raises(ValueError, match="differences"):
+        dequantize(q)
 
 
 def test_int8_groups_round_trip_within_half_a_step_of_their_group():

@@ -69,11 +69,13 @@ def make_translation_dir(folder: Path) -> Path:
     return folder
 
 
-def add_snapshots(folder: Path, model_cls, steps: list[int], metric: str = "accuracy", source=None) -> Path:
+def add_snapshots(
+    folder: Path, model_cls, steps: list[int], metric: str = "accuracy", source=None, noise: float = 0.5
+) -> Path:
     """Give a model folder (or a run folder) snapshots/step-<N>/ for each step, as a run with --snapshots and
     training.ship leave them: a copy of the model folder `source` (default: `folder`) whose weights are moved by
-    noise seeded with the step (so each snapshot computes something else), and snapshot.json with the step, a loss
-    and a validation score that grow with the step."""
+    noise seeded with the step, of std `noise` (so each snapshot computes something else), and snapshot.json with
+    the step, a loss and a validation score that grow with the step."""
     import shutil
 
     source = source or folder
@@ -86,7 +88,7 @@ def add_snapshots(folder: Path, model_cls, steps: list[int], metric: str = "accu
         g = torch.Generator().manual_seed(step)
         with torch.no_grad():
             for p in model.parameters():
-                p.add_(torch.randn(p.shape, generator=g) * 0.5)
+                p.add_(torch.randn(p.shape, generator=g) * noise)
         model.save_pretrained(sub)
         info = {"step": step, "epoch": step / 10, "loss": 2.0 / (i + 1), "metric": metric, metric: 0.5 + i / 100}
         (sub / "snapshot.json").write_text(json.dumps(info))

@@ -6,24 +6,39 @@ scores the *bundled* files once on the test split with the evaluation function, 
 with the exact training command, data, wall time, machine and scores. The bundle folder is replaced
 atomically: a failure leaves the previous one as it was.
 
-A run trained with --snapshots brings its snapshots along, in fp16 too (or int8 with --snapshots-dtype int8:
-transformer/quantize.py), in snapshots/step-<N>/ (each with its snapshot.json: the step's loss and validation
-score); `--snapshots K` keeps K of them (the first and the last among them, the rest spread over the schedule),
-`--snapshot-steps A,B,..` those steps, `--snapshots 0` none; together they must stay within --snapshots-max-mb.
+A run trained with --snapshots brings its snapshots along, in fp16 too (or with --snapshots-dtype int8, or
+int8-delta: int8 differences from the bundled model's weights, transformer/quantize.py), in snapshots/step-<N>/
+(each with its snapshot.json: the step's loss and validation score); `--snapshots K` keeps K of them (the first
+and the last among them, the rest spread over the schedule), `--snapshot-steps A,B,..` those steps, `--snapshots
+0` none; together they must stay within --snapshots-max-mb.
 `from_pretrained(bundle, revision="step-<N>")` loads one (pipelines/snapshots.py).
 """
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.common import WEIGHTS, weights_sha256
+from tokenizers import Tokenizer
+
+from pipelines.common import TOKENIZER, WEIGHTS
 from pipelines.snapshots import read_infos
-from transformer.hub import SNAPSHOTS, WEIGHTS_INDEX, snapshot_revision, weight_files
-from transformer.quantize import dequantize, quantize_int8
+from transformer.hub import (
+    DELTA_BASE,
+    DELTA_BASE_SHA256,
+    SNAPSHOTS,
+    WEIGHTS_INDEX,
+    read_weights,
+    snapshot_revision,
+    weight_files,
+    weights_sha256,
+)
+from transformer.quantize import quantize_int8
 
 from .checkpoint import atomic_folder
 from .loop import BEST, METRICS_LOG, SUMMARY
@@ -36,34 +51,44 @@ class ShipError(Exception):
     """Why the bundle was not written."""
 
 
-def _fp16(tensors: dict) -> dict:
-    """Floating-point tensors in fp16, int8 ones (transformer/quantize.py) dequantized first."""
-    return {k: v.half() if v.is_floating_point() else v for k, v in dequantize(tensors).items()}
+@dataclass(frozen=True)
+class Storage:
+    """One way of storing bundled weights: `convert(tensors, base)` gives the tensors to write (base: the float
+    weights of the model a snapshot is bundled with, for the storages that need it)."""
+
+    convert: Callable[[dict, dict | None], dict]
+    described: str  # what metrics.json says of the bundled snapshots' weights
+    needs_base: bool = False
 
 
-DTYPES = {"fp16": _fp16, "int8": quantize_int8}  # how bundled weights are stored
-SNAPSHOT_WEIGHTS = {
-    "fp16": "fp16 safetensors (loaded into fp32)",
-    "int8": "int8 in groups of 64 with fp16 scales; vectors and token embeddings in fp16 (transformer/quantize.py; "
-    "loaded into fp32)",
-}
+STORAGES = {
+    "fp16": Storage(lambda t, base: {k: v.half() if v.is_floating_point() else v for k, v in t.items()},
+                    "fp16 safetensors (loaded into fp32)"),
+    "int8": Storage(lambda t, base: quantize_int8(t), "int8 in groups of 64 with fp16 scales; vectors and token "
+                    "embeddings in fp16 (transformer/quantize.py; loaded into fp32)"),
+    "int8-delta": Storage(lambda t, base: quantize_int8(t, base=base), "int8 differences from the bundled model's "
+                          "weights in groups of 64 with fp16 scales, vectors in fp16 (transformer/quantize.py; loaded "
+                          "into fp32 with the model's weights added)", needs_base=True),
+}  # fmt: skip
 
 
-def write_weights(src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES, dtype: str = "fp16") -> None:
-    """src's weights in fp16 (or `dtype`, a key of DTYPES) in dst: one model.safetensors, or shards of at most
-    `max_file_bytes` each with a model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about
-    40 MB in fp16)."""
+def write_weights(
+    src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES, dtype: str = "fp16", base: Path | None = None
+) -> None:
+    """src's weights in fp16 (or `dtype`, a key of STORAGES; "int8-delta" stores them as differences from the
+    weights of the model folder `base`) in dst: one model.safetensors, or shards of at most `max_file_bytes` each
+    with a model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about 40 MB in fp16)."""
     from huggingface_hub import save_torch_state_dict
-    from safetensors.torch import load_file
 
-    tensors = {}
-    for f in weight_files(src):
-        tensors.update(load_file(f))
+    storage, metadata, base_weights = STORAGES[dtype], {"format": "pt"}, None
+    if storage.needs_base:
+        base_weights = read_weights(weight_files(base))
+        metadata |= {DELTA_BASE: os.path.relpath(base, dst), DELTA_BASE_SHA256: weights_sha256(base)}
     save_torch_state_dict(
-        DTYPES[dtype](tensors),
+        storage.convert(read_weights(weight_files(src)), base_weights),
         dst,
         max_shard_size=int(max_file_bytes * 0.9),  # the limit counts tensor bytes; headers come on top
-        metadata={"format": "pt"},
+        metadata=metadata,
     )
 
 
@@ -116,10 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--snapshots-dtype",
-        choices=sorted(DTYPES),
+        choices=sorted(STORAGES),
         default="fp16",
-        help="how the bundled snapshots' weights are stored: fp16, or int8 with fp16 scales per 64 values (about "
-        "half the size; check their attention with benchmarks/snapshot_quantization.py) (default %(default)s)",
+        help="how the bundled snapshots' weights are stored: fp16; int8 with fp16 scales per 64 values (about "
+        "half the size); or int8-delta, int8 differences from the bundled model (int8's size, embeddings "
+        "included, and closer): check their attention with benchmarks/snapshot_quantization.py (default "
+        "%(default)s)",
     )
     p.add_argument(
         "--snapshots-max-mb",
@@ -187,15 +214,18 @@ def _carried(fitted: dict) -> dict:
     return {k: fitted[k] for k in CARRIED if k in fitted}
 
 
-def copy_model(src: Path, dst: Path, max_file_mb: float, dtype: str = "fp16") -> None:
-    """A model folder's files from src into dst (an existing folder), its weights in fp16 (or `dtype`); ShipError
-    for a file over max_file_mb."""
+def copy_model(src: Path, dst: Path, max_file_mb: float, dtype: str = "fp16", base: Path | None = None) -> None:
+    """A model folder's files from src into dst (an existing folder), its weights in fp16 (or `dtype`, against the
+    model folder `base` for int8-delta), its tokenizer.json without indentation (the same tokenizer, 60% smaller);
+    ShipError for a file over max_file_mb."""
     weights = {f.name for f in weight_files(src)} | {WEIGHTS, WEIGHTS_INDEX}
     for f in src.iterdir():
-        if f.is_file() and f.name not in weights | {"README.md"}:
+        if f.name == TOKENIZER:
+            (dst / f.name).write_text(Tokenizer.from_file(str(f)).to_str())
+        elif f.is_file() and f.name not in weights | {"README.md"}:
             shutil.copy2(f, dst / f.name)
     limit = int(max_file_mb * 2**20)
-    write_weights(src, dst, limit, dtype)
+    write_weights(src, dst, limit, dtype, base)
     too_big = [f.name for f in dst.iterdir() if f.is_file() and f.stat().st_size > limit]
     if too_big:
         raise ShipError(f"{too_big} over {max_file_mb:g} MiB")
@@ -232,7 +262,7 @@ def bundle_snapshots(a, folder: Path) -> list[int]:
     for step in steps:
         dst = folder / SNAPSHOTS / snapshot_revision(step)
         dst.mkdir(parents=True)
-        copy_model(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb, a.snapshots_dtype)
+        copy_model(a.run / SNAPSHOTS / snapshot_revision(step), dst, a.max_file_mb, a.snapshots_dtype, folder)
     size = sum(f.stat().st_size for f in (folder / SNAPSHOTS).rglob("*") if f.is_file()) if steps else 0
     if size > a.snapshots_max_mb * 2**20:
         raise ShipError(
@@ -258,7 +288,7 @@ def write_bundle(a, folder: Path) -> dict:
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
     if snapshots:
         metrics["snapshots"] = [snapshot_revision(step) for step in snapshots]
-        metrics["snapshots_weights"] = SNAPSHOT_WEIGHTS[a.snapshots_dtype]
+        metrics["snapshots_weights"] = STORAGES[a.snapshots_dtype].described
     metrics["weights_sha256"] = weights_sha256(folder)  # checked when the app loads the folder
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     return metrics

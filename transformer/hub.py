@@ -1,6 +1,7 @@
 """Loading checkpoints from a local folder or a Hub repo, with errors that say what went wrong where."""
 
 import dataclasses
+import hashlib
 import inspect
 import json
 import os
@@ -31,6 +32,9 @@ REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
 SNAPSHOTS = "snapshots"
 SNAPSHOT_INFO = "snapshot.json"
 SNAPSHOT_REVISION = re.compile(r"^step-(\d+)$")
+# safetensors metadata of weights stored as int8 differences from a model's (transformer/quantize.py): that model's
+# folder, relative to theirs, and the sha256 of its weights when they were made
+DELTA_BASE, DELTA_BASE_SHA256 = "delta_base", "delta_base_sha256"
 
 
 class CheckpointError(RuntimeError):
@@ -56,6 +60,22 @@ def weight_files(folder: str | os.PathLike) -> list[Path]:
         return [folder / name for name in dict.fromkeys(weight_map.values())]
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
         raise CheckpointError(f"{folder}: {WEIGHTS_INDEX} is not a valid shard index ({e!r})") from e
+
+
+def weights_sha256(folder: Path) -> str | None:
+    """What metrics.json records as weights_sha256: the sha256 of model.safetensors, or for shards, of the
+    index and then every shard in the index's order. None when the folder has no weights."""
+    files = weight_files(folder)
+    if files and files[0].name != WEIGHTS:
+        files = [Path(folder) / WEIGHTS_INDEX, *files]
+    if not files or not all(f.is_file() for f in files):
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
 
 
 def missing_files(folder: str | os.PathLike, required: tuple[str, ...]) -> list[str]:
@@ -176,18 +196,36 @@ class ShardedWeights:
         return model.to(map_location)
 
 
-def load_shards(model, files: list[Path], strict: bool = True) -> None:
-    """Load the tensors of every shard into `model` (int8 ones dequantized first). With `strict`, a parameter that
-    no shard holds is an error unless it shares its storage with one that a shard holds (tied weights are saved
-    once)."""
-    from safetensors.torch import load_file
+def read_weights(files: list[Path]) -> dict:
+    """Every tensor of the weight files, int8 ones dequantized (transformer/quantize.py). Differences from a model
+    (a bundled snapshot's, metadata DELTA_BASE) get that model's weights added, after checking by sha256 that they
+    are the weights the differences were taken from; CheckpointError when they are not, or not there."""
+    from safetensors import safe_open
 
     from .quantize import dequantize
 
-    state = {}
+    state, metadata = {}, {}
     for f in files:
-        state.update(load_file(f))
-    state = dequantize(state)
+        with safe_open(f, "pt") as weights:
+            metadata.update(weights.metadata() or {})
+            state.update({name: weights.get_tensor(name) for name in weights.keys()})
+    base = None
+    if DELTA_BASE in metadata:
+        folder = (Path(files[0]).parent / metadata[DELTA_BASE]).resolve()
+        if weights_sha256(folder) != metadata.get(DELTA_BASE_SHA256):
+            raise CheckpointError(
+                f"{Path(files[0]).parent}: these weights are stored as differences from {folder}'s, which are not "
+                "the weights they were taken from (changed or missing): bundle the snapshots again with the model"
+            )
+        base = read_weights(weight_files(folder))
+    return dequantize(state, base)
+
+
+def load_shards(model, files: list[Path], strict: bool = True) -> None:
+    """Load the tensors of every shard into `model` (read_weights: int8 ones dequantized first). With `strict`, a
+    parameter that no shard holds is an error unless it shares its storage with one that a shard holds (tied
+    weights are saved once)."""
+    state = read_weights(files)
     missing, unexpected = model.load_state_dict(state, strict=False)
     own = model.state_dict()
     loaded = {t.data_ptr() for name, t in own.items() if name in state}
