@@ -130,7 +130,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
         if self.domain is None:
             return False, None
-        return self.domain.check(ids, {"words": self.domain.words(ids)})
+        return self.domain.check(ids, self.domain.token_signals(ids))
 
     def weak_spots(self, text: str) -> list[WeakSpot]:
         """The constructions in `text` this model is measured to misread (negation, "but", "yet" when it flips

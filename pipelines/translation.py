@@ -122,7 +122,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         if self.domain is None:
             return False, None
         ids = [i for i in src_ids if i != self.adapter.eos_id]
-        return self.domain.check(ids, {"words": self.domain.words(ids), "output_logprob": mean_logprob})
+        return self.domain.check(ids, {**self.domain.token_signals(ids), "output_logprob": mean_logprob})
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
         """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""

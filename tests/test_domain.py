@@ -81,8 +81,9 @@ def test_calibrate_writes_temperature_and_domain_statistics(calibrated_sentiment
     assert prep["max_len"] == 64 and prep["labels"] == ["negative", "positive"]  # what was there is kept
     assert prep["temperature"] > 0 and math.isfinite(prep["temperature_length_exponent"])
     domain = prep["domain"]
-    assert domain["signals"] == ["words"] and domain["target_rate"] == 0.1
-    assert len(domain["references"]["words"]) == 201 and 0 < domain["threshold"] <= 1
+    assert domain["signals"] == ["words", "piece_length"] and domain["target_rate"] == 0.1
+    assert len(domain["references"]["words"]) == len(domain["references"]["piece_length"]) == 201
+    assert 0 < domain["threshold"] <= 1
     assert not list(calibrated_sentiment.glob("*.tmp"))  # written atomically: no temporary file left
     # a folder without metrics.json (a run's best/) gets one with the fit, which training.ship carries on
     fit = json.loads((calibrated_sentiment / "metrics.json").read_text())["calibration"]
@@ -110,8 +111,28 @@ def test_one_word_piece_over_and_over_is_flagged_though_it_looks_typical(calibra
     repeated = pipe("film " * REPEAT_MIN)
     assert repeated.out_of_domain and repeated.domain_score == 0.0
     short = pipe("film " * (REPEAT_MIN - 1))  # too short to tell: the words signal alone decides
-    assert short.domain_score == pipe.domain.score({"words": words("film")})
+    assert short.domain_score == pipe.domain.score(pipe.domain.token_signals(pipe.encode("film")[0]))
     assert not any(pipe.domain.repeats(pipe.encode(r["text"])[0]) for r in REVIEWS)
+
+
+def test_piece_length_is_the_mean_letters_of_the_word_pieces():
+    from pipelines.domain import DomainModel
+
+    letters = np.array([0, 0, 5, 2, 1, 0])  # ids 0, 1, 5: special tokens, digits, punctuation
+    domain = DomainModel(np.zeros(6, dtype=np.float32), letters, {}, 0.0, {})
+    assert domain.piece_length([0, 2, 2, 5]) == 5.0 and domain.piece_length([2, 3, 4, 1]) == pytest.approx(8 / 3)
+    assert domain.piece_length([0, 1, 5]) == -math.inf  # no word piece: as untypical as can be
+    assert domain.token_signals([2, 3]) == {"words": 0.0, "piece_length": 3.5}
+
+
+def test_text_the_tokenizer_was_not_built_for_falls_apart_into_short_pieces(calibrated_sentiment):
+    """Spanish or French typed into an English review model: its words are pieces English uses too (the words
+    signal sees nothing odd), but many more of them."""
+    pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
+    length = lambda text: pipe.domain.piece_length(pipe.encode(text)[0])  # noqa: E731
+    other = ["La película fue aburrida y demasiado larga.", "Je n'ai pas aimé ce film, trop long et ennuyeux."]
+    english = [r["text"] for r in REVIEWS[26:]]
+    assert max(length(t) for t in other) < min(length(t) for t in english)
 
 
 def test_translation_calibration_and_flags(translation_dir, tmp_path):

@@ -111,9 +111,11 @@ def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int) -> tuple[
 
 
 def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[str, list[float]]:
-    """The typicality signals (pipelines/domain.py) of each text."""
+    """The typicality signals (pipelines/domain.py) of each text: sentiment reads its tokens' `words` and
+    `piece_length`; translation their `words` and the `output_logprob` of its translation (a German model's
+    piece lengths were not measured against other languages, so it does not fit them)."""
     if task == "sentiment":
-        return {"words": [domain.words(ids) for ids in pipe.encode_many(texts)]}
+        return by_signal([domain.token_signals(ids) for ids in pipe.encode_many(texts)])
     pipe.domain = None
     ids, _, _ = pipe.encode_source(texts)
     eos = pipe.model.config.eos_id
@@ -123,6 +125,11 @@ def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[
     }
 
 
+def by_signal(rows: list[dict[str, float]]) -> dict[str, list[float]]:
+    """Each signal's values over the texts, from each text's signals."""
+    return {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
+
+
 def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     """(preprocessing["domain"], flag rate per held-out file) of the out-of-domain statistics."""
     from pipelines.domain import (
@@ -130,9 +137,9 @@ def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
         choose_threshold,
         decode_f16,
         encode_f16,
+        piece_letters,
         quantiles,
         token_log_ratio,
-        word_piece_mask,
     )
 
     tok, V = pipe.tokenizer, pipe.model.config.vocab_size
@@ -140,7 +147,7 @@ def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     general, about = general_counts(tok, V, language, a.general_words)
     ratio = token_log_ratio(training_counts(tok, V, a.train_data, task), general)
     ratio = decode_f16(encode_f16(ratio))  # fit on exactly the scores that preprocessing.json stores
-    domain = DomainModel(ratio, word_piece_mask(tok, V), {}, 0.0, {})
+    domain = DomainModel(ratio, piece_letters(tok, V), {}, 0.0, {})
     per_file = [signals(pipe, task, domain, texts, a.batch_size) for _, texts, _ in held]
     domain.references = {k: quantiles([v for sig in per_file for v in sig[k]]) for k in per_file[0]}
     scores = [[domain.score(dict(zip(sig, vals))) for vals in zip(*sig.values())] for sig in per_file]
