@@ -35,6 +35,11 @@ def test_ship_bundles_fp16_weights_and_the_test_score(tmp_path, sentiment_dir, c
     weights = load_file(to / "model.safetensors")
     assert {v.dtype for v in weights.values() if v.is_floating_point()} == {torch.float16}
     assert sorted(p.name for p in to.parent.iterdir()) == ["sentiment"]  # no .tmp or .old left
+    # a resumed run: its summary times only the last invocation, which is not the run's wall time
+    (run / "summary.json").write_text(json.dumps({"best_epoch": 0, "wall_seconds": 120.0, "train_seconds": 6000.0}))
+    assert ship_main(["sentiment", "--run", str(run), "--to", str(to), "--test-data", data]) == 0
+    metrics = json.loads((to / "metrics.json").read_text())
+    assert metrics["wall_seconds"] is None and metrics["wall_seconds_last_invocation"] == 120.0
 
 
 def test_ship_scores_extra_files_and_the_contrast_set(tmp_path, sentiment_dir, capsys):

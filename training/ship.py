@@ -189,7 +189,9 @@ def run_metrics(a, test: dict) -> dict:
         "task": a.task,
         "command": start["command"],
         "data": a.data_description or start.get("data"),
-        "wall_seconds": summary.get("wall_seconds"),
+        # the summary times its own invocation: a resumed run's last one is shorter than all of its training
+        "wall_seconds": summary.get("wall_seconds") if not _resumed(summary) else None,
+        **({"wall_seconds_last_invocation": summary.get("wall_seconds")} if _resumed(summary) else {}),
         "train_seconds": summary.get("train_seconds"),
         "machine": start.get("machine"),
         "device": start.get("device"),  # e.g. "cuda:0 (NVIDIA H100 80GB HBM3)" or "cpu"
@@ -205,6 +207,12 @@ def run_metrics(a, test: dict) -> dict:
         **({"source_weights": start["source_weights"]} if start.get("source_weights") else {}),
         **{k: v for k, v in (("display_name", a.display_name), ("display_note", a.display_note)) if v},
     }
+
+
+def _resumed(summary: dict) -> bool:
+    """Whether the run was resumed: its last invocation's wall time is shorter than its training time."""
+    wall, train = summary.get("wall_seconds"), summary.get("train_seconds")
+    return isinstance(wall, (int, float)) and isinstance(train, (int, float)) and wall < train
 
 
 CARRIED = ("calibration",)  # what a run's best/metrics.json holds that the bundle's metrics.json keeps
