@@ -45,8 +45,8 @@ def choices_bytes(choices) -> int:
 
 def sentiment_report(pipe) -> None:
     view, _, _ = handlers.analyze_review(pipe, BENCH_REVIEW)
-    overview, single = handlers.sentiment_figures(view, 0, 0)
-    kinds = handlers.sentiment_kinds(view)
+    overview, single = handlers.task_figures("sentiment", view, 0, 0)
+    kinds = handlers.kinds(view)
     tokens = choices_bytes(view_handlers.token_choices(list(kinds.values())))
     first = report(
         f"sentiment ({len(BENCH_REVIEW.split())}-word review, {len(view.maps.queries['self'])} tokens)",
@@ -55,7 +55,7 @@ def sentiment_report(pipe) -> None:
     print(f"  with the token list of token focus ({tokens / 1000:.0f} KB): {(first + tokens) / 1000:.0f} KB in all")
     L, H = view.maps.n_layers("self"), view.maps.n_heads
     worst = max(
-        (sum(figure_bytes(f) for f in handlers.sentiment_figures(view, layer, head)), layer, head)
+        (sum(figure_bytes(f) for f in handlers.task_figures("sentiment", view, layer, head)), layer, head)
         for layer in range(L)
         for head in range(H)
     )
@@ -63,9 +63,9 @@ def sentiment_report(pipe) -> None:
     on_demand = {
         "model view": view_handlers.model_view(kinds["self"]),
         "token focus": view_handlers.token_focus(kinds["self"], 0, "src:5"),
-        "single, log scale": handlers.sentiment_heatmap(view, 0, 0, "log"),
-        "single, row-max scale": handlers.sentiment_heatmap(view, 0, 0, "row"),
-        "single, tokens hidden": handlers.sentiment_heatmap(view, 0, 0, "linear", True),
+        "single, log scale": handlers.heatmap(view, 0, 0, "log"),
+        "single, row-max scale": handlers.heatmap(view, 0, 0, "row"),
+        "single, tokens hidden": handlers.heatmap(view, 0, 0, "linear", True),
     }
     print("  on demand: " + ", ".join(f"{k} {figure_bytes(f) / 1000:.0f} KB" for k, f in on_demand.items()))
     inside_head_report(pipe, view, "self", "src:5")
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         sentiment_report(sentiment.pipeline)
     if translation.pipeline is not None:
         view, _, _ = handlers.translate(translation.pipeline, BENCH_GERMAN)
-        figs = handlers.translation_figures(view, 0, 0)
+        figs = handlers.task_figures("translation", view, 0, 0)
         steps = handlers.translation_step(view, 0, 1)
         names = ["cross overview", "cross", "encoder", "decoder", "step heads", "step top-k"]
         report(f"translation ({len(BENCH_GERMAN.split())}-word sentence)", dict(zip(names, [*figs, *steps])))
