@@ -52,11 +52,6 @@ def piece_letters(tokenizer, vocab_size: int) -> np.ndarray:
     return letters
 
 
-def word_piece_mask(tokenizer, vocab_size: int) -> np.ndarray:
-    """(V,) bool: which token ids decode to text with at least one letter."""
-    return piece_letters(tokenizer, vocab_size) > 0
-
-
 def token_log_ratio(train_counts, general_counts, clip: float = 6.0) -> np.ndarray:
     """(V,) log p_train - log p_general per token, add-0.5 (train) and 1e-7 (general) smoothed, clipped."""
     train = np.asarray(train_counts, dtype=np.float64) + 0.5

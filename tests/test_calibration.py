@@ -81,14 +81,14 @@ def test_temperature_scaling_lowers_ece_and_keeps_every_prediction(overconfident
 
 
 def _domain(pipe, seed: int = 0) -> DomainModel:
-    from pipelines.domain import word_piece_mask
+    from pipelines.domain import piece_letters
 
     V = pipe.model.config.vocab_size
     g = torch.Generator().manual_seed(seed)
     scores = (torch.randn(V, generator=g) * 2).numpy()
-    mask = word_piece_mask(pipe.tokenizer, V)
+    letters = piece_letters(pipe.tokenizer, V)
     refs = {"words": quantiles([float(x) for x in torch.randn(300, generator=g)])}
-    return DomainModel(scores, mask, refs, 0.2, {"target_rate": 0.03})
+    return DomainModel(scores, letters, refs, 0.2, {"target_rate": 0.03})
 
 
 def test_temperature_and_domain_round_trip_through_save_load_and_the_published_folder(sentiment_dir, tmp_path):

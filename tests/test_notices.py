@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.domain import DomainModel, quantiles, word_piece_mask
+from pipelines.domain import DomainModel, piece_letters, quantiles
 from viz import handlers, notices
 
 
@@ -12,7 +12,7 @@ def with_domain(pipe, threshold: float, signals=("words",)):
     """The pipeline with neutral domain statistics; threshold > 1 flags every input, < 0 none."""
     V = pipe.model.config.vocab_size
     refs = {k: quantiles(np.linspace(-1, 1, 50)) for k in signals}
-    pipe.domain = DomainModel(np.zeros(V, dtype=np.float32), word_piece_mask(pipe.tokenizer, V), refs, threshold, {})
+    pipe.domain = DomainModel(np.zeros(V, dtype=np.float32), piece_letters(pipe.tokenizer, V), refs, threshold, {})
     return pipe
 
 
