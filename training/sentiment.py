@@ -8,8 +8,10 @@ weights (training/bert_init.py), with their WordPiece tokenizer. `--pseudo-label
 teacher's probabilities as soft targets (`python -m training.pseudolabel`: self-training).
 """
 
+import hashlib
 import json
 import random
+import re
 import time
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from pipelines.tokenizers_io import PAD, special_ids, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
 
 from .batching import bucketed_batches
+from .data import DataError
 from .device import model_device
 from .layer_options import encoder_config
 
@@ -85,7 +88,7 @@ class SentimentTask:
         pseudo = getattr(args, "pseudo_labels", None)
         self.pseudo = read_pseudo_labels(pseudo, args.limit) if pseudo else ([], [])
         t0 = time.time()
-        self.provenance = {}
+        self.provenance, self.epoch_offset = {}, 0
         if getattr(args, "init_from_bert", None):
             from . import bert_init
 
@@ -93,6 +96,10 @@ class SentimentTask:
             self.provenance = bert_init.provenance(self.bert_folder, args.bert_sha256 or None, args.init_from_bert)
             self.tokenizer = bert_init.load_tokenizer(self.bert_folder)
             log(f"BERT weights and tokenizer from {self.bert_folder} (sha256 {self.provenance['sha256'][:12]}…)")
+        elif getattr(args, "continue_from", None):
+            self.tokenizer = Tokenizer.from_file(str(Path(args.continue_from) / TOKENIZER))
+            self.provenance, self.epoch_offset = continued_provenance(Path(args.continue_from), args)
+            log(f"going on from {args.continue_from} (its data order has run {self.epoch_offset} epochs)")
         elif getattr(args, "init_from", None):
             self.tokenizer = Tokenizer.from_file(str(Path(args.init_from) / TOKENIZER))
             log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens from {args.init_from}")
@@ -126,6 +133,11 @@ class SentimentTask:
             c = model.config
             self.log(f"from BERT weights: {c.n_layers} layers x {c.d_model}, {c.n_heads} heads, pooling {c.pooling}")
             return model
+        if getattr(a, "continue_from", None):
+            model = TransformerClassifier.from_pretrained(a.continue_from)
+            c = model.config
+            self.log(f"from {a.continue_from}: {c.n_layers} layers x {c.d_model}, {c.n_heads} heads, every weight")
+            return model
         cfg = encoder_config(a, self.tokenizer.get_vocab_size(), PAD, pooling=a.pooling, ngram_dropout=a.ngram_dropout)
         if getattr(a, "init_from", None):
             model = from_pretrained_encoder(a.init_from, cfg)
@@ -141,7 +153,8 @@ class SentimentTask:
     def train_batches(self, epoch: int) -> list:
         out = []
         max_tokens = getattr(self.args, "max_tokens", None)
-        for b in bucketed_batches(self.lengths, self.args.batch_size, self.args.seed + epoch, max_tokens):
+        seed = self.args.seed + self.epoch_offset + epoch  # a continued run does not repeat its first epochs' order
+        for b in bucketed_batches(self.lengths, self.args.batch_size, seed, max_tokens):
             out.append((pad([self.train_ids[i] for i in b], PAD), torch.tensor([self.train_y[i] for i in b])))
         return out
 
@@ -188,6 +201,34 @@ def write_heldout(sets: dict, run: Path) -> None:
         with path.open("w") as f:
             for t, y in zip(texts, labels):
                 f.write(json.dumps({"text": t, "label": int(y)}) + "\n")
+
+
+def continued_provenance(folder: Path, args) -> tuple[dict, int]:
+    """What a run that goes on from a trained model folder records of it, and how many epochs that model ran.
+
+    The folder must read texts as this run does (the same --max-len and --head) and come from the same --seed, so
+    that the held-out rows stay held out."""
+    prep = json.loads((folder / "preprocessing.json").read_text())
+    if (prep.get("max_len"), prep.get("head")) != (args.max_len, args.head):
+        raise DataError(
+            f"{folder} reads --max-len {prep.get('max_len')} --head {prep.get('head')}; "
+            f"this run was asked for {args.max_len} and {args.head}"
+        )
+    metrics_path = folder / "metrics.json"
+    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    found = re.search(r"--seed[ =](\d+)", metrics.get("command") or "")
+    seed = int(found.group(1)) if found else 0
+    if seed != args.seed:
+        raise DataError(f"{folder} was trained with --seed {seed}: use it, or its held-out rows leak into training")
+    weights = sorted(folder.glob("*.safetensors"))
+    before = {
+        "folder": str(folder),
+        "command": metrics.get("command"),
+        "train_seconds": metrics.get("train_seconds"),
+        "sha256": {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in weights},
+    }
+    provenance = {**metrics.get("source_weights", {}), "continued_from": before}
+    return provenance, int((metrics.get("training") or {}).get("epochs_run", 0))
 
 
 def from_pretrained_encoder(folder: str, cfg: ClassifierConfig) -> TransformerClassifier:
