@@ -52,7 +52,8 @@ def describe(models, model: str | None, position) -> str:
     snap = models.entries[chosen(models, model, position)].snapshot
     if snap is None:
         n = len(models.snapshots(model))
-        return f"**The trained model**: move the slider left to see it at {n} steps of its training." if n else ""
+        steps = f"{n} steps" if n != 1 else "one step"
+        return f"**The trained model**: move the slider left to see it at {steps} of its training." if n else ""
     epoch = f", epoch {snap.epoch:.2f}" if snap.epoch is not None else ""
     when = "before any training" if snap.step == 0 else f"after {snap.step:,} training steps{epoch}"
     return f"**Step {snap.step:,}** ({when}): {score_text(snap)}."
