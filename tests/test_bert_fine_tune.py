@@ -147,3 +147,22 @@ def test_continue_from_refuses_another_reading_or_split(imdb_dir, shipped_like, 
     assert go_on(imdb_dir, shipped_like, tmp_path / "run", *extra) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run" / "best").exists()
+
+
+@pytest.mark.parametrize(
+    "training, earlier, orders",
+    [({"epochs_run": 1}, None, 1), ({"epochs_run": 0}, 1, 2), ({"epochs_run": 2}, 3, 5), ({}, None, 1)],
+)
+def test_continued_runs_count_the_data_orders_of_every_run_behind_the_model(tmp_path, training, earlier, orders):
+    """The next run's data order follows every order used before: a chain of --continue-from runs adds them up, and
+    a run stopped inside its first epoch (epochs_run 0) still used one."""
+    from types import SimpleNamespace
+
+    from training.sentiment import continued_provenance
+
+    (tmp_path / "preprocessing.json").write_text(json.dumps({"max_len": 24, "head": 8}))
+    source = {"name": "tiny-bert", **({"continued_from": {"data_orders": earlier}} if earlier else {})}
+    (tmp_path / "metrics.json").write_text(json.dumps({"training": training, "source_weights": source}))
+    provenance, n = continued_provenance(tmp_path, SimpleNamespace(max_len=24, head=8, seed=0))
+    assert n == orders and provenance["continued_from"]["data_orders"] == orders
+    assert provenance["name"] == "tiny-bert"

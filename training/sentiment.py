@@ -8,7 +8,6 @@ weights (training/bert_init.py), with their WordPiece tokenizer. `--pseudo-label
 teacher's probabilities as soft targets (`python -m training.pseudolabel`: self-training).
 """
 
-import hashlib
 import json
 import random
 import re
@@ -24,6 +23,7 @@ from pipelines.common import TOKENIZER, save_folder
 from pipelines.text import clean_text, head_tail
 from pipelines.tokenizers_io import PAD, special_ids, train_bpe
 from transformer import ClassifierConfig, TransformerClassifier
+from transformer.bert import file_sha256
 
 from .batching import bucketed_batches
 from .data import DataError
@@ -99,7 +99,7 @@ class SentimentTask:
         elif getattr(args, "continue_from", None):
             self.tokenizer = Tokenizer.from_file(str(Path(args.continue_from) / TOKENIZER))
             self.provenance, self.epoch_offset = continued_provenance(Path(args.continue_from), args)
-            log(f"going on from {args.continue_from} (its data order has run {self.epoch_offset} epochs)")
+            log(f"going on from {args.continue_from}: its runs used {self.epoch_offset} data orders")
         elif getattr(args, "init_from", None):
             self.tokenizer = Tokenizer.from_file(str(Path(args.init_from) / TOKENIZER))
             log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens from {args.init_from}")
@@ -204,7 +204,8 @@ def write_heldout(sets: dict, run: Path) -> None:
 
 
 def continued_provenance(folder: Path, args) -> tuple[dict, int]:
-    """What a run that goes on from a trained model folder records of it, and how many epochs that model ran.
+    """What a run that goes on from a trained model folder records of it, and how many data orders (epochs, over
+    every run behind the model) it has used: the new run's order starts after them.
 
     The folder must read texts as this run does (the same --max-len and --head) and come from the same --seed, so
     that the held-out rows stay held out."""
@@ -220,15 +221,19 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
     seed = int(found.group(1)) if found else 0
     if seed != args.seed:
         raise DataError(f"{folder} was trained with --seed {seed}: use it, or its held-out rows leak into training")
-    weights = sorted(folder.glob("*.safetensors"))
+    source = metrics.get("source_weights") or {}
+    # The data orders (seed + n) the model's runs used: those of the runs it went on from, and its own run's epochs,
+    # at least one (a run stopped inside its first epoch used that epoch's order)
+    earlier = int((source.get("continued_from") or {}).get("data_orders", 0))
+    data_orders = earlier + max(int((metrics.get("training") or {}).get("epochs_run", 0)), 1)
     before = {
         "folder": str(folder),
         "command": metrics.get("command"),
         "train_seconds": metrics.get("train_seconds"),
-        "sha256": {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in weights},
+        "sha256": {w.name: file_sha256(w) for w in sorted(folder.glob("*.safetensors"))},
+        "data_orders": data_orders,
     }
-    provenance = {**metrics.get("source_weights", {}), "continued_from": before}
-    return provenance, int((metrics.get("training") or {}).get("epochs_run", 0))
+    return {**source, "continued_from": before}, data_orders
 
 
 def from_pretrained_encoder(folder: str, cfg: ClassifierConfig) -> TransformerClassifier:
