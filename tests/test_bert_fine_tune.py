@@ -140,13 +140,31 @@ def test_continue_from_a_shipped_model_keeps_every_weight_and_its_source(imdb_di
 
 @pytest.mark.parametrize(
     "extra, message",
-    [(["--max-len", "32"], "--max-len 24 --head 8"), (["--seed", "3"], "--seed 0")],
+    [
+        (["--head", "4"], "reads --head 8"),
+        (["--max-len", "4096"], "positions: --max-len 4096 is longer"),
+        (["--seed", "3"], "--seed 0"),
+    ],
 )
-def test_continue_from_refuses_another_reading_or_split(imdb_dir, shipped_like, tmp_path, capsys, extra, message):  # noqa: F811
-    """Another --max-len reads texts differently; another --seed holds out other rows, so trained ones would leak."""
+def test_continue_from_refuses_another_cut_or_split(imdb_dir, shipped_like, tmp_path, capsys, extra, message):  # noqa: F811
+    """Another --head cuts reviews differently, a --max-len past the position table cannot be read, and another
+    --seed holds out other rows, so trained ones would leak."""
     assert go_on(imdb_dir, shipped_like, tmp_path / "run", *extra) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "run" / "best").exists()
+
+
+def test_continue_from_may_read_longer_reviews_within_the_positions(imdb_dir, shipped_like, tmp_path):  # noqa: F811
+    """A model trained on 24 tokens goes on at 32 (its position table has more): the new model reads 32, and the
+    run records what the model it went on from read."""
+    from pipelines import SentimentPipeline
+
+    out = tmp_path / "run"
+    assert go_on(imdb_dir, shipped_like, out, "--max-len", "32") == 0
+    start = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert start["source_weights"]["continued_from"]["max_len"] == 24
+    assert json.loads((out / "best" / "preprocessing.json").read_text())["max_len"] == 32
+    assert len(SentimentPipeline.from_pretrained(str(out / "best"))("great film " * 40).tokens) == 32
 
 
 @pytest.mark.parametrize(

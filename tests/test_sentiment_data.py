@@ -170,3 +170,21 @@ def test_soft_targets_match_hard_labels_and_pull_towards_the_teacher():
     loss, _ = task.step(Model(), (ids, torch.tensor([0.5, 0.5, 0.5])))
     (grad,) = torch.autograd.grad(loss, logits)
     assert (grad[:, 0] > 0).tolist() == (logits[:, 0] > logits[:, 1]).tolist()  # descent moves towards equal
+
+
+def test_sst2_repeat_reads_each_phrase_n_times_and_holds_out_the_same_rows(data_dirs):
+    """--sst2-repeat N puts every SST-2 training phrase N times in an epoch; IMDB and the held-out rows of both
+    data sets stay as they were."""
+    from types import SimpleNamespace
+
+    from training.sentiment import SentimentTask
+
+    imdb, sst2 = (pd.read_parquet(d / "train.parquet") for d in data_dirs)
+    splits = {"train": imdb, "sst2_train": sst2}
+    base = dict(val_size=8, sst2_val_size=6, seed=0, limit=None, vocab_size=300, max_len=64, head=16)
+    once, twice = (SentimentTask(SimpleNamespace(**base, sst2_repeat=n), splits, log=lambda _: None) for n in (1, 2))
+    n_imdb, n_sst2 = len(imdb) - 8, len(sst2) - 6
+    assert len(once.train_ids) == n_imdb + n_sst2 and len(twice.train_ids) == n_imdb + 2 * n_sst2
+    assert twice.train_ids[n_imdb + n_sst2 :] == twice.train_ids[n_imdb : n_imdb + n_sst2]
+    assert twice.train_y[n_imdb:] == once.train_y[n_imdb:] * 2
+    assert once.val == twice.val

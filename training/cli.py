@@ -155,6 +155,13 @@ def add_sentiment_parser(sub) -> None:
     d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
     add_held_out_args(d)
     d.add_argument(
+        "--sst2-repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="read each SST-2 training phrase N times an epoch: more weight on sentences against the long reviews",
+    )
+    d.add_argument(
         "--init-from",
         default=None,
         help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used",
@@ -171,8 +178,8 @@ def add_sentiment_parser(sub) -> None:
         default=None,
         metavar="FOLDER",
         help="go on fine-tuning a trained sentiment model folder (assets/sentiment): every weight, pooling and head "
-        "included, and its tokenizer; the data order starts where its epochs ended, and the public weights it "
-        "started from stay named in metrics.json",
+        "included, and its tokenizer; the same --head and --seed, --max-len within its positions; the data order "
+        "starts where its epochs ended, and the public weights it started from stay named in metrics.json",
     )
     d.add_argument(
         "--bert-sha256",

@@ -110,11 +110,13 @@ class SentimentTask:
         self.train_ids, self.train_y, self.val = [], [], {}  # train_y: P(positive), 0 or 1 for labelled rows
         for name, s in self.sets.items():
             ids = encode(self.tokenizer, s["train"][0], args.max_len, args.head)
-            self.train_ids += ids
-            self.train_y += [float(y) for y in s["train"][1]]
+            repeat = max(int(getattr(args, f"{name}_repeat", 1) or 1), 1)  # rows read this many times an epoch
+            self.train_ids += ids * repeat
+            self.train_y += [float(y) for y in s["train"][1]] * repeat
             self.val[name] = (encode(self.tokenizer, s["validation"][0], args.max_len, args.head), s["validation"][1])
             log(
-                f"{name}: {len(ids)} train / {len(self.val[name][0])} validation texts, "
+                f"{name}: {len(ids)} train{f' (x{repeat} an epoch)' if repeat > 1 else ''} / "
+                f"{len(self.val[name][0])} validation texts, "
                 f"mean {sum(map(len, ids)) / max(len(ids), 1):.0f} tokens after cutting to {args.max_len}"
             )
         if self.pseudo[0]:
@@ -207,14 +209,16 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
     """What a run that goes on from a trained model folder records of it, and how many data orders (epochs, over
     every run behind the model) it has used: the new run's order starts after them.
 
-    The folder must read texts as this run does (the same --max-len and --head) and come from the same --seed, so
-    that the held-out rows stay held out."""
+    The folder must cut long reviews as this run does (the same --head; --max-len may change within its positions,
+    to read more of a review than it was trained on) and come from the same --seed, so that the held-out rows stay
+    held out."""
     prep = json.loads((folder / "preprocessing.json").read_text())
-    if (prep.get("max_len"), prep.get("head")) != (args.max_len, args.head):
-        raise DataError(
-            f"{folder} reads --max-len {prep.get('max_len')} --head {prep.get('head')}; "
-            f"this run was asked for {args.max_len} and {args.head}"
-        )
+    if prep.get("head") != args.head:
+        raise DataError(f"{folder} reads --head {prep.get('head')}; this run was asked for --head {args.head}")
+    config = folder / "config.json"
+    positions = json.loads(config.read_text()).get("max_len") if config.exists() else None
+    if positions is not None and args.max_len > positions:
+        raise DataError(f"{folder} has {positions} positions: --max-len {args.max_len} is longer than it can read")
     metrics_path = folder / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
     found = re.search(r"--seed[ =](\d+)", metrics.get("command") or "")
@@ -228,6 +232,7 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
     data_orders = earlier + max(int((metrics.get("training") or {}).get("epochs_run", 0)), 1)
     before = {
         "folder": str(folder),
+        "max_len": prep.get("max_len"),
         "command": metrics.get("command"),
         "train_seconds": metrics.get("train_seconds"),
         "sha256": {w.name: file_sha256(w) for w in sorted(folder.glob("*.safetensors"))},
