@@ -183,4 +183,6 @@ def test_continued_runs_count_the_data_orders_of_every_run_behind_the_model(tmp_
     (tmp_path / "metrics.json").write_text(json.dumps({"training": training, "source_weights": source}))
     provenance, n = continued_provenance(tmp_path, SimpleNamespace(max_len=24, head=8, seed=0))
     assert n == orders and provenance["continued_from"]["data_orders"] == orders
+    # the runs behind the folder's model stay in the record, nested
+    assert provenance["continued_from"].get("continued_from") == source.get("continued_from")
     assert provenance["name"] == "tiny-bert"

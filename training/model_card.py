@@ -411,9 +411,14 @@ def _training(metrics: dict | None) -> str:
     if isinstance(metrics.get("wall_seconds"), (int, float)):
         lines.append(f"- Wall-clock time: {metrics['wall_seconds'] / 60:.0f} minutes")
     text = "\n".join(lines)
+    earlier = []  # the runs behind a model that went on from a trained one (--continue-from), oldest first
     before = _source(metrics).get("continued_from") or {}
-    if before.get("command"):  # a run that went on from a trained model (--continue-from): that model's run first
-        text += f"\n\nFirst run:\n\n```bash\n{before['command']}\n```\n\nThen, going on from its model:"
+    while before.get("command"):
+        earlier.insert(0, before["command"])
+        before = before.get("continued_from") or {}
+    for k, command in enumerate(earlier):
+        then = "\n\nThen, going on from its model:" if k == len(earlier) - 1 else ""
+        text += f"\n\n{'First run' if k == 0 else 'Then, going on from its model'}:\n\n```bash\n{command}\n```{then}"
     if metrics.get("command"):
         text += f"\n\nCommand:\n\n```bash\n{metrics['command']}\n```"
     recipe = metrics.get("recipe") or {}

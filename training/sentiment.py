@@ -237,6 +237,8 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
         "train_seconds": metrics.get("train_seconds"),
         "sha256": {w.name: file_sha256(w) for w in sorted(folder.glob("*.safetensors"))},
         "data_orders": data_orders,
+        # the runs behind that model, newest first: a chain of --continue-from runs keeps every command
+        **({"continued_from": source["continued_from"]} if source.get("continued_from") else {}),
     }
     return {**source, "continued_from": before}, data_orders
 
