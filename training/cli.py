@@ -139,6 +139,17 @@ def add_held_out_args(g) -> None:
     g.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
 
 
+def at_least_one(text: str) -> int:
+    """argparse type: a whole number of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"give a whole number of 1 or more, got {text!r}")
+    return value
+
+
 def add_sentiment_parser(sub) -> None:
     summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
     loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
@@ -156,7 +167,7 @@ def add_sentiment_parser(sub) -> None:
     add_held_out_args(d)
     d.add_argument(
         "--sst2-repeat",
-        type=int,
+        type=at_least_one,
         default=1,
         metavar="N",
         help="read each SST-2 training phrase N times an epoch: more weight on sentences against the long reviews",

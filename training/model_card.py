@@ -417,8 +417,9 @@ def _training(metrics: dict | None) -> str:
         earlier.insert(0, before["command"])
         before = before.get("continued_from") or {}
     for k, command in enumerate(earlier):
-        then = "\n\nThen, going on from its model:" if k == len(earlier) - 1 else ""
-        text += f"\n\n{'First run' if k == 0 else 'Then, going on from its model'}:\n\n```bash\n{command}\n```{then}"
+        text += f"\n\n{'First run' if k == 0 else 'Then, going on from its model'}:\n\n```bash\n{command}\n```"
+    if earlier:
+        text += "\n\nThen, going on from its model:"
     if metrics.get("command"):
         text += f"\n\nCommand:\n\n```bash\n{metrics['command']}\n```"
     recipe = metrics.get("recipe") or {}

@@ -110,7 +110,7 @@ class SentimentTask:
         self.train_ids, self.train_y, self.val = [], [], {}  # train_y: P(positive), 0 or 1 for labelled rows
         for name, s in self.sets.items():
             ids = encode(self.tokenizer, s["train"][0], args.max_len, args.head)
-            repeat = max(int(getattr(args, f"{name}_repeat", 1) or 1), 1)  # rows read this many times an epoch
+            repeat = getattr(args, f"{name}_repeat", 1)  # its rows are read this many times an epoch (--sst2-repeat)
             self.train_ids += ids * repeat
             self.train_y += [float(y) for y in s["train"][1]] * repeat
             self.val[name] = (encode(self.tokenizer, s["validation"][0], args.max_len, args.head), s["validation"][1])
