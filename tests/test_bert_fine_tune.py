@@ -8,7 +8,7 @@ import torch
 from test_training import imdb_dir  # noqa: F401  (the tiny IMDB folder fixture)
 from tiny_hf_models import make_bert_dir
 
-from training.bert_init import load_tokenizer, package_folder, provenance, resolve_source
+from training.bert_init import load_tokenizer, package_folder, provenance, resolve_source, write_fp16_copy
 from training.cli import main as train_main
 from transformer import CheckpointError
 from transformer.bert import file_sha256
@@ -67,6 +67,34 @@ def test_known_weights_are_named_with_their_license(bert_dir, monkeypatch):
     info = provenance(bert_dir, None)
     assert info["name"] == "sentence-transformers/all-MiniLM-L6-v2" and info["license"] == "apache-2.0"
     assert info["revision"].startswith("1110a243")
+
+
+def test_an_fp16_copy_is_the_same_model_half_the_size_and_named_as_derived(bert_dir, tmp_path, monkeypatch):
+    from safetensors.torch import load_file
+
+    from training import bert_init
+    from transformer import TransformerClassifier
+
+    sha = write_fp16_copy(bert_dir, tmp_path / "a")
+    assert write_fp16_copy(bert_dir, tmp_path / "b") == sha == file_sha256(tmp_path / "a" / "model.safetensors")
+    full, half = load_file(str(bert_dir / "model.safetensors")), load_file(str(tmp_path / "a" / "model.safetensors"))
+    assert full.keys() == half.keys()
+    for k, v in full.items():  # floats rounded to fp16, anything else (position ids) as it was
+        assert half[k].dtype == (torch.float16 if v.is_floating_point() else v.dtype)
+        assert torch.allclose(half[k].to(v.dtype), v, rtol=1e-3, atol=1e-4)
+    assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (bert_dir / "tokenizer.json").read_bytes()
+    ids = torch.tensor([[2, 5, 6, 7, 3]])
+    models = []
+    for folder in (bert_dir, tmp_path / "a"):
+        torch.manual_seed(0)  # a head the checkpoint lacks starts from torch's generator: the same for both
+        models.append(TransformerClassifier.from_bert(str(folder)).eval())
+    with torch.no_grad():
+        a, b = (m(ids) for m in models)
+    torch.testing.assert_close(a.logits, b.logits, rtol=0, atol=1e-2)
+    derived = bert_init.Source(**{**bert_init.asdict(bert_init.MINILM_FP16), "sha256": sha})
+    monkeypatch.setattr(bert_init, "KNOWN", {sha: derived})
+    info = provenance(tmp_path / "a", sha)
+    assert info["name"] == bert_init.MINILM.name and "fp16" in info["derived"]
 
 
 def test_tokenizer_reads_whole_texts(bert_dir):

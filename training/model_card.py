@@ -305,9 +305,11 @@ def _provenance(metrics: dict | None) -> tuple[str, str]:
         return "trained from scratch", "MIT."
     revision = f" at revision `{s['revision']}`" if s.get("revision") else ""
     credit = f" Credit: {s['credit']}." if s.get("credit") else ""
+    sha = f"sha256 `{s.get('sha256', '?')}`"
+    how = f"{s['derived']}; {sha} of that copy" if s.get("derived") else sha
     origin = (
-        f"started from the public weights of `{s.get('name', 'a BERT checkpoint')}`{revision} (sha256 "
-        f"`{s.get('sha256', '?')}`), loaded into that code and fine-tuned here"
+        f"started from the public weights of `{s.get('name', 'a BERT checkpoint')}`{revision} ({how}), loaded into "
+        "that code and fine-tuned here"
     )
     license_text = (
         f"The weights derive from `{s.get('name')}`, released under {s.get('license', 'its own license')}; they are "
