@@ -4,6 +4,7 @@ out-of-domain inputs."""
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,6 +89,30 @@ def test_calibrate_writes_temperature_and_domain_statistics(calibrated_sentiment
     # a folder without metrics.json (a run's best/) gets one with the fit, which training.ship carries on
     fit = json.loads((calibrated_sentiment / "metrics.json").read_text())["calibration"]
     assert fit["temperature"] == prep["temperature"]
+
+
+def test_general_counts_saved_here_calibrate_alike_and_only_for_their_tokenizer(calibrated_sentiment, tmp_path):
+    """--general-counts (a machine without wordfreq): counts saved by save_general_counts give the same
+    out-of-domain statistics as wordfreq itself, and are refused for another vocabulary or size."""
+    from training.calibrate import main as calibrate
+    from training.calibrate import read_general_counts, save_general_counts
+    from training.data import DataError
+
+    pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
+    tok, V = pipe.tokenizer, pipe.model.config.vocab_size
+    counts = tmp_path / "general.npz"
+    save_general_counts(counts, tok, V, "en", 20000)
+    model = Path(shutil.copytree(calibrated_sentiment, tmp_path / "model"))
+    train, held = (str(calibrated_sentiment.parent / f) for f in ("train.jsonl", "held.jsonl"))  # the fixture's
+    args = ["sentiment", "--model", str(model), "--data", held, "--train-data", train, "--target-rate", "0.1"]
+    assert calibrate([*args, "--general-words", "20000", "--general-counts", str(counts)]) == 0
+    domain = json.loads((model / "preprocessing.json").read_text())["domain"]
+    assert domain == json.loads((calibrated_sentiment / "preprocessing.json").read_text())["domain"]
+    with pytest.raises(DataError, match="another tokenizer"):
+        read_general_counts(counts, tok, V, "en", 200_000)  # saved for 20,000 words
+    tok.add_tokens(["zzzunseen"])
+    with pytest.raises(DataError, match="another tokenizer"):
+        read_general_counts(counts, tok, V, "en", 20000)
 
 
 def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrated_sentiment):

@@ -101,12 +101,13 @@ def write_fp16_copy(src: Path, dst: Path) -> str:
 
     from safetensors.torch import load_file, save_file
 
+    from .ship import STORAGES
+
     dst.mkdir(parents=True, exist_ok=True)
     for name in ("config.json", TOKENIZER, "vocab.txt"):
         if (src / name).is_file():
             shutil.copy2(src / name, dst / name)
-    state = load_file(str(src / WEIGHTS))
-    save_file({k: v.half() if v.is_floating_point() else v for k, v in state.items()}, str(dst / WEIGHTS))
+    save_file(STORAGES["fp16"].convert(load_file(str(src / WEIGHTS)), None), str(dst / WEIGHTS))
     return file_sha256(dst / WEIGHTS)
 
 

@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plain-temperature", action="store_true", help="one temperature for every input length")
     p.add_argument("--language", default=None, help="wordfreq language of the inputs (default: en / de)")
     p.add_argument("--general-words", type=int, default=200_000, help="most frequent wordfreq words used")
+    p.add_argument(
+        "--general-counts",
+        type=Path,
+        default=None,
+        help="read the general-text token counts from this .npz (save_general_counts) instead of wordfreq: for a "
+        "machine without wordfreq (benchmarks/gpu/); refused when written for another tokenizer, language or size",
+    )
     p.add_argument("--batch-size", type=int, default=64)
     return p
 
@@ -68,6 +75,32 @@ def general_counts(tokenizer, vocab_size: int, language: str, top_n: int) -> tup
         np.add.at(counts, [i for i in e.ids if i < vocab_size], f)
     about = f"wordfreq {version('wordfreq')}, '{language}', the {min(top_n, len(freqs)):,} most frequent words"
     return counts, about
+
+
+def vocab_digest(tokenizer) -> str:
+    """sha256 of a tokenizer's vocabulary: saved general counts belong to exactly this one."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
+
+
+def save_general_counts(path: Path, tokenizer, vocab_size: int, language: str, top_n: int) -> None:
+    """general_counts computed here (with wordfreq), saved for --general-counts on a machine without it."""
+    counts, about = general_counts(tokenizer, vocab_size, language, top_n)
+    np.savez(path, counts=counts, about=about, language=language, top_n=top_n, vocab=vocab_digest(tokenizer))
+
+
+def read_general_counts(path: Path, tokenizer, vocab_size: int, language: str, top_n: int) -> tuple[np.ndarray, str]:
+    """What general_counts gives, from a save_general_counts file; DataError when it was written for another
+    tokenizer, vocabulary size, language or number of words."""
+    from .data import DataError
+
+    saved = np.load(path)
+    asked = (vocab_digest(tokenizer), vocab_size, language, top_n)
+    have = (str(saved["vocab"]), len(saved["counts"]), str(saved["language"]), int(saved["top_n"]))
+    if asked != have:
+        raise DataError(f"{path} holds general counts for {have[1:]} and another tokenizer, not for {asked[1:]}")
+    return saved["counts"].copy(), str(saved["about"])
 
 
 def training_counts(tokenizer, vocab_size: int, files: list[str], task: str) -> np.ndarray:
@@ -144,7 +177,10 @@ def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
 
     tok, V = pipe.tokenizer, pipe.model.config.vocab_size
     language = a.language or ("en" if task == "sentiment" else "de")
-    general, about = general_counts(tok, V, language, a.general_words)
+    if a.general_counts:
+        general, about = read_general_counts(a.general_counts, tok, V, language, a.general_words)
+    else:
+        general, about = general_counts(tok, V, language, a.general_words)
     ratio = token_log_ratio(training_counts(tok, V, a.train_data, task), general)
     ratio = decode_f16(encode_f16(ratio))  # fit on exactly the scores that preprocessing.json stores
     domain = DomainModel(ratio, piece_letters(tok, V), {}, 0.0, {})

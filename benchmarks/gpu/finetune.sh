@@ -22,7 +22,7 @@ if [ -d .whl ]; then
 fi
 stamp start; nvidia-smi -L 2>/dev/null; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available()); import datasets, accelerate; print(datasets.__version__, accelerate.__version__)" || exit 1
 $PY benchmarks/gpu/unpack.py .gpu "$W" || exit 1
-FP16_SHA=e0d20df3bf952fe167a1d822e435f1d8d7a63f13e1f8c33cc3881ae1d707dfb0
+FP16_SHA=$($PY -c "from training.bert_init import MINILM_FP16; print(MINILM_FP16.sha256)") || exit 1
 COMMON=(--init-from-bert "$W/minilm" --bert-sha256 $FP16_SHA --data-dir "$W/imdb" --sst2-dir "$W/sst2"
         --pooling mean --max-len 512 --head 128 --warmup 0.06 --batch-size 32 --max-tokens 16384 --epochs 3
         --max-minutes "$MINUTES" --anneal-by-time --snapshots 2 --threads 4)
@@ -43,7 +43,8 @@ for name in a b c; do
   pids+=($!)
 done
 wait "${pids[@]}"  # (a bare wait would wait for the tee above too)
-for name in a b c; do echo "--- run $name (${CONFIG[$name]})"; tail -n 25 "$W/train-$name.log"; done
+# the epochs' scores and the summary (the whole logs, progress bars included, go back in extras.tar.xz)
+for name in a b c; do echo "--- run $name (${CONFIG[$name]})"; grep -a -E '^(epoch [0-9]+:|\{|Traceback|[A-Za-z]*Error)' "$W/train-$name.log"; done
 stamp picking
 CHOSEN=$($PY benchmarks/gpu/pick.py "$W"/runs/a "$W"/runs/b "$W"/runs/c | tee "$W/pick.txt" | tail -n 1)
 cat "$W/pick.txt"
@@ -54,7 +55,7 @@ export MODEL_DEVICE=${MODEL_DEVICE:-cuda}
 $PY -c "import json, sys; rows = [json.loads(l) for l in open(sys.argv[1])]; \
 open(sys.argv[2], 'w').writelines(json.dumps(r) + '\n' for r in rows if len(r['text'].split()) >= 8)" \
   "$CHOSEN/heldout-sst2.jsonl" "$CHOSEN/heldout-sst2-sentences.jsonl"
-$PY benchmarks/gpu/calibrate_offline.py .gpu/general-counts.npz sentiment --model "$CHOSEN/best" \
+$PY -m training.calibrate sentiment --model "$CHOSEN/best" --general-counts .gpu/general-counts.npz \
   --data "$CHOSEN/heldout-imdb.jsonl" "$CHOSEN/heldout-sst2-sentences.jsonl" \
   --train-data "$W/imdb/train.parquet" "$W/sst2/train.parquet" --test-data "$W/sst2/validation.parquet"
 stamp shipping

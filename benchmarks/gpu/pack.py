@@ -5,32 +5,26 @@
 A working tree may take 64 MiB on the GPU machine, so everything travels small: all-MiniLM-L6-v2 as its fp16 copy
 (training.bert_init.write_fp16_copy, xz), IMDB train and test as xz'd JSON (text, label), SST-2 as Parquet, and
 the general-text token counts training.calibrate takes from wordfreq (not installed there), computed here for the
-MiniLM tokenizer. Move assets/ out of the working tree while the run is sent (it is 140 MB); put it back after.
+MiniLM tokenizer (save_general_counts; read there with --general-counts). Move assets/ out of the working tree
+while the run is sent (it is 140 MB); put it back after.
 """
 
 import argparse
-import hashlib
 import json
 import lzma
 import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from training.bert_init import load_tokenizer, package_folder, write_fp16_copy  # noqa: E402
-from training.calibrate import general_counts  # noqa: E402
+from training.calibrate import save_general_counts  # noqa: E402
 
 LANGUAGE, TOP_N = "en", 200_000
-
-
-def vocab_digest(tokenizer) -> str:
-    """sha256 of the tokenizer's vocabulary: the counts belong to exactly this one."""
-    return hashlib.sha256(json.dumps(sorted(tokenizer.get_vocab().items())).encode()).hexdigest()
 
 
 def main() -> None:
@@ -54,17 +48,8 @@ def main() -> None:
     for split in ("train", "validation"):
         shutil.copy2(a.data_dir / "sst2" / f"{split}.parquet", a.out / f"sst2-{split}.parquet")
 
-    tok = load_tokenizer(minilm)
     vocab = json.loads((minilm / "config.json").read_text())["vocab_size"]
-    counts, about = general_counts(tok, vocab, LANGUAGE, TOP_N)
-    np.savez(
-        a.out / "general-counts.npz",
-        counts=counts,
-        about=about,
-        language=LANGUAGE,
-        top_n=TOP_N,
-        vocab=vocab_digest(tok),
-    )
+    save_general_counts(a.out / "general-counts.npz", load_tokenizer(minilm), vocab, LANGUAGE, TOP_N)
     for f in sorted(a.out.rglob("*")):
         if f.is_file():
             print(f"{f.stat().st_size:>12,}  {f}")
