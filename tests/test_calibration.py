@@ -161,3 +161,12 @@ def test_model_card_shows_ece_and_the_calibration_record():
     assert "T(n) = 1.190 x (n / 64) ^ -0.300" in card and "ECE 0.120 before, 0.040 after" in card
     assert "sst2.parquet: accuracy 74.00%, ece 0.073, out_of_domain_rate 3.3%" in card
     assert "## Calibration" not in str(model_card("sentiment", "a/b", config, 1000, {"task": "sentiment"}))
+    # one temperature, fitted on one held-out file and only measured on the other (--temperature-data)
+    cal = metrics["calibration"]
+    cal.update(temperature=0.91, temperature_length_exponent=0.0)
+    cal["temperature_fit"]["phrases.jsonl"] = {**cal["temperature_fit"]["held.parquet"], "fitted_on": False}
+    cal["temperature_fit"]["held.parquet"]["fitted_on"] = True
+    card = str(model_card("sentiment", "a/b", config, 1000, metrics))
+    assert "one temperature for every input length, T = 0.910" in card and "T(n)" not in card
+    assert "held.parquet: ECE 0.120 before, 0.040 after (50 inputs)" in card
+    assert "phrases.jsonl: ECE 0.120 before, 0.040 after (50 inputs; not fitted on, only measured)" in card

@@ -115,6 +115,38 @@ def test_general_counts_saved_here_calibrate_alike_and_only_for_their_tokenizer(
         read_general_counts(counts, tok, V, "en", 20000)
 
 
+def test_temperature_fitted_on_the_temperature_data_only(calibrated_sentiment, tmp_path, capsys):
+    """--temperature-data: the temperature is the NLL fit on those files alone (a random hold-out of SST-2 train
+    is not independent of its training rows); every --data file is still reported and read for the domain."""
+    import torch
+
+    from pipelines.calibration import fit_temperature
+    from training.calibrate import main as calibrate
+
+    train = str(calibrated_sentiment.parent / "train.jsonl")
+    rows = [{"sentence": r["text"], "label": r["label"]} for r in REVIEWS[26:]]
+    clean, leaky = _write(tmp_path / "clean.jsonl", rows[::2]), _write(tmp_path / "leaky.jsonl", rows[1::2])
+    model = Path(shutil.copytree(calibrated_sentiment, tmp_path / "model"))
+    args = ["sentiment", "--model", str(model), "--data", clean, leaky, "--train-data", train]
+    args += ["--general-words", "20000", "--target-rate", "0.1", "--plain-temperature"]
+    assert calibrate([*args, "--temperature-data", clean]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
+    logits, _ = pipe.raw_logits([r["sentence"] for r in rows[::2]], 8)
+    expected = fit_temperature(logits, torch.tensor([r["label"] for r in rows[::2]]))
+    prep = json.loads((model / "preprocessing.json").read_text())
+    assert prep["temperature"] == pytest.approx(expected, rel=1e-4)
+    assert prep["temperature_length_exponent"] == 0.0
+    assert record["temperature_fit"][clean]["fitted_on"] and not record["temperature_fit"][leaky]["fitted_on"]
+    assert set(record["held_out_flag_rate"]) == {clean, leaky}  # the domain still reads every held-out file
+    both = Path(shutil.copytree(calibrated_sentiment, tmp_path / "both"))
+    assert calibrate([*args[:2], str(both), *args[3:]]) == 0  # fitted on both files: another temperature
+    assert json.loads((both / "preprocessing.json").read_text())["temperature"] != pytest.approx(expected, rel=1e-4)
+    capsys.readouterr()
+    assert calibrate([*args, "--temperature-data", train]) == 2  # not a held-out file
+    assert "must be among the --data files" in capsys.readouterr().err
+
+
 def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrated_sentiment):
     pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
     held_out = [r["text"] for r in REVIEWS[26:]]

@@ -476,13 +476,19 @@ def _calibration(metrics: dict | None) -> str:
     lines = []
     if "temperature" in cal:
         t, e = cal["temperature"], cal.get("temperature_length_exponent", 0.0)
+        which = (
+            f"a temperature that depends on the input length n in tokens: T(n) = {t:.3f} x (n / 64) ^ {e:.3f}"
+            if e
+            else f"one temperature for every input length, T = {t:.3f}"
+        )
         lines.append(
-            f"- Probabilities are calibrated by temperature scaling (Guo et al. 2017), with a temperature that "
-            f"depends on the input length n in tokens: T(n) = {t:.3f} x (n / 64) ^ {e:.3f}, fitted on held-out data."
+            f"- Probabilities are calibrated by temperature scaling (Guo et al. 2017), with {which}, fitted on "
+            "held-out data."
         )
         for path, r in (cal.get("temperature_fit") or {}).items():
             before, after = r["ece_before"], r["ece_after"]
-            lines.append(f"  - {path}: ECE {before:.3f} before, {after:.3f} after ({r['n']:,} inputs)")
+            role = "" if r.get("fitted_on", True) else "; not fitted on, only measured"
+            lines.append(f"  - {path}: ECE {before:.3f} before, {after:.3f} after ({r['n']:,} inputs{role})")
     lines.append(
         "- Out-of-domain notice: results carry `out_of_domain` and `domain_score` (the share of held-out in-domain "
         "inputs that looked at most as typical); inputs below "
