@@ -79,6 +79,7 @@ def test_pretrain_then_finetune_on_imdb_and_sst2(data_dirs, tmp_path):
     val = [e for e in events if e["event"] == "validation"][-1]
     assert {"imdb_accuracy", "sst2_accuracy"} <= set(val)
     assert val["accuracy"] == pytest.approx((val["imdb_accuracy"] + val["sst2_accuracy"]) / 2)
+    assert events[0]["held_out"] == {"sst2": {"holdout": "sentences", "size": 6}}  # what --continue-from checks
     # The fine-tuned encoder starts from the pre-trained one: same tokenizer, same embedding shape.
     from pipelines import SentimentPipeline
 
@@ -177,14 +178,61 @@ def test_sst2_repeat_reads_each_phrase_n_times_and_holds_out_the_same_rows(data_
     data sets stay as they were."""
     from types import SimpleNamespace
 
-    from training.sentiment import SentimentTask
+    from training.sentiment import SentimentTask, held_out_split
 
     imdb, sst2 = (pd.read_parquet(d / "train.parquet") for d in data_dirs)
     splits = {"train": imdb, "sst2_train": sst2}
     base = dict(val_size=8, sst2_val_size=6, seed=0, limit=None, vocab_size=300, max_len=64, head=16)
     once, twice = (SentimentTask(SimpleNamespace(**base, sst2_repeat=n), splits, log=lambda _: None) for n in (1, 2))
-    n_imdb, n_sst2 = len(imdb) - 8, len(sst2) - 6
+    n_imdb, n_sst2 = len(imdb) - 8, len(held_out_split("sst2", list(sst2["sentence"]), SimpleNamespace(**base))[1])
     assert len(once.train_ids) == n_imdb + n_sst2 and len(twice.train_ids) == n_imdb + 2 * n_sst2
     assert twice.train_ids[n_imdb + n_sst2 :] == twice.train_ids[n_imdb : n_imdb + n_sst2]
     assert twice.train_y[n_imdb:] == once.train_y[n_imdb:] * 2
     assert once.val == twice.val
+
+
+def test_sst2_holds_out_whole_sentences_and_every_part_of_them():
+    """--sst2-holdout sentences (the default): only full sentences are held out, and no training row is a word span
+    of one (SST-2 train lists every sub-phrase of its sentences); --sst2-holdout phrases is the old row split."""
+    from types import SimpleNamespace
+
+    from training.sentiment import held_out_split, split_indices
+
+    roots = [f"the {a} film was {b}" for a in ("first", "second", "third", "last", "new") for b in ("good", "bad")]
+    parts = ["film was good", "film was bad", "good", "bad", "the first film", "was"]
+    phrases = roots + parts
+    args = SimpleNamespace(val_size=0, sst2_val_size=2, seed=0)
+    val, train = held_out_split("sst2", phrases, args)
+    assert len(val) == 2 and all(phrases[i] in roots for i in val)
+    spans = {
+        " ".join(w[a:b]) for i in val for w in [phrases[i].split()] for a in range(len(w)) for b in range(a, len(w) + 1)
+    }
+    assert not any(phrases[i] in spans for i in train)  # no part of a held-out sentence is trained on
+    assert sorted(val + train + [i for i in range(len(phrases)) if phrases[i] in spans and i not in val]) == list(
+        range(len(phrases))
+    )  # every other row trains
+    assert held_out_split("sst2", phrases, args) == (val, train)  # seeded
+    rows = held_out_split("sst2", phrases, SimpleNamespace(**vars(args), sst2_holdout="phrases"))
+    assert rows == split_indices(len(phrases), 2, 0)
+
+
+def test_continue_from_refuses_another_sst2_holdout(tmp_path):
+    """A model is only continued with the SST-2 hold-out it was trained with: its metrics.json's record, or for a
+    model from before --sst2-holdout, 2,000 random rows (phrases); runs without SST-2 are not asked."""
+    from types import SimpleNamespace
+
+    from training.data import DataError
+    from training.sentiment import check_sst2_holdout
+
+    def args(holdout="sentences", size=None, sst2_dir="s"):
+        return SimpleNamespace(sst2_dir=sst2_dir, sst2_holdout=holdout, sst2_val_size=size)
+
+    old = {"command": "python -m training sentiment --data-dir d --sst2-dir s --seed 0"}
+    with pytest.raises(DataError, match="--sst2-holdout phrases --sst2-val-size 2000"):
+        check_sst2_holdout(tmp_path, old, args())
+    check_sst2_holdout(tmp_path, old, args("phrases"))
+    check_sst2_holdout(tmp_path, old, args(sst2_dir=None))
+    new = {**old, "held_out": {"sst2": {"holdout": "sentences", "size": 1000}}}
+    check_sst2_holdout(tmp_path, new, args())
+    with pytest.raises(DataError, match="sentences \\(1000\\)"):
+        check_sst2_holdout(tmp_path, new, args(size=500))

@@ -69,12 +69,14 @@ def test_a_failed_ship_leaves_the_previous_bundle(tmp_path, sentiment_dir, capsy
 
 
 def test_ship_keeps_the_calibration_fit_the_source_weights_and_the_display_name(tmp_path, sentiment_dir):
-    """metrics.json names the public weights a run started from (--init-from-bert), keeps what training.calibrate
-    recorded on the run's best model, and carries the name and note the app's model choice shows."""
+    """metrics.json names the public weights a run started from (--init-from-bert) and the rows it held out, keeps
+    what training.calibrate recorded on the run's best model, and carries the name and note the app's model choice
+    shows."""
     run, to = fake_run(tmp_path, sentiment_dir), tmp_path / "assets" / "sentiment"
     source = {"name": "sentence-transformers/all-MiniLM-L6-v2", "revision": "1110a243", "sha256": "ab", "license": "x"}
     records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     records[0]["source_weights"] = source
+    records[0]["held_out"] = held_out = {"sst2": {"holdout": "sentences", "size": 1000}}
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (run / "best" / "metrics.json").write_text(json.dumps({"calibration": {"temperature": 0.9}, "test": "stale"}))
     data = str(FIXTURES / "imdb_tiny.jsonl")
@@ -82,5 +84,6 @@ def test_ship_keeps_the_calibration_fit_the_source_weights_and_the_display_name(
     assert ship_main([*args, "--display-name", "pre-trained", "--display-note", "fine-tuned here"]) == 0
     metrics = json.loads((to / "metrics.json").read_text())
     assert metrics["source_weights"] == source and metrics["calibration"] == {"temperature": 0.9}
+    assert metrics["held_out"] == held_out  # what --continue-from checks on the bundle
     assert metrics["test"]["split"] == "test"  # the bundle's own score, not the run's stale one
     assert (metrics["display_name"], metrics["display_note"]) == ("pre-trained", "fine-tuned here")

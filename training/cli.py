@@ -136,7 +136,21 @@ def add_held_out_args(g) -> None:
     """Which rows the sentiment task holds out for validation (pre-training must not read them either)."""
     g.add_argument("--val-size", type=int, default=2500, help="IMDB training reviews held out for validation")
     g.add_argument("--sst2-dir", default=None, help="also read SST-2: folder with train.parquet (sentence, label)")
-    g.add_argument("--sst2-val-size", type=int, default=2000, help="SST-2 training rows held out for validation")
+    g.add_argument(
+        "--sst2-val-size",
+        type=int,
+        default=None,
+        help="SST-2 training sentences held out for validation (default 1000), or rows with --sst2-holdout phrases "
+        "(default 2000)",
+    )
+    g.add_argument(
+        "--sst2-holdout",
+        choices=["sentences", "phrases"],
+        default="sentences",
+        help="what SST-2 holds out: whole sentences, every phrase that is part of one leaving training with them "
+        "(SST-2 train lists every sub-phrase of its sentences: a random row is most often part of a training row, "
+        "or holds one, and scores as if seen), or random rows, as every run before this option did",
+    )
 
 
 def at_least_one(text: str) -> int:
@@ -310,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if getattr(task, "provenance", None):
         run_info["source_weights"] = task.provenance
+    if getattr(task, "held_out", None):
+        run_info["held_out"] = task.held_out
     try:
         summary = train(model, task, loop_config(args), run_info, started=t_start)
     except DamagedCheckpoint as e:

@@ -25,7 +25,7 @@ from .batching import bucketed_batches
 from .device import model_device
 from .layer_options import encoder_config
 from .objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
-from .sentiment import LABELS, split_indices
+from .sentiment import LABELS, held_out_split
 
 __all__ = ["MASK", "N_SPECIAL", "MaskedLM", "PretrainTask", "chunks", "mask_tokens", "pretraining_texts"]
 
@@ -43,10 +43,10 @@ def pretraining_texts(splits: dict, args) -> list[str]:
     either)."""
     limit = getattr(args, "limit", None)
     texts = list(splits.get("unsupervised", {"text": []})["text"])[:limit]
-    for key, column, val_size in (("train", "text", args.val_size), ("sst2_train", "sentence", args.sst2_val_size)):
+    for name, key, column in (("imdb", "train", "text"), ("sst2", "sst2_train", "sentence")):
         if key in splits:
             rows = list(splits[key][column])
-            _, keep = split_indices(len(rows), val_size, args.seed)  # never read the sentiment validation rows
+            _, keep = held_out_split(name, rows, args)  # never read the sentiment validation rows
             texts += [rows[i] for i in keep][:limit]
     return texts
 

@@ -53,17 +53,53 @@ def split_indices(n: int, val_size: int, seed: int) -> tuple[list[int], list[int
     return idx[:n_val], idx[n_val:]
 
 
+def sentence_split(phrases: list[str], val_size: int, seed: int) -> tuple[list[int], list[int]]:
+    """(validation, train) row indices of SST-2 train held out by whole sentence: a seeded sample of its full
+    sentences (at most a fifth) is held out, and every row that is a word span of one of them leaves training.
+    SST-2 train lists every sub-phrase of its sentences, so a random row is most often part of a training row or
+    holds one; a sentence held out this way was not trained on in pieces, as SST-2 validation's were not."""
+    from .heldout import full_sentences
+
+    roots = full_sentences(phrases)
+    random.Random(seed).shuffle(roots)
+    val = roots[: min(val_size, len(roots) // 5)] if val_size else []
+    row_of = {" ".join(p.split()): i for i, p in enumerate(phrases)}
+    parts = set(val)
+    for i in val:
+        w = phrases[i].split()
+        spans = (" ".join(w[a:b]) for a in range(len(w)) for b in range(a + 1, len(w) + 1))
+        parts.update(row_of[span] for span in spans if span in row_of)
+    return val, [i for i in range(len(phrases)) if i not in parts]
+
+
+SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given
+
+
+def sst2_holdout(args) -> dict:
+    """What SST-2 holds out under these arguments: {"holdout": "sentences" | "phrases", "size": n}."""
+    holdout = getattr(args, "sst2_holdout", "sentences")
+    size = getattr(args, "sst2_val_size", None)
+    return {"holdout": holdout, "size": SST2_VAL_SIZE[holdout] if size is None else size}
+
+
+def held_out_split(name: str, texts: list[str], args) -> tuple[list[int], list[int]]:
+    """(validation, train) row indices of data set `name` ("imdb" or "sst2"), as the command line asks."""
+    if name == "imdb":
+        return split_indices(len(texts), args.val_size, args.seed)
+    held = sst2_holdout(args)
+    if held["holdout"] == "sentences":
+        return sentence_split(texts, held["size"], args.seed)
+    return split_indices(len(texts), held["size"], args.seed)
+
+
 def labelled_sets(splits: dict, args) -> dict[str, dict[str, tuple[list[str], list[int]]]]:
     """{"imdb": {"train": (texts, labels), "validation": ...}, "sst2": {...}} from the loaded splits."""
     sets = {}
-    for name, key, column, val_size in (
-        ("imdb", "train", "text", args.val_size),
-        ("sst2", "sst2_train", "sentence", getattr(args, "sst2_val_size", 0)),
-    ):
+    for name, key, column in (("imdb", "train", "text"), ("sst2", "sst2_train", "sentence")):
         if key not in splits:
             continue
         texts, labels = list(splits[key][column]), list(splits[key]["label"])
-        val, train = split_indices(len(texts), val_size, args.seed)
+        val, train = held_out_split(name, texts, args)
         sets[name] = {
             "train": ([texts[i] for i in train], [labels[i] for i in train]),
             "validation": ([texts[i] for i in val], [labels[i] for i in val]),
@@ -85,6 +121,7 @@ class SentimentTask:
     def __init__(self, args, splits: dict, log=print):
         self.args, self.log = args, log
         self.sets = labelled_sets(splits, args)
+        self.held_out = {"sst2": sst2_holdout(args)} if "sst2" in self.sets else {}  # recorded by the run
         pseudo = getattr(args, "pseudo_labels", None)
         self.pseudo = read_pseudo_labels(pseudo, args.limit) if pseudo else ([], [])
         t0 = time.time()
@@ -225,6 +262,7 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
     seed = int(found.group(1)) if found else 0
     if seed != args.seed:
         raise DataError(f"{folder} was trained with --seed {seed}: use it, or its held-out rows leak into training")
+    check_sst2_holdout(folder, metrics, args)
     source = metrics.get("source_weights") or {}
     # The data orders (seed + n) the model's runs used: those of the runs it went on from, and its own run's epochs,
     # at least one (a run stopped inside its first epoch used that epoch's order)
@@ -241,6 +279,26 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
         **({"continued_from": source["continued_from"]} if source.get("continued_from") else {}),
     }
     return {**source, "continued_from": before}, data_orders
+
+
+def check_sst2_holdout(folder: Path, metrics: dict, args) -> None:
+    """Refuse to go on from a model whose SST-2 rows were held out otherwise than this run holds them out (its
+    held-out rows would be trained on here). Its metrics.json records the hold-out ("held_out"); a model from
+    before that record held out --sst2-val-size random rows (default 2,000), as its command says."""
+    command = metrics.get("command") or ""
+    if "--sst2-dir" not in command or not getattr(args, "sst2_dir", None):
+        return
+    recorded = (metrics.get("held_out") or {}).get("sst2")
+    if recorded is None:
+        found = re.search(r"--sst2-val-size[ =](\d+)", command)
+        recorded = {"holdout": "phrases", "size": int(found.group(1)) if found else SST2_VAL_SIZE["phrases"]}
+    holdout, size = recorded["holdout"], recorded["size"]
+    ours = sst2_holdout(args)
+    if (holdout, size) != (ours["holdout"], ours["size"]):
+        raise DataError(
+            f"{folder} held out SST-2 {holdout} ({size}): go on with --sst2-holdout {holdout} --sst2-val-size {size}, "
+            "or its held-out rows leak into training"
+        )
 
 
 def from_pretrained_encoder(folder: str, cfg: ClassifierConfig) -> TransformerClassifier:

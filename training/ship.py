@@ -205,6 +205,8 @@ def run_metrics(a, test: dict) -> dict:
         "weights": "fp16 safetensors (loaded into fp32)",
         # public weights the run started from (--init-from-bert): name, revision, sha256, license, credit
         **({"source_weights": start["source_weights"]} if start.get("source_weights") else {}),
+        # the validation rows the run held out, where the command alone does not say (SST-2's --sst2-holdout)
+        **({"held_out": start["held_out"]} if start.get("held_out") else {}),
         **{k: v for k, v in (("display_name", a.display_name), ("display_note", a.display_note)) if v},
     }
 
