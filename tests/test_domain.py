@@ -145,6 +145,13 @@ def test_temperature_fitted_on_the_temperature_data_only(calibrated_sentiment, t
     capsys.readouterr()
     assert calibrate([*args, "--temperature-data", train]) == 2  # not a held-out file
     assert "must be among the --data files" in capsys.readouterr().err
+    same = Path(shutil.copytree(calibrated_sentiment, tmp_path / "same"))
+    assert calibrate([*args[:2], str(same), *args[3:], "--temperature-data", f"{tmp_path}/./clean.jsonl"]) == 0
+    assert json.loads((same / "preprocessing.json").read_text())["temperature"] == prep["temperature"]  # same file
+    capsys.readouterr()
+    translation = ["translation", "--model", str(tmp_path / "none"), "--data", clean, "--train-data", train]
+    assert calibrate([*translation, "--temperature-data", clean]) == 2  # refused before any model is read
+    assert "a translation model has no temperature" in capsys.readouterr().err
 
 
 def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrated_sentiment):

@@ -79,7 +79,7 @@ def test_pretrain_then_finetune_on_imdb_and_sst2(data_dirs, tmp_path):
     val = [e for e in events if e["event"] == "validation"][-1]
     assert {"imdb_accuracy", "sst2_accuracy"} <= set(val)
     assert val["accuracy"] == pytest.approx((val["imdb_accuracy"] + val["sst2_accuracy"]) / 2)
-    assert events[0]["held_out"] == {"sst2": {"holdout": "sentences", "size": 6}}  # what --continue-from checks
+    assert events[0]["held_out"] == {"sst2": {"holdout": "phrases", "size": 6}}  # what --continue-from checks
     # The fine-tuned encoder starts from the pre-trained one: same tokenizer, same embedding shape.
     from pipelines import SentimentPipeline
 
@@ -192,28 +192,32 @@ def test_sst2_repeat_reads_each_phrase_n_times_and_holds_out_the_same_rows(data_
 
 
 def test_sst2_holds_out_whole_sentences_and_every_part_of_them():
-    """--sst2-holdout sentences (the default): only full sentences are held out, and no training row is a word span
-    of one (SST-2 train lists every sub-phrase of its sentences); --sst2-holdout phrases is the old row split."""
+    """--sst2-holdout sentences: only full sentences are held out, and no training row is a word span of one (SST-2
+    train lists every sub-phrase of its sentences), a phrase listed twice included; --sst2-holdout phrases (the
+    default) is the old row split."""
     from types import SimpleNamespace
 
     from training.sentiment import held_out_split, split_indices
 
     roots = [f"the {a} film was {b}" for a in ("first", "second", "third", "last", "new") for b in ("good", "bad")]
-    parts = ["film was good", "film was bad", "good", "bad", "the first film", "was"]
+    parts = ["film was good", "film was bad", "good", "bad", "the first film", "was", "was", "film  was good"]
     phrases = roots + parts
-    args = SimpleNamespace(val_size=0, sst2_val_size=2, seed=0)
+    args = SimpleNamespace(val_size=0, sst2_val_size=2, seed=0, sst2_holdout="sentences")
     val, train = held_out_split("sst2", phrases, args)
     assert len(val) == 2 and all(phrases[i] in roots for i in val)
     spans = {
         " ".join(w[a:b]) for i in val for w in [phrases[i].split()] for a in range(len(w)) for b in range(a, len(w) + 1)
     }
-    assert not any(phrases[i] in spans for i in train)  # no part of a held-out sentence is trained on
-    assert sorted(val + train + [i for i in range(len(phrases)) if phrases[i] in spans and i not in val]) == list(
-        range(len(phrases))
-    )  # every other row trains
+    trained = {" ".join(phrases[i].split()) for i in train}
+    assert not trained & spans  # no part of a held-out sentence is trained on, however often it is listed
+    assert {"was", "good", "bad"} <= spans and not {"was", "good", "bad"} & trained  # these are parts of any root
+    left_out = [i for i in range(len(phrases)) if " ".join(phrases[i].split()) in spans]
+    assert sorted(train + left_out) == list(range(len(phrases)))  # every other row trains
     assert held_out_split("sst2", phrases, args) == (val, train)  # seeded
-    rows = held_out_split("sst2", phrases, SimpleNamespace(**vars(args), sst2_holdout="phrases"))
+    rows = held_out_split("sst2", phrases, SimpleNamespace(**{**vars(args), "sst2_holdout": "phrases"}))
     assert rows == split_indices(len(phrases), 2, 0)
+    default = SimpleNamespace(val_size=0, sst2_val_size=2, seed=0)  # no --sst2-holdout: the old split
+    assert held_out_split("sst2", phrases, default) == rows
 
 
 def test_continue_from_refuses_another_sst2_holdout(tmp_path):
@@ -236,3 +240,20 @@ def test_continue_from_refuses_another_sst2_holdout(tmp_path):
     check_sst2_holdout(tmp_path, new, args())
     with pytest.raises(DataError, match="sentences \\(1000\\)"):
         check_sst2_holdout(tmp_path, new, args(size=500))
+
+
+def test_pretraining_skips_the_held_out_sentences_and_their_parts():
+    """Pre-training reads SST-2 less exactly the rows the sentiment task holds out, in either --sst2-holdout."""
+    from types import SimpleNamespace
+
+    from training.pretrain import pretraining_texts
+    from training.sentiment import labelled_sets
+
+    roots = [f"the {a} film was {b}" for a in ("first", "second", "third", "last", "new") for b in ("good", "bad")]
+    phrases = roots + ["film was good", "good", "bad", "was"]
+    sst2 = pd.DataFrame({"sentence": phrases, "label": [1] * len(phrases)})
+    for holdout in ("sentences", "phrases"):
+        args = SimpleNamespace(val_size=0, sst2_val_size=2, seed=0, sst2_holdout=holdout)
+        sets = labelled_sets({"sst2_train": sst2}, args)["sst2"]
+        texts = pretraining_texts({"sst2_train": sst2}, args)
+        assert sorted(texts) == sorted(sets["train"][0]) and not set(texts) & set(sets["validation"][0])

@@ -245,6 +245,21 @@ def record_metrics(folder: Path, calibration: dict) -> None:
     atomic_write_json(path, metrics)
 
 
+def temperature_files(a) -> list[str] | None:
+    """The --data files (as given there) that --temperature-data names, or None for all of them."""
+    from .data import DataError
+
+    if a.temperature_data is None:
+        return None
+    if a.task != "sentiment":
+        raise DataError("--temperature-data is for sentiment: a translation model has no temperature")
+    given = {Path(path).resolve(): path for path in a.data}
+    unknown = [path for path in a.temperature_data if Path(path).resolve() not in given]
+    if unknown:
+        raise DataError(f"--temperature-data must be among the --data files: {unknown}")
+    return [given[Path(path).resolve()] for path in a.temperature_data]
+
+
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     from pipelines.tasks import TASKS
@@ -253,10 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     from .data import DataError
 
     try:
+        fit_on = temperature_files(a)
         pipe = TASKS[a.task].pipeline.from_pretrained(str(a.model))
-        fit_on = a.temperature_data
-        if fit_on and not set(fit_on) <= set(a.data):
-            raise DataError(f"--temperature-data must be among the --data files: {sorted(set(fit_on) - set(a.data))}")
         held = [(path, *read_texts(path, a.task)) for path in a.data]
         prep_path = a.model / "preprocessing.json"
         prep = json.loads(prep_path.read_text()) if prep_path.is_file() else {}

@@ -140,16 +140,17 @@ def add_held_out_args(g) -> None:
         "--sst2-val-size",
         type=int,
         default=None,
-        help="SST-2 training sentences held out for validation (default 1000), or rows with --sst2-holdout phrases "
-        "(default 2000)",
+        help="SST-2 training rows held out for validation (default 2000), or sentences with --sst2-holdout "
+        "sentences (default 1000)",
     )
     g.add_argument(
         "--sst2-holdout",
-        choices=["sentences", "phrases"],
-        default="sentences",
-        help="what SST-2 holds out: whole sentences, every phrase that is part of one leaving training with them "
-        "(SST-2 train lists every sub-phrase of its sentences: a random row is most often part of a training row, "
-        "or holds one, and scores as if seen), or random rows, as every run before this option did",
+        choices=["phrases", "sentences"],
+        default="phrases",
+        help="what SST-2 holds out: random rows, as every run before this option did (SST-2 train lists every "
+        "sub-phrase of its sentences, so such a row is most often part of a training row, or holds one, and scores "
+        "as if seen), or whole sentences, every phrase that is part of one leaving training with them (recommended; "
+        "benchmarks/gpu/finetune.sh uses it)",
     )
 
 

@@ -25,7 +25,7 @@ from .batching import bucketed_batches
 from .device import model_device
 from .layer_options import encoder_config
 from .objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
-from .sentiment import LABELS, held_out_split
+from .sentiment import LABELS, held_out_split, sst2_holdout
 
 __all__ = ["MASK", "N_SPECIAL", "MaskedLM", "PretrainTask", "chunks", "mask_tokens", "pretraining_texts"]
 
@@ -59,6 +59,7 @@ class PretrainTask:
         self.args = args
         self.objective = OBJECTIVES[args.objective].from_args(args)
         texts = pretraining_texts(splits, args)
+        self.held_out = {"sst2": sst2_holdout(args)} if "sst2_train" in splits else {}  # recorded by the run
         t0 = time.time()
         self.tokenizer = train_bpe(texts, args.vocab_size, lowercase=True, strip_html_breaks=True)
         log(f"tokenizer: {self.tokenizer.get_vocab_size()} tokens trained in {time.time() - t0:.1f}s")

@@ -62,14 +62,12 @@ def sentence_split(phrases: list[str], val_size: int, seed: int) -> tuple[list[i
 
     roots = full_sentences(phrases)
     random.Random(seed).shuffle(roots)
-    val = roots[: min(val_size, len(roots) // 5)] if val_size else []
-    row_of = {" ".join(p.split()): i for i, p in enumerate(phrases)}
-    parts = set(val)
+    val = roots[: min(val_size, len(roots) // 5)] if val_size > 0 else []
+    spans = set()  # every word span of a held-out sentence; a row with one of these texts, however often, leaves
     for i in val:
         w = phrases[i].split()
-        spans = (" ".join(w[a:b]) for a in range(len(w)) for b in range(a + 1, len(w) + 1))
-        parts.update(row_of[span] for span in spans if span in row_of)
-    return val, [i for i in range(len(phrases)) if i not in parts]
+        spans.update(" ".join(w[a:b]) for a in range(len(w)) for b in range(a + 1, len(w) + 1))
+    return val, [i for i, p in enumerate(phrases) if " ".join(p.split()) not in spans]
 
 
 SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given
@@ -77,7 +75,7 @@ SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not
 
 def sst2_holdout(args) -> dict:
     """What SST-2 holds out under these arguments: {"holdout": "sentences" | "phrases", "size": n}."""
-    holdout = getattr(args, "sst2_holdout", "sentences")
+    holdout = getattr(args, "sst2_holdout", "phrases")
     size = getattr(args, "sst2_val_size", None)
     return {"holdout": holdout, "size": SST2_VAL_SIZE[holdout] if size is None else size}
 

@@ -24,8 +24,8 @@ stamp start; nvidia-smi -L 2>/dev/null; $PY -c "import torch; print(torch.__vers
 $PY benchmarks/gpu/unpack.py .gpu "$W" || exit 1
 FP16_SHA=$($PY -c "from training.bert_init import MINILM_FP16; print(MINILM_FP16.sha256)") || exit 1
 COMMON=(--init-from-bert "$W/minilm" --bert-sha256 $FP16_SHA --data-dir "$W/imdb" --sst2-dir "$W/sst2"
-        --pooling mean --max-len 512 --head 128 --warmup 0.06 --batch-size 32 --max-tokens 16384 --epochs 3
-        --max-minutes "$MINUTES" --anneal-by-time --snapshots 2 --threads 4)
+        --sst2-holdout sentences --pooling mean --max-len 512 --head 128 --warmup 0.06 --batch-size 32
+        --max-tokens 16384 --epochs 3 --max-minutes "$MINUTES" --anneal-by-time --snapshots 2 --threads 4)
 EXTRA=()
 TEST="$W/imdb/test.parquet"
 if [ "${SMOKE:-0}" = 1 ]; then
