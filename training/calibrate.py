@@ -127,18 +127,16 @@ def atomic_write_json(path: Path, obj: dict) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2) + "\n")
 
 
-def fit_temperature_on(
-    pipe, held: list, plain: bool, batch_size: int, fit_on: list[str] | None = None
-) -> tuple[dict, dict]:
+def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int, fit_on: list[str]) -> tuple[dict, dict]:
     """(preprocessing entries, report on every held-out file) of the temperature fitted on the held-out files
-    named in `fit_on` together (all of them when None)."""
+    named in `fit_on` together."""
     import torch
 
     from pipelines.calibration import Temperature, expected_calibration_error, fit_length_temperature, fit_temperature
 
     pipe.calibration = Temperature()
     runs = [(path, *pipe.raw_logits(texts, batch_size), torch.tensor(labels)) for path, texts, labels in held]
-    fitted = [r for r in runs if fit_on is None or r[0] in fit_on]
+    fitted = [r for r in runs if r[0] in fit_on]
     logits = torch.cat([r[1] for r in fitted])  # (N, 2)
     lengths = [n for r in fitted for n in r[2]]
     labels = torch.cat([r[3] for r in fitted])  # (N,)
@@ -147,7 +145,7 @@ def fit_temperature_on(
     for path, lg, n, y in runs:
         report[path] = {
             "n": len(y),
-            "fitted_on": fit_on is None or path in fit_on,
+            "fitted_on": path in fit_on,
             "accuracy": round(float((lg.argmax(-1) == y).float().mean()), 5),
             "ece_before": round(expected_calibration_error(lg.softmax(-1), y), 5),
             "ece_after": round(expected_calibration_error(temp.scale(lg, n).softmax(-1), y), 5),
@@ -245,12 +243,12 @@ def record_metrics(folder: Path, calibration: dict) -> None:
     atomic_write_json(path, metrics)
 
 
-def temperature_files(a) -> list[str] | None:
-    """The --data files (as given there) that --temperature-data names, or None for all of them."""
+def temperature_files(a) -> list[str]:
+    """The --data files (as given there) the temperature is fitted on: those --temperature-data names, else all."""
     from .data import DataError
 
     if a.temperature_data is None:
-        return None
+        return a.data
     if a.task != "sentiment":
         raise DataError("--temperature-data is for sentiment: a translation model has no temperature")
     given = {Path(path).resolve(): path for path in a.data}

@@ -19,26 +19,7 @@ import random
 import sys
 from pathlib import Path
 
-
-def imdb_split(n: int, seed: int = 0, val_size: int = 2500) -> tuple[list[int], list[int]]:
-    """(validation rows, training rows) of an n-review train split, drawn exactly as SentimentTask does."""
-    idx = list(range(n))
-    random.Random(seed).shuffle(idx)
-    n_val = min(val_size, n // 5) if val_size else 0
-    return idx[:n_val], idx[n_val:]
-
-
-def full_sentences(phrases: list[str]) -> list[int]:
-    """Indices of the phrases that are not a word-aligned part of another phrase (SST's whole sentences)."""
-    words = [p.split() for p in phrases]
-    known = {" ".join(w) for w in words}
-    contained: set[str] = set()
-    for w in words:  # every proper word span of a phrase that is itself a listed phrase
-        for a in range(len(w)):
-            for b in range(a + 1, len(w) + 1):
-                if b - a < len(w) and (span := " ".join(w[a:b])) in known:
-                    contained.add(span)
-    return [i for i, w in enumerate(words) if w and " ".join(w) not in contained]
+from .sentiment import full_sentences, split_indices
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     a.out.mkdir(parents=True, exist_ok=True)
-    val, train = imdb_split(len(imdb), a.seed, a.val_size)
+    val, train = split_indices(len(imdb), a.val_size, a.seed)  # as SentimentTask draws them
     imdb.iloc[train].to_parquet(a.out / "imdb_train.parquet", index=False)
     imdb.iloc[val].to_parquet(a.out / "imdb_validation.parquet", index=False)
     print(f"{a.out}/imdb_train.parquet: {len(train)} reviews; imdb_validation.parquet: {len(val)}")

@@ -53,21 +53,29 @@ def split_indices(n: int, val_size: int, seed: int) -> tuple[list[int], list[int
     return idx[:n_val], idx[n_val:]
 
 
+def word_spans(words: list[str]) -> set[str]:
+    """Every run of consecutive words, joined by single spaces, the whole included."""
+    return {" ".join(words[a:b]) for a in range(len(words)) for b in range(a + 1, len(words) + 1)}
+
+
+def full_sentences(phrases: list[str]) -> list[int]:
+    """Indices of the phrases that are not a word-aligned part of another phrase (SST's whole sentences)."""
+    words = [p.split() for p in phrases]
+    known = {" ".join(w) for w in words}
+    contained = {span for w in words for span in word_spans(w) - {" ".join(w)} if span in known}
+    return [i for i, w in enumerate(words) if w and " ".join(w) not in contained]
+
+
 def sentence_split(phrases: list[str], val_size: int, seed: int) -> tuple[list[int], list[int]]:
     """(validation, train) row indices of SST-2 train held out by whole sentence: a seeded sample of its full
     sentences (at most a fifth) is held out, and every row that is a word span of one of them leaves training.
     SST-2 train lists every sub-phrase of its sentences, so a random row is most often part of a training row or
     holds one; a sentence held out this way was not trained on in pieces, as SST-2 validation's were not."""
-    from .heldout import full_sentences
-
     roots = full_sentences(phrases)
     random.Random(seed).shuffle(roots)
     val = roots[: min(val_size, len(roots) // 5)] if val_size > 0 else []
-    spans = set()  # every word span of a held-out sentence; a row with one of these texts, however often, leaves
-    for i in val:
-        w = phrases[i].split()
-        spans.update(" ".join(w[a:b]) for a in range(len(w)) for b in range(a + 1, len(w) + 1))
-    return val, [i for i, p in enumerate(phrases) if " ".join(p.split()) not in spans]
+    spans = {span for i in val for span in word_spans(phrases[i].split())}  # a row with one of these texts leaves,
+    return val, [i for i, p in enumerate(phrases) if " ".join(p.split()) not in spans]  # however often it is listed
 
 
 SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given

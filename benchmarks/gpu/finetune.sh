@@ -67,7 +67,7 @@ stamp shipping
 $PY -m training.ship sentiment --run "$CHOSEN" --to "$W/bundle" --test-data "$TEST" \
   --also "sst2_validation=$W/sst2/validation.parquet" --snapshot-steps 0 --snapshots-dtype int8-delta \
   --display-name "pre-trained (MiniLM, 6 × 12 heads)" \
-  --data-description "IMDB train (22,500 reviews; 2,500 held out) and SST-2 train (1,000 sentences held out, and every phrase of them); started from sentence-transformers/all-MiniLM-L6-v2 (its fp16 copy), fine-tuned on one GPU"
+  --data-description "IMDB train (22,500 reviews; 2,500 held out) and SST-2 train (whole sentences held out, and every phrase of them: held_out); started from sentence-transformers/all-MiniLM-L6-v2 (its fp16 copy), fine-tuned on one GPU"
 shipped=$?
 stamp "ship exit $shipped"
 for name in a b c; do
