@@ -135,7 +135,9 @@ def shipped_like(fine_tuned, tmp_path):
     folder = tmp_path / "shipped"
     shutil.copytree(fine_tuned, folder)
     metrics = {
-        "command": "python -m training sentiment --init-from-bert tiny --epochs 1",
+        # as training.ship records it: the run's command (fine_tune's options)
+        "command": "python -m training sentiment --init-from-bert tiny --epochs 1 --out run --max-len 24 --head 8 "
+        "--val-size 8 --batch-size 8 --threads 1 --bert-sha256 '' --pooling mean",
         "train_seconds": 12.0,
         "training": {"epochs_run": 1},
         "source_weights": {"name": "tiny-bert", "license": "apache-2.0", "sha256": "ab" * 32},

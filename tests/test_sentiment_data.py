@@ -220,26 +220,90 @@ def test_sst2_holds_out_whole_sentences_and_every_part_of_them():
     assert held_out_split("sst2", phrases, default) == rows
 
 
-def test_continue_from_refuses_another_sst2_holdout(tmp_path):
+def _args(*words):
+    from training.cli import build_parser
+
+    return build_parser().parse_args(["sentiment", "--data-dir", "d", "--out", "o", *words])  # a later --out wins
+
+
+def _record(command: str, **more) -> dict:
+    return {"command": "python -m training sentiment --data-dir d --out o " + command, **more}
+
+
+def test_continue_from_refuses_another_sst2_holdout():
     """A model is only continued with the SST-2 hold-out it was trained with: its metrics.json's record, or for a
     model from before --sst2-holdout, 2,000 random rows (phrases); runs without SST-2 are not asked."""
-    from types import SimpleNamespace
-
     from training.data import DataError
-    from training.sentiment import check_sst2_holdout
+    from training.lineage import check_held_out
 
-    def args(holdout="sentences", size=None, sst2_dir="s"):
-        return SimpleNamespace(sst2_dir=sst2_dir, sst2_holdout=holdout, sst2_val_size=size)
-
-    old = {"command": "python -m training sentiment --data-dir d --sst2-dir s --seed 0"}
+    old = _record("--sst2-dir s --seed 0")
     with pytest.raises(DataError, match="--sst2-holdout phrases --sst2-val-size 2000"):
-        check_sst2_holdout(tmp_path, old, args())
-    check_sst2_holdout(tmp_path, old, args("phrases"))
-    check_sst2_holdout(tmp_path, old, args(sst2_dir=None))
+        check_held_out(old, _args("--sst2-dir", "s", "--sst2-holdout", "sentences"), "m")
+    check_held_out(old, _args("--sst2-dir", "s"), "m")
+    check_held_out(old, _args("--sst2-holdout", "sentences"), "m")  # this run reads no SST-2
     new = {**old, "held_out": {"sst2": {"holdout": "sentences", "size": 1000}}}
-    check_sst2_holdout(tmp_path, new, args())
-    with pytest.raises(DataError, match="sentences \\(1000\\)"):
-        check_sst2_holdout(tmp_path, new, args(size=500))
+    check_held_out(new, _args("--sst2-dir", "s", "--sst2-holdout", "sentences"), "m")
+    with pytest.raises(DataError, match="--sst2-holdout sentences --sst2-val-size 1000"):
+        check_held_out(new, _args("--sst2-dir", "s", "--sst2-holdout", "sentences", "--sst2-val-size", "500"), "m")
+
+
+@pytest.mark.parametrize(
+    "recorded, fix",
+    [
+        ("--seed=3", "--seed 3"),  # the = form
+        ("--sst2-dir s --sst2-val 500", "--sst2-holdout phrases --sst2-val-size 500"),  # an abbreviation
+        ("--val-siz 100", "--val-size 100"),
+    ],
+)
+def test_recorded_commands_are_read_as_they_ran(recorded, fix):
+    """The recorded command is parsed by the training parser, so every spelling argparse accepts is read."""
+    from training.data import DataError
+    from training.lineage import check_held_out
+
+    with pytest.raises(DataError, match=fix):
+        check_held_out(_record(recorded), _args("--sst2-dir", "s"), "m")
+
+
+def test_a_recorded_command_reads_without_its_out_and_a_foreign_one_is_not_read():
+    from training.lineage import recorded_args
+
+    assert recorded_args("python -m training sentiment --sst2-d s --seed 3").seed == 3
+    assert recorded_args("python -m training sentiment --sst2-d s --seed 3").sst2_dir == "s"
+    assert recorded_args("python train.py --seed 3") is None
+    assert recorded_args("python -m training sentiment --pooling nonsense") is None  # no longer parses
+    assert recorded_args(None) is None
+
+
+def test_the_whole_chain_of_runs_behind_a_model_is_checked():
+    """A run without SST-2 between two with it does not hide the first one's hold-out."""
+    from training.data import DataError
+    from training.lineage import check_held_out
+
+    first = _record("--sst2-dir s")  # phrases, 2,000
+    middle = _record("--continue-from m1", source_weights={"continued_from": first})
+    with pytest.raises(DataError, match="--sst2-holdout phrases"):
+        check_held_out(middle, _args("--sst2-dir", "s", "--sst2-holdout", "sentences"), "m2")
+    check_held_out(middle, _args("--sst2-dir", "s"), "m2")
+
+
+def test_a_runs_best_folder_and_resume_read_the_runs_start_record(tmp_path):
+    """best/ has no metrics.json: the start record of the run's metrics.jsonl says how it was made. --resume
+    with another --seed or hold-out is refused before anything is read."""
+    from training.data import DataError
+    from training.lineage import check_runs_behind, run_record
+
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    start = _record("--sst2-dir s --seed 1", held_out={"sst2": {"holdout": "phrases", "size": 2000}}, event="start")
+    (run / "metrics.jsonl").write_text(json.dumps(start) + "\n" + json.dumps({"event": "train"}) + "\n")
+    assert run_record(run / "best")["command"] == start["command"]
+    with pytest.raises(DataError, match="--seed 1"):
+        check_runs_behind(_args("--sst2-dir", "s", "--init-from", str(run / "best")))
+    check_runs_behind(_args("--sst2-dir", "s", "--seed", "1", "--init-from", str(run / "best")))
+    with pytest.raises(DataError, match="--resume"):
+        check_runs_behind(_args("--sst2-dir", "s", "--resume", "--out", str(run)))
+    check_runs_behind(_args("--sst2-dir", "s", "--seed", "1", "--resume", "--out", str(run)))
+    check_runs_behind(_args("--resume", "--out", str(tmp_path / "new")))  # nothing recorded yet: nothing to check
 
 
 def test_pretraining_skips_the_held_out_sentences_and_their_parts():

@@ -24,8 +24,9 @@ from transformer import TransformerClassifier
 from .batching import bucketed_batches
 from .device import model_device
 from .layer_options import encoder_config
+from .lineage import check_runs_behind, sst2_holdout
 from .objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
-from .sentiment import LABELS, held_out_split, sst2_holdout
+from .sentiment import LABELS, held_out_split
 
 __all__ = ["MASK", "N_SPECIAL", "MaskedLM", "PretrainTask", "chunks", "mask_tokens", "pretraining_texts"]
 
@@ -57,6 +58,7 @@ class PretrainTask:
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
+        check_runs_behind(args)  # --resume holds out what the run held out when it started
         self.objective = OBJECTIVES[args.objective].from_args(args)
         texts = pretraining_texts(splits, args)
         self.held_out = {"sst2": sst2_holdout(args)} if "sst2_train" in splits else {}  # recorded by the run

@@ -10,7 +10,6 @@ teacher's probabilities as soft targets (`python -m training.pseudolabel`: self-
 
 import json
 import random
-import re
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from .batching import bucketed_batches
 from .data import DataError
 from .device import model_device
 from .layer_options import encoder_config
+from .lineage import check_runs_behind, sst2_holdout
 
 LABELS = ["negative", "positive"]
 # A snapshot (--snapshots) is scored on this many validation texts of each data set: a fixed random sample (the
@@ -78,16 +78,6 @@ def sentence_split(phrases: list[str], val_size: int, seed: int) -> tuple[list[i
     return val, [i for i, p in enumerate(phrases) if " ".join(p.split()) not in spans]  # however often it is listed
 
 
-SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given
-
-
-def sst2_holdout(args) -> dict:
-    """What SST-2 holds out under these arguments: {"holdout": "sentences" | "phrases", "size": n}."""
-    holdout = getattr(args, "sst2_holdout", "phrases")
-    size = getattr(args, "sst2_val_size", None)
-    return {"holdout": holdout, "size": SST2_VAL_SIZE[holdout] if size is None else size}
-
-
 def held_out_split(name: str, texts: list[str], args) -> tuple[list[int], list[int]]:
     """(validation, train) row indices of data set `name` ("imdb" or "sst2"), as the command line asks."""
     if name == "imdb":
@@ -126,6 +116,7 @@ class SentimentTask:
 
     def __init__(self, args, splits: dict, log=print):
         self.args, self.log = args, log
+        check_runs_behind(args)  # --continue-from, --init-from and --resume hold out what the runs before held out
         self.sets = labelled_sets(splits, args)
         self.held_out = {"sst2": sst2_holdout(args)} if "sst2" in self.sets else {}  # recorded by the run
         pseudo = getattr(args, "pseudo_labels", None)
@@ -253,8 +244,8 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
     every run behind the model) it has used: the new run's order starts after them.
 
     The folder must cut long reviews as this run does (the same --head; --max-len may change within its positions,
-    to read more of a review than it was trained on) and come from the same --seed, so that the held-out rows stay
-    held out."""
+    to read more of a review than it was trained on); the rows every run behind it held out are checked by
+    training.lineage."""
     prep = json.loads((folder / "preprocessing.json").read_text())
     if prep.get("head") != args.head:
         raise DataError(f"{folder} reads --head {prep.get('head')}; this run was asked for --head {args.head}")
@@ -264,11 +255,6 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
         raise DataError(f"{folder} has {positions} positions: --max-len {args.max_len} is longer than it can read")
     metrics_path = folder / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
-    found = re.search(r"--seed[ =](\d+)", metrics.get("command") or "")
-    seed = int(found.group(1)) if found else 0
-    if seed != args.seed:
-        raise DataError(f"{folder} was trained with --seed {seed}: use it, or its held-out rows leak into training")
-    check_sst2_holdout(folder, metrics, args)
     source = metrics.get("source_weights") or {}
     # The data orders (seed + n) the model's runs used: those of the runs it went on from, and its own run's epochs,
     # at least one (a run stopped inside its first epoch used that epoch's order)
@@ -278,6 +264,7 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
         "folder": str(folder),
         "max_len": prep.get("max_len"),
         "command": metrics.get("command"),
+        **({"held_out": metrics["held_out"]} if metrics.get("held_out") else {}),  # read by training.lineage
         "train_seconds": metrics.get("train_seconds"),
         "sha256": {w.name: file_sha256(w) for w in sorted(folder.glob("*.safetensors"))},
         "data_orders": data_orders,
@@ -285,26 +272,6 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
         **({"continued_from": source["continued_from"]} if source.get("continued_from") else {}),
     }
     return {**source, "continued_from": before}, data_orders
-
-
-def check_sst2_holdout(folder: Path, metrics: dict, args) -> None:
-    """Refuse to go on from a model whose SST-2 rows were held out otherwise than this run holds them out (its
-    held-out rows would be trained on here). Its metrics.json records the hold-out ("held_out"); a model from
-    before that record held out --sst2-val-size random rows (default 2,000), as its command says."""
-    command = metrics.get("command") or ""
-    if "--sst2-dir" not in command or not getattr(args, "sst2_dir", None):
-        return
-    recorded = (metrics.get("held_out") or {}).get("sst2")
-    if recorded is None:
-        found = re.search(r"--sst2-val-size[ =](\d+)", command)
-        recorded = {"holdout": "phrases", "size": int(found.group(1)) if found else SST2_VAL_SIZE["phrases"]}
-    holdout, size = recorded["holdout"], recorded["size"]
-    ours = sst2_holdout(args)
-    if (holdout, size) != (ours["holdout"], ours["size"]):
-        raise DataError(
-            f"{folder} held out SST-2 {holdout} ({size}): go on with --sst2-holdout {holdout} --sst2-val-size {size}, "
-            "or its held-out rows leak into training"
-        )
 
 
 def from_pretrained_encoder(folder: str, cfg: ClassifierConfig) -> TransformerClassifier:

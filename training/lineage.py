@@ -1,0 +1,136 @@
+"""The rows held out by the runs behind a trained model, and refusing to train on from it with others.
+
+A run that goes on from a model (--continue-from), starts from a pre-trained encoder (--init-from) or resumes
+(--resume) must hold out what every run before it held out: else reviews and sentences it was validated (and
+calibrated) on are trained on. Which rows a run holds out follows from its --seed, its --val-size (IMDB) and its
+SST-2 hold-out (--sst2-holdout, --sst2-val-size; recorded as `held_out` since that option).
+
+Each run records its command (metrics.json of a shipped folder, the start record of metrics.jsonl beside a run's
+best/ folder), and a --continue-from run records each run behind it (source_weights.continued_from). Commands
+are read back with the training parser itself, so `--seed=3` and abbreviations such as `--sst2-val 500` read as
+they ran.
+"""
+
+import contextlib
+import io
+import json
+import shlex
+from pathlib import Path
+
+from .data import DataError
+from .loop import METRICS_LOG
+
+SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given
+
+
+def sst2_holdout(args) -> dict:
+    """What SST-2 holds out under these arguments: {"holdout": "sentences" | "phrases", "size": n}."""
+    holdout = getattr(args, "sst2_holdout", "phrases")
+    size = getattr(args, "sst2_val_size", None)
+    return {"holdout": holdout, "size": SST2_VAL_SIZE[holdout] if size is None else size}
+
+
+def held_out_rows(args) -> dict:
+    """What decides the rows a sentiment or pre-training run holds out: {"seed", "imdb_val_size", "sst2"}, sst2
+    None when the run reads no SST-2."""
+    return {
+        "seed": args.seed,
+        "imdb_val_size": getattr(args, "val_size", None),
+        "sst2": sst2_holdout(args) if getattr(args, "sst2_dir", None) else None,
+    }
+
+
+def recorded_args(command: str | None):
+    """The arguments of a recorded `python -m training TASK ...` command, parsed as it ran; None if it is not one
+    (or no longer parses)."""
+    from .cli import build_parser
+
+    words = shlex.split(command or "")
+    if words[:3] != ["python", "-m", "training"] or len(words) < 4:
+        return None
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):  # --out is required to run, not to read: the recorded one wins
+            args, _ = build_parser().parse_known_args([words[3], "--out", "", *words[4:]])
+    except SystemExit:
+        return None
+    return args
+
+
+def run_record(folder: Path) -> dict:
+    """What a model folder records of the run that made it: its metrics.json (a shipped folder), else the start
+    record of the run's metrics.jsonl beside it (a run's best/ folder); {} when neither is there."""
+    metrics = folder / "metrics.json"
+    if metrics.is_file():
+        return json.loads(metrics.read_text())
+    return start_record(folder.parent)
+
+
+def start_record(run: Path) -> dict:
+    """The start record of a run folder's metrics.jsonl; {} without one."""
+    log = run / METRICS_LOG
+    if not log.is_file():
+        return {}
+    records = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
+    return next((r for r in records if r.get("event") == "start"), {})
+
+
+def lineage(record: dict) -> list[dict]:
+    """The record and those of the runs behind it, newest first (each has "command" and, if recorded, "held_out")."""
+    out = [record]
+    behind = (record.get("source_weights") or {}).get("continued_from")
+    while behind:
+        out.append(behind)
+        behind = behind.get("continued_from")
+    return out
+
+
+def recorded_rows(record: dict) -> dict | None:
+    """held_out_rows of a recorded run, read from its command and its held_out record (a run from before that
+    record held out --sst2-val-size random rows); None where the command cannot be read."""
+    args = recorded_args(record.get("command"))
+    if args is None:
+        return None
+    rows = held_out_rows(args)
+    if rows["sst2"] is not None and (record.get("held_out") or {}).get("sst2"):
+        rows["sst2"] = record["held_out"]["sst2"]
+    return rows
+
+
+def _mismatch(theirs: dict, ours: dict) -> str | None:
+    """What differs between two held_out_rows (SST-2 only where both read it), as the options to use; None if
+    nothing does."""
+    if theirs["seed"] != ours["seed"]:
+        return f"--seed {theirs['seed']}"
+    differs = {
+        key for key in ("imdb_val_size", "sst2") if None not in (theirs[key], ours[key]) and theirs[key] != ours[key]
+    }
+    if "imdb_val_size" in differs:
+        return f"--val-size {theirs['imdb_val_size']}"
+    if "sst2" in differs:
+        held = theirs["sst2"]
+        return f"--sst2-holdout {held['holdout']} --sst2-val-size {held['size']}"
+    return None
+
+
+def check_held_out(record: dict, args, what: str) -> None:
+    """Refuse to train with `args` on from the run(s) of `record` (`what` names them in the message) if any of
+    them held out other rows."""
+    ours = held_out_rows(args)
+    for run in lineage(record):
+        theirs = recorded_rows(run)
+        if theirs is None:
+            continue
+        if fix := _mismatch(theirs, ours):
+            raise DataError(
+                f"{what} held out other rows ({run.get('command')}): go on with {fix}, or rows it held out for "
+                "validation are trained on"
+            )
+
+
+def check_runs_behind(args) -> None:
+    """The checks of --continue-from, --init-from and --resume, where given."""
+    for option in ("continue_from", "init_from"):
+        if folder := getattr(args, option, None):
+            check_held_out(run_record(Path(folder)), args, f"{folder} (--{option.replace('_', '-')})")
+    if getattr(args, "resume", False) and (record := start_record(Path(args.out))):
+        check_held_out(record, args, f"the run in {args.out} (--resume)")
