@@ -1,12 +1,14 @@
 """Seconds each slow view takes on the longest input the app accepts, on the bundled models (CPU).
 
-    python benchmarks/view_times.py [--runs 1]
+    python benchmarks/view_times.py [--runs 1] [--inputs longest|budget] [--views all|head-table]
 
 Sentiment: a review of MAX_REVIEW_CHARS characters (the model reads its first and last tokens, max_len in all):
 every explanation method, its faithfulness, the head table. Translation: a German input near MAX_GERMAN_CHARS:
 the translation, each explanation method, its faithfulness and the head table. Prints one line per view
 (the best of --runs), wall clock and CPU seconds. The default views (the ones a click computes without being
-asked) must stay under 3 s.
+asked) must stay under 3 s. `--inputs budget` times the inputs the budgets name instead (the ~300-word review and
+the 15-word German sentence of benchmarks/app_latency.py; the head table: < 5 s), after one untimed call;
+`--views head-table` times the head tables alone.
 """
 
 import argparse
@@ -22,7 +24,7 @@ import torch  # noqa: E402
 from pipelines.explanations import default_method  # noqa: E402
 from pipelines.sentiment import SentimentPipeline  # noqa: E402
 from pipelines.translation import TranslationPipeline  # noqa: E402
-from viz.examples import GERMAN, LONG_REVIEW  # noqa: E402
+from viz.examples import BENCH_GERMAN, BENCH_REVIEW, GERMAN, LONG_REVIEW  # noqa: E402
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS  # noqa: E402
 
 
@@ -60,15 +62,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the app serves with 1 per model)")
+    ap.add_argument("--inputs", choices=["longest", "budget"], default="longest", help="which inputs (see above)")
+    ap.add_argument("--views", choices=["all", "head-table"], default="all", help="every slow view, or the head tables")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     sent = SentimentPipeline.from_pretrained(str(ROOT / "assets" / "sentiment"))
     trans = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation"))
-    review = longest([LONG_REVIEW], MAX_REVIEW_CHARS)
-    german = longest(GERMAN, MAX_GERMAN_CHARS)
+    if args.inputs == "budget":
+        review, german = BENCH_REVIEW, BENCH_GERMAN
+        sent.head_table(review), trans.head_table(german)  # warm: the first call of each is slower
+    else:
+        review, german = longest([LONG_REVIEW], MAX_REVIEW_CHARS), longest(GERMAN, MAX_GERMAN_CHARS)
     print(f"review: {len(review):,} characters, {sent.tokens_read(review)} tokens read")
     defaults = {task: default_method(task)["method"] for task in ("sentiment", "translation")}
-    for method in sent.explanation_methods:
+    every_view = args.views == "all"
+    for method in sent.explanation_methods if every_view else ():
         seconds, expl = best(lambda m=method: sent.explain(review, m), args.runs)
         faith, _ = best(lambda e=expl: sent.faithfulness(e), args.runs)
         mark = " (default)" if method == defaults["sentiment"] else ""
@@ -80,7 +88,7 @@ def main() -> None:
         f"german: {len(german):,} characters, {len(result.source_tokens)} tokens; translation {seconds:.2f} "
         f"({len(result.target_ids)} steps)"
     )
-    for method in trans.explanation_methods:
+    for method in trans.explanation_methods if every_view else ():
         seconds, expl = best(lambda m=method: trans.explain(german, m, result=result), args.runs)
         faith, _ = best(lambda e=expl: trans.faithfulness(e), args.runs)
         mark = " (default)" if method == defaults["translation"] else ""

@@ -55,6 +55,7 @@ class ClassifierRun:
     logits: torch.Tensor  # (B, C)
     attentions: list[torch.Tensor]  # per layer (B, H, T, T), rows = queries; [] without need_weights
     token_weights: torch.Tensor | None  # (B, T) what the classifier reads of each token (sums to 1), or None
+    hidden: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (B, T, D) what it read, if asked
 
 
 @dataclass
@@ -138,10 +139,21 @@ class OurClassifier(ModelDevice, TokenizerMixin):
         """The special tokens as spans that cover no characters, at the start and the end of the text."""
         return wrap_spans(self.prefix, toks, self.suffix, len(text), self.tokenizer.id_to_token)
 
-    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
-        """ids (B, T) padded with pad_id -> ClassifierRun."""
-        out = self.model(ids, need_weights=need_weights, head_mask=None if head_mask is None else head_mask["self"])
-        return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights)
+    def forward(
+        self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False
+    ):
+        """ids (B, T) padded with pad_id -> ClassifierRun (with what each layer read, if need_hidden)."""
+        mask = None if head_mask is None else head_mask["self"]
+        out = self.model(ids, need_weights=need_weights, head_mask=mask, need_hidden=need_hidden)
+        return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights, list(out.hidden or []))
+
+    def logits_from_layer(
+        self, layer: int, hidden: torch.Tensor | None, ids: torch.Tensor, head_mask: KindMasks | None = None
+    ) -> torch.Tensor:
+        """Logits (B, C) of ids (B, T) when only the heads of layer `layer` and later ones change: the layers from
+        it on run again on hidden (B, T, D), what it read in a pass on ids (ClassifierRun.hidden[layer])."""
+        mask = None if head_mask is None else head_mask["self"]
+        return self.model.logits_from_layer(layer, hidden, ids, head_mask=mask)
 
     def attention_parts(self) -> dict[str, list[AttentionParts]]:
         """{"self": the projections of each layer's attention}."""

@@ -6,6 +6,7 @@ translator); layers and heads count from 0.
 """
 
 from collections.abc import Mapping
+from itertools import groupby
 
 import numpy as np
 import torch
@@ -59,12 +60,15 @@ def single_head_off(
     return {kind: m.to(device) for kind, m in out.items()}
 
 
-def _chunks(adapter, keys: list[HeadKey], tokens: int):
-    """The heads in batches as large as the memory budget allows for this model and input (pipelines.budget)."""
+def _chunks(adapter, keys: list[HeadKey], tokens: int, by_layer: bool = False):
+    """The heads in batches as large as the memory budget allows for this model and input (pipelines.budget);
+    by_layer: each batch holds heads of one (kind, layer) only."""
     size = ModelSize(sum(adapter.head_layers.values()), adapter.n_heads, tokens)
     rows = head_rows(size, tokens)
-    for start in range(0, len(keys), rows):
-        yield keys[start : start + rows]
+    groups = [list(g) for _, g in groupby(keys, key=lambda k: k[:2])] if by_layer else [keys]
+    for group in groups:
+        for start in range(0, len(group), rows):
+            yield group[start : start + rows]
 
 
 # --- the classifier ------------------------------------------------------------------------------------
@@ -73,16 +77,20 @@ def _chunks(adapter, keys: list[HeadKey], tokens: int):
 @torch.no_grad()
 def classifier_effects(pipe, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
     """(probability of `label` with every head on, {head: change of that probability with the head off}), on
-    the calibrated probability the pipeline returns (pipe.calibrated), so an effect is what the prediction shows."""
+    the calibrated probability the pipeline returns (pipe.calibrated), so an effect is what the prediction shows.
+    A head off changes nothing before its layer: the layers from it on run again on what it read with every
+    head on (adapter.logits_from_layer)."""
     adapter = pipe.adapter
     layers, H = adapter.head_layers, adapter.n_heads
     x = torch.tensor([ids], device=adapter.device)  # (1, T)
-    intact = float(pipe.calibrated(adapter.forward(x).logits, [len(ids)])[0, label])
+    run = adapter.forward(x, need_hidden=True)
+    intact = float(pipe.calibrated(run.logits, [len(ids)])[0, label])
     effects = {}
-    for keys in _chunks(adapter, head_keys(layers, H), len(ids)):
+    for keys in _chunks(adapter, head_keys(layers, H), len(ids), by_layer=True):
+        layer = keys[0][1]
         masks = single_head_off(keys, layers, H, adapter.device)
-        batch = x.expand(len(keys), -1)  # (N, T): the same input once per head
-        logits = adapter.forward(batch, head_mask=masks).logits  # (N, C)
+        hidden = run.hidden[layer].expand(len(keys), -1, -1) if run.hidden else None  # (N, T, D)
+        logits = adapter.logits_from_layer(layer, hidden, x.expand(len(keys), -1), masks)  # (N, C)
         probs = pipe.calibrated(logits, [len(ids)] * len(keys))[:, label]  # (N,)
         effects.update({k: p - intact for k, p in zip(keys, probs.tolist())})
     return intact, effects

@@ -228,14 +228,24 @@ class HFClassifier(ModelDevice, _HFTokenizing):
         """The special tokens as spans that cover no characters, at the start and the end of the text."""
         return wrap_spans(self.prefix, toks, self.suffix, len(text), self.tokenizer.convert_ids_to_tokens)
 
-    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None):
+    def forward(
+        self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False
+    ):
         """ids (B, T) padded with pad_id -> ClassifierRun; token_weights: the first token's ([CLS]) last-layer
-        attention, averaged over heads: what the classification head reads, when need_weights."""
+        attention, averaged over heads: what the classification head reads, when need_weights. No hidden states:
+        a transformers model is only run whole (logits_from_layer)."""
         with heads_off(self.projections, head_mask, self.n_heads):
             out = self.model(input_ids=ids, attention_mask=ids != self.pad_id, output_attentions=need_weights)
         attentions = list(out.attentions) if need_weights else []
         weights = attentions[-1][:, :, 0, :].mean(1) if attentions else None  # (B, T)
         return ClassifierRun(out.logits, attentions, weights)
+
+    def logits_from_layer(
+        self, layer: int, hidden: torch.Tensor | None, ids: torch.Tensor, head_mask: KindMasks | None = None
+    ) -> torch.Tensor:
+        """Logits (B, C) of ids (B, T) with head_mask: the whole model runs (where its layers start is not known
+        for every architecture), so `layer` and `hidden` are not needed."""
+        return self.forward(ids, head_mask=head_mask).logits
 
     def attention_parts(self) -> dict[str, list[AttentionParts]]:
         return attention_parts(self.model, "self")

@@ -200,3 +200,21 @@ def test_the_mask_is_not_stored_in_the_model():
     model(ids(), head_mask=torch.zeros(2, H))
     assert torch.equal(model(ids()).logits, intact)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_running_again_from_a_layer_equals_the_whole_pass(layer):
+    """Heads off in layer `layer` change nothing before it: the layers from it on, run on what it read in the intact
+    pass (need_hidden), give the logits of the whole masked pass, padding included."""
+    model = classifier()
+    batch = ids(B=2)
+    batch[1, -2:] = model.config.pad_id
+    intact = model(batch, need_hidden=True)
+    assert len(intact.hidden) == 2 and intact.hidden[0].shape == (2, 7, 16)
+    mask = torch.ones(2, 2, H)  # (L, B, H)
+    mask[layer, 0, 1] = 0.0
+    mask[layer, 1, 3] = 0.0
+    again = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask)
+    torch.testing.assert_close(again, model(batch, head_mask=mask).logits, rtol=0, atol=1e-6)
+    # and it is not the intact result: the masked heads were applied
+    assert not torch.allclose(again, intact.logits, atol=1e-4)

@@ -19,6 +19,7 @@ class ClassifierOutput:
     logits: torch.Tensor  # (B, num_labels)
     attentions: list[torch.Tensor] | None = None  # per layer (B, H, T, T), when need_weights
     pool_weights: torch.Tensor | None = None  # (B, T): how much each token contributes to the pooled vector
+    hidden: list[torch.Tensor] | None = None  # per layer (B, T, D) what it read, when need_hidden
 
 
 class TransformerClassifier(
@@ -41,7 +42,9 @@ class TransformerClassifier(
         self.pooler = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.Tanh()) if c.pooling == "cls" else None
         self.head = nn.Sequential(nn.Dropout(c.dropout), nn.Linear(c.d_model, c.num_labels))
 
-    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None) -> ClassifierOutput:
+    def forward(
+        self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None, need_hidden: bool = False
+    ) -> ClassifierOutput:
         """ids (B, T), right- or left-padded with pad_id -> ClassifierOutput.
         head_mask: (L, H) or (L, B, H) multipliers on each layer's heads (0 = off), this call only."""
         mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
@@ -49,11 +52,22 @@ class TransformerClassifier(
         if self.ngram_emb is not None:
             # The encoder scales by sqrt(D); divide so n-gram vectors enter at their own scale.
             tok = tok + self.ngram_emb(ids) / self.encoder.scale
-        enc = self.encoder(tok, mask, need_weights=need_weights, head_mask=head_mask)
+        enc = self.encoder(tok, mask, need_weights=need_weights, head_mask=head_mask, need_hidden=need_hidden)
+        return self._output(enc, mask)
+
+    def logits_from_layer(
+        self, layer: int, x: torch.Tensor, ids: torch.Tensor, head_mask: StackMask = None
+    ) -> torch.Tensor:
+        """x (B, T, D), what layer `layer` read in a pass on ids (B, T) (ClassifierOutput.hidden[layer]) -> logits
+        (B, num_labels) of the layers from `layer` on, run again (head_mask as in forward; earlier layers' unused)."""
+        mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
+        return self._output(self.encoder.layers_from(layer, x, mask, head_mask=head_mask), mask).logits
+
+    def _output(self, enc, mask: torch.Tensor) -> ClassifierOutput:
+        """The encoder's output pooled over the real tokens of mask (B, 1, 1, T) and classified."""
         x = enc.memory  # (B, T, D)
-        real = mask[:, 0, 0, :]  # (B, T)
-        pool_weights = self.pool_weights(x, real)  # (B, T)
-        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights)
+        pool_weights = self.pool_weights(x, mask[:, 0, 0, :])  # (B, T)
+        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights, enc.hidden)
 
     def classify(self, x: torch.Tensor, pool_weights: torch.Tensor) -> torch.Tensor:
         """The last layer's output (B, T, D) pooled by pool_weights (B, T) -> logits (B, num_labels)."""

@@ -15,6 +15,7 @@ class EncoderOutput:
     memory: torch.Tensor  # (B, Ts, D) the last layer's output
     src_mask: torch.Tensor | None  # (B, 1, 1, Ts), True = real token
     attentions: list[torch.Tensor] | None = None  # per layer (B, H, Ts, Ts), when need_weights
+    hidden: list[torch.Tensor] | None = None  # per layer (B, Ts, D) what it read, when need_hidden
 
 
 class Encoder(LayerStack):
@@ -29,12 +30,29 @@ class Encoder(LayerStack):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         head_mask: StackMask = None,
+        need_hidden: bool = False,
     ) -> EncoderOutput:
         """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput.
         head_mask: per layer (H,) or (B, H) multipliers on the heads' outputs, e.g. a (L, H) tensor."""
-        x = self.embed(tok)
-        attentions = []
-        for i, layer in enumerate(self.layers):
-            x, weights = layer(x, mask, need_weights, head_mask=layer_mask(head_mask, i))
+        return self.layers_from(0, self.embed(tok), mask, need_weights, head_mask, need_hidden)
+
+    def layers_from(
+        self,
+        start: int,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        head_mask: StackMask = None,
+        need_hidden: bool = False,
+    ) -> EncoderOutput:
+        """x (B, T, D), what layer `start` reads (an earlier pass's hidden[start]) -> EncoderOutput of the layers from
+        `start` on (their attentions and hidden states only). head_mask is indexed by layer, as in forward: a
+        change to the heads of layer `start` or later changes nothing before it, so those layers need not run again."""
+        attentions, hidden = [], []
+        for i in range(start, len(self.layers)):
+            hidden.append(x)
+            x, weights = self.layers[i](x, mask, need_weights, head_mask=layer_mask(head_mask, i))
             attentions.append(weights)
-        return EncoderOutput(self.final_norm(x), mask, attentions if need_weights else None)
+        return EncoderOutput(
+            self.final_norm(x), mask, attentions if need_weights else None, hidden if need_hidden else None
+        )
