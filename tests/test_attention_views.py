@@ -225,3 +225,22 @@ def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
     fig = views.token_focus(km, 0, f"src:{comma}", hide=True)
     assert not fig.data and "is hidden" in fig.layout.annotations[0].text
     assert views.token_focus(km, 0, f"src:{comma}", hide=False).data
+
+
+def test_maps_in_float16_are_numpys_rounding_bit_for_bit():
+    """AttentionMaps.astype converts through torch (numpy is slow on float16's subnormal range, where a third of a
+    long review's weights fall): every value, tiny, huge, signed zero, inf and NaN included, rounds as numpy's astype."""
+    from pipelines.attention_maps import AttentionMaps
+
+    rng = np.random.default_rng(0)
+    weights = rng.dirichlet(np.full(300, 0.05), size=(2, 3, 300)).astype(np.float32)  # (L, H, T, T), many tiny
+    edge = np.array([1e-8, 2.98e-8, 5.96e-8, 6.1e-5, 65504, 70000, np.inf, -0.0, np.nan, -3e-7], dtype=np.float32)
+    weights[0, 0, 0, : len(edge)] = edge
+    maps = AttentionMaps({"self": weights}, {"self": []}, {"self": []}, {"self": weights[:, :, 0]})
+    with np.errstate(over="ignore"):
+        expected = weights.astype(np.float16)
+    half = maps.astype(np.float16)
+    assert half.maps["self"].dtype == np.float16 and (expected < 6.1e-5).mean() > 0.3
+    np.testing.assert_array_equal(half.maps["self"].view(np.uint16), expected.view(np.uint16))
+    np.testing.assert_array_equal(half.carried["self"].view(np.uint16), expected[:, :, 0].view(np.uint16))
+    assert maps.astype(np.float32).maps["self"] is not weights  # a copy, as numpy's
