@@ -55,13 +55,12 @@ class AttentionMaps:
 
 
 def cast(a: np.ndarray, dtype) -> np.ndarray:
-    """a in dtype, bit for bit as numpy's astype, converted by torch: a third of a long review's weights are under
-    float16's smallest normal number, which numpy converts one by one (0.40 s for the 72 maps of a 353-token review
-    here, 0.05 s through torch)."""
-    if np.dtype(dtype) == a.dtype:
-        return a.copy()
-    target = torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
-    return torch.from_numpy(np.ascontiguousarray(a)).to(target).numpy()
+    """a in dtype, as numpy's astype gives it. float32 to float16 goes through torch, the same bits: a third of a
+    long review's weights are under float16's smallest normal number, which numpy converts one by one (0.40 s for
+    the 72 maps of the 309-word review here, 0.02 s through torch)."""
+    if a.dtype == np.float32 and np.dtype(dtype) == np.float16 and a.dtype.isnative:
+        return torch.from_numpy(np.ascontiguousarray(a)).to(torch.float16).numpy()
+    return a.astype(dtype)
 
 
 def _stack(per_layer) -> np.ndarray:

@@ -86,7 +86,8 @@ def classifier_effects(pipe, ids: list[int], label: int) -> tuple[float, dict[He
     run = adapter.forward(x, need_hidden=True)
     intact = float(pipe.calibrated(run.logits, [len(ids)])[0, label])
     effects = {}
-    for keys in _chunks(adapter, head_keys(layers, H), len(ids), by_layer=True):
+    # by layer where the adapter kept what each layer read (a transformers model runs whole: one batch serves all)
+    for keys in _chunks(adapter, head_keys(layers, H), len(ids), by_layer=bool(run.hidden)):
         layer = keys[0][1]
         masks = single_head_off(keys, layers, H, adapter.device)
         hidden = run.hidden[layer].expand(len(keys), -1, -1) if run.hidden else None  # (N, T, D)

@@ -228,8 +228,9 @@ def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
 
 
 def test_maps_in_float16_are_numpys_rounding_bit_for_bit():
-    """AttentionMaps.astype converts through torch (numpy is slow on float16's subnormal range, where a third of a
-    long review's weights fall): every value, tiny, huge, signed zero, inf and NaN included, rounds as numpy's astype."""
+    """AttentionMaps.astype converts float32 to float16 through torch (numpy is slow on float16's subnormal range,
+    where a third of a long review's weights fall): every value, tiny, huge, signed zero, inf and NaN included,
+    rounds as numpy's astype does."""
     from pipelines.attention_maps import AttentionMaps
 
     rng = np.random.default_rng(0)

@@ -210,9 +210,14 @@ def test_continued_runs_count_the_data_orders_of_every_run_behind_the_model(tmp_
 
     (tmp_path / "preprocessing.json").write_text(json.dumps({"max_len": 24, "head": 8}))
     source = {"name": "tiny-bert", **({"continued_from": {"data_orders": earlier}} if earlier else {})}
-    (tmp_path / "metrics.json").write_text(json.dumps({"training": training, "source_weights": source}))
+    held = {"sst2": {"holdout": "sentences", "size": 1000}}
+    command = "python -m training sentiment --out o"
+    metrics = {"command": command, "training": training, "source_weights": source, "held_out": held}
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
     provenance, n = continued_provenance(tmp_path, SimpleNamespace(max_len=24, head=8, seed=0))
     assert n == orders and provenance["continued_from"]["data_orders"] == orders
+    # what the next run checks of this one (training.lineage): its command and its hold-out
+    assert provenance["continued_from"]["command"] == command and provenance["continued_from"]["held_out"] == held
     # the runs behind the folder's model stay in the record, nested
     assert provenance["continued_from"].get("continued_from") == source.get("continued_from")
     assert provenance["name"] == "tiny-bert"

@@ -274,6 +274,25 @@ def test_a_recorded_command_reads_without_its_out_and_a_foreign_one_is_not_read(
     assert recorded_args(None) is None
 
 
+def test_a_command_that_cannot_be_read_is_refused_and_limit_counts_where_it_cuts_first():
+    """What a recorded command held out must be known: one this version cannot read is refused, not skipped.
+    --limit cuts the sentiment data before the held-out rows are drawn (other rows), pre-training's after."""
+    from training.data import DataError
+    from training.lineage import check_held_out
+
+    with pytest.raises(DataError, match="cannot read"):
+        check_held_out(_record("--pooling nonsense"), _args(), "m")
+    with pytest.raises(DataError, match="cannot read"):
+        check_held_out({"command": "python -m training sentiment --out 'o"}, _args(), "m")  # unbalanced quote
+    check_held_out({"calibration": {}}, _args(), "m")  # nothing recorded: nothing to check
+    with pytest.raises(DataError, match="--limit 100"):
+        check_held_out(_record("--limit 100"), _args(), "m")
+    with pytest.raises(DataError, match="no --limit"):
+        check_held_out(_record(""), _args("--limit", "100"), "m")
+    pretrained = {"command": "python -m training pretrain --data-dir d --out o --limit 100"}
+    check_held_out(pretrained, _args(), "m")  # pre-training drew its held-out rows from the whole data
+
+
 def test_the_whole_chain_of_runs_behind_a_model_is_checked():
     """A run without SST-2 between two with it does not hide the first one's hold-out."""
     from training.data import DataError
@@ -287,15 +306,19 @@ def test_the_whole_chain_of_runs_behind_a_model_is_checked():
 
 
 def test_a_runs_best_folder_and_resume_read_the_runs_start_record(tmp_path):
-    """best/ has no metrics.json: the start record of the run's metrics.jsonl says how it was made. --resume
-    with another --seed or hold-out is refused before anything is read."""
+    """best/ has no metrics.json with a command (training.calibrate may leave one with its calibration alone): the
+    last start record of the run's metrics.jsonl says how it was made (a folder used again holds an older one too).
+    --resume with another --seed or hold-out is refused before it trains."""
     from training.data import DataError
     from training.lineage import check_runs_behind, run_record
 
     run = tmp_path / "run"
     (run / "best").mkdir(parents=True)
     start = _record("--sst2-dir s --seed 1", held_out={"sst2": {"holdout": "phrases", "size": 2000}}, event="start")
-    (run / "metrics.jsonl").write_text(json.dumps(start) + "\n" + json.dumps({"event": "train"}) + "\n")
+    older = _record("--seed 7", event="start")  # an earlier run in the same folder
+    lines = [older, {"event": "train"}, start, {"event": "train"}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (run / "best" / "metrics.json").write_text(json.dumps({"calibration": {"temperature": 1.2}}))
     assert run_record(run / "best")["command"] == start["command"]
     with pytest.raises(DataError, match="--seed 1"):
         check_runs_behind(_args("--sst2-dir", "s", "--init-from", str(run / "best")))

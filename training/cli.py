@@ -190,7 +190,8 @@ def add_sentiment_parser(sub) -> None:
     d.add_argument(
         "--init-from",
         default=None,
-        help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used",
+        help="start from a pre-trained encoder folder (python -m training pretrain); its tokenizer and sizes are used, "
+        "and it must have held out the rows this run holds out (the same --seed, --val-size and SST-2 hold-out)",
     )
     d.add_argument(
         "--init-from-bert",
@@ -204,7 +205,8 @@ def add_sentiment_parser(sub) -> None:
         default=None,
         metavar="FOLDER",
         help="go on fine-tuning a trained sentiment model folder (assets/sentiment): every weight, pooling and head "
-        "included, and its tokenizer; the same --head and --seed, --max-len within its positions; the data order "
+        "included, and its tokenizer; the same --head, --seed, --val-size and SST-2 hold-out as every run behind it "
+        "(checked: training/lineage.py), --max-len within its positions; the data order "
         "starts where its epochs ended, and the public weights it started from stay named in metrics.json",
     )
     d.add_argument(

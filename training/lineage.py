@@ -31,12 +31,17 @@ def sst2_holdout(args) -> dict:
 
 
 def held_out_rows(args) -> dict:
-    """What decides the rows a sentiment or pre-training run holds out: {"seed", "imdb_val_size", "sst2"}, sst2
-    None when the run reads no SST-2."""
+    """What decides the rows a sentiment or pre-training run holds out: {"seed", "imdb_val_size", "sst2", "limit"},
+    sst2 None when the run reads no SST-2; limit (--limit) only where the task cuts the data before holding rows out
+    (sentiment; pre-training cuts after: applies_limit)."""
+    from .cli import task_class
+
+    cuts_first = getattr(args, "limit", None) and not getattr(task_class(args.task), "applies_limit", False)
     return {
         "seed": args.seed,
         "imdb_val_size": getattr(args, "val_size", None),
         "sst2": sst2_holdout(args) if getattr(args, "sst2_dir", None) else None,
+        "limit": args.limit if cuts_first else None,
     }
 
 
@@ -45,7 +50,10 @@ def recorded_args(command: str | None):
     (or no longer parses)."""
     from .cli import build_parser
 
-    words = shlex.split(command or "")
+    try:
+        words = shlex.split(command or "")
+    except ValueError:  # an unbalanced quote
+        return None
     if words[:3] != ["python", "-m", "training"] or len(words) < 4:
         return None
     try:
@@ -57,21 +65,22 @@ def recorded_args(command: str | None):
 
 
 def run_record(folder: Path) -> dict:
-    """What a model folder records of the run that made it: its metrics.json (a shipped folder), else the start
+    """What a model folder records of the run that made it: its metrics.json where that names the command (a
+    shipped folder; training.calibrate leaves one with its calibration alone in a run's best/), else the start
     record of the run's metrics.jsonl beside it (a run's best/ folder); {} when neither is there."""
     metrics = folder / "metrics.json"
-    if metrics.is_file():
-        return json.loads(metrics.read_text())
-    return start_record(folder.parent)
+    record = json.loads(metrics.read_text()) if metrics.is_file() else {}
+    return record if record.get("command") else start_record(folder.parent)
 
 
 def start_record(run: Path) -> dict:
-    """The start record of a run folder's metrics.jsonl; {} without one."""
+    """The start record of a run folder's metrics.jsonl: the last one (a folder used again by a new run, not
+    --resume, gets a second); {} without one."""
     log = run / METRICS_LOG
     if not log.is_file():
         return {}
-    records = (json.loads(line) for line in log.read_text().splitlines() if line.strip())
-    return next((r for r in records if r.get("event") == "start"), {})
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return next((r for r in reversed(records) if r.get("event") == "start"), {})
 
 
 def lineage(record: dict) -> list[dict]:
@@ -84,12 +93,18 @@ def lineage(record: dict) -> list[dict]:
     return out
 
 
-def recorded_rows(record: dict) -> dict | None:
+def recorded_rows(record: dict, what: str) -> dict | None:
     """held_out_rows of a recorded run, read from its command and its held_out record (a run from before that
-    record held out --sst2-val-size random rows); None where the command cannot be read."""
-    args = recorded_args(record.get("command"))
-    if args is None:
+    record held out --sst2-val-size random rows); None where nothing is recorded. A command that cannot be read is
+    refused: what it held out is not known."""
+    if not record.get("command"):
         return None
+    args = recorded_args(record["command"])
+    if args is None:
+        raise DataError(
+            f"{what}: cannot read which rows the run held out from its command ({record['command']}); check its "
+            "--seed, --val-size and SST-2 hold-out by hand, and give its metrics.json a command this version reads"
+        )
     rows = held_out_rows(args)
     if rows["sst2"] is not None and (record.get("held_out") or {}).get("sst2"):
         rows["sst2"] = record["held_out"]["sst2"]
@@ -106,6 +121,8 @@ def _mismatch(theirs: dict, ours: dict) -> str | None:
     }
     if "imdb_val_size" in differs:
         return f"--val-size {theirs['imdb_val_size']}"
+    if theirs["limit"] != ours["limit"]:  # a sentiment run cut to --limit rows held out others
+        return f"--limit {theirs['limit']}" if theirs["limit"] else "no --limit"
     if "sst2" in differs:
         held = theirs["sst2"]
         return f"--sst2-holdout {held['holdout']} --sst2-val-size {held['size']}"
@@ -117,7 +134,7 @@ def check_held_out(record: dict, args, what: str) -> None:
     them held out other rows."""
     ours = held_out_rows(args)
     for run in lineage(record):
-        theirs = recorded_rows(run)
+        theirs = recorded_rows(run, what)
         if theirs is None:
             continue
         if fix := _mismatch(theirs, ours):

@@ -28,7 +28,7 @@ from .batching import bucketed_batches
 from .data import DataError
 from .device import model_device
 from .layer_options import encoder_config
-from .lineage import check_runs_behind, sst2_holdout
+from .lineage import check_runs_behind, run_record, sst2_holdout
 
 LABELS = ["negative", "positive"]
 # A snapshot (--snapshots) is scored on this many validation texts of each data set: a fixed random sample (the
@@ -253,8 +253,7 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
     positions = json.loads(config.read_text()).get("max_len") if config.exists() else None
     if positions is not None and args.max_len > positions:
         raise DataError(f"{folder} has {positions} positions: --max-len {args.max_len} is longer than it can read")
-    metrics_path = folder / "metrics.json"
-    metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    metrics = run_record(folder)  # metrics.json of a shipped folder, the start record of a run's best/
     source = metrics.get("source_weights") or {}
     # The data orders (seed + n) the model's runs used: those of the runs it went on from, and its own run's epochs,
     # at least one (a run stopped inside its first epoch used that epoch's order)

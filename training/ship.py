@@ -41,6 +41,7 @@ from transformer.hub import (
 from transformer.quantize import quantize_int8
 
 from .checkpoint import atomic_folder
+from .lineage import start_record
 from .loop import BEST, METRICS_LOG, SUMMARY
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
@@ -182,7 +183,7 @@ def score_bundle(task: str, folder: Path, test_data: str) -> dict:
 def run_metrics(a, test: dict) -> dict:
     """metrics.json: how the run was made (metrics.jsonl, summary.json) and the test scores."""
     records = [json.loads(line) for line in (a.run / METRICS_LOG).read_text().splitlines()]
-    start = next(r for r in records if r["event"] == "start")
+    start = start_record(a.run)  # the last start: a run folder used again by a new run holds two
     validations = [r for r in records if r["event"] == "validation"]
     summary = json.loads((a.run / SUMMARY).read_text()) if (a.run / SUMMARY).is_file() else {}
     return {
