@@ -18,7 +18,7 @@ import shlex
 from pathlib import Path
 
 from .data import DataError
-from .loop import METRICS_LOG
+from .loop import start_record
 
 SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given
 
@@ -71,16 +71,6 @@ def run_record(folder: Path) -> dict:
     metrics = folder / "metrics.json"
     record = json.loads(metrics.read_text()) if metrics.is_file() else {}
     return record if record.get("command") else start_record(folder.parent)
-
-
-def start_record(run: Path) -> dict:
-    """The start record of a run folder's metrics.jsonl: the last one (a folder used again by a new run, not
-    --resume, gets a second); {} without one."""
-    log = run / METRICS_LOG
-    if not log.is_file():
-        return {}
-    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return next((r for r in reversed(records) if r.get("event") == "start"), {})
 
 
 def lineage(record: dict) -> list[dict]:

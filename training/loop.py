@@ -395,6 +395,16 @@ def remember_weights(run: Run) -> None:
     run.state.recent = recent[-run.cfg.average_last :]
 
 
+def start_record(run: Path) -> dict:
+    """The start record of a run folder's metrics.jsonl: the last one (a folder used again by a new run, not
+    --resume, gets a second); {} without one."""
+    log = run / METRICS_LOG
+    if not log.is_file():
+        return {}
+    records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return next((r for r in reversed(records) if r.get("event") == "start"), {})
+
+
 def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, started: float | None = None) -> dict:
     """Train `model` on `task`; returns the final summary (also in cfg.out/summary.json).
 

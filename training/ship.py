@@ -41,8 +41,7 @@ from transformer.hub import (
 from transformer.quantize import quantize_int8
 
 from .checkpoint import atomic_folder
-from .lineage import start_record
-from .loop import BEST, METRICS_LOG, SUMMARY
+from .loop import BEST, METRICS_LOG, SUMMARY, start_record
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
 MAX_SNAPSHOTS_MB = 40.0  # all the bundled snapshots together (MiB)
