@@ -305,6 +305,23 @@ def test_the_whole_chain_of_runs_behind_a_model_is_checked():
     check_held_out(middle, _args("--sst2-dir", "s"), "m2")
 
 
+def test_the_pretraining_run_behind_an_encoder_is_checked_through_a_run_without_sst2(tmp_path):
+    """pre-training read SST-2 less its held-out rows; a sentiment run started from that encoder without SST-2, then
+    continued with another SST-2 hold-out, would train on sentences the encoder read: refused."""
+    from training.data import DataError
+    from training.lineage import check_held_out
+
+    pre = tmp_path / "pre"
+    (pre / "best").mkdir(parents=True)
+    start = {"event": "start", "command": "python -m training pretrain --data-dir d --out pre --sst2-dir s"}
+    (pre / "metrics.jsonl").write_text(json.dumps(start) + "\n")
+    middle = _record(f"--init-from {pre / 'best'}")  # no SST-2 here
+    with pytest.raises(DataError, match="--sst2-holdout phrases --sst2-val-size 2000"):
+        check_held_out(middle, _args("--sst2-dir", "s", "--sst2-holdout", "sentences"), "m")
+    check_held_out(middle, _args("--sst2-dir", "s"), "m")
+    check_held_out(_record("--init-from gone/best"), _args("--sst2-dir", "s", "--sst2-holdout", "sentences"), "m")
+
+
 def test_a_runs_best_folder_and_resume_read_the_runs_start_record(tmp_path):
     """best/ has no metrics.json with a command (training.calibrate may leave one with its calibration alone): the
     last start record of the run's metrics.jsonl says how it was made (a folder used again holds an older one too).

@@ -74,12 +74,19 @@ def run_record(folder: Path) -> dict:
 
 
 def lineage(record: dict) -> list[dict]:
-    """The record and those of the runs behind it, newest first (each has "command" and, if recorded, "held_out")."""
-    out = [record]
-    behind = (record.get("source_weights") or {}).get("continued_from")
-    while behind:
-        out.append(behind)
-        behind = behind.get("continued_from")
+    """The record and those of the runs behind it, newest first: the runs it went on from
+    (source_weights.continued_from, each with its "command" and "held_out") and, where a recorded --init-from
+    folder is still there, the pre-training run behind that encoder (it read the same data, less its held-out rows)."""
+    out, todo, seen = [], [record], set()
+    while todo:
+        run = todo.pop(0)
+        out.append(run)
+        if behind := (run.get("source_weights") or {}).get("continued_from"):
+            todo.append(behind)
+        encoder = getattr(recorded_args(run.get("command")), "init_from", None)
+        if encoder and Path(encoder).is_dir() and Path(encoder).resolve() not in seen:
+            seen.add(Path(encoder).resolve())
+            todo.append(run_record(Path(encoder)))
     return out
 
 
