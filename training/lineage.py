@@ -108,21 +108,25 @@ def recorded_rows(record: dict, what: str) -> dict | None:
     return rows
 
 
+# Each entry of held_out_rows, in the order they are reported, with the options that hold out as that run did.
+# None under "imdb_val_size" or "sst2": that run did not read the data set, so it held none of it out.
+FIXES = {
+    "seed": lambda v: f"--seed {v}",
+    "imdb_val_size": lambda v: f"--val-size {v}",
+    "limit": lambda v: f"--limit {v}" if v else "no --limit",  # a sentiment run cut to --limit rows held out others
+    "sst2": lambda v: f"--sst2-holdout {v['holdout']} --sst2-val-size {v['size']}",
+}
+READ_OR_NOT = {"imdb_val_size", "sst2"}
+
+
 def _mismatch(theirs: dict, ours: dict) -> str | None:
-    """What differs between two held_out_rows (SST-2 only where both read it), as the options to use; None if
-    nothing does."""
-    if theirs["seed"] != ours["seed"]:
-        return f"--seed {theirs['seed']}"
-    differs = {
-        key for key in ("imdb_val_size", "sst2") if None not in (theirs[key], ours[key]) and theirs[key] != ours[key]
-    }
-    if "imdb_val_size" in differs:
-        return f"--val-size {theirs['imdb_val_size']}"
-    if theirs["limit"] != ours["limit"]:  # a sentiment run cut to --limit rows held out others
-        return f"--limit {theirs['limit']}" if theirs["limit"] else "no --limit"
-    if "sst2" in differs:
-        held = theirs["sst2"]
-        return f"--sst2-holdout {held['holdout']} --sst2-val-size {held['size']}"
+    """The options that hold out what `theirs` held out, for the first entry that differs from `ours`; None if
+    none does."""
+    for key, fix in FIXES.items():
+        if key in READ_OR_NOT and None in (theirs[key], ours[key]):
+            continue
+        if theirs[key] != ours[key]:
+            return fix(theirs[key])
     return None
 
 
