@@ -8,7 +8,8 @@ the translation, each explanation method, its faithfulness and the head table. P
 (the best of --runs), wall clock and CPU seconds. The default views (the ones a click computes without being
 asked) must stay under 3 s. `--inputs budget` times the inputs the budgets name instead (the ~300-word review and
 the 15-word German sentence of benchmarks/app_latency.py; the head table: < 5 s), after one untimed call;
-`--views head-table` times the head tables alone.
+`--views head-table` times the head tables alone. The head-effect passes run on the cores torch's threads leave
+idle (pipelines.passes): with --threads 1 on 2 cores, two at once (--passes 1: one).
 """
 
 import argparse
@@ -21,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
+from pipelines import passes  # noqa: E402
 from pipelines.explanations import default_method  # noqa: E402
 from pipelines.sentiment import SentimentPipeline  # noqa: E402
 from pipelines.translation import TranslationPipeline  # noqa: E402
@@ -64,8 +66,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (the app serves with 1 per model)")
     ap.add_argument("--inputs", choices=["longest", "budget"], default="longest", help="which inputs (see above)")
     ap.add_argument("--views", choices=["all", "head-table"], default="all", help="every slow view, or the head tables")
+    ap.add_argument("--passes", type=int, default=passes.MAX_AT_ONCE, help="head-effect passes at once, at most")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    passes.MAX_AT_ONCE = args.passes
     sent = SentimentPipeline.from_pretrained(str(ROOT / "assets" / "sentiment"))
     trans = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation"))
     if args.inputs == "budget":
@@ -82,7 +86,7 @@ def main() -> None:
         mark = " (default)" if method == defaults["sentiment"] else ""
         print(f"sentiment {method}{mark}: explain {seconds:.2f}, faithfulness {faith:.2f}")
     seconds, _ = best(lambda: sent.head_table(review), args.runs)
-    print(f"sentiment head table: {seconds:.2f}")
+    print(f"sentiment head table: {seconds:.2f}, {passes.at_once(sent.adapter.device)} passes at once")
     seconds, result = best(lambda: trans(german), args.runs)
     print(
         f"german: {len(german):,} characters, {len(result.source_tokens)} tokens; translation {seconds:.2f} "

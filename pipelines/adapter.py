@@ -56,6 +56,7 @@ class ClassifierRun:
     attentions: list[torch.Tensor]  # per layer (B, H, T, T), rows = queries; [] without need_weights
     token_weights: torch.Tensor | None  # (B, T) what the classifier reads of each token (sums to 1), or None
     hidden: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (B, T, D) what it read, if asked
+    heads: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (B, T, D) its heads' outputs, too
 
 
 @dataclass
@@ -145,15 +146,22 @@ class OurClassifier(ModelDevice, TokenizerMixin):
         """ids (B, T) padded with pad_id -> ClassifierRun (with what each layer read, if need_hidden)."""
         mask = None if head_mask is None else head_mask["self"]
         out = self.model(ids, need_weights=need_weights, head_mask=mask, need_hidden=need_hidden)
-        return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights, list(out.hidden or []))
+        hidden, heads = list(out.hidden or []), list(out.heads or [])
+        return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights, hidden, heads)
 
     def logits_from_layer(
-        self, layer: int, hidden: torch.Tensor | None, ids: torch.Tensor, head_mask: KindMasks | None = None
+        self,
+        layer: int,
+        hidden: torch.Tensor | None,
+        ids: torch.Tensor,
+        head_mask: KindMasks | None = None,
+        heads: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits (B, C) of ids (B, T) when only the heads of layer `layer` and later ones change: the layers from
-        it on run again on hidden (B, T, D), what it read in a pass on ids (ClassifierRun.hidden[layer])."""
+        it on run again on hidden (B, T, D), what it read in a pass on ids (ClassifierRun.hidden[layer]); with heads
+        (B, T, D), its heads' outputs in that pass (ClassifierRun.heads[layer]), that layer does not attend again."""
         mask = None if head_mask is None else head_mask["self"]
-        return self.model.logits_from_layer(layer, hidden, ids, head_mask=mask)
+        return self.model.logits_from_layer(layer, hidden, ids, head_mask=mask, heads=heads)
 
     def attention_parts(self) -> dict[str, list[AttentionParts]]:
         """{"self": the projections of each layer's attention}."""

@@ -17,7 +17,7 @@ class Budget:
     total_mb: int = MEMORY_BUDGET_MB
     sessions: float = 0.5  # every session's kept results, for redraws (hosting: gradio's state capacity)
     batch: float = 0.125  # one batch of long reviews run with their maps (serving)
-    heads: float = 0.125  # one batched pass measuring each head's effect (heads)
+    heads: float = 0.125  # the batched passes measuring each head's effect, all running at once (heads)
     exports: float = 0.25  # downloads written and waiting to be fetched (on disk: downloads)
 
     def bytes(self, share: float) -> int:
@@ -47,6 +47,12 @@ class ModelSize:
         t = self.tokens if tokens is None else tokens
         return self.layers * self.heads * t * t * itemsize
 
+    def pass_bytes(self, tokens: int | None = None) -> int:
+        """Bytes one row of a pass that keeps no maps holds at most in attention: one layer's float32 scores and
+        weights, (2, H, T, T), at a time (layers run one after another and free theirs)."""
+        t = self.tokens if tokens is None else tokens
+        return 2 * self.heads * t * t * 4
+
 
 def session_bytes(sizes: list[ModelSize]) -> int:
     """What one session keeps at most: a result of each tab's model, its maps in float16, and as much again beside
@@ -65,10 +71,10 @@ def review_batch(size: ModelSize, budget: Budget = BUDGET) -> int:
     return max(1, budget.bytes(budget.batch) // (2 * size.maps_bytes(4)))
 
 
-def head_rows(size: ModelSize, tokens: int, budget: Budget = BUDGET) -> int:
-    """Rows of one batched head-effect pass on an input of `tokens` (row n: the input with head n off): each row's
-    forward pass holds at most its float32 maps."""
-    return max(1, budget.bytes(budget.heads) // size.maps_bytes(4, tokens))
+def head_rows(size: ModelSize, tokens: int, budget: Budget = BUDGET, at_once: int = 1) -> int:
+    """Rows of one batched head-effect pass on an input of `tokens` (row n: the input with head n off), with
+    `at_once` such passes running together (pipelines.passes): no head-effect pass keeps its maps (pass_bytes)."""
+    return max(1, budget.bytes(budget.heads) // at_once // size.pass_bytes(tokens))
 
 
 def export_bytes(sizes: list[ModelSize], budget: Budget = BUDGET) -> int:

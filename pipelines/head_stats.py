@@ -18,7 +18,7 @@ def punctuation_keys(tokens: list[str]) -> np.ndarray:
 
 def entropy(attn: np.ndarray) -> np.ndarray:
     """(H, Tq, Tk) -> (H,) mean entropy of the query rows, in nats (0 = all weight on one key)."""
-    a = attn.astype(np.float64)
+    a = np.asarray(attn, dtype=np.float64)  # no copy when it is float64 already
     return -(a * np.log(np.clip(a, 1e-12, None))).sum(-1).mean(-1)
 
 
@@ -33,7 +33,7 @@ def mean_distance(attn: np.ndarray, same_sequence: bool) -> np.ndarray:
     if not same_sequence:
         q = q * ((Tk - 1) / (Tq - 1) if Tq > 1 else 0.0)
     dist = np.abs(np.arange(Tk, dtype=np.float64)[None, :] - q)  # (Tq, Tk)
-    return (attn.astype(np.float64) * dist).sum(-1).mean(-1)
+    return (np.asarray(attn, dtype=np.float64) * dist).sum(-1).mean(-1)
 
 
 def diagonal_share(attn: np.ndarray, offset: int) -> np.ndarray | None:
@@ -54,7 +54,7 @@ def head_statistics(
     end_key: the key index of the end (or boundary) token, None if there is none; punct: (Tk,) bool.
     previous / itself exist for self-attention only.
     """
-    a = attn.astype(np.float64)
+    a = np.asarray(attn, dtype=np.float64)
     return {
         "entropy": entropy(a),
         "distance": mean_distance(a, same_sequence),

@@ -5,6 +5,7 @@ Kinds as pipelines.kinds names them ("self" for the classifier; "encoder", "deco
 translator); layers and heads count from 0.
 """
 
+import dataclasses
 from collections.abc import Mapping
 from itertools import groupby
 
@@ -12,8 +13,10 @@ import numpy as np
 import torch
 
 from .budget import ModelSize, head_rows
+from .common import require_finite
 from .head_stats import agreement as rank_agreement
 from .head_stats import punctuation_keys, stats_rows
+from .passes import at_once, run_passes
 
 HeadKey = tuple[str, int, int]
 
@@ -60,53 +63,71 @@ def single_head_off(
     return {kind: m.to(device) for kind, m in out.items()}
 
 
-def _chunks(adapter, keys: list[HeadKey], tokens: int, by_layer: bool = False):
-    """The heads in batches as large as the memory budget allows for this model and input (pipelines.budget);
-    by_layer: each batch holds heads of one (kind, layer) only."""
+def _chunks(adapter, keys: list[HeadKey], tokens: int, by_layer: bool = False, passes: int = 1) -> list[list[HeadKey]]:
+    """The heads in batches as large as the memory budget allows for this model and input with `passes` batches
+    running at once (pipelines.budget), as even as that allows; by_layer: a batch holds heads of one (kind, layer)."""
     size = ModelSize(sum(adapter.head_layers.values()), adapter.n_heads, tokens)
-    rows = head_rows(size, tokens)
+    rows = head_rows(size, tokens, at_once=passes)
     groups = [list(g) for _, g in groupby(keys, key=lambda k: k[:2])] if by_layer else [keys]
+    out = []
     for group in groups:
-        for start in range(0, len(group), rows):
-            yield group[start : start + rows]
+        n = -(-len(group) // rows)  # batches this group needs
+        bounds = [len(group) * i // n for i in range(n + 1)]
+        out += [group[a:b] for a, b in zip(bounds, bounds[1:])]
+    return out
 
 
 # --- the classifier ------------------------------------------------------------------------------------
 
 
 @torch.no_grad()
-def classifier_effects(pipe, ids: list[int], label: int) -> tuple[float, dict[HeadKey, float]]:
+def classifier_effects(pipe, ids: list[int], label: int, run=None) -> tuple[float, dict[HeadKey, float]]:
     """(probability of `label` with every head on, {head: change of that probability with the head off}), on
     the calibrated probability the pipeline returns (pipe.calibrated), so an effect is what the prediction shows.
-    A head off changes nothing before its layer: the layers from it on run again on what it read with every
-    head on (adapter.logits_from_layer)."""
+    run: the adapter's pass on ids with need_hidden (None: run it here).
+    A head off changes nothing before its layer, nor what the heads of its layer compute: only how that layer mixes
+    them. So the layers from it on run again on what it read with every head on, and its own heads are not run
+    again (adapter.logits_from_layer)."""
     adapter = pipe.adapter
     layers, H = adapter.head_layers, adapter.n_heads
     x = torch.tensor([ids], device=adapter.device)  # (1, T)
-    run = adapter.forward(x, need_hidden=True)
+    run = run or adapter.forward(x, need_hidden=True)
     intact = float(pipe.calibrated(run.logits, [len(ids)])[0, label])
-    effects = {}
-    # by layer where the adapter kept what each layer read (a transformers model runs whole: one batch serves all)
-    for keys in _chunks(adapter, head_keys(layers, H), len(ids), by_layer=bool(run.hidden)):
+    passes = at_once(adapter.device)
+
+    def probs(keys: list[HeadKey]) -> list[float]:
         layer = keys[0][1]
         masks = single_head_off(keys, layers, H, adapter.device)
-        hidden = run.hidden[layer].expand(len(keys), -1, -1) if run.hidden else None  # (N, T, D)
-        logits = adapter.logits_from_layer(layer, hidden, x.expand(len(keys), -1), masks)  # (N, C)
-        probs = pipe.calibrated(logits, [len(ids)] * len(keys))[:, label]  # (N,)
-        effects.update({k: p - intact for k, p in zip(keys, probs.tolist())})
+        rows = lambda kept: kept[layer].expand(len(keys), -1, -1) if kept else None  # noqa: E731  (N, T, D)
+        logits = adapter.logits_from_layer(layer, rows(run.hidden), x.expand(len(keys), -1), masks, rows(run.heads))
+        return pipe.calibrated(logits, [len(ids)] * len(keys))[:, label].tolist()  # (N,)
+
+    # by layer where the adapter kept what each layer read (a transformers model runs whole: one batch serves all)
+    chunks = _chunks(adapter, head_keys(layers, H), len(ids), by_layer=bool(run.hidden), passes=passes)
+    measured = run_passes(probs, chunks, passes)
+    effects = {k: p - intact for keys, values in zip(chunks, measured) for k, p in zip(keys, values)}
     return intact, effects
 
 
 def sentiment_head_table(pipe, text: str) -> list[dict]:
     """The head table of the classifier on one text: statistics of each head's attention and its effect
-    (change of the predicted label's calibrated probability when that head alone is off)."""
-    result = pipe(text)
-    ids = [t.id for t in result.tokens]
-    tokens = [t.text for t in result.tokens]
-    maps = [a.float().numpy() for a in result.attentions]
+    (change of the predicted label's calibrated probability when that head alone is off). One pass gives the maps,
+    the label and what each layer read (the pipeline's own call would make a second one)."""
+    ids, spans, _ = pipe.encode(text)
+    if not ids:
+        raise ValueError("the text has no tokens")
+    x = torch.tensor([ids], device=pipe.adapter.device)  # (1, T)
+    with torch.no_grad():
+        run = pipe.adapter.forward(x, need_weights=True, need_hidden=True)
+    probs = pipe.calibrated(run.logits, [len(ids)])[0]  # (C,)
+    require_finite("sentiment", {"probabilities": probs, "attentions": run.attentions})
+    tokens = [t.text for t in spans]
+    maps = [a[0].float().cpu().numpy() for a in run.attentions]  # (H, T, T) each
     # The classifier reads no special tokens: its 'end' is the last token of the text.
     rows = stats_rows("self", maps, end_key=len(tokens) - 1, punct=punctuation_keys(tokens))
-    _, effects = classifier_effects(pipe, ids, pipe.labels.index(result.label))
+    del maps
+    run = dataclasses.replace(run, attentions=[])  # the maps are not needed any more: their memory goes back
+    _, effects = classifier_effects(pipe, ids, int(probs.argmax()), run)
     for row in rows:
         row["effect"] = effects[(row["kind"], row["layer"], row["head"])]
     return rows
@@ -133,11 +154,15 @@ def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tupl
     """(log-probability of the produced translation with every head on, {head: its change with the head off})."""
     layers, H = adapter.head_layers, adapter.n_heads
     intact = float(teacher_forced_log_prob(adapter, src_ids, produced, None)[0])
-    effects = {}
-    for keys in _chunks(adapter, head_keys(layers, H), max(len(src_ids), len(produced))):
+    passes = at_once(adapter.device)
+
+    def log_probs(keys: list[HeadKey]) -> list[float]:
         masks = single_head_off(keys, layers, H, adapter.device)
-        logp = teacher_forced_log_prob(adapter, src_ids, produced, masks, rows=len(keys))
-        effects.update({k: v - intact for k, v in zip(keys, logp.tolist())})
+        return teacher_forced_log_prob(adapter, src_ids, produced, masks, rows=len(keys)).tolist()
+
+    chunks = _chunks(adapter, head_keys(layers, H), max(len(src_ids), len(produced)), passes=passes)
+    measured = run_passes(log_probs, chunks, passes)
+    effects = {k: v - intact for keys, values in zip(chunks, measured) for k, v in zip(keys, values)}
     return intact, effects
 
 

@@ -241,10 +241,15 @@ class HFClassifier(ModelDevice, _HFTokenizing):
         return ClassifierRun(out.logits, attentions, weights)
 
     def logits_from_layer(
-        self, layer: int, hidden: torch.Tensor | None, ids: torch.Tensor, head_mask: KindMasks | None = None
+        self,
+        layer: int,
+        hidden: torch.Tensor | None,
+        ids: torch.Tensor,
+        head_mask: KindMasks | None = None,
+        heads: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits (B, C) of ids (B, T) with head_mask: the whole model runs (where its layers start is not known
-        for every architecture), so `layer` and `hidden` are not needed."""
+        for every architecture), so `layer`, `hidden` and `heads` are not needed."""
         return self.forward(ids, head_mask=head_mask).logits
 
     def attention_parts(self) -> dict[str, list[AttentionParts]]:

@@ -35,7 +35,12 @@ def test_batches_and_head_rows_shrink_with_the_model_and_the_input():
     assert review_batch(LARGE) < review_batch(SMALL) and review_batch(ModelSize(48, 64, 4096)) == 1
     assert review_batch(SMALL) * 2 * SMALL.maps_bytes(4) <= BUDGET.bytes(BUDGET.batch)
     assert head_rows(LARGE, 512) < head_rows(SMALL, 512) < head_rows(SMALL, 64)
-    assert head_rows(LARGE, 512) * LARGE.maps_bytes(4, 512) <= BUDGET.bytes(BUDGET.heads)
+    # a head-effect pass keeps no maps: a row holds one layer's float32 scores and weights at a time
+    assert LARGE.pass_bytes(512) == 2 * 12 * 512 * 512 * 4
+    assert head_rows(LARGE, 512) * LARGE.pass_bytes(512) <= BUDGET.bytes(BUDGET.heads)
+    # passes running at once share the budget
+    assert 2 * head_rows(LARGE, 512, at_once=2) * LARGE.pass_bytes(512) <= BUDGET.bytes(BUDGET.heads)
+    assert head_rows(LARGE, 512, at_once=2) < head_rows(LARGE, 512)
 
 
 def test_the_exports_cap_holds_two_of_the_largest_export():

@@ -215,6 +215,14 @@ def test_running_again_from_a_layer_equals_the_whole_pass(layer):
     mask[layer, 0, 1] = 0.0
     mask[layer, 1, 3] = 0.0
     again = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask)
-    torch.testing.assert_close(again, model(batch, head_mask=mask).logits, rtol=0, atol=1e-6)
+    whole = model(batch, head_mask=mask).logits
+    torch.testing.assert_close(again, whole, rtol=0, atol=1e-6)
     # and it is not the intact result: the masked heads were applied
     assert not torch.allclose(again, intact.logits, atol=1e-4)
+    # The layer's own heads need not attend again either: mixing what they computed in the intact pass is the same
+    assert len(intact.heads) == 2 and intact.heads[layer].shape == (2, 7, 16)
+    mixed = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask, heads=intact.heads[layer])
+    torch.testing.assert_close(mixed, whole, rtol=0, atol=1e-6)
+    # what is mixed is what counts: another layer's heads in their place give another answer
+    other = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask, heads=intact.heads[1 - layer])
+    assert not torch.allclose(other, whole, atol=1e-4)

@@ -25,6 +25,35 @@ def test_sentiment_head_table_effect_is_the_pipeline_with_that_head_off(sentimen
     assert all(0.0 <= r["previous"] <= 1.0 and 0.0 <= r["punctuation"] <= 1.0 for r in rows)
 
 
+def test_head_effects_measured_passes_at_once_are_the_same(sentiment, translation, monkeypatch):
+    import pipelines.heads as heads
+
+    ids = [t.id for t in sentiment(REVIEW).tokens]
+    monkeypatch.setattr(heads, "at_once", lambda device: 1)
+    one = heads.classifier_effects(sentiment, ids, 1)
+    t_one = translation.head_table(GERMAN, beam_size=1)
+    monkeypatch.setattr(heads, "at_once", lambda device: 3)
+    monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once=1: 1)  # a batch a head: many passes
+    intact, effects = heads.classifier_effects(sentiment, ids, 1)
+    assert intact == one[0] and effects.keys() == one[1].keys()
+    assert all(effects[k] == pytest.approx(one[1][k], abs=1e-6) for k in effects)
+    assert [r["effect"] for r in translation.head_table(GERMAN, beam_size=1)] == pytest.approx(
+        [r["effect"] for r in t_one],
+        abs=1e-4,  # log-probabilities summed over the sentence, in other batches
+    )
+
+
+def test_head_batches_are_even_and_keep_to_one_layer(sentiment, monkeypatch):
+    import pipelines.heads as heads
+
+    keys = heads.head_keys({"self": 2}, 5)
+    monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once=1: 3)
+    by_layer = heads._chunks(sentiment.adapter, keys, 10, by_layer=True)
+    assert [len(c) for c in by_layer] == [2, 3, 2, 3] and all(len({k[1] for k in c}) == 1 for c in by_layer)
+    assert [len(c) for c in heads._chunks(sentiment.adapter, keys, 10)] == [2, 3, 2, 3]
+    assert sum(heads._chunks(sentiment.adapter, keys, 10), []) == keys
+
+
 def test_translation_head_table_effect_is_the_pipeline_with_that_head_off(translation):
     rows = translation.head_table(GERMAN, beam_size=1)
     kinds = [r["kind"] for r in rows]

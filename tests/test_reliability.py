@@ -267,6 +267,8 @@ def test_nan_is_never_served_by_the_pipelines_or_the_handlers(sentiment_dir, tra
         sentiment("A fine film.")
     with pytest.raises(NonFiniteOutput):
         sentiment.predict(["A fine film."])
+    with pytest.raises(NonFiniteOutput):  # the head table makes its own pass
+        sentiment.head_table("A fine film.")
     with pytest.raises(NonFiniteOutput):
         translation(GERMAN, beam_size=1)
     view, probabilities, status = handlers.analyze_review(sentiment, "A fine film.")

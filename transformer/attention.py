@@ -13,6 +13,7 @@ class AttentionOutput(NamedTuple):
     output: torch.Tensor  # (B, Tq, D)
     weights: torch.Tensor | None  # (B, H, Tq, Tk) when asked for, else None
     kv: tuple[torch.Tensor, torch.Tensor]  # keys and values (B, H, Tk, hs), for a decoding cache
+    heads: torch.Tensor | None = None  # (B, Tq, D) every head's output side by side, before the head mask and mix
 
 
 class MultiHeadAttention(nn.Module):
@@ -53,7 +54,7 @@ class MultiHeadAttention(nn.Module):
         past_kv: cached (k, v) of shape (B, H, Tpast, hs). With static_kv (cross-attention) they are
         reused as they are and x_kv is ignored; otherwise the new keys and values are appended.
         head_mask: (H,) or (B, H) multipliers on each head's output before the output projection (0 = off),
-        for this call only. The weights returned are those the head computed, before the mask.
+        for this call only. The weights and heads returned are what the heads computed, before the mask.
         """
         B, Tq, D = x_q.shape
         q = self._split_heads(self.q_proj(x_q))  # (B, H, Tq, hs)
@@ -73,10 +74,18 @@ class MultiHeadAttention(nn.Module):
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
             weights = None
+        heads = out.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
+        return AttentionOutput(self.mix(heads, head_mask), weights, (k, v), heads)
+
+    def mix(self, heads: torch.Tensor, head_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """heads (B, Tq, D), every head's output side by side -> the attention's output (B, Tq, D): the output
+        projection of them, each head's scaled by head_mask ((H,) or (B, H) multipliers) first. A head switched off
+        changes nothing before this, so a pass that already ran the heads can mix them again without attending."""
         if head_mask is not None:
-            out = out * head_multiplier(head_mask.to(out.dtype), self.n_heads)  # (B, H, Tq, hs)
-        out = out.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
-        return AttentionOutput(self.out_proj(out), weights, (k, v))
+            B, Tq, D = heads.shape
+            scaled = self._split_heads(heads) * head_multiplier(head_mask.to(heads.dtype), self.n_heads)
+            heads = scaled.transpose(1, 2).reshape(B, Tq, D)  # (B, Tq, D)
+        return self.out_proj(heads)
 
 
 def explicit_attention(

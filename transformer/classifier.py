@@ -20,6 +20,7 @@ class ClassifierOutput:
     attentions: list[torch.Tensor] | None = None  # per layer (B, H, T, T), when need_weights
     pool_weights: torch.Tensor | None = None  # (B, T): how much each token contributes to the pooled vector
     hidden: list[torch.Tensor] | None = None  # per layer (B, T, D) what it read, when need_hidden
+    heads: list[torch.Tensor] | None = None  # per layer (B, T, D) its heads' outputs before the mix, when need_hidden
 
 
 class TransformerClassifier(
@@ -56,18 +57,26 @@ class TransformerClassifier(
         return self._output(enc, mask)
 
     def logits_from_layer(
-        self, layer: int, x: torch.Tensor, ids: torch.Tensor, head_mask: StackMask = None
+        self,
+        layer: int,
+        x: torch.Tensor,
+        ids: torch.Tensor,
+        head_mask: StackMask = None,
+        heads: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """x (B, T, D), what layer `layer` read in a pass on ids (B, T) (ClassifierOutput.hidden[layer]) -> logits
-        (B, num_labels) of the layers from `layer` on, run again (head_mask as in forward; earlier layers' unused)."""
+        (B, num_labels) of the layers from `layer` on, run again (head_mask as in forward; earlier layers' unused).
+        heads: (B, T, D) that layer's heads' outputs in the same pass (ClassifierOutput.heads[layer]): it mixes them
+        again instead of attending (Encoder.layers_from)."""
         mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
-        return self._output(self.encoder.layers_from(layer, x, mask, head_mask=head_mask), mask).logits
+        enc = self.encoder.layers_from(layer, x, mask, head_mask=head_mask, heads=heads)
+        return self._output(enc, mask).logits
 
     def _output(self, enc, mask: torch.Tensor) -> ClassifierOutput:
         """The encoder's output pooled over the real tokens of mask (B, 1, 1, T) and classified."""
         x = enc.memory  # (B, T, D)
         pool_weights = self.pool_weights(x, mask[:, 0, 0, :])  # (B, T)
-        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights, enc.hidden)
+        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights, enc.hidden, enc.heads)
 
     def classify(self, x: torch.Tensor, pool_weights: torch.Tensor) -> torch.Tensor:
         """The last layer's output (B, T, D) pooled by pool_weights (B, T) -> logits (B, num_labels)."""

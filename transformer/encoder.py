@@ -16,6 +16,7 @@ class EncoderOutput:
     src_mask: torch.Tensor | None  # (B, 1, 1, Ts), True = real token
     attentions: list[torch.Tensor] | None = None  # per layer (B, H, Ts, Ts), when need_weights
     hidden: list[torch.Tensor] | None = None  # per layer (B, Ts, D) what it read, when need_hidden
+    heads: list[torch.Tensor] | None = None  # per layer (B, Ts, D) its heads' outputs before the mix, when need_hidden
 
 
 class Encoder(LayerStack):
@@ -44,15 +45,21 @@ class Encoder(LayerStack):
         need_weights: bool = False,
         head_mask: StackMask = None,
         need_hidden: bool = False,
+        heads: torch.Tensor | None = None,
     ) -> EncoderOutput:
         """x (B, T, D), what layer `start` reads (an earlier pass's hidden[start]) -> EncoderOutput of the layers from
-        `start` on (their attentions and hidden states only). head_mask is indexed by layer, as in forward: a
-        change to the heads of layer `start` or later changes nothing before it, so those layers need not run again."""
-        attentions, hidden = [], []
+        `start` on (their attentions, hidden states and heads only). head_mask is indexed by layer, as in forward: a
+        change to the heads of layer `start` or later changes nothing before it, so those layers need not run again.
+        heads: (B, T, D) what layer `start`'s heads computed on x in that pass (its heads[start]): that layer only
+        mixes them again under its head mask, without attending (and returns no weights)."""
+        attentions, hidden, layer_heads = [], [], []  # kept only when asked for: a batch's copies are large
         for i in range(start, len(self.layers)):
-            hidden.append(x)
-            x, weights = self.layers[i](x, mask, need_weights, head_mask=layer_mask(head_mask, i))
-            attentions.append(weights)
-        return EncoderOutput(
-            self.final_norm(x), mask, attentions if need_weights else None, hidden if need_hidden else None
-        )
+            out = self.layers[i](x, mask, need_weights, head_mask=layer_mask(head_mask, i), heads=heads)
+            if need_hidden:
+                hidden.append(x)
+                layer_heads.append(out.heads)
+            x, heads = out.x, None
+            attentions.append(out.weights)
+        if not need_hidden:
+            hidden = layer_heads = None
+        return EncoderOutput(self.final_norm(x), mask, attentions if need_weights else None, hidden, layer_heads)

@@ -49,6 +49,7 @@ def attention(c: TransformerConfig) -> MultiHeadAttention:
 class EncoderLayerOutput(NamedTuple):
     x: torch.Tensor  # (B, T, D)
     weights: torch.Tensor | None  # (B, H, T, T) when asked for
+    heads: torch.Tensor | None = None  # (B, T, D) the heads' outputs before the mask and mix (AttentionOutput.heads)
 
 
 class EncoderLayer(nn.Module):
@@ -67,13 +68,20 @@ class EncoderLayer(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         head_mask: torch.Tensor | None = None,
+        heads: torch.Tensor | None = None,
     ) -> EncoderLayerOutput:
         """x (B, T, D), mask (B, 1, 1, T) -> x (B, T, D) and the weights (B, H, T, T) or None.
-        head_mask: (H,) or (B, H) multipliers on the heads' outputs, this call only."""
-        a = self.self_attn(self.res_attn.pre(x), mask=mask, need_weights=need_weights, head_mask=head_mask)
-        x = self.res_attn.post(x, a.output)
+        head_mask: (H,) or (B, H) multipliers on the heads' outputs, this call only.
+        heads: (B, T, D) what the heads computed on this x in an earlier pass (EncoderLayerOutput.heads): mixed
+        again under head_mask without attending (no weights then)."""
+        if heads is None:
+            a = self.self_attn(self.res_attn.pre(x), mask=mask, need_weights=need_weights, head_mask=head_mask)
+            out, weights, heads = a.output, a.weights, a.heads
+        else:
+            out, weights = self.self_attn.mix(heads, head_mask), None
+        x = self.res_attn.post(x, out)
         x = self.res_ff.post(x, self.ff(self.res_ff.pre(x)))
-        return EncoderLayerOutput(x, a.weights)
+        return EncoderLayerOutput(x, weights, heads)
 
 
 class DecoderLayerOutput(NamedTuple):
