@@ -473,3 +473,16 @@ def test_exports_on_disk_are_bounded(sentiment, monkeypatch, tmp_path):
     first, _ = downloads.sentiment_download(sentiment, "A fine film.")
     path, message = downloads.sentiment_download(sentiment, "A fine film.")
     assert Path(first).parent == tmp_path and path is None and message == downloads.FULL
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_nan_or_infinity_anywhere_in_a_tensor_is_found(dtype, bad):
+    from pipelines.common import non_finite
+
+    for where in (0, 7, -1):
+        maps = torch.rand(3, 5, 5).to(dtype)
+        maps.view(-1)[where] = bad
+        named = {"fine": torch.rand(4).to(dtype), "maps": [torch.rand(2), {"deep": maps}], "ids": torch.arange(3)}
+        assert non_finite(named) == ["maps"]
+    assert non_finite({"empty": torch.empty(0, dtype=dtype), "value": 0.5, "ids": torch.tensor([1, 2])}) == []
