@@ -121,8 +121,8 @@ def mark_plot(page, elem_id: str) -> None:
     page.evaluate(_MARK_JS, elem_id)
 
 
-def wait_redrawn(page, elem_id: str) -> None:
-    page.wait_for_function(_REDRAWN_JS, arg=elem_id, timeout=TIMEOUT_MS, polling="raf")
+def wait_redrawn(page, elem_id: str, timeout_ms: int = TIMEOUT_MS) -> None:
+    page.wait_for_function(_REDRAWN_JS, arg=elem_id, timeout=timeout_ms, polling="raf")
 
 
 def _submit_and_time(page, task: str, text: str, plot_id: str) -> float:
