@@ -180,10 +180,11 @@ def click_slider(page, elem_id: str, fx: float) -> None:
     """Click a gr.Slider's track at a fraction fx of its width, as a user would (the value jumps there, and the
     slider's release event fires)."""
     track = page.locator(f"#{elem_id} input[type=range]")
-    track.scroll_into_view_if_needed()
     box = track.bounding_box()
-    x = box["x"] + 2 + min(max(fx, 0.0), 1.0) * (box["width"] - 4)  # fx 0 and 1: the ends, inside the track
-    page.mouse.click(x, box["y"] + box["height"] / 2)
+    # Relative to the track and through the locator: Playwright waits until the track stands still and is what the
+    # pointer would hit, so plots drawn above it while the page fills in do not move it from under the click.
+    x = 2 + min(max(fx, 0.0), 1.0) * (box["width"] - 4)  # fx 0 and 1: the ends, inside the track
+    track.click(position={"x": x, "y": box["height"] / 2}, timeout=TIMEOUT_MS)
 
 
 def wait_heads_measured(page, task: str) -> str:
