@@ -91,7 +91,8 @@ def classifier_effects(pipe, ids: list[int], label: int, run=None) -> tuple[floa
     adapter = pipe.adapter
     layers, H = adapter.head_layers, adapter.n_heads
     x = torch.tensor([ids], device=adapter.device)  # (1, T)
-    run = run or adapter.forward(x, need_hidden=True)
+    if run is None:
+        run = adapter.forward(x, need_hidden=True)
     intact = float(pipe.calibrated(run.logits, [len(ids)])[0, label])
     passes = at_once(adapter.device)
 
