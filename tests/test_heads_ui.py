@@ -22,10 +22,11 @@ def test_sentiment_table_grid_and_click(sentiment):
     assert list(grid.data.columns) == ["", "head 1", "head 2", "head 3", "head 4"]
     assert list(grid.data.iloc[:, 0]) == ["layer 1", "layer 2"]  # counted from 1 in the UI
     assert grid.data.iloc[1, 3] == pytest.approx(view.rows[6]["effect"])  # layer 2, head 3
-    assert "background-color" in table.to_html() and "background-color" in grid.to_html()  # coloured
-    cols = list(table.data.columns)
+    assert "background-color" in table.html() and "background-color" in grid.to_html()  # coloured
+    cols = table.columns
     assert cols[:3] == ["layer", "head", "effect"] and "agreement" not in cols  # one kind: no 'self' column
-    assert table.data["layer"].tolist() == [1, 1, 1, 1, 2, 2, 2, 2]
+    assert table.column("layer") == ["1", "1", "1", "1", "2", "2", "2", "2"]
+    assert table.column("effect") == [heads.number(r["effect"]) for r in view.rows]
 
     value = heads.selected_head(view, click(grid, 1, 3))
     assert value == "self:1:2"
@@ -85,6 +86,7 @@ def test_bad_input_gives_a_message_not_a_traceback(sentiment, translation):
     view, grid, table, status = heads.head_table(sentiment, "sentiment", "   ")
     assert view is None and "empty" in status
     assert grid.equals(heads.empty_grid(sentiment.head_layers, sentiment.n_heads)) and table.empty
+    assert "<th" in table.html() and "<td" not in table.html()  # the headers, no rows
     view, grid, table, status = heads.head_table(translation, "translation", "", "greedy", 4)
     assert view is None and "German sentence" in status
 
@@ -96,16 +98,16 @@ def test_before_any_measurement_the_grid_and_table_show_their_own_headers(sentim
     assert list(grid.columns) == ["", "head 1", "head 2", "head 3", "head 4"]
     assert list(grid[""]) == ["layer 1", "layer 2"] and set(grid.iloc[:, 1:].to_numpy().ravel()) == {"–"}
     table = heads.empty_table(sentiment.head_layers)
-    assert table.empty and list(table.columns)[:3] == ["layer", "head", "effect"] and "agreement" not in table
+    assert table.empty and table.columns[:3] == ["layer", "head", "effect"] and "agreement" not in table.columns
     grid = heads.empty_grid(translation.head_layers, translation.n_heads)
     assert list(grid[""])[:2] == ["encoder 1", "encoder 2"] and "cross 1" in list(grid[""])
     table = heads.empty_table(translation.head_layers)
-    assert list(table.columns)[0] == "attention" and list(table.columns)[-1] == "agreement"
+    assert table.columns[0] == "attention" and table.columns[-1] == "agreement"
     # the same headers as a measured table
     _, _, measured, _ = heads.head_table(translation, "translation", GERMAN, "greedy", 4)
-    assert list(table.columns) == list(measured.data.columns)
+    assert table.columns == measured.columns
     _, _, measured, _ = heads.head_table(sentiment, "sentiment", "A warm and funny film.")
-    assert list(heads.empty_table(sentiment.head_layers).columns) == list(measured.data.columns)
+    assert heads.empty_table(sentiment.head_layers).columns == measured.columns
 
 
 def test_numbers_never_show_minus_zero_and_kinds_are_named_for_readers(translation):
@@ -115,11 +117,34 @@ def test_numbers_never_show_minus_zero_and_kinds_are_named_for_readers(translati
         {"kind": "self", "layer": 0, "head": h, "effect": e, "entropy": 1.0, "distance": 2.0}
         for h, e in enumerate([-0.0004, 0.0, 0.25, -0.3])
     ]
-    assert "-0.000" not in heads.grid_styler(rows).to_html() and "-0.000" not in heads.table_styler(rows).to_html()
+    assert "-0.000" not in heads.grid_styler(rows).to_html() and "-0.000" not in heads.head_table_view(rows).html()
     assert "0.000" in heads.grid_styler(rows).to_html()
+    assert heads.head_table_view(rows).column("effect") == ["0.000", "0.000", "0.250", "-0.300"]
     _, _, table, _ = heads.head_table(translation, "translation", GERMAN, "greedy", 4)
-    kinds = set(table.data["attention"])
+    kinds = set(table.column("attention"))
     assert kinds == {"Encoder self-attention", "Decoder self-attention", "Cross-attention"}
+
+
+def test_the_head_table_colours_effects_and_leaves_missing_values_blank():
+    rows = [
+        {"kind": "self", "layer": 0, "head": 0, "effect": -0.2, "entropy": 1.0, "distance": 2.0, "previous": 0.5},
+        {
+            "kind": "self",
+            "layer": 0,
+            "head": 1,
+            "effect": 0.1,
+            "entropy": float("nan"),
+            "distance": 1.0,
+            "previous": None,
+        },
+    ]
+    table = heads.head_table_view(rows)
+    effect, entropy = table.columns.index("effect"), table.columns.index("entropy")
+    assert "234,88,12" in table.rows[0][effect][1] and "37,99,235" in table.rows[1][effect][1]  # orange, blue
+    assert table.column("entropy") == ["1.000", "–"] and table.rows[1][entropy][1] == ""
+    assert table.column("on previous") == ["0.500", "–"]
+    page = table.html()
+    assert page.count("<tr>") == 3 and page.count('aria-sort="none"') == len(table.columns)
 
 
 def test_column_help_speaks_the_tabs_language():

@@ -114,28 +114,100 @@ def table_keys(kinds, agreement: bool) -> list[str]:
     return [k for k in COLUMNS if (k != "kind" or len(kinds) > 1) and (k != "agreement" or agreement)]
 
 
-def table_styler(rows: list[dict]):
-    """The head table as a coloured pandas Styler (1-based layer and head); the UI sorts it by column. The kind
-    of attention is a column only where there is more than one (the classifier has only self-attention)."""
+@dataclass
+class HeadTable:
+    """The head table as the page shows it: column headers and, for each head, its cells' text and colour (CSS).
+    The page gets it as HTML (html()), not as a gr.Dataframe: gradio's page copies the value of every component an
+    event has ever updated at the start and end of each later event, and a coloured Dataframe of 72 rows made that
+    copy 20-50 ms, several times per click (benchmarks/RESULTS.md, "Tenth session"). Its headers sort it in the
+    browser (SORT_JS)."""
+
+    columns: list[str]
+    rows: list[list[tuple[str, str]]]  # per row, per column: (text, CSS)
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+    def column(self, name: str) -> list[str]:
+        """One column's texts, top to bottom."""
+        index = self.columns.index(name)
+        return [row[index][0] for row in self.rows]
+
+    def html(self) -> str:
+        head = "".join(f'<th scope="col" tabindex="0" aria-sort="none">{html.escape(c)}</th>' for c in self.columns)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td style="{css}">{html.escape(text)}</td>' if css else f"<td>{html.escape(text)}</td>"
+                for text, css in row
+            )
+            + "</tr>"
+            for row in self.rows
+        )
+        return f'<div class="heads-table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+# Sorting by a header (click, Enter or Space): ascending first, then descending; numbers by value, a dash ("no
+# value") last either way. A new table (a new run) comes unsorted. gr.HTML's js_on_load: `element` is the component.
+SORT_JS = """
+const key = (tr, col) => { const text = (tr.children[col] || {}).textContent || ''; const n = parseFloat(text);
+  return Number.isFinite(n) ? n : null; };
+const sortBy = th => {
+  const table = th.closest('table'), body = table && table.tBodies[0];
+  if (!body) return;
+  const col = Array.from(th.parentNode.children).indexOf(th);
+  const dir = th.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending';
+  table.querySelectorAll('thead th').forEach(h => h.setAttribute('aria-sort', 'none'));
+  th.setAttribute('aria-sort', dir);
+  const sign = dir === 'ascending' ? 1 : -1;
+  const text = tr => ((tr.children[col] || {}).textContent || '').trim();
+  const rows = Array.from(body.rows).map((tr, i) => ({tr, i, n: key(tr, col), t: text(tr)}));
+  const numeric = rows.some(r => r.n !== null);
+  rows.sort((a, b) => {
+    if (numeric) {
+      if (a.n === null || b.n === null) return (a.n === null) - (b.n === null) || a.i - b.i;
+      return sign * (a.n - b.n) || a.i - b.i;
+    }
+    return sign * a.t.localeCompare(b.t) || a.i - b.i;
+  });
+  rows.forEach(r => body.appendChild(r.tr));
+};
+element.addEventListener('click', e => { const th = e.target.closest('thead th'); if (th) sortBy(th); });
+element.addEventListener('keydown', e => {
+  const th = e.target.closest('thead th');
+  if (th && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); sortBy(th); }
+});
+"""
+
+
+def head_table_view(rows: list[dict]) -> HeadTable:
+    """The head table, coloured (1-based layer and head). The kind of attention is a column only where there is
+    more than one (the classifier has only self-attention)."""
     kinds, agreement = {r["kind"] for r in rows}, any(r.get("agreement") is not None for r in rows)
     keys = [k for k in table_keys(kinds, agreement) if any(k in r for r in rows)]
-    frame = pd.DataFrame([{k: r.get(k) for k in keys} for r in rows], columns=keys, dtype=object)
-    if "kind" in frame:
-        frame["kind"] = [KINDS[k].title for k in frame["kind"]]
-    frame["layer"] = frame["layer"] + 1
-    frame["head"] = frame["head"] + 1
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
-    frame[numeric] = frame[numeric].astype(float)
-    styler = frame.rename(columns=COLUMNS).style.format(number, subset=[COLUMNS[k] for k in numeric])
-    effect_max = _vmax(frame["effect"])
-    styler = styler.map(lambda v: _effect_css(v, effect_max), subset=[COLUMNS["effect"]])
+    colour = {}  # key -> value -> CSS
     for key in numeric:
-        if key in SHARES:
-            styler = styler.map(lambda v: _shade(v, 1.0, (13, 148, 136)), subset=[COLUMNS[key]])
-        elif key != "effect":
-            vmax = _vmax(frame[key])
-            styler = styler.map(lambda v, m=vmax: _shade(v, m, (107, 114, 128)), subset=[COLUMNS[key]])
-    return styler.hide(axis="index")
+        if key == "effect":
+            vmax = _vmax(r.get(key) for r in rows)
+            colour[key] = lambda v, m=vmax: _effect_css(v, m)
+        elif key in SHARES:
+            colour[key] = lambda v: _shade(v, 1.0, (13, 148, 136))
+        else:
+            vmax = _vmax(r.get(key) for r in rows)
+            colour[key] = lambda v, m=vmax: _shade(v, m, (107, 114, 128))
+
+    def cell(r: dict, key: str) -> tuple[str, str]:
+        value = r.get(key)
+        if key == "kind":
+            return KINDS[value].title, ""
+        if key in ("layer", "head"):
+            return str(value + 1), ""
+        value = None if value is None else float(value)
+        return number(value), colour[key](value)
+
+    return HeadTable([COLUMNS[k] for k in keys], [[cell(r, k) for k in keys] for r in rows])
 
 
 def grid_row(kind: str, layer: int) -> str:
@@ -169,15 +241,15 @@ def empty_grid(layers: dict[str, int], n_heads: int) -> pd.DataFrame:
     )
 
 
-def empty_table(layers: dict[str, int]) -> pd.DataFrame:
+def empty_table(layers: dict[str, int]) -> HeadTable:
     """The head table before anything is measured: its column headers for this model, no rows."""
-    return pd.DataFrame(columns=[COLUMNS[k] for k in table_keys(layers, agreement=AGREEMENT in layers)])
+    return HeadTable([COLUMNS[k] for k in table_keys(layers, agreement=AGREEMENT in layers)], [])
 
 
 # --- handlers --------------------------------------------------------------------------------------------
 
 
-def _unmeasured(pipe) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _unmeasured(pipe) -> tuple[pd.DataFrame, HeadTable]:
     """The grid and table of a model with nothing measured: what a failed measurement leaves on the page."""
     return empty_grid(pipe.head_layers, pipe.n_heads), empty_table(pipe.head_layers)
 
@@ -216,7 +288,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
         f"**{head_label(top['kind'], top['layer'], top['head'])}** ({top['effect']:+.3f}).",
         "Click a cell of the grid for that head's attention map; sort the table by clicking a column header.",
     ]
-    return view, grid_styler(rows), table_styler(rows), "\n\n".join(lines)
+    return view, grid_styler(rows), head_table_view(rows), "\n\n".join(lines)
 
 
 def _same_input(result, text: str, beam: int | None):

@@ -29,8 +29,13 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     )
     add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
     heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap")
-    table = gr.Dataframe(
-        heads.empty_table(layers), label="Head table (click a header to sort)", interactive=False, elem_id=f"{p}-table"
+    table = gr.HTML(
+        heads.empty_table(layers).html(),
+        label="Head table (click a header to sort)",
+        show_label=True,
+        container=True,
+        js_on_load=heads.SORT_JS,
+        elem_id=f"{p}-table",
     )
     gr.Markdown(TASKS[task].columns_help)
     gr.Markdown("#### Switch heads off")
@@ -41,7 +46,8 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     def measure(view, *args):
         model = models.get(getattr(view, "model", None))
         choices = gr.CheckboxGroup(choices=heads.head_choices(model.head_layers, model.n_heads), value=[])
-        return *heads.head_table(model, task, *args, result=getattr(view, "result", None)), choices
+        view, grid, table, status = heads.head_table(model, task, *args, result=getattr(view, "result", None))
+        return view, grid, table.html(), status, choices
 
     run_event.then(measure, [main_state, *inputs], [state, grid, table, status, chosen], **PRIVATE)
     grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(

@@ -8,7 +8,17 @@ from pathlib import Path
 
 # The theme's font ships regular (400) and semibold (600) faces only. Bold (700) fell back to another font, so
 # bold words rendered larger than the text around them; semibold is the theme's own bold.
-CSS = "body .gradio-container b, body .gradio-container strong { font-weight: 600; }"
+CSS = "body .gradio-container b, body .gradio-container strong { font-weight: 600; }" + (
+    # The head table (viz.heads.handlers.HeadTable): scrolls inside its box, headers stay in view and sort it
+    " .heads-table { max-height: 30rem; overflow: auto; }"
+    " .heads-table table { border-collapse: collapse; font-size: var(--text-sm); font-variant-numeric: tabular-nums; }"
+    " .heads-table th, .heads-table td { padding: 4px 10px; text-align: right; white-space: nowrap;"
+    " border-bottom: 1px solid var(--border-color-primary); }"
+    " .heads-table thead th { position: sticky; top: 0; z-index: 1; cursor: pointer; user-select: none;"
+    " background: var(--background-fill-secondary); }"
+    " .heads-table th[aria-sort=ascending]::after { content: ' ▲'; }"
+    " .heads-table th[aria-sort=descending]::after { content: ' ▼'; }"
+)
 
 
 def _plotly_chunk() -> str | None:
