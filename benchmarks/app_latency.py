@@ -3,12 +3,12 @@
     python benchmarks/app_latency.py [--runs 5] [--screenshots assets/]
 
 Models come from $SENTIMENT_MODEL / $TRANSLATION_MODEL (Hub repo id or folder), else assets/sentiment and
-assets/translation. Each task is timed on a ~300-word review and a 15-word German sentence: one click after
-the page is ready (it loads the plotting library with it: viz/page/head.py), then --runs more clicks whose median is
-reported, on the page's own clock (the button's click event to the first frame that finds the new heatmap
-drawn) and, for comparison with older reports, on Playwright's (which adds its click and polling). Before each
-click the app finishes what the previous one started (the explanation, the head table), as it has when a visitor
-types a new review.
+assets/translation. Each task is timed on a one-sentence review, a ~300-word review and a 15-word German sentence:
+one click after the page is ready (it loads the plotting library with it: viz/page/head.py), then --runs more
+clicks whose median is reported, on the page's own clock (the button's click event to the first frame that finds
+the new heatmap drawn) and, for comparison with older reports, on Playwright's (which adds its click and
+polling). Before each click the app finishes what the previous one started (the explanation, the head table), as
+it has when a visitor types a new review.
 With --screenshots DIR, saves screenshot-sentiment.png and screenshot-translation.png there, and the attention views
 on a long review (--long-review FILE, a text file; else the benchmark review twice over): screenshot-token-focus.png
 and screenshot-model-view.png.
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
-from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
+from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE  # noqa: E402
 
 
 def wait_quiet(demo, quiet_s: float = 0.5, timeout_s: float = 120) -> None:
@@ -117,6 +117,16 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile) as page:
             shots = args.screenshots
             if sentiment.pipeline is not None:
+                bench_tab(
+                    page,
+                    demo,
+                    "Sentiment",
+                    lambda p: browser.analyze_review(p, BENCH_SENTENCE),
+                    lambda p: browser.analyze_review(p, "A short review."),
+                    f"sentiment (one sentence, {len(BENCH_SENTENCE.split())} words)",
+                    args.runs,
+                    None,
+                )
                 bench_tab(
                     page,
                     demo,
