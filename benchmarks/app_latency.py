@@ -19,6 +19,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE  # noqa: E402
+
+SENTIMENT_PNG, TRANSLATION_PNG = "screenshot-sentiment.png", "screenshot-translation.png"
 
 
 def wait_quiet(demo, quiet_s: float = 0.5, timeout_s: float = 120) -> None:
@@ -67,7 +70,38 @@ def report(name: str, first: tuple, times: list[tuple]) -> None:
     )
 
 
-def bench_tab(page, demo, tab: str, submit, other, name: str, runs: int, screenshot: Path | None) -> None:
+def typed(action, text: str):
+    """One input on a page: page -> action(page, text) (browser.analyze_review or browser.translate)."""
+    return lambda page: action(page, text)
+
+
+def cases(sentiment: bool, translation: bool, shots: Path | None) -> list[tuple]:
+    """(tab, submit, other input, name, screenshot path) for each timed input of the tabs that have a model."""
+    review, german = partial(typed, browser.analyze_review), partial(typed, browser.translate)
+    found = []
+    if sentiment:
+        words = len(BENCH_SENTENCE.split())
+        found.append(
+            (
+                "Sentiment",
+                review(BENCH_SENTENCE),
+                review("A short review."),
+                f"sentiment (one sentence, {words} words)",
+                None,
+            )
+        )
+        words, png = len(BENCH_REVIEW.split()), shots and shots / SENTIMENT_PNG
+        found.append(
+            ("Sentiment", review(BENCH_REVIEW), review("A short review."), f"sentiment ({words}-word review)", png)
+        )
+    if translation:
+        words, png = len(BENCH_GERMAN.split()), shots and shots / TRANSLATION_PNG
+        name = f"translation ({words}-word sentence, default decoding)"
+        found.append(("Translation", german(BENCH_GERMAN), german("Ein Hund."), name, png))
+    return found
+
+
+def bench_tab(page, demo, tab: str, submit, other, name: str, screenshot: Path | None, runs: int) -> None:
     """Time `submit` on one tab, print the line, and save the tab's screenshot if asked."""
     ready = browser.open_tab(page, demo.local_url, tab)
     print(f"{name}: page ready {ready:.2f} s after navigation (the plotting library loaded with it)")
@@ -116,38 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile) as page:
             shots = args.screenshots
-            if sentiment.pipeline is not None:
-                bench_tab(
-                    page,
-                    demo,
-                    "Sentiment",
-                    lambda p: browser.analyze_review(p, BENCH_SENTENCE),
-                    lambda p: browser.analyze_review(p, "A short review."),
-                    f"sentiment (one sentence, {len(BENCH_SENTENCE.split())} words)",
-                    args.runs,
-                    None,
-                )
-                bench_tab(
-                    page,
-                    demo,
-                    "Sentiment",
-                    lambda p: browser.analyze_review(p, BENCH_REVIEW),
-                    lambda p: browser.analyze_review(p, "A short review."),
-                    f"sentiment ({len(BENCH_REVIEW.split())}-word review)",
-                    args.runs,
-                    shots and shots / "screenshot-sentiment.png",
-                )
-            if translation.pipeline is not None:
-                bench_tab(
-                    page,
-                    demo,
-                    "Translation",
-                    lambda p: browser.translate(p, BENCH_GERMAN),
-                    lambda p: browser.translate(p, "Ein Hund."),
-                    f"translation ({len(BENCH_GERMAN.split())}-word sentence, default decoding)",
-                    args.runs,
-                    shots and shots / "screenshot-translation.png",
-                )
+            for case in cases(sentiment.pipeline is not None, translation.pipeline is not None, shots):
+                bench_tab(page, demo, *case, args.runs)
             if shots and sentiment.pipeline is not None:
                 long = args.long_review.read_text() if args.long_review else f"{BENCH_REVIEW}\n\n{BENCH_REVIEW}"
                 for path in browser.views_screenshots(page, demo.local_url, long, shots):
