@@ -95,7 +95,8 @@ def _warn_ignored(ignored: list[str]) -> None:
 def _on_link_click(when: str, selector: str) -> str:
     """A load step in the browser: when the page's link has text and `when` holds (JS; `tab` is the link's tab,
     as links.from_query reads it), click the element `selector` (a JS expression) once it exists: the tab it is
-    in may still be mounting."""
+    in may still be mounting. It looks every 50 ms for up to two minutes: a slow phone, or a busy machine, can take
+    longer than the ten seconds it used to wait, and then the link showed its text but never ran."""
     return f"""() => {{
   const tabs = {json.dumps(list(links.TABS))};
   const q = new URLSearchParams(window.location.search);
@@ -105,7 +106,7 @@ def _on_link_click(when: str, selector: str) -> str:
   let tries = 0;
   const click = () => {{
     const element = document.querySelector({selector});
-    if (element) element.click(); else if (++tries < 200) setTimeout(click, 50);
+    if (element) element.click(); else if (++tries < 2400) setTimeout(click, 50);
   }};
   click();
 }}"""
