@@ -151,8 +151,6 @@ class HeadTable:
 # Sorting by a header (click, Enter or Space): ascending first, then descending; numbers by value, a dash ("no
 # value") last either way. A new table (a new run) comes unsorted. gr.HTML's js_on_load: `element` is the component.
 SORT_JS = """
-const key = (tr, col) => { const text = (tr.children[col] || {}).textContent || ''; const n = parseFloat(text);
-  return Number.isFinite(n) ? n : null; };
 const sortBy = th => {
   const table = th.closest('table'), body = table && table.tBodies[0];
   if (!body) return;
@@ -161,15 +159,15 @@ const sortBy = th => {
   table.querySelectorAll('thead th').forEach(h => h.setAttribute('aria-sort', 'none'));
   th.setAttribute('aria-sort', dir);
   const sign = dir === 'ascending' ? 1 : -1;
-  const text = tr => ((tr.children[col] || {}).textContent || '').trim();
-  const rows = Array.from(body.rows).map((tr, i) => ({tr, i, n: key(tr, col), t: text(tr)}));
+  const rows = Array.from(body.rows).map((tr, i) => {
+    const t = ((tr.children[col] || {}).textContent || '').trim(), n = parseFloat(t);
+    return {tr, i, t, n: Number.isFinite(n) ? n : null};
+  });
   const numeric = rows.some(r => r.n !== null);
   rows.sort((a, b) => {
-    if (numeric) {
-      if (a.n === null || b.n === null) return (a.n === null) - (b.n === null) || a.i - b.i;
-      return sign * (a.n - b.n) || a.i - b.i;
-    }
-    return sign * a.t.localeCompare(b.t) || a.i - b.i;
+    if (!numeric) return sign * a.t.localeCompare(b.t) || a.i - b.i;
+    if (a.n === null || b.n === null) return (a.n === null) - (b.n === null) || a.i - b.i;
+    return sign * (a.n - b.n) || a.i - b.i;
   });
   rows.forEach(r => body.appendChild(r.tr));
 };
@@ -181,22 +179,24 @@ element.addEventListener('keydown', e => {
 """
 
 
+def _column_css(key: str, rows: list[dict]):
+    """value -> CSS for one numeric column of the head table: the effect orange or blue (of the largest effect),
+    shares teal (of 1), the other statistics grey (of their largest)."""
+    if key in SHARES:
+        return lambda v: _shade(v, 1.0, (13, 148, 136))
+    vmax = _vmax(r.get(key) for r in rows)
+    if key == "effect":
+        return lambda v: _effect_css(v, vmax)
+    return lambda v: _shade(v, vmax, (107, 114, 128))
+
+
 def head_table_view(rows: list[dict]) -> HeadTable:
     """The head table, coloured (1-based layer and head). The kind of attention is a column only where there is
     more than one (the classifier has only self-attention)."""
     kinds, agreement = {r["kind"] for r in rows}, any(r.get("agreement") is not None for r in rows)
     keys = [k for k in table_keys(kinds, agreement) if any(k in r for r in rows)]
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
-    colour = {}  # key -> value -> CSS
-    for key in numeric:
-        if key == "effect":
-            vmax = _vmax(r.get(key) for r in rows)
-            colour[key] = lambda v, m=vmax: _effect_css(v, m)
-        elif key in SHARES:
-            colour[key] = lambda v: _shade(v, 1.0, (13, 148, 136))
-        else:
-            vmax = _vmax(r.get(key) for r in rows)
-            colour[key] = lambda v, m=vmax: _shade(v, m, (107, 114, 128))
+    colour = {key: _column_css(key, rows) for key in numeric}  # key -> (value -> CSS)
 
     def cell(r: dict, key: str) -> tuple[str, str]:
         value = r.get(key)

@@ -46,8 +46,8 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     def measure(view, *args):
         model = models.get(getattr(view, "model", None))
         choices = gr.CheckboxGroup(choices=heads.head_choices(model.head_layers, model.n_heads), value=[])
-        view, grid, table, status = heads.head_table(model, task, *args, result=getattr(view, "result", None))
-        return view, grid, table.html(), status, choices
+        measured, grid, table, status = heads.head_table(model, task, *args, result=getattr(view, "result", None))
+        return measured, grid, table.html(), status, choices
 
     run_event.then(measure, [main_state, *inputs], [state, grid, table, status, chosen], **PRIVATE)
     grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(
