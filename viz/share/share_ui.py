@@ -92,11 +92,12 @@ def _warn_ignored(ignored: list[str]) -> None:
         gr.Warning(notice)
 
 
-def _on_link_click(when: str, selector: str) -> str:
+def _on_link_click(when: str, selector: str, ready: str = "true") -> str:
     """A load step in the browser: when the page's link has text and `when` holds (JS; `tab` is the link's tab,
-    as links.from_query reads it), click the element `selector` (a JS expression) once it exists: the tab it is
-    in may still be mounting. It looks every 50 ms for up to two minutes: a slow phone, or a busy machine, can take
-    longer than the ten seconds it used to wait, and then the link showed its text but never ran."""
+    as links.from_query reads it), click the element `selector` (a JS expression) once it exists and `ready` (JS)
+    holds: the tab it is in may still be mounting, and the values the link filled in may not be on the page yet
+    (gradio can start the step after an event before it has shown that event's outputs). It looks every 50 ms
+    for up to two minutes: a slow phone or a busy machine can take longer than the ten seconds it used to wait."""
     return f"""() => {{
   const tabs = {json.dumps(list(links.TABS))};
   const q = new URLSearchParams(window.location.search);
@@ -106,7 +107,7 @@ def _on_link_click(when: str, selector: str) -> str:
   let tries = 0;
   const click = () => {{
     const element = document.querySelector({selector});
-    if (element) element.click(); else if (++tries < 2400) setTimeout(click, 50);
+    if (element && ({ready})) element.click(); else if (++tries < 2400) setTimeout(click, 50);
   }};
   click();
 }}"""
@@ -125,8 +126,10 @@ def select_tab_on_load(demo: gr.Blocks) -> None:
 
 
 def _press_js(task: str) -> str:
-    """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click."""
-    return _on_link_click(f"tab === '{task}'", f"'#{task}-submit'")
+    """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click. It
+    waits until the link's text is in the tab's input box: pressed before, the button would run on an empty box."""
+    filled = f"((document.querySelector('#{task}-input textarea') || {{}}).value || '').trim()"
+    return _on_link_click(f"tab === '{task}'", f"'#{task}-submit'", filled)
 
 
 def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
