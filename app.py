@@ -32,12 +32,6 @@ CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 # (the two models side by side) and is fair across clients; gradio's own queue is first come, first served.
 MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
-# The buttons' own events (prediction and first heatmap, 0.1-0.3 s) show their progress as a timer on the
-# outputs, without gradio's full overlay: redrawing the overlay on the outputs, the large heatmap among them,
-# took CPU from the model and the drawing (review click to drawn heatmap, median of 16 clicks alternating
-# with the overlay: 241 against 279 ms). The slow follow-up work (explanation, head table) keeps the overlay.
-FIRST_VIEW = dict(show_progress="minimal")
-
 INTRO = """\
 # How transformers pay attention
 Type a movie review or a German sentence and run the model, then pick a **layer** and a **head** to see where each
@@ -154,11 +148,11 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
 
     outputs = [state, label, status, single, layer, head]
     inputs = [review, choice, snapshot.slider, layer, head, scale, hide]
-    predicted = submit.click(analyze, inputs, outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW)
+    predicted = submit.click(analyze, inputs, outputs, **MODEL_EVENTS, **PRIVATE, **hosting.first_view(label))
     training_step.wire(snapshot, models, "sentiment", choice)  # a new model or step reads the review again
     # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
     # second or two); a new layer redraws the plots of a layer, a new head only the large one
-    painted = hosting.after_paint(predicted)
+    painted = hosting.after_paint(predicted, label)
     drawn = views_panel.wire(views, "sentiment", state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
@@ -243,11 +237,10 @@ def translation_tab(models, demo: gr.Blocks) -> None:
 
     inputs = [german, decoding, beam_size]
     outputs = [state, english, status, cross]
-    translated = submit.click(
-        run, [*inputs, p.snapshot.slider, layer, head, scale, hide], outputs, **MODEL_EVENTS, **PRIVATE, **FIRST_VIEW
-    )
+    run_inputs = [*inputs, p.snapshot.slider, layer, head, scale, hide]
+    translated = submit.click(run, run_inputs, outputs, **MODEL_EVENTS, **PRIVATE, **hosting.first_view(english))
     training_step.wire(p.snapshot, models, "translation")  # another step translates the sentence again
-    painted = hosting.after_paint(translated)
+    painted = hosting.after_paint(translated, english)
     viewed = views_panel.wire(
         p.views, "translation", state, layer, head, [cross, encoder, decoder], cross_overview, painted
     )

@@ -145,3 +145,33 @@ def test_a_new_figure_is_drawn_once(page, app_url):
     assert page.evaluate(rows) == before  # ...that was never drawn with the new review
     now = page.evaluate("() => document.querySelector('#sentiment-attention .js-plotly-plot').data[0].y.join(' ')")
     assert now.count(":") > before.count(":")  # the longer review's tokens
+
+
+# Every value the aria-busy attribute of an element takes, in order (null: removed).
+_WATCH_BUSY_JS = """id => {
+  const element = document.getElementById(id);
+  window.__busy = [];
+  new MutationObserver(() => window.__busy.push(element.getAttribute('aria-busy')))
+    .observe(element, {attributes: true, attributeFilter: ['aria-busy']});
+}"""
+
+
+@pytest.mark.parametrize(
+    "tab, busy, run",
+    [
+        ("Sentiment", "sentiment-label", lambda page: browser.analyze_review(page, "A warm and funny film.")),
+        ("Translation", "translation-output", lambda page: browser.translate(page, BENCH_GERMAN)),
+    ],
+)
+def test_a_running_model_dims_the_result_it_replaces(page, app_url, tab, busy, run):
+    """The button's event shows no gradio progress (viz.server.hosting.first_view): the output the new result
+    replaces is marked aria-busy, and so dimmed, from the click until the new result is shown."""
+    browser.open_tab(page, app_url, tab)
+    page.evaluate(_WATCH_BUSY_JS, busy)
+    run(page)
+    page.wait_for_function("() => window.__busy.length >= 2")
+    assert page.evaluate("() => window.__busy") == ["true", None]  # marked once, then cleared
+    opacity = "id => getComputedStyle(document.getElementById(id)).opacity"
+    assert page.evaluate(opacity, busy) == "1"
+    page.evaluate("id => document.getElementById(id).setAttribute('aria-busy', 'true')", busy)
+    assert page.evaluate(opacity, busy) == "0.55"

@@ -18,6 +18,8 @@ CSS = "body .gradio-container b, body .gradio-container strong { font-weight: 60
     " background: var(--background-fill-secondary); }"
     " .heads-table th[aria-sort=ascending]::after { content: ' ▲'; }"
     " .heads-table th[aria-sort=descending]::after { content: ' ▼'; }"
+    # The prediction or translation a running model is about to replace (viz.server.hosting.first_view)
+    " .gradio-container .block[aria-busy=true] { opacity: 0.55; cursor: progress; }"
 )
 
 

@@ -1,6 +1,7 @@
 """Settings for hosting the app for months on a small shared machine: bounded memory, no uploads, a queue
 that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
 
+import json
 import os
 
 import gradio as gr
@@ -100,19 +101,48 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
     gr.Button(visible=False).click(fn, inputs, outputs, api_name=name, preprocess=False, **event)
 
 
+# A tab's button shows no gradio progress: with it (even show_progress="minimal"), every output of the event went
+# "pending" and gradio's page redrew and timed each one while the model ran, on the cores that run the model and
+# draw the heatmap. Without it, a one-sentence review's click to drawn heatmap took 395 ms on average instead of
+# 459 (24 clicks each, alternating blocks; a small gain on this noisy machine: benchmarks/RESULTS.md, "Eleventh
+# session"). Instead the output the new result replaces (the prediction, the translation) is marked
+# aria-busy from the click, and dimmed by viz.page.head.CSS, until after_paint clears it; should the event fail
+# before that (gradio chains no step after a failed event), the mark goes after a minute.
+_MARK_BUSY_JS = """(...inputs) => {
+  const element = document.getElementById(%s);
+  if (element) {
+    const mark = String(performance.now());
+    element.setAttribute('aria-busy', 'true');
+    element.dataset.busySince = mark;
+    setTimeout(() => { if (element.dataset.busySince === mark) element.removeAttribute('aria-busy'); }, 60000);
+  }
+  return inputs;
+}"""
+
+
+def first_view(busy: gr.components.Component) -> dict:
+    """The event options of a tab's button: no gradio progress, and `busy` (an output with an elem_id) marked busy
+    from the click until after_paint(event, busy) clears it. The js runs before the event is sent and passes its
+    inputs on unchanged."""
+    return dict(show_progress="hidden", js=_MARK_BUSY_JS % json.dumps(busy.elem_id))
+
+
 # A step in the browser only: resolves once the page has shown a frame with the event's outputs. Gradio's page
 # does a lot of work when it starts an event (it copies the value of every component that ever showed progress);
 # started straight after the first heatmap arrives, the next event held that heatmap back from the screen for
 # 50-100 ms. Plots are drawn in an animation frame (viz.share.downloads.PLOTLY_JS), so the step waits for the
-# next one after it: by then the frame with the new heatmap has been painted.
-AFTER_PAINT_JS = (
-    "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))))"
-)
+# next one after it: by then the frame with the new heatmap has been painted. It first clears the busy mark of
+# first_view.
+_AFTER_PAINT_JS = """() => {
+  document.getElementById(%s)?.removeAttribute('aria-busy');
+  return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))));
+}"""
 
 
-def after_paint(event):
-    """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs."""
-    return event.then(None, js=AFTER_PAINT_JS, api_visibility="private")
+def after_paint(event, busy: gr.components.Component):
+    """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs; it
+    clears the busy mark first_view(busy) set on `busy`."""
+    return event.then(None, js=_AFTER_PAINT_JS % json.dumps(busy.elem_id), api_visibility="private")
 
 
 NO_RESULT = (
