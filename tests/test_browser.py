@@ -175,3 +175,33 @@ def test_a_running_model_dims_the_result_it_replaces(page, app_url, tab, busy, r
     assert page.evaluate(opacity, busy) == "1"
     page.evaluate("id => document.getElementById(id).setAttribute('aria-busy', 'true')", busy)
     assert page.evaluate(opacity, busy) == "0.55"
+
+
+def test_a_failed_run_clears_the_busy_mark(page):
+    """Gradio's page chains no .then step after a failed event: hosting.after_paint's failure step clears the mark
+    (a small app whose button always fails, wired as the tabs' buttons are)."""
+    import gradio as gr
+
+    from viz.server import hosting
+
+    with gr.Blocks() as demo:
+        box = gr.Textbox(elem_id="box")
+        out = gr.Textbox(elem_id="out")
+        button = gr.Button(elem_id="go")
+
+        def fail(text):
+            raise gr.Error("always")
+
+        hosting.after_paint(button.click(fail, [box], [out], **hosting.first_view(out)), out)
+    _, url, _ = demo.launch(
+        server_name="127.0.0.1", server_port=browser.free_port(), prevent_thread_lock=True, quiet=True
+    )
+    try:
+        page.goto(url)
+        page.wait_for_selector("#go")
+        page.evaluate(_WATCH_BUSY_JS, "out")
+        page.locator("#go").click()
+        page.wait_for_function("() => window.__busy.length >= 2")
+        assert page.evaluate("() => window.__busy") == ["true", None]
+    finally:
+        demo.close()

@@ -105,19 +105,13 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
 # "pending" and gradio's page redrew and timed each one while the model ran, on the cores that run the model and
 # draw the heatmap. Without it, a one-sentence review's click to drawn heatmap took 395 ms on average instead of
 # 459 (24 clicks each, alternating blocks; a small gain on this noisy machine: benchmarks/RESULTS.md, "Eleventh
-# session"). Instead the output the new result replaces (the prediction, the translation) is marked
-# aria-busy from the click, and dimmed by viz.page.head.CSS, until after_paint clears it; should the event fail
-# before that (gradio chains no step after a failed event), the mark goes after a minute.
+# session"). Instead the output the new result replaces (the prediction, the translation) is marked aria-busy from
+# the click, and dimmed by viz.page.head.CSS, until after_paint's steps clear it.
 _MARK_BUSY_JS = """(...inputs) => {
-  const element = document.getElementById(%s);
-  if (element) {
-    const mark = String(performance.now());
-    element.setAttribute('aria-busy', 'true');
-    element.dataset.busySince = mark;
-    setTimeout(() => { if (element.dataset.busySince === mark) element.removeAttribute('aria-busy'); }, 60000);
-  }
+  document.getElementById(%s)?.setAttribute('aria-busy', 'true');
   return inputs;
 }"""
+_CLEAR_BUSY = "document.getElementById(%s)?.removeAttribute('aria-busy');"
 
 
 def first_view(busy: gr.components.Component) -> dict:
@@ -134,15 +128,18 @@ def first_view(busy: gr.components.Component) -> dict:
 # next one after it: by then the frame with the new heatmap has been painted. It first clears the busy mark of
 # first_view.
 _AFTER_PAINT_JS = """() => {
-  document.getElementById(%s)?.removeAttribute('aria-busy');
+  %s
   return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))));
 }"""
 
 
 def after_paint(event, busy: gr.components.Component):
-    """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs; it
-    clears the busy mark first_view(busy) set on `busy`."""
-    return event.then(None, js=_AFTER_PAINT_JS % json.dumps(busy.elem_id), api_visibility="private")
+    """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs. Its
+    step, and a step on failure (gradio's page chains no .then step after a failed event), clear the busy mark
+    first_view(busy) set on `busy`."""
+    clear = _CLEAR_BUSY % json.dumps(busy.elem_id)
+    event.failure(None, js=f"() => {{ {clear} }}", api_visibility="private")
+    return event.then(None, js=_AFTER_PAINT_JS % clear, api_visibility="private")
 
 
 NO_RESULT = (
