@@ -301,6 +301,7 @@ def build_demo(
                 else:
                     translation_tab(translation, demo)
         share_ui.select_tab_on_load(demo)
+    hosting.progress_on_one_component(demo)
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks

@@ -141,3 +141,28 @@ def test_no_event_updates_a_layout_block(app):
     outputs = [b for fn in demo.fns.values() for b in fn.outputs]
     assert len(outputs) > 40
     assert [type(b).__name__ for b in outputs if type(b).__module__.startswith("gradio.layouts")] == []
+
+
+def test_each_event_shows_progress_on_one_component_at_most(app):
+    """Gradio's page hands every component that was ever an event's progress target its loading status again at
+    each change of any event's progress (hosting.progress_on_one_component); with every output a target, that
+    was some 40 components per click. Each event names one target at most, never a gr.State (it shows no
+    progress), none when it shows no progress; an event that shows progress and has a visible output still shows it."""
+    demo, _ = app
+    components = {c["id"]: c for c in demo.get_config_file()["components"]}
+    shown = 0
+    for dep in demo.get_config_file()["dependencies"]:
+        targets = dep["show_progress_on"]
+        assert targets is not None and len(targets) <= 1, dep
+        assert all(components[t]["type"] != "state" for t in targets)
+        visible = [o for o in dep["outputs"] if components[o]["type"] != "state"]
+        if dep["show_progress"] == "hidden":
+            assert targets == []
+        elif visible:
+            assert targets == visible[:1]
+            shown += 1
+    assert shown > 40
+    explain = [d for d in demo.get_config_file()["dependencies"] if d["api_name"] == "run_explain"]
+    assert explain and {components[d["show_progress_on"][0]]["props"]["elem_id"] for d in explain} == {
+        "sentiment-highlight"
+    }

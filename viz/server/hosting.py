@@ -142,6 +142,23 @@ def after_paint(event, busy: gr.components.Component):
     return event.then(None, js=_AFTER_PAINT_JS % clear, api_visibility="private")
 
 
+# Gradio's page keeps a loading status for every component that was ever an event's progress target (by default
+# all its outputs), and at every change of any event's progress it hands each of them its status again: it finds
+# the component in the page's tree and copies its properties, value included (a gr.State shows no progress, so it
+# is never a target here). A page load and one review with its follow-up work (small multiples, explanation, head
+# table, inside one head) made 25 such components, each handed its status several times per click; with one target
+# per event, 6. A one-sentence click to drawn heatmap took 52 ms less at the median (36 clicks each, alternating
+# blocks; benchmarks/RESULTS.md, "Twelfth session").
+def progress_on_one_component(demo: gr.Blocks) -> None:
+    """Call once every event of `demo` is wired: each event shows gradio's progress on one component at most, the
+    one it names with show_progress_on, else its first output that is not a gr.State; one that shows no progress
+    (show_progress="hidden") has none."""
+    for fn in demo.fns.values():
+        named = fn.outputs if fn.show_progress_on is None else fn.show_progress_on
+        shown = [block for block in named if not isinstance(block, gr.State)]
+        fn.show_progress_on = [] if fn.show_progress == "hidden" else shown[:1]
+
+
 NO_RESULT = (
     "There is no result to redraw: results are kept for {minutes} minutes after their last use. "
     "Press the button above to run the model again."
