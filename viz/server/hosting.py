@@ -122,11 +122,11 @@ def first_view(busy: gr.components.Component) -> dict:
 
 
 # A step in the browser only: resolves once the page has shown a frame with the event's outputs. Gradio's page
-# does a lot of work when it starts an event (it copies the value of every component that ever showed progress);
-# started straight after the first heatmap arrives, the next event held that heatmap back from the screen for
-# 50-100 ms. Plots are drawn in an animation frame (viz.share.downloads.PLOTLY_JS), so the step waits for the
-# next one after it: by then the frame with the new heatmap has been painted. It first clears the busy mark of
-# first_view.
+# does a lot of work when it starts an event (it copies the value of every component that was ever an event's
+# progress target: progress_on_one_component); started straight after the first heatmap arrives, the next event
+# held that heatmap back from the screen for 50-100 ms. Plots are drawn in an animation frame
+# (viz.share.downloads.PLOTLY_JS), so the step waits for the next one after it: by then the frame with the new
+# heatmap has been painted. It first clears the busy mark of first_view.
 _AFTER_PAINT_JS = """() => {
   %s
   return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))));
