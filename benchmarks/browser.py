@@ -198,6 +198,15 @@ def wait_heads_measured(page, task: str) -> str:
     return page.locator(f"#{status}").text_content()
 
 
+def wait_drawn(page, elem_id: str, part: str = ".heatmaplayer image") -> None:
+    """Wait until the plot elem_id shows `part` on screen, scrolled to as a visitor would: the plots below a tab's
+    first heatmap are laid out and painted only near the screen (viz.page.theme.OFF_SCREEN), and Playwright counts
+    what the browser skips as hidden."""
+    page.wait_for_selector(f"#{elem_id} {part}", state="attached")
+    page.locator(f"#{elem_id}").scroll_into_view_if_needed()
+    page.wait_for_selector(f"#{elem_id} {part}")
+
+
 def plot_title(page, elem_id: str) -> str:
     return page.locator(f"#{elem_id} .gtitle").first.text_content() or ""
 
@@ -215,10 +224,31 @@ def hover_heatmap(page, elem_id: str, fx: float = 0.5, fy: float = 0.5) -> str:
     return hover.text_content() or ""
 
 
-def screenshot(page, path: str | Path) -> Path:
+# A picture of the whole page, not only of the screen: the plots the browser skips off screen (viz.page.theme.
+# OFF_SCREEN) are laid out and painted while it is taken, else they came out blank.
+_ALL_DRAWN_JS = """on => {
+  const old = document.getElementById('all-drawn');
+  if (old) old.remove();
+  if (!on) return;
+  const style = document.createElement('style');
+  style.id = 'all-drawn';
+  style.textContent = '.off-screen { content-visibility: visible !important; }';
+  document.head.appendChild(style);
+}"""
+
+
+def _full_page(page, path: str | Path, **clip) -> Path:
     page.mouse.move(0, 0)  # no tooltip in the picture
-    page.screenshot(path=str(path), full_page=True)
+    page.evaluate(_ALL_DRAWN_JS, True)
+    try:
+        page.screenshot(path=str(path), full_page=True, **clip)
+    finally:
+        page.evaluate(_ALL_DRAWN_JS, False)
     return Path(path)
+
+
+def screenshot(page, path: str | Path) -> Path:
+    return _full_page(page, path)
 
 
 def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: str = "xy") -> None:
@@ -232,17 +262,16 @@ def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: st
 def open_model_view(page, task: str) -> None:
     """Open the tab's model view (an accordion, drawn on opening) and wait for its thumbnails."""
     page.get_by_text("Model view: every layer", exact=False).filter(visible=True).first.click()
-    page.wait_for_selector(f"#{task}-model-view .heatmaplayer image")
+    wait_drawn(page, f"{task}-model-view")
 
 
 def screenshot_between(page, path: str | Path, first: str, last: str) -> Path:
     """A picture of the page from the top of element `first` to the bottom of element `last` (CSS selectors)."""
-    page.mouse.move(0, 0)
+    page.evaluate(_ALL_DRAWN_JS, True)  # the plots between at their drawn heights
     top = page.locator(first).first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
     bottom = page.locator(last).first.evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
     width = page.viewport_size["width"]
-    page.screenshot(path=str(path), full_page=True, clip=dict(x=0, y=top - 8, width=width, height=bottom - top + 16))
-    return Path(path)
+    return _full_page(page, path, clip=dict(x=0, y=top - 8, width=width, height=bottom - top + 16))
 
 
 # Where a token is drawn on the large map: the fraction of the way down its rows (the last row of the word wanted).
@@ -259,7 +288,7 @@ def _views_of(page, url: str, review: str) -> None:
     """A long review analysed, the large map on the log scale with the row of a verdict word clicked."""
     open_tab(page, url, "Sentiment")
     analyze_review(page, review)
-    page.wait_for_selector("#sentiment-overview .heatmaplayer image")
+    wait_drawn(page, "sentiment-overview")
     choose(page, "sentiment-scale", "log", redraws=("sentiment-attention",))
     mark_plot(page, "sentiment-token-focus")
     click_plot(page, "sentiment-attention", 0.5, page.evaluate(_ROW_OF_JS, ["sentiment-attention", VERDICT_WORDS]))

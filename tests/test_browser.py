@@ -52,7 +52,7 @@ def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
     assert page.locator("#sentiment-highlight .tok").count() > 20
     # Explanations: a diverging legend, faithfulness beside it, and switching methods redraws both.
     page.wait_for_selector("#sentiment-highlight .attr-legend-bar")
-    page.wait_for_selector("#sentiment-deletion-curve .scatterlayer .trace")
+    browser.wait_drawn(page, "sentiment-deletion-curve", ".scatterlayer .trace")
     y_title = page.locator("#sentiment-deletion-curve .ytitle").bounding_box()
     plot_area = page.locator("#sentiment-deletion-curve .nsewdrag").bounding_box()
     assert y_title["height"] <= plot_area["height"], "the y-axis title runs past the plot into the figure's title"
@@ -116,8 +116,8 @@ def test_translation_tab(page, app_url, tmp_path, record_property):
     assert "layer 2" in browser.plot_title(page, "translation-attention")
     assert "Step 3 of" in browser.plot_title(page, "translation-step-heads")  # the step is kept
     # Attribution over the source with every head's agreement, and its faithfulness, follow the translation.
-    page.wait_for_selector("#translation-attribution .heatmaplayer image")
-    page.wait_for_selector("#translation-head-agreement .heatmaplayer image")
+    browser.wait_drawn(page, "translation-attribution")
+    browser.wait_drawn(page, "translation-head-agreement")
     page.wait_for_function("() => document.querySelector('#translation-faithfulness').textContent.includes('random')")
     assert "English step × German token" in browser.plot_title(page, "translation-attribution")
     assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))

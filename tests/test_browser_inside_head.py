@@ -66,7 +66,7 @@ def click_row(page, task: str, fy: float) -> int:
 def open_inside_head(page, task: str) -> None:
     page.get_by_text("Inside one head", exact=False).filter(visible=True).first.click()
     page.wait_for_selector(f"#{task}-inside-head .ih-weights td", state="attached")
-    page.wait_for_selector(f"#{task}-inside-head-heads .barlayer .point")
+    browser.wait_drawn(page, f"{task}-inside-head-heads", ".barlayer .point")
 
 
 def wait_view_of(page, task: str, row: int, head: int = 0) -> None:

@@ -1,5 +1,6 @@
 """The page itself in headless chromium, on the tiny models: the plotting library comes with the page, bold text
-stays in the body's font, and Analyse leaves the second review alone (issue 25, items 5, 6 and 10).
+stays in the body's font, Analyse leaves the second review alone (issue 25, items 5, 6 and 10), and the plots
+below the first heatmap are drawn only near the screen.
 Times are printed, never asserted: the CPU here is shared."""
 
 import pytest
@@ -50,3 +51,19 @@ def test_analyse_leaves_the_second_review_empty(page, app_url):
     page.wait_for_function(
         "() => document.querySelector('#sentiment-compare-input textarea').value === 'A warm and funny film.'"
     )
+
+
+SKIPPED_JS = """id => !document.querySelector('#' + id + ' .js-plotly-plot')
+  .checkVisibility({contentVisibilityAuto: true})"""
+
+
+def test_a_plot_far_below_is_skipped_until_it_is_scrolled_to(page, app_url):
+    """viz.page.theme.OFF_SCREEN: the small multiples are drawn by plotly at once, but the browser lays them out
+    and paints them only once they come near the screen; scrolled to, they show."""
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, "A warm and funny film.")
+    page.wait_for_selector("#sentiment-overview .heatmaplayer image", state="attached")
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_function(SKIPPED_JS, arg="sentiment-overview", polling="raf")
+    browser.wait_drawn(page, "sentiment-overview")
+    assert not page.evaluate(SKIPPED_JS, "sentiment-overview")

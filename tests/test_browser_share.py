@@ -20,7 +20,7 @@ REVIEW = "A warm, funny film – „wunderbar“ <b>really</b> 🎬"
 
 
 def heatmap_drawn(page, elem_id: str) -> None:
-    page.wait_for_selector(f"#{elem_id} .heatmaplayer image", timeout=browser.TIMEOUT_MS)
+    browser.wait_drawn(page, elem_id)
 
 
 def open_review_link(page, app_url: str, **view) -> str:

@@ -53,7 +53,7 @@ def test_a_transformers_classifier_draws_its_heads(page, hf_app_url):
     assert "out-of-domain check is off" in page.locator("#sentiment-status").text_content()
 
     page.locator("#sentiment-models-submit").click()
-    page.locator("#sentiment-models-second .js-plotly-plot").wait_for()
+    browser.wait_drawn(page, "sentiment-models-second", ".js-plotly-plot")
     sides = page.locator("#sentiment-models-output").text_content()
     assert "bert" in sides and "sentiment" in sides  # the two folders' names
 

@@ -68,7 +68,7 @@ def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, ap
     row = int(token.split(":")[0])
     assert page.evaluate(SHAPES_JS, ["sentiment-attention", "focus-row"])[2:] == [row - 0.5, row + 0.5]
     assert page.evaluate(SHAPES_JS, ["sentiment-attention", "focus-col"])[:2] == [row - 0.5, row + 0.5]
-    page.wait_for_selector("#sentiment-token-focus .barlayer .point")
+    browser.wait_drawn(page, "sentiment-token-focus", ".barlayer .point")
     titles = page.locator("#sentiment-token-focus .annotation-text").all_text_contents()
     assert f"head 1: where {token} looks" in titles and f"head 4: what looks at {token}" in titles
     cut = page.evaluate(SHAPES_JS, ["sentiment-attention", "cut"])
@@ -76,13 +76,13 @@ def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, ap
 
     browser.open_tab(page, app_url, "Translation")  # cross-attention: a row is an English step
     browser.translate(page, BENCH_GERMAN, decoding="greedy")
-    page.wait_for_selector("#translation-encoder .heatmaplayer image")
+    browser.wait_drawn(page, "translation-encoder")
     browser.mark_plot(page, "translation-attention")
     browser.click_plot(page, "translation-attention", 0.5, 0.1)
     browser.wait_redrawn(page, "translation-attention")
     token = page.locator("#translation-token input").input_value()
     assert token.endswith("(English)")
-    page.wait_for_selector("#translation-token-focus .barlayer .point")
+    browser.wait_drawn(page, "translation-token-focus", ".barlayer .point")
     titles = page.locator("#translation-token-focus .annotation-text").all_text_contents()
     assert any("where" in t for t in titles) and not any("what looks at" in t for t in titles)  # German looks at none
     step = int(token.split(":")[0])
@@ -163,14 +163,14 @@ def test_on_a_phone_in_the_dark_no_plot_draws_over_another(page, app_url):
             page.get_by_role("tab", name=task, exact=False).first.click()
             if task == "Sentiment":
                 browser.analyze_review(page, SHORT_REVIEW)  # every token labelled in the small multiples too
-                page.wait_for_selector("#sentiment-overview .heatmaplayer image")
+                browser.wait_drawn(page, "sentiment-overview")
             else:
                 browser.translate(page, BENCH_GERMAN, decoding="greedy")
-                page.wait_for_selector("#translation-encoder .heatmaplayer image")
+                browser.wait_drawn(page, "translation-encoder")
             key = task.lower()
             open_model_view(page, key)
             browser.click_plot(page, f"{key}-attention", 0.5, 0.3)
-            page.wait_for_selector(f"#{key}-token-focus .barlayer .point")
+            browser.wait_drawn(page, f"{key}-token-focus", ".barlayer .point")
             plots = page.evaluate(BOXES_JS)
             assert sum(len(p["ticks"]) for p in plots) > 50 and collisions(plots) == []
             assert max(p["plot"][2] for p in plots) <= 391  # nothing reaches past the screen's edge

@@ -167,3 +167,19 @@ def test_each_event_shows_progress_on_one_component_at_most(app):
     assert explain and {components[d["show_progress_on"][0]]["props"]["elem_id"] for d in explain} == {
         "sentiment-highlight"
     }
+
+
+def test_the_plots_below_each_tabs_first_heatmap_are_skipped_off_screen(app):
+    """The frame that draws a click's first heatmap used to lay out and paint every plot below it too
+    (viz.page.theme.OFF_SCREEN): every plot but the tabs' first heatmaps carries the class, and the page's CSS
+    makes the browser skip it while it is off screen."""
+    from viz.page import theme
+
+    demo, _ = app
+    config = demo.get_config_file()
+    plots = [c["props"] for c in config["components"] if c["type"] == "plot"]
+    plots = {p["elem_id"]: p.get("elem_classes") or [] for p in plots}
+    first = {"sentiment-attention", "translation-attention"}
+    assert first <= set(plots) and len(plots) > 12
+    assert {i for i, classes in plots.items() if theme.OFF_SCREEN[0] not in classes} == first
+    assert f".{theme.OFF_SCREEN[0]} {{ content-visibility: auto;" in demo.css

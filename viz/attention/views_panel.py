@@ -16,6 +16,7 @@ from pipelines.kinds import KINDS
 from pipelines.tasks import TASKS
 
 from .. import handlers
+from ..page.theme import OFF_SCREEN
 from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")
@@ -103,9 +104,9 @@ def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox) -> ViewsUI:
     with gr.Row(elem_classes=["views-hidden"]):
         token_click = gr.Textbox(elem_id=f"{task}-token-click", show_label=False, container=False)
         open_head = gr.Textbox(elem_id=f"{task}-open-head", show_label=False, container=False)
-    focus = gr.Plot(show_label=False, elem_id=f"{task}-token-focus")
+    focus = gr.Plot(show_label=False, elem_id=f"{task}-token-focus", elem_classes=OFF_SCREEN)
     with gr.Accordion("Model view: every layer × head (click one to open it)", open=False) as accordion:
-        model = gr.Plot(show_label=False, elem_id=f"{task}-model-view")
+        model = gr.Plot(show_label=False, elem_id=f"{task}-model-view", elem_classes=OFF_SCREEN)
     kind = kind or gr.State(choices[0][1])
     return ViewsUI(task, scale, hide, kind, token, token_click, open_head, focus, accordion, model, gr.State(False))
 

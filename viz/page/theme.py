@@ -1,12 +1,18 @@
-"""The page's look on every screen: CSS for narrow screens, and the plots restyled in the browser for the dark
-theme (?__theme=dark) and for phones. Figures are built once on the server for every visitor, so what depends on
-the visitor's screen is applied where plotly draws them (downloads.PLOTLY_JS calls window.__attentionTheme)."""
+"""The page's look on every screen: CSS for narrow screens and for plots off screen, and the plots restyled in
+the browser for the dark theme (?__theme=dark) and for phones. Figures are built once on the server for every
+visitor, so what depends on the visitor's screen is applied where plotly draws them (downloads.PLOTLY_JS calls
+window.__attentionTheme)."""
 
 # Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
 # server (views_panel) stay out of sight.
 # Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
 # themselves rather than widen the page on a phone.
+# Plots below a tab's first heatmap (OFF_SCREEN): while off screen the browser skips their layout and paint, so
+# the frame that draws the first heatmap after a click does not also lay out and paint a dozen plots nobody sees
+# yet (benchmarks/RESULTS.md, "Thirteenth session"); scrolled to, they draw as before.
+OFF_SCREEN = ["off-screen"]
 CSS = """
+.off-screen { content-visibility: auto; contain-intrinsic-size: auto 450px; }
 .views-hidden { display: none !important; }
 .inside-head .ih-vec { display: flex; flex-wrap: wrap; align-items: center; gap: 2px; margin: 2px 0; }
 .inside-head .ih-name { min-width: 7em; margin-right: 6px; font-size: 0.85em; overflow-wrap: anywhere; }
