@@ -226,24 +226,30 @@ def hover_heatmap(page, elem_id: str, fx: float = 0.5, fy: float = 0.5) -> str:
 
 # A picture of the whole page, not only of the screen: the plots the browser skips off screen (viz.page.theme.
 # OFF_SCREEN) are laid out and painted while it is taken, else they came out blank.
-_ALL_DRAWN_JS = """on => {
+_ALL_DRAWN_JS = """([on, name]) => {
   const old = document.getElementById('all-drawn');
   if (old) old.remove();
   if (!on) return;
   const style = document.createElement('style');
   style.id = 'all-drawn';
-  style.textContent = '.off-screen { content-visibility: visible !important; }';
+  style.textContent = '.' + name + ' { content-visibility: visible !important; }';
   document.head.appendChild(style);
 }"""
 
 
+def _all_drawn(page, on: bool) -> None:
+    from viz.page.theme import OFF_SCREEN
+
+    page.evaluate(_ALL_DRAWN_JS, [on, OFF_SCREEN[0]])
+
+
 def _full_page(page, path: str | Path, **clip) -> Path:
     page.mouse.move(0, 0)  # no tooltip in the picture
-    page.evaluate(_ALL_DRAWN_JS, True)
+    _all_drawn(page, True)
     try:
         page.screenshot(path=str(path), full_page=True, **clip)
     finally:
-        page.evaluate(_ALL_DRAWN_JS, False)
+        _all_drawn(page, False)
     return Path(path)
 
 
@@ -267,7 +273,7 @@ def open_model_view(page, task: str) -> None:
 
 def screenshot_between(page, path: str | Path, first: str, last: str) -> Path:
     """A picture of the page from the top of element `first` to the bottom of element `last` (CSS selectors)."""
-    page.evaluate(_ALL_DRAWN_JS, True)  # the plots between at their drawn heights
+    _all_drawn(page, True)  # the plots between at their drawn heights
     top = page.locator(first).first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
     bottom = page.locator(last).first.evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
     width = page.viewport_size["width"]

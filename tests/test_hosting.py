@@ -169,8 +169,8 @@ def test_each_event_shows_progress_on_one_component_at_most(app):
     }
 
 
-def test_the_plots_below_each_tabs_first_heatmap_are_skipped_off_screen(app):
-    """The frame that draws a click's first heatmap used to lay out and paint every plot below it too
+def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
+    """The frame that draws a click's first heatmap used to lay out and paint every other plot too
     (viz.page.theme.OFF_SCREEN): every plot but the tabs' first heatmaps carries the class, and the page's CSS
     makes the browser skip it while it is off screen."""
     from viz.page import theme

@@ -7,7 +7,7 @@ window.__attentionTheme)."""
 # server (views_panel) stay out of sight.
 # Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
 # themselves rather than widen the page on a phone.
-# Plots below a tab's first heatmap (OFF_SCREEN): while off screen the browser skips their layout and paint, so
+# Every plot but a tab's first heatmap (OFF_SCREEN): while off screen the browser skips its layout and paint, so
 # the frame that draws the first heatmap after a click does not also lay out and paint a dozen plots nobody sees
 # yet (benchmarks/RESULTS.md, "Thirteenth session"); scrolled to, they draw as before.
 OFF_SCREEN = ["off-screen"]
