@@ -23,7 +23,7 @@ from viz.explanations import explanation_panel, translation_explanation_panel  #
 from viz.heads.panel import heads_panel  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import redact_paths, sentiment_registry, translation_registry  # noqa: E402
-from viz.page.theme import OFF_SCREEN  # noqa: E402
+from viz.page import theme  # noqa: E402
 from viz.server import hosting  # noqa: E402
 from viz.share import downloads, share_ui  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
@@ -128,7 +128,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     scale, hide = views_panel.options("sentiment")
     single = gr.Plot(show_label=False, elem_id="sentiment-attention")
     views = views_panel.focus_and_model("sentiment", scale, hide)
-    overview = gr.Plot(show_label=False, elem_id="sentiment-overview", elem_classes=OFF_SCREEN)
+    overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
     snapshot = training_step.build(models, "sentiment")
     inside = inside_head_panel.build("sentiment")
 
@@ -185,18 +185,18 @@ def _translation_plots(models) -> SimpleNamespace:
     layer, head = _layer_head("translation", models.get(), "large plots")
     scale, hide = views_panel.options("translation")
     cross = gr.Plot(show_label=False, elem_id="translation-attention")
-    cross_overview = gr.Plot(show_label=False, elem_id="translation-overview", elem_classes=OFF_SCREEN)
+    cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
     snapshot = training_step.build(models, "translation")
     gr.Markdown(STEP_HELP)
     step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
     with gr.Row(elem_classes=["plot-row"]):
-        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads", elem_classes=OFF_SCREEN)
-        step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk", elem_classes=OFF_SCREEN)
+        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
+        step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
     explanations = translation_explanation_panel.build()
     gr.Markdown("### Self-attention")
     with gr.Row(elem_classes=["plot-row"]):
-        encoder = gr.Plot(show_label=False, elem_id="translation-encoder", elem_classes=OFF_SCREEN)
-        decoder = gr.Plot(show_label=False, elem_id="translation-decoder", elem_classes=OFF_SCREEN)
+        encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
+        decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
     views = views_panel.focus_and_model("translation", scale, hide)
     inside = inside_head_panel.build("translation")
     return SimpleNamespace(**{k: v for k, v in locals().items() if k != "models"})
@@ -303,6 +303,7 @@ def build_demo(
                     translation_tab(translation, demo)
         share_ui.select_tab_on_load(demo)
     hosting.progress_on_one_component(demo)
+    theme.skip_off_screen(demo, keep=("sentiment-attention", "translation-attention"))  # each tab's first view
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks

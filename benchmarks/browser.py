@@ -199,9 +199,9 @@ def wait_heads_measured(page, task: str) -> str:
 
 
 def wait_drawn(page, elem_id: str, part: str = ".heatmaplayer image") -> None:
-    """Wait until the plot elem_id shows `part` on screen, scrolled to as a visitor would: the plots below a tab's
-    first heatmap are laid out and painted only near the screen (viz.page.theme.OFF_SCREEN), and Playwright counts
-    what the browser skips as hidden."""
+    """Wait until the plot elem_id shows `part` on screen, scrolled to as a visitor would: every plot but a tab's
+    first heatmap is laid out and painted only near the screen (viz.page.theme.skip_off_screen), and Playwright
+    counts what the browser skips as hidden."""
     page.wait_for_selector(f"#{elem_id} {part}", state="attached")
     page.locator(f"#{elem_id}").scroll_into_view_if_needed()
     page.wait_for_selector(f"#{elem_id} {part}")
@@ -224,37 +224,24 @@ def hover_heatmap(page, elem_id: str, fx: float = 0.5, fy: float = 0.5) -> str:
     return hover.text_content() or ""
 
 
-# A picture of the whole page, not only of the screen: the plots the browser skips off screen (viz.page.theme.
-# OFF_SCREEN) are laid out and painted while it is taken, else they came out blank.
-_ALL_DRAWN_JS = """([on, name]) => {
-  const old = document.getElementById('all-drawn');
-  if (old) old.remove();
-  if (!on) return;
-  const style = document.createElement('style');
-  style.id = 'all-drawn';
-  style.textContent = '.' + name + ' { content-visibility: visible !important; }';
-  document.head.appendChild(style);
-}"""
-
-
-def _all_drawn(page, on: bool) -> None:
+@contextmanager
+def _every_plot_drawn(page) -> Iterator[None]:
+    """For a picture of the whole page, not only of the screen: the plots the browser skips off screen
+    (viz.page.theme.skip_off_screen) are laid out and painted meanwhile, else they came out blank."""
     from viz.page.theme import OFF_SCREEN
 
-    page.evaluate(_ALL_DRAWN_JS, [on, OFF_SCREEN[0]])
-
-
-def _full_page(page, path: str | Path, **clip) -> Path:
-    page.mouse.move(0, 0)  # no tooltip in the picture
-    _all_drawn(page, True)
+    style = page.add_style_tag(content=f".{OFF_SCREEN} {{ content-visibility: visible !important; }}")
     try:
-        page.screenshot(path=str(path), full_page=True, **clip)
+        yield
     finally:
-        _all_drawn(page, False)
-    return Path(path)
+        style.evaluate("e => e.remove()")
 
 
 def screenshot(page, path: str | Path) -> Path:
-    return _full_page(page, path)
+    page.mouse.move(0, 0)  # no tooltip in the picture
+    with _every_plot_drawn(page):
+        page.screenshot(path=str(path), full_page=True)
+    return Path(path)
 
 
 def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: str = "xy") -> None:
@@ -273,11 +260,13 @@ def open_model_view(page, task: str) -> None:
 
 def screenshot_between(page, path: str | Path, first: str, last: str) -> Path:
     """A picture of the page from the top of element `first` to the bottom of element `last` (CSS selectors)."""
-    _all_drawn(page, True)  # the plots between at their drawn heights
-    top = page.locator(first).first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
-    bottom = page.locator(last).first.evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
-    width = page.viewport_size["width"]
-    return _full_page(page, path, clip=dict(x=0, y=top - 8, width=width, height=bottom - top + 16))
+    page.mouse.move(0, 0)
+    with _every_plot_drawn(page):  # the plots between at their drawn heights
+        top = page.locator(first).first.evaluate("e => e.getBoundingClientRect().top + window.scrollY")
+        bottom = page.locator(last).first.evaluate("e => e.getBoundingClientRect().bottom + window.scrollY")
+        clip = dict(x=0, y=top - 8, width=page.viewport_size["width"], height=bottom - top + 16)
+        page.screenshot(path=str(path), full_page=True, clip=clip)
+    return Path(path)
 
 
 # Where a token is drawn on the large map: the fraction of the way down its rows (the last row of the word wanted).

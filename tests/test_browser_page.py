@@ -58,7 +58,7 @@ SKIPPED_JS = """id => !document.querySelector('#' + id + ' .js-plotly-plot')
 
 
 def test_a_plot_far_below_is_skipped_until_it_is_scrolled_to(page, app_url):
-    """viz.page.theme.OFF_SCREEN: the small multiples are drawn by plotly at once, but the browser lays them out
+    """viz.page.theme.skip_off_screen: the small multiples are drawn by plotly at once, but the browser lays them out
     and paints them only once they come near the screen; scrolled to, they show."""
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, "A warm and funny film.")

@@ -19,16 +19,12 @@ pytestmark = [
 REVIEW = "A warm, funny film – „wunderbar“ <b>really</b> 🎬"
 
 
-def heatmap_drawn(page, elem_id: str) -> None:
-    browser.wait_drawn(page, elem_id)
-
-
 def open_review_link(page, app_url: str, **view) -> str:
     """Open a link to REVIEW (and the given view) unless the page shows it already; returns the query."""
     query = urlencode({"tab": "sentiment", "text": REVIEW, **view})
     if page.url != f"{app_url}?{query}":
         page.goto(f"{app_url}?{query}")
-    heatmap_drawn(page, "sentiment-attention")
+    browser.wait_drawn(page, "sentiment-attention")
     return query
 
 
@@ -88,7 +84,7 @@ def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
     page.wait_for_selector("#sentiment-compare-output .compare-label")
     labels = page.locator("#sentiment-compare-output .compare-label").all_text_contents()
     assert len(labels) == 2 and set(labels) <= {"positive", "negative"}
-    heatmap_drawn(page, "sentiment-compare-diff")
+    browser.wait_drawn(page, "sentiment-compare-diff")
     assert "layer 2, head 3" in browser.plot_title(page, "sentiment-compare-diff")
     assert page.locator("#sentiment-compare-output ins").count() > 0  # inserted tokens are marked
     assert page.locator("#sentiment-compare-output b").count() == 0  # the markup is shown, never run
@@ -108,7 +104,7 @@ def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
 def test_a_translation_link_and_comparison(page, app_url):
     query = urlencode({"tab": "translation", "text": "Zwei Hunde spielen.", "decoding": "greedy", "step": 2})
     page.goto(f"{app_url}?{query}")
-    heatmap_drawn(page, "translation-step-heads")
+    browser.wait_drawn(page, "translation-step-heads")
     assert page.locator("#translation-input textarea").input_value() == "Zwei Hunde spielen."
     assert "greedy decoding" in page.locator("#translation-status").text_content()
     assert "Step 2 of" in browser.plot_title(page, "translation-step-heads")
@@ -117,5 +113,5 @@ def test_a_translation_link_and_comparison(page, app_url):
     page.locator("#translation-compare-submit").click()
     page.wait_for_selector("#translation-compare-output .compare-label")
     assert page.locator("#translation-compare-output .compare-label").count() == 2
-    heatmap_drawn(page, "translation-compare-diff")
+    browser.wait_drawn(page, "translation-compare-diff")
     assert "Cross-attention" in browser.plot_title(page, "translation-compare-diff")

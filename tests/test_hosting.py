@@ -171,7 +171,7 @@ def test_each_event_shows_progress_on_one_component_at_most(app):
 
 def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
     """The frame that draws a click's first heatmap used to lay out and paint every other plot too
-    (viz.page.theme.OFF_SCREEN): every plot but the tabs' first heatmaps carries the class, and the page's CSS
+    (viz.page.theme.skip_off_screen): every plot but the tabs' first heatmaps carries the class, and the page's CSS
     makes the browser skip it while it is off screen."""
     from viz.page import theme
 
@@ -181,5 +181,5 @@ def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
     plots = {p["elem_id"]: p.get("elem_classes") or [] for p in plots}
     first = {"sentiment-attention", "translation-attention"}
     assert first <= set(plots) and len(plots) > 12
-    assert {i for i, classes in plots.items() if theme.OFF_SCREEN[0] not in classes} == first
-    assert f".{theme.OFF_SCREEN[0]} {{ content-visibility: auto;" in demo.css
+    assert {i for i, classes in plots.items() if theme.OFF_SCREEN not in classes} == first
+    assert f".{theme.OFF_SCREEN} {{ content-visibility: auto;" in demo.css

@@ -9,7 +9,6 @@ import gradio as gr
 
 from pipelines.kinds import KINDS, TGT
 
-from ..page.theme import OFF_SCREEN
 from ..server import hosting
 from . import inside_head_view as draw
 from . import view_handlers as views
@@ -30,7 +29,7 @@ class InsideHeadUI:
 def build(task: str) -> InsideHeadUI:
     with gr.Accordion("Inside one head: how the chosen token's row is computed", open=False) as accordion:
         steps = gr.HTML(PICK, elem_id=f"{task}-inside-head")
-        heads = gr.Plot(show_label=False, elem_id=f"{task}-inside-head-heads", elem_classes=OFF_SCREEN)
+        heads = gr.Plot(show_label=False, elem_id=f"{task}-inside-head-heads")
     recorded = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     return InsideHeadUI(accordion, steps, heads, recorded, gr.State(False))
 

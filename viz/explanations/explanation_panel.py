@@ -14,7 +14,6 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 
 from ..page.progress import reporter
-from ..page.theme import OFF_SCREEN
 from . import attributions
 
 log = logging.getLogger(__name__)
@@ -92,7 +91,7 @@ def build(pipe=None) -> ExplanationPanel:
             highlight = gr.HTML(elem_id="sentiment-highlight")
         with gr.Column(scale=2):
             faith = gr.Markdown(elem_id="sentiment-faithfulness")
-            curve = gr.Plot(show_label=False, elem_id="sentiment-deletion-curve", elem_classes=OFF_SCREEN)
+            curve = gr.Plot(show_label=False, elem_id="sentiment-deletion-curve")
     return ExplanationPanel(method, highlight, faith, curve, gr.State(None))
 
 

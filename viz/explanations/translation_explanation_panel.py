@@ -15,7 +15,6 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 
 from ..page.progress import reporter
-from ..page.theme import OFF_SCREEN
 from . import translation_attributions as figs
 
 log = logging.getLogger(__name__)
@@ -84,8 +83,8 @@ def build() -> TranslationExplanationPanel:
             elem_id="translation-contrast",
         )
     with gr.Row():
-        attribution = gr.Plot(show_label=False, elem_id="translation-attribution", elem_classes=OFF_SCREEN)
-        agreement = gr.Plot(show_label=False, elem_id="translation-head-agreement", elem_classes=OFF_SCREEN)
+        attribution = gr.Plot(show_label=False, elem_id="translation-attribution")
+        agreement = gr.Plot(show_label=False, elem_id="translation-head-agreement")
     faith = gr.Markdown(elem_id="translation-faithfulness")
     return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, gr.State(None))
 

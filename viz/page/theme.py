@@ -3,16 +3,21 @@ the browser for the dark theme (?__theme=dark) and for phones. Figures are built
 visitor, so what depends on the visitor's screen is applied where plotly draws them (downloads.PLOTLY_JS calls
 window.__attentionTheme)."""
 
+from collections.abc import Iterable
+
+import gradio as gr
+
+OFF_SCREEN = "off-screen"
+
+
 # Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
 # server (views_panel) stay out of sight.
 # Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
 # themselves rather than widen the page on a phone.
-# Every plot but a tab's first heatmap (OFF_SCREEN): while off screen the browser skips its layout and paint, so
-# the frame that draws the first heatmap after a click does not also lay out and paint a dozen plots nobody sees
-# yet (benchmarks/RESULTS.md, "Thirteenth session"); scrolled to, they draw as before.
-OFF_SCREEN = ["off-screen"]
-CSS = """
-.off-screen { content-visibility: auto; contain-intrinsic-size: auto 450px; }
+# Plots skipped off screen (skip_off_screen): the browser lays them out and paints them only near the screen.
+CSS = (
+    f".{OFF_SCREEN} {{ content-visibility: auto; contain-intrinsic-size: auto 450px; }}"
+    + """
 .views-hidden { display: none !important; }
 .inside-head .ih-vec { display: flex; flex-wrap: wrap; align-items: center; gap: 2px; margin: 2px 0; }
 .inside-head .ih-name { min-width: 7em; margin-right: 6px; font-size: 0.85em; overflow-wrap: anywhere; }
@@ -26,6 +31,7 @@ CSS = """
   .plot-row > *, .view-options > * { min-width: 100% !important; width: 100% !important; }
 }
 """
+)
 
 # window.__attentionTheme(gd, data, layout) -> [data, layout]: copies, restyled for a dark page (light text,
 # transparent panels, a colour ramp that starts dark) and for a narrow plot (smaller fonts and label margins, the
@@ -127,3 +133,14 @@ THEME_JS = """
   };
 })();
 """
+
+
+def skip_off_screen(demo: gr.Blocks, keep: Iterable[str]) -> None:
+    """Call once every plot of `demo` is laid out: each plot but those whose elem_id is in `keep` (a tab's first
+    heatmap) gets the class OFF_SCREEN, whose layout and paint the browser skips while it is off screen. Plotly
+    still draws it when its figure comes; the frame that shows a click's first heatmap no longer also lays out
+    and paints the dozen plots nobody sees yet (benchmarks/RESULTS.md, "Thirteenth session")."""
+    keep = set(keep)
+    for block in demo.blocks.values():
+        if isinstance(block, gr.Plot) and block.elem_id not in keep:
+            block.elem_classes = [*(block.elem_classes or []), OFF_SCREEN]

@@ -14,7 +14,6 @@ import gradio as gr
 from .. import handlers
 from ..compare import input_compare as compare
 from ..examples import contrast_pairs, shorten
-from ..page.theme import OFF_SCREEN
 from . import downloads, links
 
 PRIVATE = dict(api_visibility="private")
@@ -219,7 +218,7 @@ def _apply_step(view, layer, pending: int | None):
 
 def _compare_outputs(task: str):
     output = gr.HTML(elem_id=f"{task}-compare-output")
-    diff = gr.Plot(show_label=False, elem_id=f"{task}-compare-diff", elem_classes=OFF_SCREEN)
+    diff = gr.Plot(show_label=False, elem_id=f"{task}-compare-diff")
     return gr.State(None), output, diff
 
 
