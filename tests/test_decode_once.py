@@ -77,7 +77,7 @@ def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_pa
             page.wait_for_function(
                 "() => (document.querySelector('#translation-faithfulness') || {}).innerText?.includes('random')"
             )
-            page.locator("#translation-attribution .js-plotly-plot").wait_for()
+            browser.wait_drawn(page, "translation-attribution", ".js-plotly-plot")
     finally:
         demo.close()
     assert count.decodes == 1
