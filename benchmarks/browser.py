@@ -198,12 +198,21 @@ def wait_heads_measured(page, task: str) -> str:
     return page.locator(f"#{status}").text_content()
 
 
+SHOWN_JS = """selector => {
+  const e = document.querySelector(selector);
+  return !!e && e.checkVisibility({contentVisibilityAuto: true});
+}"""
+
+
 def wait_drawn(page, elem_id: str, part: str = ".heatmaplayer image") -> None:
     """Wait until the plot elem_id shows `part` on screen, scrolled to as a visitor would: every plot but a tab's
     first heatmap is laid out and painted only near the screen (viz.page.theme.skip_off_screen), and Playwright
     counts what the browser skips as hidden."""
     page.wait_for_selector(f"#{elem_id} {part}", state="attached")
     page.locator(f"#{elem_id}").scroll_into_view_if_needed()
+    # The browser updates what it skips at its next frames, not at the scroll; Playwright's visible-wait can pass
+    # before (it measures a forced layout), so wait for the skipping itself to end.
+    page.wait_for_function(SHOWN_JS, arg=f"#{elem_id} {part}", polling="raf")
     page.wait_for_selector(f"#{elem_id} {part}")
 
 
