@@ -154,39 +154,23 @@ def add_held_out_args(g) -> None:
     )
 
 
-def at_least_one(text: str) -> int:
-    """argparse type: a whole number of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"give a whole number of 1 or more, got {text!r}")
-    return value
+def whole_number(minimum: int):
+    """argparse type: a whole number of `minimum` or more."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = minimum - 1
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"give a whole number of {minimum} or more, got {text!r}")
+        return value
+
+    return parse
 
 
-def add_sentiment_parser(sub) -> None:
-    summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
-    loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
-    s, m = encoder_task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
-    m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
-    m.add_argument(
-        "--pooling",
-        choices=["mean", "attention", "cls"],
-        default="attention",
-        help="how the encoder's output becomes one vector: mean of real tokens, a learned query, or BERT's [CLS] "
-        "pooler (dense + tanh; with --init-from-bert it starts from the checkpoint's)",
-    )
-    m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
-    d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
-    add_held_out_args(d)
-    d.add_argument(
-        "--sst2-repeat",
-        type=at_least_one,
-        default=1,
-        metavar="N",
-        help="read each SST-2 training phrase N times an epoch: more weight on sentences against the long reviews",
-    )
+def add_starting_point_args(d) -> None:
+    """Where a sentiment run's weights start: random, a pre-training run, public BERT weights or a trained model."""
     d.add_argument(
         "--init-from",
         default=None,
@@ -215,6 +199,39 @@ def add_sentiment_parser(sub) -> None:
         help="the sha256 the --init-from-bert weights must have (default: all-MiniLM-L6-v2 at its pinned revision); "
         "'' checks nothing",
     )
+
+
+def add_sentiment_parser(sub) -> None:
+    summary = "movie reviews (IMDB) and sentences (SST-2), positive / negative"
+    loop = dict(epochs=4, lr=1e-3, batch_size=32, warmup=0.05, schedule="cosine")
+    s, m = encoder_task_parser(sub, "sentiment", summary, "model and tokenizer", **loop)
+    m.add_argument("--head", type=int, default=128, help="tokens kept from the start of a long review")
+    m.add_argument(
+        "--pooling",
+        choices=["mean", "attention", "cls"],
+        default="attention",
+        help="how the encoder's output becomes one vector: mean of real tokens, a learned query, or BERT's [CLS] "
+        "pooler (dense + tanh; with --init-from-bert it starts from the checkpoint's)",
+    )
+    m.add_argument("--ngram-dropout", type=float, default=0.0, help="share of n-gram vectors dropped in training")
+    d = s.add_argument_group("data sets (IMDB reviews from --data-dir; more with these)")
+    add_held_out_args(d)
+    d.add_argument(
+        "--sst2-repeat",
+        type=whole_number(1),
+        default=1,
+        metavar="N",
+        help="read each SST-2 training phrase N times an epoch: more weight on sentences against the long reviews",
+    )
+    d.add_argument(
+        "--review-crops",
+        type=whole_number(0),
+        default=0,
+        metavar="N",
+        help="also train on N short crops of each IMDB training review (1-3 sentences from its end or start, at "
+        "most 80 words), labelled as the review: verdicts read on their own (training/crops.py); default 0",
+    )
+    add_starting_point_args(d)
     d.add_argument(
         "--max-tokens", type=int, default=None, help="also cap a batch at this many (padded) tokens: many short texts"
     )

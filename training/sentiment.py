@@ -25,6 +25,7 @@ from transformer import ClassifierConfig, TransformerClassifier
 from transformer.bert import file_sha256
 
 from .batching import bucketed_batches
+from .crops import review_crops
 from .data import DataError
 from .device import model_device
 from .layer_options import encoder_config
@@ -153,11 +154,26 @@ class SentimentTask:
                 f"{len(self.val[name][0])} validation texts, "
                 f"mean {sum(map(len, ids)) / max(len(ids), 1):.0f} tokens after cutting to {args.max_len}"
             )
+        self.add_review_crops()
         if self.pseudo[0]:
             self.train_ids += encode(self.tokenizer, self.pseudo[0], args.max_len, args.head)
             self.train_y += self.pseudo[1]
             log(f"pseudo-labelled: {len(self.pseudo[0])} texts from {pseudo} (soft targets)")
         self.lengths = [len(s) for s in self.train_ids]
+
+    def add_review_crops(self) -> None:
+        """--review-crops N: N short crops of each IMDB training review join the training rows (training/crops.py)."""
+        n = getattr(self.args, "review_crops", 0)
+        if not n or "imdb" not in self.sets:
+            return
+        texts, labels = review_crops(*self.sets["imdb"]["train"], n, self.args.seed)
+        ids = encode(self.tokenizer, texts, self.args.max_len, self.args.head)
+        self.train_ids += ids
+        self.train_y += [float(y) for y in labels]
+        mean = sum(map(len, ids)) / max(len(ids), 1)
+        self.log(
+            f"imdb crops: {len(ids)} short crops of the training reviews (--review-crops {n}), mean {mean:.0f} tokens"
+        )
 
     def build_model(self) -> TransformerClassifier:
         a = self.args

