@@ -45,6 +45,7 @@ def test_a_crop_keeps_to_max_words_and_is_never_the_whole_review():
         crop = review_crop(long_first, rng, max_sentences=3, max_words=20, from_end=0.5)
         assert len(crop.split()) <= 20
     assert review_crop("Only one sentence here.", random.Random(0)) is None  # nothing shorter to learn from
+    assert review_crop("One line.<br /><br />", random.Random(0)) is None
 
 
 def test_crops_are_seeded_labelled_as_their_review_and_drawn_once():

@@ -33,7 +33,7 @@ def review_crop(
     words = " ".join(picked).split()
     words = words[-max_words:] if end else words[:max_words]
     crop = " ".join(words)
-    return None if not crop or crop == " ".join(text.split()) else crop
+    return None if not crop or crop == " ".join(" ".join(parts).split()) else crop  # (line breaks aside)
 
 
 def review_crops(texts: list[str], labels: list[int], n: int, seed: int) -> tuple[list[str], list[int]]:
