@@ -3,6 +3,7 @@
 import re
 import unicodedata
 
+HTML_BREAK = r"<br\s*/?>"  # IMDB's line breaks: layout, not words (the tokenizers read them as spaces)
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what clean_text replaces by spaces
 
 

@@ -5,6 +5,8 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from .text import HTML_BREAK
+
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]  # ids 0, 1, 2, 3 = pad, bos, eos, unk
 PAD, BOS, EOS, UNK = range(4)
 
@@ -15,7 +17,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, lowercase: bool, strip_html
     if strip_html_breaks:
         # IMDB reviews carry <br /> tags: they are layout, not words. Replaced in the normalizer so the
         # character offsets still point into the raw text the user typed.
-        norm.append(normalizers.Replace(Regex(r"<br\s*/?>"), " "))
+        norm.append(normalizers.Replace(Regex(HTML_BREAK), " "))
     norm.append(normalizers.Replace(Regex(r"\s+"), " "))  # runs of spaces would each become a token
     if lowercase:
         norm.append(normalizers.Lowercase())

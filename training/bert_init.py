@@ -13,6 +13,7 @@ from pathlib import Path
 from tokenizers import Regex, Tokenizer, normalizers
 
 from pipelines.common import TOKENIZER
+from pipelines.text import HTML_BREAK
 from transformer import CheckpointError
 from transformer.bert import file_sha256
 from transformer.hub import WEIGHTS, looks_like_repo_id, resolve_checkpoint
@@ -118,6 +119,6 @@ def load_tokenizer(folder: Path) -> Tokenizer:
     tok = Tokenizer.from_file(str(folder / TOKENIZER))
     tok.no_padding()
     tok.no_truncation()
-    breaks = normalizers.Replace(Regex(r"<br\s*/?>"), " ")
+    breaks = normalizers.Replace(Regex(HTML_BREAK), " ")
     tok.normalizer = normalizers.Sequence([breaks, tok.normalizer] if tok.normalizer else [breaks])
     return tok

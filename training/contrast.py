@@ -60,13 +60,19 @@ def _sides(pairs, probs):
         yield pair, "b", probs[2 * k + 1]
 
 
+def builtin_examples(pipe) -> dict:
+    """score_examples on the app's example reviews (viz/examples.py) for a sentiment pipeline."""
+    from viz.examples import REVIEW_LABELS, REVIEWS
+
+    return score_examples(pipe.predict, REVIEWS, REVIEW_LABELS, pipe.labels)
+
+
 def evaluate_model(model: str, pairs_path: str | Path = PAIRS) -> dict:
     from pipelines import SentimentPipeline
-    from viz.examples import REVIEW_LABELS, REVIEWS
 
     pipe = SentimentPipeline.from_pretrained(model)
     scores = score_pairs(pipe.predict, load_pairs(pairs_path), pipe.labels)
-    return {**scores, "builtin_examples": score_examples(pipe.predict, REVIEWS, REVIEW_LABELS, pipe.labels)}
+    return {**scores, "builtin_examples": builtin_examples(pipe)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,8 +11,10 @@ and the held-out reviews stay whole, so validation still measures whole reviews.
 import random
 import re
 
+from pipelines.text import HTML_BREAK
+
 # a sentence ends at . ! or ? (with closing quotes or brackets) before a space, or at IMDB's <br /> line breaks
-SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+|\s*(?:<br\s*/?>\s*)+", re.IGNORECASE)
+SENTENCE_BREAK = re.compile(rf"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+|\s*(?:{HTML_BREAK}\s*)+")
 
 
 def sentences(text: str) -> list[str]:

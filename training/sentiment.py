@@ -46,6 +46,11 @@ def encode(tokenizer, texts: list[str], max_len: int, head: int) -> list[list[in
     return [[*prefix, *head_tail(e.ids, cut, head), *suffix] for e in encs]
 
 
+def mean_length(ids: list[list[int]]) -> float:
+    """The mean number of tokens of the encoded texts (0 for none)."""
+    return sum(map(len, ids)) / max(len(ids), 1)
+
+
 def split_indices(n: int, val_size: int, seed: int) -> tuple[list[int], list[int]]:
     """(validation, train) row indices: a seeded shuffle, the first `val_size` rows held out (at most a fifth)."""
     idx = list(range(n))
@@ -152,7 +157,7 @@ class SentimentTask:
             log(
                 f"{name}: {len(ids)} train{f' (x{repeat} an epoch)' if repeat > 1 else ''} / "
                 f"{len(self.val[name][0])} validation texts, "
-                f"mean {sum(map(len, ids)) / max(len(ids), 1):.0f} tokens after cutting to {args.max_len}"
+                f"mean {mean_length(ids):.0f} tokens after cutting to {args.max_len}"
             )
         self.add_review_crops()
         if self.pseudo[0]:
@@ -170,9 +175,9 @@ class SentimentTask:
         ids = encode(self.tokenizer, texts, self.args.max_len, self.args.head)
         self.train_ids += ids
         self.train_y += [float(y) for y in labels]
-        mean = sum(map(len, ids)) / max(len(ids), 1)
         self.log(
-            f"imdb crops: {len(ids)} short crops of the training reviews (--review-crops {n}), mean {mean:.0f} tokens"
+            f"imdb crops: {len(ids)} short crops of the training reviews (--review-crops {n}), "
+            f"mean {mean_length(ids):.0f} tokens"
         )
 
     def build_model(self) -> TransformerClassifier:

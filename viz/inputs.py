@@ -6,14 +6,14 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from pipelines.text import CONTROL_CHARS, clean_text
+from pipelines.text import CONTROL_CHARS, HTML_BREAK, clean_text
 
 MAX_REVIEW_CHARS = 20_000
 MAX_GERMAN_CHARS = 1_000
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][^<>]*>")
-_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)  # IMDB's line breaks: expected, not worth a notice
+_BREAK = re.compile(HTML_BREAK, re.IGNORECASE)  # IMDB's line breaks: expected, not worth a notice
 # Characters that draw nothing although Unicode calls them letters or symbols (fillers, a blank pattern).
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5")
 _INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})

@@ -27,11 +27,9 @@ def choose(runs: list[dict]) -> dict | None:
 def examples_right(model: Path) -> int:
     """How many of the app's example reviews the model folder labels as a reader does (training.contrast)."""
     from pipelines import SentimentPipeline
-    from training.contrast import score_examples
-    from viz.examples import REVIEW_LABELS, REVIEWS
+    from training.contrast import builtin_examples
 
-    pipe = SentimentPipeline.from_pretrained(str(model))
-    return score_examples(pipe.predict, REVIEWS, REVIEW_LABELS, pipe.labels)["right"]
+    return builtin_examples(SentimentPipeline.from_pretrained(str(model)))["right"]
 
 
 def main() -> int:
