@@ -28,7 +28,10 @@ log = logging.getLogger(__name__)
 MAX_BODY = 1 << 20  # bytes of a request that starts an event (a review is cut to 20,000 characters anyway)
 # Bytes of a query string: the app's links hold at most viz.share.links.MAX_QUERY_CHARS (6,000); gradio fails with a 500
 # on addresses over 65,536 characters (httpx.URL), for the page and for every event the page starts with its query.
-MAX_QUERY = 32 * 1024
+# Under uvicorn's HTTP parser (h11), whose buffer for an unfinished request head is 16 KiB: a longer head that
+# arrives in more than one read (any real network) is answered "400 Invalid HTTP request" before it reaches the app.
+# So the page below is only sure to be shown for a query under that, and this limit stays well below it.
+MAX_QUERY = 12 * 1024
 TOO_LONG = (
     "<!doctype html><title>Link too long</title><p>This link is too long ({n:,} characters of query; this app's "
     'links hold at most {most:,}). Shorten the text in it, or <a href="{path}">open the app</a> and paste '
