@@ -63,9 +63,20 @@ def click_row(page, task: str, fy: float) -> int:
     return int(page.locator(f"#{task}-token input").input_value().split(":")[0])
 
 
+# What the page shows when the view does not draw: the accordion's state, the view's text, the controls it reads.
+STATE_JS = """task => { const view = document.getElementById(task + '-inside-head');
+  const acc = view && view.closest('.gr-accordion'), label = acc && acc.querySelector('.label-wrap');
+  const value = id => document.querySelector('#' + task + '-' + id + ' input')?.value;
+  return {open: label && label.classList.contains('open'), view: view && view.innerText.slice(0, 300),
+          token: value('token'), step: value('step'), busy: document.querySelectorAll('[aria-busy=true]').length}; }"""
+
+
 def open_inside_head(page, task: str) -> None:
     page.get_by_text("Inside one head", exact=False).filter(visible=True).first.click()
-    page.wait_for_selector(f"#{task}-inside-head .ih-weights td", state="attached")
+    try:
+        page.wait_for_selector(f"#{task}-inside-head .ih-weights td", state="attached")
+    except Exception as e:  # noqa: BLE001 (playwright's TimeoutError): say what the page showed instead
+        raise AssertionError(f"the view did not draw: {page.evaluate(STATE_JS, task)}") from e
     browser.wait_drawn(page, f"{task}-inside-head-heads", ".barlayer .point")
 
 

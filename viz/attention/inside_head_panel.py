@@ -92,8 +92,14 @@ def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, n
                 return f"<p class='ih-note'>Could not record the heads: {html.escape(str(e))}</p>", None, None
         return (*figures(view, recorded[1], kind, layer, head, token, step), recorded)
 
+    def opened(view, recorded, layer, head, token, kind, step, request: gr.Request = None):
+        """Opening marks it open and draws in one event (the model view's accordion does the same): no second
+        event to wait for, or to be lost, between the click and the view."""
+        return (True, *redraw(view, recorded, True, layer, head, token, kind, step, request))
+
     outputs = [ui.steps, ui.heads, ui.recorded]
-    ui.accordion.expand(lambda: True, None, [ui.is_open], **PRIVATE).then(redraw, inputs, outputs, **PRIVATE)
+    opening = [state, ui.recorded, layer, head, token, kind, step]
+    ui.accordion.expand(opened, opening, [ui.is_open, *outputs], **PRIVATE)
     ui.accordion.collapse(lambda: False, None, [ui.is_open], **PRIVATE)
     for control in (layer, head, token, kind, step):
         if isinstance(control, gr.State):
