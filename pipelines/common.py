@@ -168,17 +168,28 @@ class AdapterBacked:
         return self.adapter.n_heads
 
 
-def runs_model(method):
+def runs_model(method=None, *, background: bool = False):
     """Declares a pipeline method that runs the model: a server runs each call as a batch of its own on the
     model's one runner (pipelines.serving), in the model's process where it has one. Declared where the method is
-    defined, so a new one cannot be forgotten in a list elsewhere."""
-    method.runs_model = True
-    return method
+    defined, so a new one cannot be forgotten in a list elsewhere. `@runs_model(background=True)`: a long analysis
+    the page starts after a response and no click waits on (the head table, faithfulness); the server runs every
+    other waiting call first (pipelines.microbatch)."""
+
+    def declare(fn):
+        fn.runs_model, fn.runs_in_background = True, background
+        return fn
+
+    return declare if method is None else declare(method)
 
 
 def declared_runs_model(cls, name: str) -> bool:
     """Whether `cls.name` is a method declared with @runs_model."""
     return bool(getattr(getattr(cls, name, None), "runs_model", False))
+
+
+def declared_background(cls, name: str) -> bool:
+    """Whether `cls.name` is declared @runs_model(background=True)."""
+    return bool(getattr(getattr(cls, name, None), "runs_in_background", False))
 
 
 class BatchRunner:

@@ -25,6 +25,7 @@ class _Call:
     group: tuple  # (runner, options as sorted (name, value) pairs, size bucket): calls that may share a batch
     item: object
     limit: int  # the most calls a batch with this one may hold
+    background: bool = False  # work no one waits on to see a response: every waiting call of others goes first
     future: Future = field(default_factory=Future)
 
 
@@ -42,12 +43,21 @@ class MicroBatcher:
         self.largest_batch = 0
 
     def submit(
-        self, runner: Runner, item, client: Hashable = None, bucket: Hashable = 0, max_batch: int = 0, **options
+        self,
+        runner: Runner,
+        item,
+        client: Hashable = None,
+        bucket: Hashable = 0,
+        max_batch: int = 0,
+        background: bool = False,
+        **options,
     ):
         """Run runner([item, ...], **options) in some batch and return this item's result (or raise its error).
-        max_batch: a smaller cap than max_batch_size for this bucket's batches (long inputs: less memory)."""
+        max_batch: a smaller cap than max_batch_size for this bucket's batches (long inputs: less memory).
+        background: a long analysis that runs after a response (the head table), served after every other call
+        waiting, of any client, so that a click does not wait behind it (a call already running is not stopped)."""
         limit = min(max_batch or self.max_batch_size, self.max_batch_size)
-        call = _Call((runner, tuple(sorted(options.items())), bucket), item, limit)
+        call = _Call((runner, tuple(sorted(options.items())), bucket), item, limit, background)
         with self._cond:
             queue = self._clients.setdefault(client, deque())
             if len(queue) >= self.max_pending:
@@ -64,23 +74,25 @@ class MicroBatcher:
             threading.Thread(target=self._work, name="micro-batcher", daemon=True).start()
 
     def _first_ready(self) -> _Call | None:
-        """The oldest call, of the client served least recently, whose runner is free. Caller holds the lock."""
-        for queue in self._clients.values():
-            call = next((c for c in queue if c.group[0] not in self._running), None)
-            if call is not None:
-                return call
+        """The oldest call, of the client served least recently, whose runner is free; background calls only when
+        no other call is ready. Caller holds the lock."""
+        for background in (False, True):
+            for queue in self._clients.values():
+                call = next((c for c in queue if c.background == background and c.group[0] not in self._running), None)
+                if call is not None:
+                    return call
         return None
 
     def _next_batch(self, first: _Call) -> list[_Call]:
-        """Calls for the next batch: `first`'s group, round robin over clients (one call each per round) in the
-        order they were last served. Caller holds the lock."""
+        """Calls for the next batch: `first`'s group (and background or not, as `first`), round robin over
+        clients (one call each per round) in the order they were last served. Caller holds the lock."""
         group, limit = first.group, first.limit
         batch: list[_Call] = []
         served = []
         while len(batch) < limit:
             took = False
             for client, queue in self._clients.items():
-                call = next((c for c in queue if c.group == group), None)
+                call = next((c for c in queue if c.group == group and c.background == first.background), None)
                 if call is not None and len(batch) < limit:
                     queue.remove(call)
                     batch.append(call)

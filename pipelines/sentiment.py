@@ -208,7 +208,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
             )
         return guarded(results, "sentiment", ("probabilities", "attentions", "pool_weights"))
 
-    @runs_model
+    @runs_model(background=True)
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
         switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
@@ -246,7 +246,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         head's output and its projection through the head's slice of W_O."""
         return self.internals(text).head(kind, layer, head, query)
 
-    @runs_model
+    @runs_model(background=True)
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency of an explanation on its own input, beside random rankings."""
         return explanations.faithfulness(self, explanation)

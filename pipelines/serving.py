@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from .budget import ModelSize, review_batch
-from .common import declared_runs_model
+from .common import declared_background, declared_runs_model
 from .microbatch import MicroBatcher
 from .processes import ModelProcess, remote
 
@@ -55,8 +55,10 @@ class _Served:
 
     def _one(self, method: str, *args, **kwargs):
         """pipe.method(*args, **kwargs) as a batch of its own on the model's runner."""
-        item, client = (args, kwargs), current_client()
-        return self.batcher.submit(self.run_batch, item, client=client, bucket=method, max_batch=1, name=method)
+        item, client, background = (args, kwargs), current_client(), declared_background(type(self.pipe), method)
+        return self.batcher.submit(
+            self.run_batch, item, client=client, bucket=method, max_batch=1, background=background, name=method
+        )
 
     def __getattr__(self, name):
         value = getattr(self.pipe, name)  # AttributeError for what the pipeline lacks, as the pipeline would

@@ -180,7 +180,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
         return self.internals(text, target_ids).head(kind, layer, head, query)
 
-    @runs_model
+    @runs_model(background=True)
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
         """Comprehensiveness and sufficiency over the source tokens, step by step, beside random rankings; on
         at most max_steps steps, evenly spaced (None: every step). The report says which steps (.steps)."""
@@ -296,7 +296,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         masks = self.head_masks(head_mask)
         return float(heads.teacher_forced_log_prob(self.adapter, ids[0], list(target_ids), masks)[0])
 
-    @runs_model
+    @runs_model(background=True)
     def head_table(
         self,
         text: str,

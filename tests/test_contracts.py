@@ -66,7 +66,7 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     through the batcher, and passes everything else through."""
     import functools
 
-    from pipelines.common import declared_runs_model
+    from pipelines.common import declared_background, declared_runs_model
     from pipelines.microbatch import MicroBatcher
     from pipelines.serving import ServedSentiment
 
@@ -78,3 +78,6 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
         assert names <= declared, f"{cls.__name__}: {names - declared} not declared @runs_model"
     served = ServedSentiment(sentiment, MicroBatcher(4))
     assert isinstance(served.explain, functools.partial) and not isinstance(served.tokens_read, functools.partial)
+    for cls in (SentimentPipeline, TranslationPipeline):  # what a page waits on goes before the long analyses
+        background = {n for n in dir(cls) if declared_background(cls, n)}
+        assert background == {"faithfulness", "head_table"}, cls.__name__

@@ -109,6 +109,24 @@ def test_one_clients_flood_cannot_starve_another_client():
     assert served_at < len(runner.batches) - 2  # while A still had many calls waiting
 
 
+def test_a_call_someone_waits_on_goes_before_background_work_of_any_client():
+    """A click (inside one head's recording) made while the head tables of its own run and another client's wait
+    runs straight after the call already running, and the background calls all still run, in their order."""
+    runner, batcher = SlowRunner(seconds=0.05), MicroBatcher(max_batch_size=1)
+    calls = [("running", lambda: batcher.submit(runner, "running", client="A"))]
+    for client in ("A", "B"):
+        calls += [
+            (f"{client}{i}", lambda c=client, i=i: batcher.submit(runner, f"{c}{i}", client=c, background=True))
+            for i in range(2)
+        ]
+    calls.append(("click", lambda: batcher.submit(runner, "click", client="A")))
+    out = run_threads(calls)
+    assert all(out[k] == (k, 1) for k in out)
+    order = [batch[0] for batch in runner.batches]
+    assert order[:2] == ["running", "click"]
+    assert [k for k in order if k.startswith("A")] == ["A0", "A1"] and len(order) == 6
+
+
 def test_a_client_with_too_many_waiting_calls_is_refused():
     runner, batcher = SlowRunner(seconds=0.2), MicroBatcher(max_pending_per_client=3)
     out = run_threads([(i, lambda i=i: batcher.submit(runner, i, client="A")) for i in range(8)])
