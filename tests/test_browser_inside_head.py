@@ -65,14 +65,24 @@ def click_row(page, task: str, fy: float) -> int:
 
 # What the page shows when the view does not draw: the accordion's state, the view's text, the controls it reads.
 STATE_JS = """task => { const view = document.getElementById(task + '-inside-head');
-  const acc = view && view.closest('.gr-accordion'), label = acc && acc.querySelector('.label-wrap');
+  const label = document.querySelector('#' + task + '-inside-head-accordion .label-wrap');
   const value = id => document.querySelector('#' + task + '-' + id + ' input')?.value;
   return {open: label && label.classList.contains('open'), view: view && view.innerText.slice(0, 300),
           token: value('token'), step: value('step'), busy: document.querySelectorAll('[aria-busy=true]').length}; }"""
 
 
 def open_inside_head(page, task: str) -> None:
-    page.get_by_text("Inside one head", exact=False).filter(visible=True).first.click()
+    """Open the accordion and wait until the view is drawn. A click that lands while the plots above it are still
+    changing size can miss the label (the page's layout moves between the press and the release): CI saw the
+    accordion stay closed, its view never made. So the click is checked, and made again if it did not open it."""
+    label = page.locator(f"#{task}-inside-head-accordion .label-wrap")
+    for _ in range(3):
+        label.click()
+        try:
+            page.wait_for_selector(f"#{task}-inside-head-accordion .label-wrap.open", timeout=5_000)
+            break
+        except Exception:  # noqa: BLE001 (playwright's TimeoutError): the click missed; once more
+            continue
     try:
         page.wait_for_selector(f"#{task}-inside-head .ih-weights td", state="attached")
     except Exception as e:  # noqa: BLE001 (playwright's TimeoutError): say what the page showed instead

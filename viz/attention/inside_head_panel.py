@@ -27,7 +27,8 @@ class InsideHeadUI:
 
 
 def build(task: str) -> InsideHeadUI:
-    with gr.Accordion("Inside one head: how the chosen token's row is computed", open=False) as accordion:
+    label = "Inside one head: how the chosen token's row is computed"
+    with gr.Accordion(label, open=False, elem_id=f"{task}-inside-head-accordion") as accordion:
         steps = gr.HTML(PICK, elem_id=f"{task}-inside-head")
         heads = gr.Plot(show_label=False, elem_id=f"{task}-inside-head-heads")
     recorded = gr.State(None, time_to_live=hosting.STATE_TTL_S)
