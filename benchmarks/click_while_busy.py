@@ -3,9 +3,10 @@
     python benchmarks/click_while_busy.py [--runs 5] [--after 1.5]
 
 After a review is analysed, the app goes on with work no one waits on: the default explanation's faithfulness and the
-head table (pipelines.microbatch serves those calls after every other waiting call, of any client: they are
-@runs_model(background=True)). This times, on the bundled models served as app.py serves them, what a visitor does
-next, `--after` seconds after the ~300-word benchmark review's heatmap is drawn (viz/examples.py BENCH_REVIEW):
+head table (@runs_model(background=True): pipelines.microbatch serves them after every other waiting call, of any
+client, and runs the calls that come for the same model at their pause points, between passes). This times, on the
+bundled models served as app.py serves them, what a visitor does next, `--after` seconds after the ~300-word
+benchmark review's heatmap is drawn (viz/examples.py BENCH_REVIEW):
   - next review: a one-sentence review's click to its drawn heatmap;
   - inside one head: opening the accordion (after a click on a row of the long review's heatmap) to the drawn
     view (one model run records the heads);
@@ -42,7 +43,7 @@ def open_inside_head(page) -> float:
     browser.mark_plot(page, "sentiment-attention")
     browser.click_plot(page, "sentiment-attention", 0.5, 0.3)
     browser.wait_redrawn(page, "sentiment-attention")
-    label = page.get_by_text("Inside one head", exact=False).filter(visible=True).first
+    label = page.locator("#sentiment-inside-head-accordion .label-wrap")
     label.scroll_into_view_if_needed()  # scrolled to first: the plots it passes draw before the timed click
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     start = time.perf_counter()

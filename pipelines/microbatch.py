@@ -5,15 +5,29 @@ a worker thread runs the pending calls that can share a batch. One model (runner
 different models may run at the same time, on their own worker threads (`parallel`), so a review never waits
 behind a batch of translations. Concurrent requests share the cost of a run, and the next batch always
 starts with the client served least recently: one client's flood of long inputs cannot starve a short one.
+Long analyses no one waits on (background calls) go last, and while one runs, the waiting calls of its model run
+at its pause points (between its passes), in its thread: a click waits for one pass of it, not for all of it.
 """
 
+import functools
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 Runner = Callable[..., list]  # run(items, **options) -> one result (or Exception) per item, in order
+# Set while a background batch runs in this context: serves the waiting calls of its runner (MicroBatcher._pause)
+_PAUSE: ContextVar[Callable[[], None] | None] = ContextVar("pause", default=None)
+
+
+def pause_point() -> None:
+    """Called by a long computation between its model passes: where it runs as a background call of a batcher
+    (in the server's process), the calls waiting for the same model run here first; elsewhere nothing happens."""
+    pause = _PAUSE.get()
+    if pause is not None:
+        pause()
 
 
 class TooManyRequests(RuntimeError):
@@ -38,6 +52,7 @@ class MicroBatcher:
         self._clients: OrderedDict[Hashable, deque[_Call]] = OrderedDict()  # first = served least recently
         self._cond = threading.Condition()
         self._running: set = set()  # runners with a batch in progress
+        self._pausing: set = set()  # runners whose background batch is serving waiting calls at a pause point
         self._workers = 0  # worker threads alive (counted under the lock, so none is missed as it exits)
         self.batches_run = 0  # for tests and benchmarks
         self.largest_batch = 0
@@ -124,15 +139,42 @@ class MicroBatcher:
                     self._running.discard(first.group[0])
                     self._cond.notify_all()
 
+    def _pause(self, runner: Runner) -> None:
+        """At a pause point of `runner`'s background batch (its thread holds the runner): run the calls waiting
+        for that runner that are not background, in batches as the workers would, until none is left. One thread
+        at a time (the batch's passes may run on several), so they never run two batches of their own at once."""
+        with self._cond:
+            if runner in self._pausing:
+                return
+            self._pausing.add(runner)
+        try:
+            while True:
+                with self._cond:
+                    first = next(
+                        (c for q in self._clients.values() for c in q if c.group[0] == runner and not c.background),
+                        None,
+                    )
+                    if first is None:
+                        return
+                    batch = self._next_batch(first)
+                self._run(batch)
+        finally:
+            with self._cond:
+                self._pausing.discard(runner)
+
     def _run(self, batch: list[_Call]) -> None:
         runner, options, _ = batch[0].group
         self.batches_run += 1
         self.largest_batch = max(self.largest_batch, len(batch))
+        # a background batch may serve waiting calls at its pause points; any other batch runs straight through
+        pause = _PAUSE.set(functools.partial(self._pause, runner) if batch[0].background else None)
         try:
             results = runner([c.item for c in batch], **dict(options))
             assert len(results) == len(batch), "one result per item"
         except Exception as e:  # the whole batch failed: every caller gets the error
             results = [e] * len(batch)
+        finally:
+            _PAUSE.reset(pause)
         for call, result in zip(batch, results):
             if isinstance(result, Exception):
                 call.future.set_exception(result)

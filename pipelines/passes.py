@@ -6,12 +6,15 @@ them on Python threads instead, a pass each: torch gives the GIL up while it com
 about half the time (benchmarks/view_times.py). Grad mode is set per thread, so each pass runs under no_grad here.
 """
 
+import contextvars
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import torch
+
+from .microbatch import pause_point
 
 T, R = TypeVar("T"), TypeVar("R")
 MAX_AT_ONCE = 4  # passes at once at most, however many cores: each holds its own activations (pipelines.budget)
@@ -33,13 +36,17 @@ def at_once(device="cpu", limit: int | None = None) -> int:
 
 
 def run_passes(fn: Callable[[T], R], items: Sequence[T], passes: int = 1) -> list[R]:
-    """[fn(item) for item in items] in that order, `passes` at once (each under torch.no_grad)."""
+    """[fn(item) for item in items] in that order, `passes` at once (each under torch.no_grad), with a pause point
+    before each (pipelines.microbatch.pause_point)."""
 
     def one(item: T) -> R:
+        pause_point()  # a background call lets the waiting calls of its model run first (pipelines.microbatch)
         with torch.no_grad():
             return fn(item)
 
     if passes <= 1 or len(items) <= 1:
         return [one(item) for item in items]
     with ThreadPoolExecutor(min(passes, len(items)), thread_name_prefix="model-pass") as pool:
-        return list(pool.map(one, items))
+        # each pass in a copy of this thread's context: the batcher's pause point reaches the pool's threads
+        futures = [pool.submit(contextvars.copy_context().run, one, item) for item in items]
+        return [f.result() for f in futures]

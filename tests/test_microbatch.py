@@ -6,7 +6,8 @@ import time
 import pytest
 import torch
 
-from pipelines.microbatch import MicroBatcher, TooManyRequests
+from pipelines.microbatch import MicroBatcher, TooManyRequests, pause_point
+from pipelines.passes import run_passes
 
 TEXTS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", "Wow", ""]
 GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", "Ja", ""]
@@ -125,6 +126,54 @@ def test_a_call_someone_waits_on_goes_before_background_work_of_any_client():
     order = [batch[0] for batch in runner.batches]
     assert order[:2] == ["running", "click"]
     assert [k for k in order if k.startswith("A")] == ["A0", "A1"] and len(order) == 6
+
+
+def long_runner(order: list, passes: int):
+    """A runner whose item "long" is 5 passes of 30 ms (run_passes, `passes` at once), any other item one step."""
+
+    def one_pass(step: int) -> None:
+        order.append(f"long{step}")
+        time.sleep(0.03)
+
+    def run(items):
+        for item in items:
+            if item == "long":
+                run_passes(one_pass, range(5), passes)
+            else:
+                order.append(item)
+        return [(item, 1) for item in items]
+
+    return run
+
+
+@pytest.mark.parametrize("passes", [1, 2])
+def test_a_call_waiting_for_the_model_runs_at_a_background_calls_next_pause_point(passes):
+    """A click that comes while a long background call of the same model runs does not wait for all of it: it runs
+    at the next pause point (pipelines.passes runs one before each pass, on the pool's threads too)."""
+    order = []
+    runner, batcher = long_runner(order, passes), MicroBatcher(max_batch_size=4)
+    out = run_threads(
+        [
+            ("long", lambda: batcher.submit(runner, "long", client="A", background=True)),
+            ("click", lambda: batcher.submit(runner, "click", client="B")),
+        ]
+    )
+    assert out == {"long": ("long", 1), "click": ("click", 1)}
+    assert 0 < order.index("click") < order.index("long4") and len(order) == 6
+
+
+def test_pause_points_serve_nothing_outside_a_background_call():
+    """A call someone waits on runs straight through its pause points; outside a batcher they do nothing."""
+    order = []
+    runner, batcher = long_runner(order, 1), MicroBatcher(max_batch_size=4)
+    pause_point()
+    out = run_threads(
+        [
+            ("long", lambda: batcher.submit(runner, "long", client="A")),
+            ("click", lambda: batcher.submit(runner, "click", client="B")),
+        ]
+    )
+    assert out == {"long": ("long", 1), "click": ("click", 1)} and order[-1] == "click"
 
 
 def test_a_client_with_too_many_waiting_calls_is_refused():

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from ..batching import pad, sorted_batches
+from ..microbatch import pause_point
 
 LEVELS = (1, 5, 10, 20, 50)  # percent of tokens deleted or kept
 N_RANDOM = 3  # random rankings averaged for the baseline
@@ -131,15 +132,18 @@ def faithfulness(
 # --- on a model: a review, a translation ---------------------------------------------------------------
 
 
-def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 64) -> np.ndarray:
+def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 8) -> np.ndarray:
     """(N,) calibrated p(target) for many id lists (an empty list reads as one padding token), batched by
     length: the probability the pipeline returns for each sequence (pipe.calibrated), so a deletion curve
-    starts at the prediction's own probability."""
+    starts at the prediction's own probability. Small batches: a review's 41 variants run in 3.0-3.6 s in batches
+    of 4 or 8 against 7.2-8.1 s in one of 64 (1 torch thread, the 309-word review: far less padding), and a
+    waiting call runs at the pause point between two of them."""
     pad = pipe.adapter.pad_id
     ids = [seq or [pad] for seq in batch]
     out = np.zeros(len(ids), dtype=np.float64)
     with torch.no_grad():
         for rows, x in sorted_batches(ids, batch_size, pad, pipe.adapter.device):
+            pause_point()  # as a background call, the waiting calls of this model run first (pipelines.microbatch)
             probs = pipe.calibrated(pipe.adapter.forward(x).logits, [len(batch[r]) for r in rows])  # (B, C)
             out[rows] = probs[:, target].double().cpu().numpy()
     return out
@@ -162,6 +166,7 @@ def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int
     out = np.zeros(len(queries))
     with torch.no_grad():
         for s in range(0, len(queries), batch_size):
+            pause_point()
             part = queries[s : s + batch_size]
             src = pad([q[0] or [a.pad_id] for q in part], a.pad_id, a.device)  # (B, Ts)
             tgt = a.embed_target(torch.tensor([tgt_in], device=a.device).expand(len(part), -1))  # (B, Tt, D)
@@ -181,6 +186,7 @@ def every_step_probs(pipe, sources: list[list[int]], produced: list[int], batch_
     out = np.zeros((len(sources), len(produced)))
     with torch.no_grad():
         for s in range(0, len(sources), batch_size):
+            pause_point()
             src = pad([ids or [a.pad_id] for ids in sources[s : s + batch_size]], a.pad_id, a.device)  # (B, Ts)
             logp = a.forward(src, tgt_in.expand(len(src), -1)).logits.log_softmax(-1)  # (B, Tt, V)
             probs = logp.gather(-1, gold.expand(len(src), -1, -1))[..., 0].exp()  # (B, Tt)
