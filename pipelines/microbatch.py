@@ -17,6 +17,8 @@ from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+import torch
+
 Runner = Callable[..., list]  # run(items, **options) -> one result (or Exception) per item, in order
 # Set while a background batch runs in this context: serves the waiting calls of its runner (MicroBatcher._pause)
 _PAUSE: ContextVar[Callable[[], None] | None] = ContextVar("pause", default=None)
@@ -157,7 +159,8 @@ class MicroBatcher:
                     if first is None:
                         return
                     batch = self._next_batch(first)
-                self._run(batch)
+                with torch.enable_grad():  # as on a worker thread: the pause point may sit inside a no_grad block
+                    self._run(batch)
         finally:
             with self._cond:
                 self._pausing.discard(runner)

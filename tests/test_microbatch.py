@@ -162,6 +162,32 @@ def test_a_call_waiting_for_the_model_runs_at_a_background_calls_next_pause_poin
     assert 0 < order.index("click") < order.index("long4") and len(order) == 6
 
 
+def test_a_call_served_at_a_pause_point_has_grad_mode_on():
+    """A pause point inside a no_grad block (the head table's passes, faithfulness' batches) still runs a waiting
+    gradient explanation with gradients, as a worker thread would."""
+    seen = []
+
+    def runner(items):
+        for item in items:
+            if item == "long":
+                with torch.no_grad():
+                    for _ in range(5):
+                        pause_point()
+                        time.sleep(0.03)
+            else:
+                seen.append(torch.is_grad_enabled())
+        return [(item, 1) for item in items]
+
+    batcher = MicroBatcher()
+    out = run_threads(
+        [
+            ("long", lambda: batcher.submit(runner, "long", client="A", background=True)),
+            ("click", lambda: batcher.submit(runner, "click", client="B")),
+        ]
+    )
+    assert out == {"long": ("long", 1), "click": ("click", 1)} and seen == [True]
+
+
 def test_pause_points_serve_nothing_outside_a_background_call():
     """A call someone waits on runs straight through its pause points; outside a batcher they do nothing."""
     order = []
