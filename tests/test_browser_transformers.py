@@ -45,6 +45,13 @@ def hf_app_url(tmp_path_factory, sentiment_dir):
             process.close()
 
 
+# The model comparison panel as the page shows it: its text, whether gradio marks it pending, the second plot.
+COMPARE_JS = """() => { const out = document.getElementById('sentiment-models-output');
+  const second = document.getElementById('sentiment-models-second');
+  return {text: out && out.innerText.slice(0, 200), pending: document.querySelectorAll('.pending').length,
+          second: second && second.innerHTML.length}; }"""
+
+
 def test_a_transformers_classifier_draws_its_heads(page, hf_app_url):
     browser.open_tab(page, hf_app_url, "Sentiment")
     browser.analyze_review(page, "A warm, funny film. The acting is great, the plot a bore.")
@@ -53,7 +60,11 @@ def test_a_transformers_classifier_draws_its_heads(page, hf_app_url):
     assert "out-of-domain check is off" in page.locator("#sentiment-status").text_content()
 
     page.locator("#sentiment-models-submit").click()
-    browser.wait_drawn(page, "sentiment-models-second", ".js-plotly-plot")
+    try:
+        browser.wait_drawn(page, "sentiment-models-second", ".js-plotly-plot")
+    except Exception as e:  # noqa: BLE001 (playwright's TimeoutError): say what the panel showed (CI saw it once)
+        shown = page.evaluate(COMPARE_JS)
+        raise AssertionError(f"the comparison was not drawn: {shown}") from e
     sides = page.locator("#sentiment-models-output").text_content()
     assert "bert" in sides and "sentiment" in sides  # the two folders' names
 
