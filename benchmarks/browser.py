@@ -261,9 +261,24 @@ def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: st
     page.mouse.click(box["x"] + fx * box["width"], box["y"] + fy * box["height"])
 
 
+def open_accordion(page, label) -> int:
+    """Click an accordion's label (a locator of its .label-wrap button) until it is open, at most 3 times: a click
+    that lands while the plots above it still change size can miss it (the layout moves between the press and the
+    release; CI saw an accordion stay closed). Returns the clicks made; the caller's wait for the content reports a
+    label that never opened."""
+    for clicks in range(1, 4):
+        label.click()
+        try:
+            page.wait_for_function("el => el.classList.contains('open')", arg=label.element_handle(), timeout=5_000)
+            return clicks
+        except Exception:  # noqa: BLE001 (playwright's TimeoutError): the click missed; once more
+            continue
+    return clicks
+
+
 def open_model_view(page, task: str) -> None:
     """Open the tab's model view (an accordion, drawn on opening) and wait for its thumbnails."""
-    page.get_by_text("Model view: every layer", exact=False).filter(visible=True).first.click()
+    open_accordion(page, page.locator(".label-wrap", has_text="Model view: every layer").filter(visible=True).first)
     wait_drawn(page, f"{task}-model-view")
 
 

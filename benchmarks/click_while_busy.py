@@ -47,13 +47,8 @@ def open_inside_head(page) -> float:
     label.scroll_into_view_if_needed()  # scrolled to first: the plots it passes draw before the timed click
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     start = time.perf_counter()
-    for _ in range(3):  # a click that misses the label (the page still moving) is made again, timed from the first
-        label.click()
-        try:
-            page.wait_for_selector("#sentiment-inside-head-accordion .label-wrap.open", timeout=5_000)
-            break
-        except Exception:  # noqa: BLE001 (playwright's TimeoutError)
-            print("  (the click did not open the accordion: clicked again)")
+    if browser.open_accordion(page, label) > 1:  # a click that missed is made again, timed from the first
+        print("  (the click did not open the accordion: clicked again)")
     page.wait_for_selector("#sentiment-inside-head .ih-weights td", state="attached", timeout=120_000)
     return time.perf_counter() - start
 

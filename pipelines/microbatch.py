@@ -90,14 +90,17 @@ class MicroBatcher:
             self._workers += 1
             threading.Thread(target=self._work, name="micro-batcher", daemon=True).start()
 
+    def _oldest(self, wanted: Callable[[_Call], bool]) -> _Call | None:
+        """The oldest wanted call of the client served least recently that has one. Caller holds the lock."""
+        return next((c for queue in self._clients.values() for c in queue if wanted(c)), None)
+
     def _first_ready(self) -> _Call | None:
         """The oldest call, of the client served least recently, whose runner is free; background calls only when
         no other call is ready. Caller holds the lock."""
         for background in (False, True):
-            for queue in self._clients.values():
-                call = next((c for c in queue if c.background == background and c.group[0] not in self._running), None)
-                if call is not None:
-                    return call
+            call = self._oldest(lambda c, b=background: c.background == b and c.group[0] not in self._running)
+            if call is not None:
+                return call
         return None
 
     def _next_batch(self, first: _Call) -> list[_Call]:
@@ -152,10 +155,7 @@ class MicroBatcher:
         try:
             while True:
                 with self._cond:
-                    first = next(
-                        (c for q in self._clients.values() for c in q if c.group[0] == runner and not c.background),
-                        None,
-                    )
+                    first = self._oldest(lambda c: c.group[0] == runner and not c.background)
                     if first is None:
                         return
                     batch = self._next_batch(first)

@@ -72,17 +72,9 @@ STATE_JS = """task => { const view = document.getElementById(task + '-inside-hea
 
 
 def open_inside_head(page, task: str) -> None:
-    """Open the accordion and wait until the view is drawn. A click that lands while the plots above it are still
-    changing size can miss the label (the page's layout moves between the press and the release): CI saw the
-    accordion stay closed, its view never made. So the click is checked, and made again if it did not open it."""
-    label = page.locator(f"#{task}-inside-head-accordion .label-wrap")
-    for _ in range(3):
-        label.click()
-        try:
-            page.wait_for_selector(f"#{task}-inside-head-accordion .label-wrap.open", timeout=5_000)
-            break
-        except Exception:  # noqa: BLE001 (playwright's TimeoutError): the click missed; once more
-            continue
+    """Open the accordion (browser.open_accordion: a click that missed is made again) and wait until the view is
+    drawn; CI once saw its view never made."""
+    browser.open_accordion(page, page.locator(f"#{task}-inside-head-accordion .label-wrap"))
     try:
         page.wait_for_selector(f"#{task}-inside-head .ih-weights td", state="attached")
     except Exception as e:  # noqa: BLE001 (playwright's TimeoutError): say what the page showed instead

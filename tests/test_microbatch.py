@@ -146,6 +146,17 @@ def long_runner(order: list, passes: int):
     return run
 
 
+def once_started(order: list, submit):
+    """submit, called once the long call has made its first step (so the click comes while it runs)."""
+
+    def call():
+        while not order:
+            time.sleep(0.001)
+        return submit()
+
+    return call
+
+
 @pytest.mark.parametrize("passes", [1, 2])
 def test_a_call_waiting_for_the_model_runs_at_a_background_calls_next_pause_point(passes):
     """A click that comes while a long background call of the same model runs does not wait for all of it: it runs
@@ -155,7 +166,7 @@ def test_a_call_waiting_for_the_model_runs_at_a_background_calls_next_pause_poin
     out = run_threads(
         [
             ("long", lambda: batcher.submit(runner, "long", client="A", background=True)),
-            ("click", lambda: batcher.submit(runner, "click", client="B")),
+            ("click", once_started(order, lambda: batcher.submit(runner, "click", client="B"))),
         ]
     )
     assert out == {"long": ("long", 1), "click": ("click", 1)}
@@ -165,11 +176,12 @@ def test_a_call_waiting_for_the_model_runs_at_a_background_calls_next_pause_poin
 def test_a_call_served_at_a_pause_point_has_grad_mode_on():
     """A pause point inside a no_grad block (the head table's passes, faithfulness' batches) still runs a waiting
     gradient explanation with gradients, as a worker thread would."""
-    seen = []
+    seen, started = [], []
 
     def runner(items):
         for item in items:
             if item == "long":
+                started.append(item)
                 with torch.no_grad():
                     for _ in range(5):
                         pause_point()
@@ -182,7 +194,7 @@ def test_a_call_served_at_a_pause_point_has_grad_mode_on():
     out = run_threads(
         [
             ("long", lambda: batcher.submit(runner, "long", client="A", background=True)),
-            ("click", lambda: batcher.submit(runner, "click", client="B")),
+            ("click", once_started(started, lambda: batcher.submit(runner, "click", client="B"))),
         ]
     )
     assert out == {"long": ("long", 1), "click": ("click", 1)} and seen == [True]
@@ -196,7 +208,7 @@ def test_pause_points_serve_nothing_outside_a_background_call():
     out = run_threads(
         [
             ("long", lambda: batcher.submit(runner, "long", client="A")),
-            ("click", lambda: batcher.submit(runner, "click", client="B")),
+            ("click", once_started(order, lambda: batcher.submit(runner, "click", client="B"))),
         ]
     )
     assert out == {"long": ("long", 1), "click": ("click", 1)} and order[-1] == "click"
