@@ -28,6 +28,7 @@ class ModelEntry:
     note: str = ""  # one sentence on what this model is, shown beside the choice
     snapshot: Snapshot | None = None  # a training snapshot of the model `of` (None: the model itself)
     of: str | None = None  # the name of the model this is a snapshot of
+    started: str = ""  # what its training started from, in words ("": random weights); step 0 of its snapshots
 
     @property
     def revision(self) -> str | None:
@@ -78,7 +79,8 @@ class ModelRegistry:
                 snapshots = []
             for snap in snapshots:
                 name = snapshot_name(model, snap)
-                self.entries[name] = ModelEntry(name, entry.source, entry.note, snapshot=snap, of=model)
+                # no note: the model's (its heads' roles, its scores) was measured on the trained model
+                self.entries[name] = ModelEntry(name, entry.source, snapshot=snap, of=model, started=entry.started)
         return self
 
     @property

@@ -3,6 +3,7 @@ model's snapshots are registry entries "<model>@step-<N>", loaded on first use a
 position chooses the one the tab runs, and every panel follows the model the view records."""
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,8 @@ from viz.examples import GERMAN, REVIEWS
 from viz.heads import handlers as heads
 from viz.models import training_step
 from viz.models.loading import sentiment_registry, translation_registry
+
+ROOT = Path(__file__).resolve().parents[1]
 
 STEPS = [0, 10, 100]
 
@@ -57,6 +60,18 @@ def test_snapshots_are_entries_of_their_model_not_choices():
     assert loaded.source == "src-a" and loaded.revision == "step-100" and models.entries["a"].revision is None
 
 
+def test_the_model_notes_name_the_models_and_borrow_nothing_for_their_snapshots():
+    from viz.models import model_choice
+
+    listed = {"src-a": [snap(0), snap(100)], "src-b": []}
+    entries = [ModelEntry("a", "src-a", note="9 of its 72 heads read [CLS]."), ModelEntry("b", "src-b", note="small")]
+    models = ModelRegistry(entries, load=lambda e: e).add_snapshots(listed.get)
+    shown = model_choice.notes(models)
+    assert "**a**: 9 of its 72 heads" in shown and "**b**: small" in shown
+    assert "@step" not in shown  # a snapshot is no choice of its own (an earlier page listed "a@step-0" with a's note)
+    assert all(e.note == "" for e in models.snapshots("a"))
+
+
 def test_a_model_whose_snapshots_cannot_be_listed_gets_none():
     def unreachable(source):
         raise CheckpointError(f"{source}: cannot reach the Hugging Face Hub")
@@ -82,6 +97,27 @@ def test_the_score_beside_the_slider(translators):
     accuracy = Snapshot("step-5", 5, 0.5, 1.0, "accuracy", 0.8125)
     assert training_step.score_text(accuracy) == "validation accuracy 81.2%"
     assert training_step.score_text(Snapshot("step-5", 5, None, None, None, None)) == "no validation score recorded"
+
+
+def test_step_0_of_a_model_started_from_public_weights_says_so():
+    """Step 0 of the shipped sentiment model is MiniLM before fine-tuning, not an untrained model; the registry
+    entry reads that from the folder's metrics.json (source_weights), and its snapshots carry it."""
+    from viz.models import loading
+
+    shipped = loading.entry(str(ROOT / "assets" / "sentiment"))
+    assert (
+        shipped.started == "sentence-transformers/all-MiniLM-L6-v2's pre-trained weights, with an untrained classifier"
+    )
+    continued = {"source_weights": {"name": "org/bert", "continued_from": {"command": "..."}}}
+    assert loading.starting_point(continued) == "the model of an earlier fine-tuning run from org/bert's weights"
+    assert loading.starting_point({}) == loading.starting_point({"source_weights": "odd"}) == ""
+
+    models = ModelRegistry([ModelEntry("a", "src-a", started=shipped.started)], load=lambda e: e)
+    models.add_snapshots({"src-a": [snap(0), snap(100)]}.get)
+    assert training_step.describe(models, "a", 0) == (
+        f"**Step 0** (before fine-tuning: {shipped.started}): validation accuracy 50.0%."
+    )
+    assert "(after 100 training steps" in training_step.describe(models, "a", 1)
 
 
 def test_each_step_translates_with_its_snapshot_and_the_view_records_it(translators):

@@ -15,8 +15,11 @@ PRIVATE = dict(api_visibility="private")
 
 
 def notes(models) -> str:
-    """What each model is and what its heads do, in the words its metrics.json records (nothing borrowed)."""
-    lines = [f"- **{html.escape(e.name)}**: {e.note}" for e in models.entries.values() if e.note]
+    """What each model offered is and what its heads do, in the words its metrics.json records (nothing borrowed;
+    a training snapshot is not offered here, and what its model's note measured is not true of it)."""
+    lines = [
+        f"- **{html.escape(name)}**: {models.entries[name].note}" for name in models.names if models.entries[name].note
+    ]
     head = "Another model reads the same review again: compare the labels, the heads and the explanations."
     return "\n".join([head, *lines])
 

@@ -11,7 +11,7 @@ import gradio as gr
 
 from .model_choice import PRIVATE, rerun_js
 
-LABEL = "Training step (left: the untrained model; right end: the trained model)"
+LABEL = "Training step (left: where training started; right end: the trained model)"
 
 
 @dataclass
@@ -49,13 +49,15 @@ def score_text(snapshot) -> str:
 
 def describe(models, model: str | None, position) -> str:
     """What the slider's position shows, beside it: the step, how far training was, and the validation score."""
-    snap = models.entries[chosen(models, model, position)].snapshot
+    entry = models.entries[chosen(models, model, position)]
+    snap = entry.snapshot
     if snap is None:
         n = len(models.snapshots(model))
         steps = f"{n} steps" if n != 1 else "one step"
         return f"**The trained model**: move the slider left to see it at {steps} of its training." if n else ""
     epoch = f", epoch {snap.epoch:.2f}" if snap.epoch is not None else ""
-    when = "before any training" if snap.step == 0 else f"after {snap.step:,} training steps{epoch}"
+    start = f"before fine-tuning: {entry.started}" if entry.started else "before any training"
+    when = start if snap.step == 0 else f"after {snap.step:,} training steps{epoch}"
     return f"**Step {snap.step:,}** ({when}): {score_text(snap)}."
 
 
