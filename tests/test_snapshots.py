@@ -473,6 +473,7 @@ def test_publish_dry_run_lays_out_one_folder_per_branch(sentiment_with_snapshots
     assert [s["step"] for s in index] == [0, 3, 40]
     card = ModelCard.load(out / "main" / "README.md").text
     assert "## Training snapshots" in card and "| `step-3` | 3 | 0.3 | 1 | 51.00% |" in card
+    assert "steps of its training, from the untrained start to the end" in card  # random weights at step 0
     assert 'revision="step-0"' in card
     assert "step-3" in ModelCard.load(out / "step-3" / "README.md").text
     assert (out / "step-3" / "snapshot.json").is_file() and (out / "step-3" / "modeling_attention_demo.py").is_file()
@@ -481,6 +482,20 @@ def test_publish_dry_run_lays_out_one_folder_per_branch(sentiment_with_snapshots
     source = SentimentPipeline.from_pretrained(str(sentiment_with_snapshots), revision="step-3")
     assert branch.predict(reviews) == source.predict(reviews)
     assert not (out / "main" / "snapshots").exists()  # main holds the final model only
+
+
+def test_the_card_of_a_model_fine_tuned_from_public_weights_says_what_step_0_is(sentiment_dir):
+    from training.model_card import model_card
+
+    snapshots = [
+        {"step": 0, "metric": "accuracy", "accuracy": 0.53},
+        {"step": 9, "metric": "accuracy", "accuracy": 0.9},
+    ]
+    metrics = {"task": "sentiment", "source_weights": {"name": "org/minilm", "license": "apache-2.0"}}
+    config = json.loads((sentiment_dir / "config.json").read_text())
+    card = model_card("sentiment", "a/b", config, 1000, metrics, snapshots=snapshots).content
+    assert "2 steps of its training, from org/minilm's weights with an untrained classifier to the end" in card
+    assert "untrained start" not in card
 
 
 def test_publish_pushes_each_snapshot_to_its_branch_then_main(sentiment_with_snapshots, online, capsys):

@@ -187,7 +187,7 @@ def model_card(
         "## Model\n\n" + _config_table(config, n_params),
         "## Training\n\n" + _training(metrics),
         "## Evaluation\n\n" + _evaluation(task, metrics),
-        _snapshots(info, repo_id, snapshots),
+        _snapshots(info, repo_id, snapshots, _source(metrics).get("name")),
         _calibration(metrics),
         "## License\n\n" + license_text,
     ]
@@ -195,10 +195,12 @@ def model_card(
     return ModelCard(content)
 
 
-def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None) -> str:
-    """The training snapshots section: one branch each, with its step, loss and validation score."""
+def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None, source: str | None = None) -> str:
+    """The training snapshots section: one branch each, with its step, loss and validation score; `source`: the
+    public weights it was fine-tuned from (its step 0), None for a model trained from random weights."""
     if not snapshots:
         return ""
+    start = f"{source}'s weights with an untrained classifier" if source else "the untrained start"
     metric = snapshots[0].get("metric") or "score"
     rows = [
         f"| `step-{s['step']}` | {s['step']:,} | {_number(s.get('epoch'))} | {_number(s.get('loss'))} "
@@ -207,7 +209,7 @@ def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None) -> st
     ]
     return (
         "## Training snapshots\n\n"
-        f"The model as it was at {len(snapshots)} steps of its training, from the untrained start to the end (one "
+        f"The model as it was at {len(snapshots)} steps of its training, from {start} to the end (one "
         "branch each; `main` holds the final model), to see its attention form. Scores are on the validation "
         "data the run used, at that step.\n\n"
         f"| revision | step | epoch | training loss | validation {metric} |\n|---|---:|---:|---:|---:|\n"

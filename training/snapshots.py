@@ -1,9 +1,10 @@
 """Snapshots of the model during training, to see attention form: `python -m training ... --snapshots N`.
 
-N snapshots on a roughly logarithmic schedule of steps: step 0 (the untrained model), early steps, then spread
-to the last step (schedule()). Each is a normal model folder, the task's own export (weights, config,
-tokenizer, preprocessing.json), in <out>/snapshots/step-<N>/, with snapshot.json: the step, the epochs done,
-the mean training loss of the steps since the previous snapshot and the validation scores at that step.
+N snapshots on a roughly logarithmic schedule of steps: step 0 (the model before training: random weights, or the
+public weights it fine-tunes), early steps, then spread to the last step (schedule()). Each is a normal model
+folder, the task's own export (weights, config, tokenizer, preprocessing.json), in <out>/snapshots/step-<N>/, with
+snapshot.json: the step, the epochs done, the mean training loss of the steps since the previous snapshot and the
+validation scores at that step.
 
 Atomic like the checkpoints (training/checkpoint.py: atomic_folder), and resumable: the schedule depends only on
 N and the run's planned steps, so a resumed run continues it; a snapshot taken after the last checkpoint is
