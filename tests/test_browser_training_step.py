@@ -127,4 +127,17 @@ def test_the_bundled_sentiment_model_shows_minilm_before_fine_tuning(page, bundl
     # busy CI machine running two test files at once takes long over: the slow timeout, as for the translator
     browser.wait_redrawn(page, "sentiment-attention", timeout_ms=SLOW_MS)
     assert page.evaluate(Z_JS, "sentiment-attention") != final_map
-    assert "validation accuracy 53" in text_of(page, "sentiment-training-step-info")
+    info = text_of(page, "sentiment-training-step-info")
+    assert "validation accuracy 53" in info
+    assert "before fine-tuning: sentence-transformers/all-MiniLM-L6-v2's pre-trained weights" in info  # not untrained
+
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:  # on a phone the step's text goes under the slider, not into a narrow column beside it
+        page.wait_for_timeout(300)
+        slider, under = (
+            page.locator(f"#{i}").bounding_box() for i in ("sentiment-training-step", "sentiment-training-step-info")
+        )
+        assert under["y"] >= slider["y"] + slider["height"] - 1 and under["width"] > 250, (slider, under)
+    finally:
+        page.set_viewport_size(size)

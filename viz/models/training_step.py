@@ -71,7 +71,7 @@ def reset(models, model: str | None) -> tuple[gr.Slider, gr.Markdown]:
 def build(models, task: str) -> TrainingStepUI:
     """Lay out the slider and its score for the tab's default model (inside a gr.Blocks context)."""
     n = len(models.snapshots(models.default))
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=True, elem_classes=["view-options"]):  # stacked on a phone (viz/page/theme.py)
         slider = gr.Slider(
             0, max(n, 1), value=n, step=1, label=LABEL, visible=n > 0, elem_id=f"{task}-training-step", scale=3
         )
