@@ -164,8 +164,9 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     if len(models.names) > 1:
         model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
     share_ui.wire_sentiment_links(
-        demo, models, share, review=review, choice=choice, layer=layer, head=head, method=panel.method, scale=scale
-    )
+        demo, models, share, review=review, choice=choice, step=snapshot, layer=layer, head=head,
+        method=panel.method, scale=scale,
+    )  # fmt: skip
 
 
 def _translation_inputs(pipe):
@@ -258,8 +259,9 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     share_ui.translation_compare_panel(pipe, **inputs)
     share_ui.wire_translation_links(
-        demo, pipe, share, **inputs, scale=scale, state=state, drawn=drawn, step=[step, step_heads, step_topk]
-    )
+        demo, models, share, **inputs, scale=scale, state=state, drawn=drawn, step=[step, step_heads, step_topk],
+        training=p.snapshot,
+    )  # fmt: skip
 
 
 def build_demo(

@@ -66,3 +66,17 @@ def test_choosing_the_other_model_reads_the_same_review_again(page, two_model_ur
     )
     text = page.locator("#sentiment-models-output").inner_text()
     assert "sentiment" in text and "small" in text
+
+
+def test_a_link_opens_the_model_it_names(page, two_model_url):
+    """A link copied while the other model was shown opened the default model's view: it did not name the model."""
+    from urllib.parse import urlencode
+
+    page.goto(f"{two_model_url}?{urlencode({'tab': 'sentiment', 'text': REVIEW, 'model': 'small'})}")
+    page.wait_for_function("() => document.querySelectorAll('#sentiment-layer label').length === 1")  # 1 layer
+    browser.wait_drawn(page, "sentiment-attention")
+    assert page.locator("#sentiment-model input:checked").evaluate("e => e.value") == "small"
+    assert page.locator("#sentiment-input textarea").input_value() == REVIEW
+    page.locator("#sentiment-share").click()
+    page.wait_for_function("() => (document.querySelector('#sentiment-share-link textarea') || {}).value")
+    assert "model=small" in page.locator("#sentiment-share-link textarea").input_value()

@@ -141,3 +141,20 @@ def test_the_bundled_sentiment_model_shows_minilm_before_fine_tuning(page, bundl
         assert under["y"] >= slider["y"] + slider["height"] - 1 and under["width"] > 250, (slider, under)
     finally:
         page.set_viewport_size(size)
+
+
+def test_a_link_opens_the_training_step_it_names(page, bundled_models_url):
+    """A link copied at step 0 opened the trained model: it did not carry the training step."""
+    from urllib.parse import urlencode
+
+    review = "A wonderful film with a moving story and great acting."
+    page.goto(f"{bundled_models_url}?{urlencode({'tab': 'sentiment', 'text': review, 'training_step': 0})}")
+    page.wait_for_function(
+        "() => (document.querySelector('#sentiment-training-step-info') || {}).innerText?.includes('Step 0')",
+        timeout=SLOW_MS,
+    )
+    browser.wait_drawn(page, "sentiment-attention")
+    assert page.locator("#sentiment-training-step input[type=number]").input_value() == "0"
+    page.locator("#sentiment-share").click()
+    page.wait_for_function("() => (document.querySelector('#sentiment-share-link textarea') || {}).value")
+    assert "training_step=0" in page.locator("#sentiment-share-link textarea").input_value()

@@ -87,3 +87,14 @@ def test_broken_values_fall_back_to_defaults():
     assert from_query({"tab": "translation", "layer": "2"}) is None  # no text: nothing to restore
     assert from_query("") is None
     assert from_query({"text": "x", "layer": " 3 "}).layer == 2
+
+
+def test_the_model_and_the_training_step_travel_and_defaults_are_left_out():
+    link = ViewLink("sentiment", "Fine film", model="from scratch (2 × 4 heads)", training_step=0)
+    assert round_trip(link) == link
+    assert "model" not in to_query(ViewLink("sentiment", "Fine film"))
+    assert "training_step" not in to_query(ViewLink("translation", "Zwei Hunde.", step=2))
+    for raw in ("-1", "ten", "1.5"):
+        broken = from_query(f"text=Fine+film&training_step={raw}")
+        assert broken.training_step is None and broken.ignored == ["training step"]
+    assert len(from_query("text=x&model=" + "m" * 500).model) == 120  # a name, not a payload

@@ -136,7 +136,8 @@ def test_the_pages_download_gets_an_address_not_a_server_path(app):
     demo, url = app
     page = uuid.uuid4().hex
     join(url, _load_event(demo), page)
-    message = page_event(url, _private(demo)["download"], page, ["A fine film.", None, "attention"])  # default model
+    # the default model; the training-step slider (hidden: no snapshots) at 0, the model itself
+    message = page_event(url, _private(demo)["download"], page, ["A fine film.", None, 0, "attention"])
     reply = json.dumps(message)
     assert message["success"] and "/tmp" not in reply and str(downloads.export_dir()) not in reply
     address = message["output"]["data"][0]

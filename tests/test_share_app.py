@@ -91,7 +91,8 @@ def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
     assert named["translation-input"] == "Zwei Hunde." and named["translation-decoding"] == "beam search"
     assert (named["translation-beam"], named["translation-layer"], named["translation-head"]) == (3, 1, 3)
     assert named["translation-scale"] == "log"
-    assert values[-1] == 1  # the step (0-based), applied once the run is drawn
+    assert values[6] == 1  # the step (0-based), applied once the run is drawn
+    assert list(values[7:]) == [gr.skip(), gr.skip()]  # no training step in the link: the slider stays
     assert presses_button_after(demo, fn, "translation-submit")
     values = outputs_of(fn, fn.fn(request(tab="translation", text="Ein Hund.", beam="99")))
     assert values["translation-beam"] == gr.skip()  # out of the slider's range
@@ -130,12 +131,12 @@ def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     share = blocks(demo)["sentiment-share"]
     (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]
-    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm")
+    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm", None, 1)
     link = links.from_query(urlsplit(box.value).query)
     text = "Großartig! <script>x</script>"
     expected = links.ViewLink("sentiment", text, layer=1, head=0, method="pool", scale="norm")
     assert link == expected
-    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear")
+    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear", None, 1)
     assert too_long.value.startswith("⚠️") and "too long for a link" in too_long.value
 
 
@@ -175,3 +176,95 @@ def test_contrast_buttons_end_on_a_whole_word_with_an_ellipsis():
     for a, _, _ in contrast_pairs():
         label = shorten(a)
         assert label == " ".join(a.split()) or (label.endswith("…") and " ".join(a.split()).startswith(label[:-1]))
+
+
+@pytest.fixture(scope="module")
+def chooser(sentiment_dir, translation_dir, tmp_path_factory):
+    """The app with two sentiment models ("classifier", with snapshots at steps 0, 10 and 100, and "other") and a
+    translator with snapshots at the same steps."""
+    import shutil
+
+    from tiny_models import add_snapshots
+
+    from app import build_demo
+    from transformer import Seq2SeqTransformer, TransformerClassifier
+
+    root = tmp_path_factory.mktemp("chooser")
+    classifier = add_snapshots(shutil.copytree(sentiment_dir, root / "classifier"), TransformerClassifier, [0, 10, 100])
+    other = shutil.copytree(sentiment_dir, root / "other")
+    translator = add_snapshots(
+        shutil.copytree(translation_dir, root / "translator"), Seq2SeqTransformer, [0, 10, 100], metric="bleu"
+    )
+    return build_demo(
+        SentimentPipeline.from_pretrained(str(classifier)),
+        TranslationPipeline.from_pretrained(str(translator)),
+        sentiment_models=(str(other),),
+    )
+
+
+def share_fn(demo, task: str):
+    share = blocks(demo)[f"{task}-share"]
+    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]
+    return fn
+
+
+def test_a_link_keeps_the_model_and_the_training_step_shown(chooser):
+    """A link to the other model's view, or to a training snapshot, opened the default model's view: it carried
+    neither. Now the link names the model (left out for the default) and the snapshot's step, and opening it sets
+    the model choice and the training-step slider before the button is pressed."""
+    share = share_fn(chooser, "sentiment")
+    base = "http://127.0.0.1:7860/"
+    at_step_10 = links.from_query(
+        urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "classifier", 1).value).query
+    )
+    assert (at_step_10.model, at_step_10.training_step) == (None, 10)  # the default model, at its snapshot
+    other = links.from_query(urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "other", 0).value).query)
+    assert (other.model, other.training_step) == ("other", None)  # no snapshots: the model itself
+    trained = links.from_query(urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "classifier", 3).value).query)
+    assert (trained.model, trained.training_step) == (None, None)
+
+    restore = load_fn(chooser, "sentiment-input")
+    named = outputs_of(restore, restore.fn(request(tab="sentiment", text="Fine.", training_step="10")))
+    assert named["sentiment-model"] == gr.skip() and named["sentiment-training-step"].value == 1
+    assert "**Step 10**" in named["sentiment-training-step-info"].value
+    named = outputs_of(restore, restore.fn(request(tab="sentiment", text="Fine.", model="other")))
+    assert named["sentiment-model"] == "other" and named["sentiment-training-step"].visible is False
+    assert presses_button_after(chooser, restore, "sentiment-submit")
+
+
+def test_a_link_to_a_model_or_step_this_app_lacks_says_so(chooser, monkeypatch):
+    from viz.share import share_ui
+
+    warned = []
+    monkeypatch.setattr(share_ui.gr, "Warning", lambda message, *a, **k: warned.append(message))
+    restore = load_fn(chooser, "sentiment-input")
+    params = dict(tab="sentiment", text="Fine.", model="gone", training_step="7")
+    named = outputs_of(restore, restore.fn(request(**params)))
+    assert named["sentiment-model"] == gr.skip() and named["sentiment-training-step"] == gr.skip()
+    assert warned == ["This link's model, training step could not be used here; the default is shown instead."]
+
+
+def test_a_translation_link_keeps_the_training_step(chooser):
+    share = share_fn(chooser, "translation")
+    box = share.fn("http://127.0.0.1:7860/", "Zwei Hunde.", "greedy", 4, 0, 0, "linear", 2, 0)
+    link = links.from_query(urlsplit(box.value).query)
+    assert link.training_step == 0 and link.model is None and link.step == 1
+    restore = load_fn(chooser, "translation-input")
+    named = outputs_of(restore, restore.fn(request(tab="translation", text="Zwei Hunde.", training_step="0")))
+    assert named["translation-training-step"].value == 0 and "**Step 0** (before any training)" in (
+        named["translation-training-step-info"].value
+    )
+
+
+def test_download_follows_the_training_step_shown(chooser, monkeypatch):
+    """'Download data' exported the trained model while the page showed a snapshot."""
+    from viz.share import share_ui
+
+    used = []
+    monkeypatch.setattr(share_ui.downloads, "sentiment_download", lambda pipe, *a: used.append(pipe) or (None, "x"))
+    monkeypatch.setattr(share_ui.gr, "Warning", lambda *a, **k: None)
+    download = blocks(chooser)["sentiment-download"]
+    (fn,) = [f for f in chooser.fns.values() if f.targets and f.targets[0][0] == download._id and f.fn is not None]
+    fn.fn("Fine.", "classifier", 0, "pool")
+    fn.fn("Fine.", "classifier", 3, "pool")
+    assert "step-0" in str(used[0].source) and "step-" not in str(used[1].source)

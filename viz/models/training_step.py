@@ -61,11 +61,34 @@ def describe(models, model: str | None, position) -> str:
     return f"**Step {snap.step:,}** ({when}): {score_text(snap)}."
 
 
-def reset(models, model: str | None) -> tuple[gr.Slider, gr.Markdown]:
-    """The slider for `model` (a new model choice): at its right end, the model itself; hidden without snapshots."""
+def reset(models, model: str | None, position: int | None = None) -> tuple[gr.Slider, gr.Markdown]:
+    """The slider for `model` (a new model choice, or a link's): at `position`, by default its right end, the
+    model itself; hidden without snapshots."""
     n = len(models.snapshots(model))
-    slider = gr.Slider(minimum=0, maximum=max(n, 1), value=n, step=1, visible=n > 0)
-    return slider, gr.Markdown(describe(models, model, n), visible=n > 0)
+    value = n if position is None else position
+    slider = gr.Slider(minimum=0, maximum=max(n, 1), value=value, step=1, visible=n > 0)
+    return slider, gr.Markdown(describe(models, model, value), visible=n > 0)
+
+
+def to_link(models, model: str | None, position) -> tuple[str | None, int | None]:
+    """What a share link records of the model shown: (the model's name, None for the tab's default; the snapshot's
+    training step, None for the trained model)."""
+    entry = models.entries[chosen(models, model, position)]
+    name = models.model_of(entry.name)
+    return (None if name == models.default else name), (entry.snapshot.step if entry.snapshot else None)
+
+
+def from_link(models, model: str | None, step: int | None) -> tuple[str | None, int | None, list[str]]:
+    """What a link asks for, as the tab offers it: (the model to choose, None to keep the default; the slider's
+    position, None for the trained model; the names of what the link held that this app does not offer)."""
+    ignored = []
+    if model is not None and model not in models.names:
+        ignored.append("model")
+        model = None
+    steps = [e.snapshot.step for e in models.snapshots(model or models.default)]
+    if step is not None and step not in steps:
+        ignored.append("training step")
+    return model, (steps.index(step) if step in steps else None), ignored
 
 
 def build(models, task: str) -> TrainingStepUI:
@@ -81,7 +104,8 @@ def build(models, task: str) -> TrainingStepUI:
 
 def wire(ui: TrainingStepUI, models, task: str, choice: gr.Radio | None = None) -> None:
     """Moving the slider (on release) reads the input again with that snapshot; a new model choice (when the tab
-    has one) puts the slider at that model's right end, then reads the input again with it."""
+    has one) puts the slider at that model's right end, then reads the input again with it. Both follow the user's
+    own moves only (release, input): a link that sets the model and the step itself presses the button once."""
 
     def step_info(model, position) -> str:
         return describe(models, model, position)
@@ -93,5 +117,5 @@ def wire(ui: TrainingStepUI, models, task: str, choice: gr.Radio | None = None) 
     ui.slider.change(step_info, [model, ui.slider], [ui.info], **PRIVATE)
     ui.slider.release(None, None, None, js=rerun_js(task), **PRIVATE)
     if choice is not None:
-        reset_event = choice.change(step_reset, [choice], [ui.slider, ui.info], **PRIVATE)
+        reset_event = choice.input(step_reset, [choice], [ui.slider, ui.info], **PRIVATE)
         reset_event.then(None, None, None, js=rerun_js(task), **PRIVATE)

@@ -1,10 +1,13 @@
 """Links that restore a view: the tab, the input text and the controls, as URL query parameters.
 
     ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout&scale=norm
-    ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3
+    ?tab=sentiment&text=A+warm+film.&model=from+scratch+%282+%C3%97+4+heads%29
+    ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3&training_step=653
 
-Layer, head and step are 1-based, as the app shows them. Text is UTF-8 percent-encoded, so any Unicode and
-any markup survive the round trip; it is only ever put back into a text box, never rendered as HTML.
+Layer, head and step are 1-based, as the app shows them. `model` is the model choice's name (left out for the tab's
+default model) and `training_step` the step of a training snapshot (left out for the trained model). Text is UTF-8
+percent-encoded, so any Unicode and any markup survive the round trip; it is only ever put back into a text box,
+never rendered as HTML.
 A link whose query would pass MAX_QUERY_CHARS is refused with a message: many servers and proxies reject
 request lines over 8 KB (nginx's default), and a link that breaks is worse than none.
 """
@@ -20,6 +23,7 @@ DECODINGS = ("beam search", "greedy")
 MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
 DEFAULT_SCALE = "linear"  # left out of links
 MAX_INDEX = 64  # layers, heads and steps beyond this are not real choices: ignore them
+MAX_MODEL_CHARS = 120  # a model choice's name is short ("from scratch (2 × 4 heads)")
 
 
 @dataclass
@@ -37,6 +41,8 @@ class ViewLink:
     scale: str | None = (
         None  # the attention views' colour scale (pipelines.attention_views.COLOR_SCALES), None = linear
     )
+    model: str | None = None  # the model choice's name, None = the tab's default model
+    training_step: int | None = None  # the training snapshot's step, None = the trained model
     ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
 
 
@@ -62,6 +68,10 @@ def to_query(link: ViewLink) -> str:
         params.append(("method", link.method))
     if link.scale and link.scale != DEFAULT_SCALE:
         params.append(("scale", link.scale))
+    if link.model:
+        params.append(("model", link.model))
+    if link.training_step is not None:
+        params.append(("training_step", str(int(link.training_step))))
     return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
 
 
@@ -72,6 +82,15 @@ def _index(raw: str | None) -> int | None:
     except (TypeError, ValueError):
         return None
     return value - 1 if 1 <= value <= MAX_INDEX else None
+
+
+def _step(raw: str | None) -> int | None:
+    """A training step from a link (0 or more), or None when it is missing or not a whole number."""
+    try:
+        value = int(str(raw).strip())
+    except (TypeError, ValueError):
+        return None
+    return value if 0 <= value < 10**9 else None
 
 
 def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
@@ -97,12 +116,15 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         beam=None if indices["beam"] is None else indices["beam"] + 1,
         method=method[:40] or None,
         scale=scale if scale in COLOR_SCALES else None,
+        model=(params.get("model") or "").strip()[:MAX_MODEL_CHARS] or None,
+        training_step=_step(params.get("training_step")),
     )
-    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", "scale", *indices)}
+    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", "scale", "training_step", *indices)}
     broken = [name for name, value in indices.items() if given[name] and value is None]
     broken += ["tab"] if given["tab"] and tab not in TABS else []
     broken += ["decoding"] if given["decoding"] and not link.decoding else []
     broken += ["colour scale"] if given["scale"] and not link.scale else []
+    broken += ["training step"] if given["training_step"] and link.training_step is None else []
     link.ignored = broken
     return link
 

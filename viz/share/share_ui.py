@@ -14,6 +14,7 @@ import gradio as gr
 from .. import handlers
 from ..compare import input_compare as compare
 from ..examples import contrast_pairs, shorten
+from ..models import training_step
 from . import downloads, links
 
 PRIVATE = dict(api_visibility="private")
@@ -137,70 +138,94 @@ def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
     return link if link is not None and link.tab == task else None
 
 
-def wire_sentiment_links(demo, models, controls: ShareControls, *, review, choice, layer, head, method, scale) -> None:
-    """Copy link, download (by the chosen model of the tab's ModelRegistry `models`), and opening a link: it fills
-    the review, layer, head, explanation method and colour scale, then presses 'Analyse sentiment'
-    (#sentiment-submit)."""
+def _model_and_step(models, link: links.ViewLink, ignored: list[str], with_choice: bool) -> list:
+    """The updates that put a tab at a link's model (when the tab has a choice) and training step: [the choice,]
+    the training-step slider, its text; nothing changes where the link names neither (or nothing usable)."""
+    model, position, bad = training_step.from_link(models, link.model if with_choice else None, link.training_step)
+    ignored += bad
+    chosen = [model or gr.skip()] if with_choice else []
+    if model is None and position is None:
+        return [*chosen, gr.skip(), gr.skip()]
+    return [*chosen, *training_step.reset(models, model, position)]
 
-    def share(base, text, layer, head, method, scale):
-        link = links.ViewLink("sentiment", text or "", layer, head, method=method, scale=scale)
+
+def wire_sentiment_links(
+    demo, models, controls: ShareControls, *, review, choice, step, layer, head, method, scale
+) -> None:
+    """Copy link, download (by the model shown: the chosen model of the tab's ModelRegistry `models`, at the
+    training step `step`'s snapshot), and opening a link: it fills the review, model, training step, layer, head,
+    explanation method and colour scale, then presses 'Analyse sentiment' (#sentiment-submit)."""
+
+    def share(base, text, layer, head, method, scale, name, position):
+        model, snapshot = training_step.to_link(models, name, position)
+        link = links.ViewLink(
+            "sentiment", text or "", layer, head, method=method, scale=scale, model=model, training_step=snapshot
+        )
         return _link_box(*links.share_url(base, link))
 
-    def download(text, name, method):
-        pipe = models.get(name)
+    def download(text, name, position, method):
+        pipe = models.get(training_step.chosen(models, name, position))
         chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
         return _file(*downloads.sentiment_download(pipe, text, chosen))
 
-    _wire_buttons(controls, share, [review, layer, head, method, scale], download, [review, choice, method])
+    shown = [review, layer, head, method, scale, choice, step.slider]
+    _wire_buttons(controls, share, shown, download, [review, choice, step.slider, method])
     methods = [value for _, value in method.choices]
 
     def restore(request: gr.Request):
         link = _link(request, "sentiment")
         if link is None:
-            return [gr.skip()] * 5
+            return [gr.skip()] * 8
         ignored = list(link.ignored)
         chosen = link.method if link.method in methods else gr.skip()
         ignored += ["method"] if link.method and link.method not in methods else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
+        model_and_step = _model_and_step(models, link, ignored, with_choice=True)
         _warn_ignored(ignored)
-        return link.text, *controls, chosen, link.scale or gr.skip()
+        return link.text, *controls, chosen, link.scale or gr.skip(), *model_and_step
 
-    demo.load(restore, None, [review, layer, head, method, scale], **PRIVATE).then(
-        None, None, None, js=_press_js("sentiment"), **PRIVATE
-    )
+    restored = [review, layer, head, method, scale, choice, step.slider, step.info]
+    demo.load(restore, None, restored, **PRIVATE).then(None, None, None, js=_press_js("sentiment"), **PRIVATE)
 
 
 def wire_translation_links(
-    demo, pipe, controls: ShareControls, *, german, decoding, beam, layer, head, scale, state, drawn, step
+    demo, models, controls: ShareControls, *, german, decoding, beam, layer, head, scale, state, drawn, step, training
 ):
-    """As wire_sentiment_links for the translation tab (decoding and beam size too); a link's decoding step is
-    applied once the run it starts is drawn (`drawn`). step: the step slider and the two plots it drives."""
+    """As wire_sentiment_links for the translation tab (decoding and beam size too; no model choice); a link's
+    decoding step is applied once the run it starts is drawn (`drawn`). step: the decoding-step slider and the two
+    plots it drives; training: the training-step slider and its text."""
 
-    def share(base, text, decoding, beam, layer, head, scale, step):
-        link = links.ViewLink("translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale)
+    def share(base, text, decoding, beam, layer, head, scale, step, position):
+        snapshot = training_step.to_link(models, None, position)[1]
+        link = links.ViewLink(
+            "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale,
+            training_step=snapshot,
+        )  # fmt: skip
         return _link_box(*links.share_url(base, link))
 
-    def download(text, decoding, beam):
+    def download(text, decoding, beam, position):
+        pipe = models.get(training_step.chosen(models, None, position))
         return _file(*downloads.translation_download(pipe, text, decoding, beam))
 
-    shown = [german, decoding, beam, layer, head, scale, step[0]]
-    _wire_buttons(controls, share, shown, download, [german, decoding, beam])
+    shown = [german, decoding, beam, layer, head, scale, step[0], training.slider]
+    _wire_buttons(controls, share, shown, download, [german, decoding, beam, training.slider])
     pending_step = gr.State(None)
 
     def restore(request: gr.Request):
         link = _link(request, "translation")
         if link is None:
-            return [gr.skip()] * 7
+            return [gr.skip()] * 9
         ignored = list(link.ignored)
         chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
         ignored += ["beam"] if link.beam is not None and chosen_beam is not link.beam else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
+        snapshot = _model_and_step(models, link, ignored, with_choice=False)
         _warn_ignored(ignored)
-        return link.text, link.decoding or gr.skip(), chosen_beam, *controls, link.scale or gr.skip(), link.step
+        decoding_value = link.decoding or gr.skip()
+        return link.text, decoding_value, chosen_beam, *controls, link.scale or gr.skip(), link.step, *snapshot
 
-    demo.load(restore, None, [german, decoding, beam, layer, head, scale, pending_step], **PRIVATE).then(
-        None, None, None, js=_press_js("translation"), **PRIVATE
-    )
+    restored = [german, decoding, beam, layer, head, scale, pending_step, training.slider, training.info]
+    demo.load(restore, None, restored, **PRIVATE).then(None, None, None, js=_press_js("translation"), **PRIVATE)
     drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **PRIVATE)
 
 
