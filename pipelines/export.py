@@ -18,6 +18,7 @@ from .common import weights_sha256
 
 SCHEMA_VERSION = 1
 DECIMALS = 6  # attention weights and probabilities are rounded to this many decimals
+CONFIG_DECIMALS = 17  # a model's settings are not: BERT's LayerNorm epsilon, 1e-12, came out as 0.0
 _ROOT = Path(__file__).resolve().parents[1]
 _SNAPSHOT = re.compile(r"snapshots/([0-9a-f]{40})")
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def model_info(pipe) -> dict:
         match = _SNAPSHOT.search(Path(folder).as_posix())
         info["revision"] = match.group(1) if match else None
         info["weights_sha256"] = _weights_hash(Path(folder))
-    info["config"] = to_jsonable(pipe.adapter.config_dict())
+    info["config"] = to_jsonable(pipe.adapter.config_dict(), CONFIG_DECIMALS)
     return info
 
 

@@ -3,6 +3,7 @@
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -76,6 +77,13 @@ def test_model_info_names_the_model_without_server_paths(sentiment, sentiment_di
     assert info["source"] == Path(sentiment_dir).name  # a folder outside the app: its name only
     assert len(info["weights_sha256"]) == 64 and info["revision"] is None
     assert info["config"]["n_heads"] == sentiment.model.config.n_heads
+
+
+def test_model_info_keeps_small_settings_as_they_are():
+    """The shipped MiniLM model's export said layer_norm_eps 0.0 (rounded like attention weights); it is 1e-12."""
+    settings = {"layer_norm_eps": 1e-12, "dropout": 0.1, "n_heads": 12}
+    bert_like = SimpleNamespace(source=None, adapter=SimpleNamespace(config_dict=lambda: settings))
+    assert model_info(bert_like)["config"] == settings
 
 
 @dataclass
