@@ -160,7 +160,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
     heads_panel(models, "sentiment", state, drawn, [review])
-    share_ui.sentiment_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
+    share_ui.sentiment_compare_panel(models, review=review, choice=choice, step=snapshot, layer=layer, head=head)
     if len(models.names) > 1:
         model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
     share_ui.wire_sentiment_links(
@@ -257,7 +257,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     hosting.watch_for_expiry(state, layer, head, step)
     heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
-    share_ui.translation_compare_panel(pipe, **inputs)
+    share_ui.translation_compare_panel(models, **inputs, training=p.snapshot)
     share_ui.wire_translation_links(
         demo, models, share, **inputs, scale=scale, state=state, drawn=drawn, step=[step, step_heads, step_topk],
         training=p.snapshot,

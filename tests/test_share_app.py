@@ -268,3 +268,19 @@ def test_download_follows_the_training_step_shown(chooser, monkeypatch):
     fn.fn("Fine.", "classifier", 0, "pool")
     fn.fn("Fine.", "classifier", 3, "pool")
     assert "step-0" in str(used[0].source) and "step-" not in str(used[1].source)
+
+
+@pytest.mark.parametrize("task", ["sentiment", "translation"])
+def test_compare_follows_the_training_step_shown(chooser, task, monkeypatch):
+    """Compare read both inputs with the trained model while the page showed a snapshot."""
+    from viz.share import share_ui
+
+    used = []
+    run = "compare_reviews" if task == "sentiment" else "compare_translations"
+    monkeypatch.setattr(share_ui.compare, run, lambda pipe, *a: used.append(pipe) or (None, "", None))
+    button = blocks(chooser)[f"{task}-compare-submit"]
+    (fn,) = [f for f in chooser.fns.values() if f.targets and f.targets[0][0] == button._id and f.fn is not None]
+    options = ["classifier"] if task == "sentiment" else ["greedy", 4]
+    for position in (0, 3):  # step 0's snapshot, then the trained model (the right end)
+        fn.fn("A.", "B.", *options, position, 0, 0)
+    assert "step-0" in str(used[0].source) and "step-" not in str(used[1].source)

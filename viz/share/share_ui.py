@@ -302,21 +302,25 @@ def _compare_panel(task: str, first, words: CompareWords, pairs: list, run, opti
     _redraw_diff_on(layer, head, state, diff)
 
 
-def sentiment_compare_panel(models, *, review, choice, layer, head) -> None:
+def sentiment_compare_panel(models, *, review, choice, step, layer, head) -> None:
     """A second review (a copy of the first to edit), both predictions side by side, the change in probability,
-    and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run."""
+    and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run. By
+    the model shown: the chosen one, at the training step's snapshot."""
     pairs = [(a, b, f"{kind}: {shorten(a)}") for a, b, kind in contrast_pairs()]
 
-    def run(a, b, name, layer, head):
-        return compare.compare_reviews(models.get(name), a, b, layer, head)
+    def run(a, b, name, position, layer, head):
+        return compare.compare_reviews(models.get(training_step.chosen(models, name, position)), a, b, layer, head)
 
-    _compare_panel("sentiment", review, REVIEW_WORDS, pairs, run, [choice], layer, head)
+    _compare_panel("sentiment", review, REVIEW_WORDS, pairs, run, [choice, step.slider], layer, head)
 
 
-def translation_compare_panel(pipe, *, german, decoding, beam, layer, head) -> None:
-    """A second German sentence, both translations side by side, and the aligned cross-attention diff."""
+def translation_compare_panel(models, *, german, decoding, beam, layer, head, training) -> None:
+    """A second German sentence, both translations side by side, and the aligned cross-attention diff; by the
+    translator at the training step's snapshot."""
 
-    def run(a, b, decoding, beam, layer, head):
+    def run(a, b, decoding, beam, position, layer, head):
+        pipe = models.get(training_step.chosen(models, None, position))
         return compare.compare_translations(pipe, a, b, decoding, beam, layer, head)
 
-    _compare_panel("translation", german, SENTENCE_WORDS, GERMAN_PAIRS, run, [decoding, beam], layer, head)
+    options = [decoding, beam, training.slider]
+    _compare_panel("translation", german, SENTENCE_WORDS, GERMAN_PAIRS, run, options, layer, head)
