@@ -45,6 +45,20 @@ SPECIAL_NAMES = (
 )
 
 
+def unknown_token(tokenizer) -> tuple[int | None, str | None]:
+    """(id, text) of the token a tokenizer reads what its vocabulary lacks as (BERT's [UNK]); (None, None) when it
+    has none. A `tokenizers.Tokenizer`, a transformers tokenizer, or a wrapper holding one as `.tokenizer`. Our
+    byte-level BPE has one (<unk>) but never needs it: every byte is in its vocabulary."""
+    inner = getattr(tokenizer, "tokenizer", None)
+    if inner is not None and inner is not tokenizer:
+        return unknown_token(inner)
+    if isinstance(getattr(tokenizer, "unk_token_id", None), int):  # transformers
+        return tokenizer.unk_token_id, tokenizer.unk_token
+    text = getattr(getattr(tokenizer, "model", None), "unk_token", None)
+    token_id = tokenizer.token_to_id(text) if text and hasattr(tokenizer, "token_to_id") else None
+    return (token_id, text) if token_id is not None else (None, None)  # not in the vocabulary: never produced
+
+
 def special_ids(tok: Tokenizer) -> tuple[list[int], list[int]]:
     """(ids before, ids after) a text's own that the tokenizer's post-processor adds: BERT's [CLS] ... [SEP], none
     for our byte-level BPE."""

@@ -77,3 +77,41 @@ def test_looks_english(text, english):
     from pipelines.domain import looks_english
 
     assert looks_english(text) is english
+
+
+def test_a_word_piece_model_says_which_pieces_it_reads_as_unknown(sentiment_dir):
+    """The symbol notice said "read as several byte pieces" for every model; the pre-trained model's WordPiece
+    vocabulary reads emoji as one [UNK] token, the same for all of them."""
+    from pathlib import Path
+
+    shipped = SentimentPipeline.from_pretrained(str(Path(__file__).resolve().parents[1] / "assets" / "sentiment"))
+    status = handlers.analyze_review(shipped, "Loved it 😍🔥, a joy ✨.", False)[2]
+    assert "lacks 2 pieces of the text (😍🔥, ✨): it reads each as its unknown token [UNK]" in status
+    assert "byte pieces" not in status and "Emoji and symbols" not in status
+    known = handlers.analyze_review(shipped, "Five stars ★★★★★.", False)[2]  # ★ is in its vocabulary
+    assert "Emoji and symbols are split into pieces" in known and "unknown token" not in known
+    assert "Emoji" not in handlers.analyze_review(shipped, "A plain review.", False)[2]
+
+    byte_level = SentimentPipeline.from_pretrained(str(sentiment_dir))  # every byte is in its vocabulary
+    status = handlers.analyze_review(byte_level, "Loved it 😍🔥, a joy ✨.", False)[2]
+    assert "Emoji and symbols are split into pieces" in status and "unknown token" not in status
+
+
+def test_unknown_token_of_each_kind_of_tokenizer(sentiment, translation):
+    from tokenizers import Tokenizer, models
+
+    from pipelines.tokenizers_io import unknown_token
+
+    word_piece = Tokenizer(models.WordPiece({"[UNK]": 0, "film": 1}, unk_token="[UNK]"))
+    assert unknown_token(word_piece) == (0, "[UNK]")
+    assert unknown_token(sentiment.tokenizer) == (3, "<unk>")  # ours: there, never needed
+    assert unknown_token(None) == (None, None) == unknown_token(Tokenizer(models.WordLevel({"a": 0})))
+
+    class Wrapped:  # transformers' tokenizer inside the any-model adapter
+        tokenizer = type("HF", (), {"unk_token_id": 100, "unk_token": "[UNK]"})()
+
+    assert unknown_token(Wrapped()) == (100, "[UNK]")
+    assert notices.vocabulary_notice("x", [""], "<unk>") == (
+        "This model's vocabulary lacks 1 piece of the text: it reads it as its unknown token <unk>, the same for "
+        "everything it does not know."
+    )

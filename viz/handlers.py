@@ -17,6 +17,7 @@ from pipelines.attention_maps import AttentionMaps
 from pipelines.common import NonFiniteOutput, non_finite
 from pipelines.kinds import CROSS, KINDS
 from pipelines.tasks import SENTIMENT, TASKS, TRANSLATION, Task
+from pipelines.tokenizers_io import unknown_token
 
 from . import notices as notices_
 from .attention import figures
@@ -99,6 +100,9 @@ def analyze_review(
             f"The review has {result.n_tokens:,} tokens; the model reads {len(result.tokens):,}: the first "
             f"{cut_after:,} and the last {len(result.tokens) - cut_after:,}. The middle is skipped (marked below)."
         )
+    unk_id, unk = _unknown(pipe)
+    unknown = [t.text for t in result.tokens if unk_id is not None and t.id == unk_id]
+    notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
     view = _sentiment_view(checked.text, result, cut_after, model) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
@@ -108,6 +112,11 @@ def analyze_review(
     wrong = notices_.example_notice(checked.text, result.label) or notices_.weak_spot_notice(weak)
     flags = [line for line in (wrong, ood) if line]
     return view, dict(result.probabilities), _status([summary, *flags, *notices])
+
+
+def _unknown(pipe) -> tuple[int | None, str | None]:
+    """(id, text) of the token `pipe`'s tokenizer reads what its vocabulary lacks as; (None, None) without one."""
+    return unknown_token(getattr(pipe, "tokenizer", None))
 
 
 # --- translation ----------------------------------------------------------------------------------------
@@ -169,6 +178,9 @@ def translate(
             f"The sentence is longer than the model reads: only its first {len(result.source_tokens) - 1:,} "
             "tokens were translated."
         )
+    unk = _unknown(pipe)[1]
+    unknown = ["" for token in result.source_tokens if unk is not None and token == unk]  # shown as the token
+    notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
     if not result.translation:
         notices.append("The model produced no words for this sentence.")
     if not result.target_tokens or result.target_tokens[-1] != "</s>":

@@ -91,9 +91,7 @@ def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
         notices.append(f"{plural(n_control, 'control character')} replaced by spaces.")
     if _TAG.search(_BREAK.sub(" ", text)):
         notices.append("The text contains HTML-like tags: they are read as plain text and shown as text, never run.")
-    if any(unicodedata.category(c) == "So" for c in text):
-        notices.append("Emoji and symbols are read as several byte pieces each; the model saw few of them in training.")
-    return CheckedText(text, None, notices)
+    return CheckedText(text, None, notices)  # what the model's vocabulary makes of symbols: notices.vocabulary_notice
 
 
 def to_int(value: object, default: int) -> int:

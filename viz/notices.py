@@ -1,6 +1,7 @@
 """Plain-words confidence and out-of-domain notices for the status lines (the numbers come from pipelines/)."""
 
 import math
+import unicodedata
 
 from pipelines.calibration import confidence_words
 from pipelines.domain import looks_english
@@ -93,3 +94,22 @@ def translation_notice(result, text: str = "") -> str | None:
     if not getattr(result, "out_of_domain", False):
         return None
     return f"⚠️ **{TRANSLATION_OUT_OF_DOMAIN}**"
+
+
+def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | None:
+    """What the model's vocabulary made of the input: `unknown`, the input's pieces it read as its unknown token
+    `unk` (BERT's [UNK]: one vector for everything its vocabulary lacks), else emoji and symbols, which our
+    byte-level tokenizers split into pieces seen rarely in training."""
+    from .inputs import plural
+
+    if unknown:
+        shown = ", ".join(dict.fromkeys(u for u in unknown if u.strip()))
+        shown = f" ({shown[:60]}{'…' if len(shown) > 60 else ''})" if shown else ""
+        each = "it" if len(unknown) == 1 else "each"
+        return (
+            f"This model's vocabulary lacks {plural(len(unknown), 'piece')} of the text{shown}: it reads {each} as "
+            f"its unknown token {unk}, the same for everything it does not know."
+        )
+    if any(unicodedata.category(c) == "So" for c in text):
+        return "Emoji and symbols are split into pieces; the model saw few of them in training."
+    return None
