@@ -18,21 +18,20 @@ from .common import weights_sha256
 
 SCHEMA_VERSION = 1
 DECIMALS = 6  # attention weights and probabilities are rounded to this many decimals
-CONFIG_DECIMALS = 17  # a model's settings are not: BERT's LayerNorm epsilon, 1e-12, came out as 0.0
 _ROOT = Path(__file__).resolve().parents[1]
 _SNAPSHOT = re.compile(r"snapshots/([0-9a-f]{40})")
 log = logging.getLogger(__name__)
 
 
-def to_jsonable(value, decimals: int = DECIMALS):
+def to_jsonable(value, decimals: int | None = DECIMALS):
     """Tensors, arrays, dataclasses, tuples and numpy scalars as plain lists, dicts and numbers.
-    Floats are rounded; NaN and infinity become None (JSON has neither)."""
+    Floats are rounded to `decimals` (None: kept as they are); NaN and infinity become None (JSON has neither)."""
     if isinstance(value, torch.Tensor):
         value = value.detach().to("cpu").float().numpy()
     if isinstance(value, np.ndarray):
         if value.dtype.kind != "f":
             return value.tolist()
-        value = np.round(value.astype(np.float64), decimals)
+        value = value.astype(np.float64) if decimals is None else np.round(value.astype(np.float64), decimals)
         if np.isfinite(value).all():
             return value.tolist()  # nested lists of floats, fast
         return np.where(np.isfinite(value), value, None).tolist()
@@ -45,7 +44,9 @@ def to_jsonable(value, decimals: int = DECIMALS):
     if isinstance(value, (list, tuple)):
         return [to_jsonable(v, decimals) for v in value]
     if isinstance(value, (float, np.floating)):
-        return round(float(value), decimals) if math.isfinite(value) else None
+        if not math.isfinite(value):
+            return None
+        return float(value) if decimals is None else round(float(value), decimals)
     if isinstance(value, np.integer):
         return int(value)
     if isinstance(value, np.bool_):
@@ -65,7 +66,7 @@ def model_info(pipe) -> dict:
         match = _SNAPSHOT.search(Path(folder).as_posix())
         info["revision"] = match.group(1) if match else None
         info["weights_sha256"] = _weights_hash(Path(folder))
-    info["config"] = to_jsonable(pipe.adapter.config_dict(), CONFIG_DECIMALS)
+    info["config"] = to_jsonable(pipe.adapter.config_dict(), None)  # settings as they are (1e-12 is no 0.0)
     return info
 
 

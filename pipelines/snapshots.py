@@ -48,6 +48,18 @@ class Snapshot:
         )
 
 
+def starting_point(metrics: dict | None) -> str:
+    """What a model's training started from, in words, as its metrics.json records it ("" for random weights):
+    the step 0 of its snapshots (the app's training-step slider, the model card)."""
+    source = (metrics or {}).get("source_weights")
+    name = (source.get("name") or source.get("read_from")) if isinstance(source, dict) else None
+    if not name:
+        return ""
+    if source.get("continued_from"):
+        return f"the model of an earlier fine-tuning run from {name}'s weights"
+    return f"{name}'s pre-trained weights, with an untrained classifier"
+
+
 def read_infos(folder: str | os.PathLike) -> list[dict]:
     """The snapshot.json records of a local model folder's snapshots/step-<N>/ folders, by step ([] without any).
     A snapshot folder without a readable snapshot.json is skipped: it is not a complete snapshot."""

@@ -111,7 +111,7 @@ def test_unknown_token_of_each_kind_of_tokenizer(sentiment, translation):
         tokenizer = type("HF", (), {"unk_token_id": 100, "unk_token": "[UNK]"})()
 
     assert unknown_token(Wrapped()) == (100, "[UNK]")
-    assert notices.vocabulary_notice("x", [""], "<unk>") == (
+    assert notices.vocabulary_notice("x", ["<unk>"], "<unk>") == (  # the token itself is not named again
         "This model's vocabulary lacks 1 piece of the text: it reads it as its unknown token <unk>, the same for "
         "everything it does not know."
     )

@@ -39,6 +39,13 @@ def load_fn(demo, outputs_elem_id: str):
     return fn
 
 
+def click_fn(demo, elem_id: str):
+    """The server function a click on the element runs (its first event with one)."""
+    target = blocks(demo)[elem_id]
+    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == target._id and f.fn is not None]
+    return fn
+
+
 def request(**params) -> SimpleNamespace:
     return SimpleNamespace(query_params=params)
 
@@ -129,8 +136,7 @@ def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
 
 
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
-    share = blocks(demo)["sentiment-share"]
-    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]
+    fn = click_fn(demo, "sentiment-share")
     box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm", None, 1)
     link = links.from_query(urlsplit(box.value).query)
     text = "Großartig! <script>x</script>"
@@ -202,17 +208,11 @@ def chooser(sentiment_dir, translation_dir, tmp_path_factory):
     )
 
 
-def share_fn(demo, task: str):
-    share = blocks(demo)[f"{task}-share"]
-    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == share._id and f.fn is not None]
-    return fn
-
-
 def test_a_link_keeps_the_model_and_the_training_step_shown(chooser):
     """A link to the other model's view, or to a training snapshot, opened the default model's view: it carried
     neither. Now the link names the model (left out for the default) and the snapshot's step, and opening it sets
     the model choice and the training-step slider before the button is pressed."""
-    share = share_fn(chooser, "sentiment")
+    share = click_fn(chooser, "sentiment-share")
     base = "http://127.0.0.1:7860/"
     at_step_10 = links.from_query(
         urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "classifier", 1).value).query
@@ -245,7 +245,7 @@ def test_a_link_to_a_model_or_step_this_app_lacks_says_so(chooser, monkeypatch):
 
 
 def test_a_translation_link_keeps_the_training_step(chooser):
-    share = share_fn(chooser, "translation")
+    share = click_fn(chooser, "translation-share")
     box = share.fn("http://127.0.0.1:7860/", "Zwei Hunde.", "greedy", 4, 0, 0, "linear", 2, 0)
     link = links.from_query(urlsplit(box.value).query)
     assert link.training_step == 0 and link.model is None and link.step == 1
@@ -263,8 +263,7 @@ def test_download_follows_the_training_step_shown(chooser, monkeypatch):
     used = []
     monkeypatch.setattr(share_ui.downloads, "sentiment_download", lambda pipe, *a: used.append(pipe) or (None, "x"))
     monkeypatch.setattr(share_ui.gr, "Warning", lambda *a, **k: None)
-    download = blocks(chooser)["sentiment-download"]
-    (fn,) = [f for f in chooser.fns.values() if f.targets and f.targets[0][0] == download._id and f.fn is not None]
+    fn = click_fn(chooser, "sentiment-download")
     fn.fn("Fine.", "classifier", 0, "pool")
     fn.fn("Fine.", "classifier", 3, "pool")
     assert "step-0" in str(used[0].source) and "step-" not in str(used[1].source)
@@ -278,8 +277,7 @@ def test_compare_follows_the_training_step_shown(chooser, task, monkeypatch):
     used = []
     run = "compare_reviews" if task == "sentiment" else "compare_translations"
     monkeypatch.setattr(share_ui.compare, run, lambda pipe, *a: used.append(pipe) or (None, "", None))
-    button = blocks(chooser)[f"{task}-compare-submit"]
-    (fn,) = [f for f in chooser.fns.values() if f.targets and f.targets[0][0] == button._id and f.fn is not None]
+    fn = click_fn(chooser, f"{task}-compare-submit")
     options = ["classifier"] if task == "sentiment" else ["greedy", 4]
     for position in (0, 3):  # step 0's snapshot, then the trained model (the right end)
         fn.fn("A.", "B.", *options, position, 0, 0)

@@ -494,7 +494,10 @@ def test_the_card_of_a_model_fine_tuned_from_public_weights_says_what_step_0_is(
     metrics = {"task": "sentiment", "source_weights": {"name": "org/minilm", "license": "apache-2.0"}}
     config = json.loads((sentiment_dir / "config.json").read_text())
     card = model_card("sentiment", "a/b", config, 1000, metrics, snapshots=snapshots).content
-    assert "2 steps of its training, from org/minilm's weights with an untrained classifier to the end" in card
+    assert (
+        "2 steps of its training, from org/minilm's pre-trained weights, with an untrained classifier to the end"
+        in card
+    )
     assert "untrained start" not in card
 
 

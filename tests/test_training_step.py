@@ -102,6 +102,7 @@ def test_the_score_beside_the_slider(translators):
 def test_step_0_of_a_model_started_from_public_weights_says_so():
     """Step 0 of the shipped sentiment model is MiniLM before fine-tuning, not an untrained model; the registry
     entry reads that from the folder's metrics.json (source_weights), and its snapshots carry it."""
+    from pipelines.snapshots import starting_point
     from viz.models import loading
 
     shipped = loading.entry(str(ROOT / "assets" / "sentiment"))
@@ -109,8 +110,8 @@ def test_step_0_of_a_model_started_from_public_weights_says_so():
         shipped.started == "sentence-transformers/all-MiniLM-L6-v2's pre-trained weights, with an untrained classifier"
     )
     continued = {"source_weights": {"name": "org/bert", "continued_from": {"command": "..."}}}
-    assert loading.starting_point(continued) == "the model of an earlier fine-tuning run from org/bert's weights"
-    assert loading.starting_point({}) == loading.starting_point({"source_weights": "odd"}) == ""
+    assert starting_point(continued) == "the model of an earlier fine-tuning run from org/bert's weights"
+    assert starting_point({}) == starting_point({"source_weights": "odd"}) == ""
 
     models = ModelRegistry([ModelEntry("a", "src-a", started=shipped.started)], load=lambda e: e)
     models.add_snapshots({"src-a": [snap(0), snap(100)]}.get)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, SpaceCard, SpaceCardData
 
+from pipelines.snapshots import starting_point
 from transformer.hub import HUB_KWARGS
 
 from .space import is_bundled
@@ -187,7 +188,7 @@ def model_card(
         "## Model\n\n" + _config_table(config, n_params),
         "## Training\n\n" + _training(metrics),
         "## Evaluation\n\n" + _evaluation(task, metrics),
-        _snapshots(info, repo_id, snapshots, _source(metrics).get("name")),
+        _snapshots(info, repo_id, snapshots, starting_point(metrics)),
         _calibration(metrics),
         "## License\n\n" + license_text,
     ]
@@ -195,12 +196,12 @@ def model_card(
     return ModelCard(content)
 
 
-def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None, source: str | None = None) -> str:
-    """The training snapshots section: one branch each, with its step, loss and validation score; `source`: the
-    public weights it was fine-tuned from (its step 0), None for a model trained from random weights."""
+def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None, started: str = "") -> str:
+    """The training snapshots section: one branch each, with its step, loss and validation score; `started`: what
+    its step 0 is (pipelines.snapshots.starting_point), "" for a model trained from random weights."""
     if not snapshots:
         return ""
-    start = f"{source}'s weights with an untrained classifier" if source else "the untrained start"
+    start = started or "the untrained start"
     metric = snapshots[0].get("metric") or "score"
     rows = [
         f"| `step-{s['step']}` | {s['step']:,} | {_number(s.get('epoch'))} | {_number(s.get('loss'))} "

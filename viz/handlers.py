@@ -179,7 +179,7 @@ def translate(
             "tokens were translated."
         )
     unk = _unknown(pipe)[1]
-    unknown = ["" for token in result.source_tokens if unk is not None and token == unk]  # shown as the token
+    unknown = [token for token in result.source_tokens if unk is not None and token == unk]
     notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
     if not result.translation:
         notices.append("The model produced no words for this sentence.")

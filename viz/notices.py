@@ -98,12 +98,13 @@ def translation_notice(result, text: str = "") -> str | None:
 
 def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | None:
     """What the model's vocabulary made of the input: `unknown`, the input's pieces it read as its unknown token
-    `unk` (BERT's [UNK]: one vector for everything its vocabulary lacks), else emoji and symbols, which our
-    byte-level tokenizers split into pieces seen rarely in training."""
+    `unk` (BERT's [UNK]: one vector for everything its vocabulary lacks; each piece's own text where the tokens
+    keep it, else `unk` itself), else emoji and symbols, which our byte-level tokenizers split into pieces seen
+    rarely in training."""
     from .inputs import plural
 
     if unknown:
-        shown = ", ".join(dict.fromkeys(u for u in unknown if u.strip()))
+        shown = ", ".join(dict.fromkeys(u for u in unknown if u.strip() and u != unk))
         shown = f" ({shown[:60]}{'…' if len(shown) > 60 else ''})" if shown else ""
         each = "it" if len(unknown) == 1 else "each"
         return (

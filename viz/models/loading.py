@@ -99,22 +99,11 @@ def entry_name(source: str) -> str:
     return _name(folder_metrics(source), source)
 
 
-def starting_point(metrics: dict) -> str:
-    """What a model's training started from, in words, as its metrics.json records it ("" for random weights):
-    the step 0 of its snapshots."""
-    source = metrics.get("source_weights")
-    name = (source.get("name") or source.get("read_from")) if isinstance(source, dict) else None
-    if not name:
-        return ""
-    if source.get("continued_from"):
-        return f"the model of an earlier fine-tuning run from {name}'s weights"
-    return f"{name}'s pre-trained weights, with an untrained classifier"
-
-
 def entry(source: str, pipe=None):
     """The registry entry of a model: its name, the note its metrics.json records (what it is, what its heads
     do, measured) and what its training started from."""
     from pipelines.model_registry import ModelEntry
+    from pipelines.snapshots import starting_point
 
     metrics = getattr(pipe, "metrics", None) or folder_metrics(source)
     name = display_name(pipe, source) if pipe is not None else entry_name(source)

@@ -18,6 +18,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from pipelines.attention_views import COLOR_SCALES
 
+from ..inputs import whole_number
+
 TABS = ("sentiment", "translation")
 DECODINGS = ("beam search", "greedy")
 MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
@@ -77,20 +79,14 @@ def to_query(link: ViewLink) -> str:
 
 def _index(raw: str | None) -> int | None:
     """A 1-based index from a link as 0-based, or None when it is missing or not a sensible number."""
-    try:
-        value = int(str(raw).strip())
-    except (TypeError, ValueError):
-        return None
-    return value - 1 if 1 <= value <= MAX_INDEX else None
+    value = whole_number(raw)
+    return value - 1 if value is not None and 1 <= value <= MAX_INDEX else None
 
 
 def _step(raw: str | None) -> int | None:
     """A training step from a link (0 or more), or None when it is missing or not a whole number."""
-    try:
-        value = int(str(raw).strip())
-    except (TypeError, ValueError):
-        return None
-    return value if 0 <= value < 10**9 else None
+    value = whole_number(raw)
+    return value if value is not None and 0 <= value < 10**9 else None
 
 
 def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
