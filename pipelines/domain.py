@@ -12,8 +12,16 @@ Each task measures one or more *typicality* signals (higher = more like the trai
   apart into short pieces. On the English sentiment tokenizers every one of the 22 other-language inputs of
   benchmarks/ood/ was below the 5th percentile of 1,000 held-out reviews and phrases (medians 2.4 and 2.1 letters
   a piece, against 4.1 and 4.0), where the `words` signal saw them as typical: the English word pieces they split
-  into are the reviews' own. -inf without a word piece. Fitted for sentiment (training/calibrate.py).
+  into are the reviews' own. -inf without a word piece. Fitted for sentiment (training/calibrate.py), *length-aware*
+  (below).
 - `output_logprob` (translation): the mean log-probability per token the model gave its own output.
+
+A mean over few pieces strays further by chance than one over many: three short common words ("I liked it.",
+2.7 letters a piece) look as unusual as a Spanish sentence. A **length-aware** signal is therefore the mean's
+distance from the in-domain mean in units of the spread expected at the input's length, `Spread.standardize`:
+(mean - mu) / sqrt(between + within / n), with `within` the variance of the per-piece value inside a text,
+`between` the variance of text means beyond what `within / n` explains, fitted on held-out in-domain data
+(`Spread.fit`). Which signals are length-aware is stored with the statistics (`DomainModel.length_aware`).
 
 Every signal is compared with the same signal on held-out in-domain data. The **domain score** is, for the
 input's least typical signal, the share of held-out in-domain inputs that were at most as typical: 0.5 is
@@ -35,7 +43,7 @@ German, so the translation tab can say "this looks like English" instead of only
 import base64
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -102,6 +110,36 @@ def decode_f16(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f2").astype(np.float32)
 
 
+@dataclass(frozen=True)
+class Spread:
+    """How the mean of a per-piece value varies over in-domain texts: around `mean`, with variance
+    `between + within / n` for a text of n pieces (a random-effects model of text means)."""
+
+    mean: float  # the mean over held-out texts of each text's mean
+    within: float  # variance of the per-piece value inside a text, pooled over texts
+    between: float  # variance of text means beyond what within / n explains (0 when none)
+
+    def standardize(self, mean: float, n: int) -> float:
+        """A text's mean of n pieces as its distance from `mean` in expected spreads; -inf stays -inf."""
+        if not math.isfinite(mean) or n < 1:
+            return mean
+        return (mean - self.mean) / math.sqrt(self.between + self.within / n)
+
+    @classmethod
+    def fit(cls, texts: list[np.ndarray]) -> "Spread":
+        """By the method of moments from each text's per-piece values ((n_i,) arrays; empty ones are skipped)."""
+        texts = [np.asarray(v, dtype=np.float64) for v in texts if len(v)]
+        if not texts:
+            raise ValueError("no text with a word piece to fit a spread on")
+        means = np.array([v.mean() for v in texts])
+        n = np.array([len(v) for v in texts])
+        squares = sum(float(((v - v.mean()) ** 2).sum()) for v in texts)
+        within = squares / max(int((n - 1).sum()), 1)
+        mean = float(means.mean())
+        between = max(0.0, float(np.mean((means - mean) ** 2 - within / n)))
+        return cls(mean, float(within), between)
+
+
 @dataclass
 class DomainModel:
     """What a model knows about its training data, to score how typical a new input is."""
@@ -111,6 +149,7 @@ class DomainModel:
     references: dict[str, list[float]]  # signal -> quantiles of it on held-out in-domain data
     threshold: float  # flag when domain_score < threshold
     info: dict  # how it was fitted (files, background, target rate), stored as is
+    length_aware: dict[str, Spread] = field(default_factory=dict)  # signal -> its spread; the others are raw means
 
     def _word_ids(self, ids: list[int]) -> np.ndarray:
         """The word pieces (tokens with a letter) among `ids`."""
@@ -118,19 +157,20 @@ class DomainModel:
         ids = ids[(ids >= 0) & (ids < len(self.letters))]
         return ids[self.letters[ids] > 0]
 
-    def words(self, ids: list[int]) -> float:
-        """Mean token log-ratio over the word pieces among `ids`; -inf when there is none."""
+    def piece_values(self, ids: list[int]) -> dict[str, np.ndarray]:
+        """Each token signal's value at every word piece among `ids`: {"words": (n,), "piece_length": (n,)}."""
         ids = self._word_ids(ids)
-        return float(self.token_scores[ids].mean()) if len(ids) else -math.inf
-
-    def piece_length(self, ids: list[int]) -> float:
-        """Mean letters a word piece among `ids`; -inf when there is none."""
-        ids = self._word_ids(ids)
-        return float(self.letters[ids].mean()) if len(ids) else -math.inf
+        return {"words": self.token_scores[ids], "piece_length": self.letters[ids].astype(np.float32)}
 
     def token_signals(self, ids: list[int]) -> dict[str, float]:
-        """The signals read off an input's token ids: `words` and `piece_length` (a task may add its own)."""
-        return {"words": self.words(ids), "piece_length": self.piece_length(ids)}
+        """The signals read off an input's token ids: `words` and `piece_length` (a task may add its own), each
+        the mean over the word pieces (-inf without one), standardized for the input's length if length-aware."""
+        out = {}
+        for name, values in self.piece_values(ids).items():
+            mean = float(values.mean()) if len(values) else -math.inf
+            spread = self.length_aware.get(name)
+            out[name] = spread.standardize(mean, len(values)) if spread else mean
+        return out
 
     def repeats(self, ids: list[int]) -> bool:
         """One word piece makes up over REPEAT_SHARE of the input's word pieces, of which there are at least
@@ -160,6 +200,7 @@ class DomainModel:
             "threshold": self.threshold,
             "references": self.references,
             "token_scores_f16_base64": encode_f16(self.token_scores),
+            **({"length_aware": {k: asdict(v) for k, v in self.length_aware.items()}} if self.length_aware else {}),
         }
 
     @classmethod
@@ -170,8 +211,11 @@ class DomainModel:
         scores = decode_f16(entry["token_scores_f16_base64"])
         if len(scores) != vocab_size:
             raise ValueError(f"domain statistics cover {len(scores)} tokens, the model has {vocab_size}")
-        info = {k: v for k, v in entry.items() if k not in ("threshold", "references", "token_scores_f16_base64")}
-        return cls(scores, piece_letters(tokenizer, vocab_size), entry["references"], entry["threshold"], info)
+        stored = ("threshold", "references", "token_scores_f16_base64", "length_aware")
+        info = {k: v for k, v in entry.items() if k not in stored}
+        spreads = {k: Spread(**v) for k, v in (entry.get("length_aware") or {}).items()}
+        letters = piece_letters(tokenizer, vocab_size)
+        return cls(scores, letters, entry["references"], entry["threshold"], info, spreads)
 
 
 def load_domain(prep: dict, tokenizer, vocab_size: int, name: str) -> DomainModel | None:

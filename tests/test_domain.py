@@ -154,6 +154,34 @@ def test_temperature_fitted_on_the_temperature_data_only(calibrated_sentiment, t
     assert "a translation model has no temperature" in capsys.readouterr().err
 
 
+def test_domain_only_refits_the_flags_and_keeps_the_temperature_and_the_scores(calibrated_sentiment, tmp_path):
+    """--domain-only: new out-of-domain statistics, the same temperature and temperature-fit record; a scored
+    entry of the same data set, recorded on another machine's path, gets the new flag rate and keeps its accuracy."""
+    from training.calibrate import main as calibrate
+    from training.calibrate import read_texts
+
+    model = Path(shutil.copytree(calibrated_sentiment, tmp_path / "model"))
+    held = calibrated_sentiment.parent / "held.jsonl"
+    metrics = json.loads((model / "metrics.json").read_text())
+    elsewhere = f"/tmp/gpu/{held.parent.name}/held.jsonl"
+    metrics["test"] = {"accuracy": 0.75, "out_of_domain_rate": 0.5, "data": elsewhere, "split": "test"}
+    (model / "metrics.json").write_text(json.dumps(metrics))
+    before = json.loads((model / "preprocessing.json").read_text())
+    args = ["sentiment", "--model", str(model), "--data", str(held), "--domain-only", "--test-data", str(held)]
+    args += ["--train-data", str(calibrated_sentiment.parent / "train.jsonl"), "--general-words", "20000"]
+    assert calibrate([*args, "--target-rate", "0.25"]) == 0
+    after = json.loads((model / "preprocessing.json").read_text())
+    assert after["temperature"] == before["temperature"] and after["domain"]["target_rate"] == 0.25
+    assert after["domain"]["threshold"] > before["domain"]["threshold"]  # more of the held-out texts flagged
+    record = json.loads((model / "metrics.json").read_text())
+    assert record["calibration"]["temperature_fit"] == metrics["calibration"]["temperature_fit"]  # kept
+    pipe = SentimentPipeline.from_pretrained(str(model))
+    texts, _ = read_texts(str(held), "sentiment")
+    rate = sum(f for f, _ in pipe.domain_scores(texts)) / len(texts)
+    assert record["calibration"]["test"][str(held)] == {"n": len(texts), "out_of_domain_rate": rate}
+    assert record["test"] == {**metrics["test"], "out_of_domain_rate": rate}  # accuracy and the path kept
+
+
 def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrated_sentiment):
     pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
     held_out = [r["text"] for r in REVIEWS[26:]]
@@ -169,13 +197,14 @@ def test_sentiment_flags_fixed_out_of_domain_inputs_and_not_the_reviews(calibrat
 def test_one_word_piece_over_and_over_is_flagged_though_it_looks_typical(calibrated_sentiment):
     """The words signal is a mean over tokens: "film" x 30 looks as typical as "film". Repetition flags it."""
     pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
-    words = lambda text: pipe.domain.words(pipe.encode(text)[0])  # noqa: E731
+    words = lambda text: pipe.domain.token_signals(pipe.encode(text)[0])["words"]  # noqa: E731
     assert words("film " * REPEAT_MIN) == pytest.approx(words("film"))
     assert not pipe("film").out_of_domain  # a typical word on its own
     repeated = pipe("film " * REPEAT_MIN)
     assert repeated.out_of_domain and repeated.domain_score == 0.0
-    short = pipe("film " * (REPEAT_MIN - 1))  # too short to tell: the words signal alone decides
-    assert short.domain_score == pipe.domain.score(pipe.domain.token_signals(pipe.encode("film")[0]))
+    short = pipe("film " * (REPEAT_MIN - 1))  # too short to tell: the signals alone decide, as for any text
+    signals = pipe.domain.token_signals(pipe.encode("film " * (REPEAT_MIN - 1))[0])
+    assert short.domain_score == pipe.domain.score(signals) > 0 and signals["words"] == pytest.approx(words("film"))
     assert not any(pipe.domain.repeats(pipe.encode(r["text"])[0]) for r in REVIEWS)
 
 
@@ -184,16 +213,83 @@ def test_piece_length_is_the_mean_letters_of_the_word_pieces():
 
     letters = np.array([0, 0, 5, 2, 1, 0])  # ids 0, 1, 5: special tokens, digits, punctuation
     domain = DomainModel(np.zeros(6, dtype=np.float32), letters, {}, 0.0, {})
-    assert domain.piece_length([0, 2, 2, 5]) == 5.0 and domain.piece_length([2, 3, 4, 1]) == pytest.approx(8 / 3)
-    assert domain.piece_length([0, 1, 5]) == -math.inf  # no word piece: as untypical as can be
+    length = lambda ids: domain.token_signals(ids)["piece_length"]  # noqa: E731
+    assert length([0, 2, 2, 5]) == 5.0 and length([2, 3, 4, 1]) == pytest.approx(8 / 3)
+    assert length([0, 1, 5]) == -math.inf  # no word piece: as untypical as can be
     assert domain.token_signals([2, 3]) == {"words": 0.0, "piece_length": 3.5}
+
+
+def _random_effects_texts(rng, lengths, mean=4.0, between=0.04, within=4.0) -> list[np.ndarray]:
+    """Per-piece values of in-domain texts: each text's own mean drawn around `mean`, its pieces around that."""
+    own = rng.normal(mean, math.sqrt(between), len(lengths))
+    return [rng.normal(m, math.sqrt(within), n) for m, n in zip(own, lengths)]
+
+
+def test_spread_fit_recovers_how_text_means_vary():
+    from pipelines.domain import Spread
+
+    rng = np.random.default_rng(0)
+    spread = Spread.fit(_random_effects_texts(rng, rng.integers(3, 300, 4000)) + [np.array([])])
+    assert spread.mean == pytest.approx(4.0, abs=0.02)
+    assert spread.within == pytest.approx(4.0, rel=0.02) and spread.between == pytest.approx(0.04, rel=0.2)
+    assert spread.standardize(-math.inf, 0) == -math.inf
+    with pytest.raises(ValueError, match="no text"):
+        Spread.fit([np.array([])])
+
+
+def test_a_length_aware_signal_flags_short_and_long_texts_alike():
+    """The mean of 3 pieces strays further by chance than that of 300: with raw means a threshold fitted on
+    texts of every length flags mostly the short ones; standardized for length, every length about alike."""
+    from pipelines.domain import Spread
+
+    rng = np.random.default_rng(1)
+    lengths = np.concatenate([rng.integers(3, 8, 1500), rng.integers(150, 300, 1500)])
+    held = _random_effects_texts(rng, lengths)
+    fresh = _random_effects_texts(rng, lengths)  # new in-domain texts of the same lengths
+    spread = Spread.fit(held)
+    short = lengths < 10
+
+    def flag_rates(signal) -> tuple[float, float]:
+        """(short, long) shares of the fresh texts flagged by a 5% threshold fitted on the held-out ones."""
+        ref = quantiles([signal(v) for v in held])
+        threshold = choose_threshold([[share_at_most(ref, signal(v)) for v in held]], 0.05)
+        flagged = np.array([share_at_most(ref, signal(v)) < threshold for v in fresh])
+        return flagged[short].mean(), flagged[~short].mean()
+
+    raw_short, raw_long = flag_rates(lambda v: v.mean())
+    assert raw_short > 0.08 and raw_long < 0.005  # the short texts take nearly every flag
+    aware_short, aware_long = flag_rates(lambda v: spread.standardize(v.mean(), len(v)))
+    assert 0.02 < aware_short < 0.08 and 0.02 < aware_long < 0.08, (aware_short, aware_long)
+
+
+def test_length_aware_statistics_round_trip_and_older_ones_stay_raw(calibrated_sentiment):
+    """preprocessing.json keeps each length-aware signal's spread; statistics written before it have none, and
+    their signals are the raw means they were fitted on."""
+    from pipelines.domain import DomainModel, Spread
+
+    pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
+    assert set(pipe.domain.length_aware) == {"piece_length"}  # what training.calibrate fits for sentiment
+    entry = pipe.domain.to_preprocessing()
+    again = DomainModel.from_preprocessing(entry, pipe.tokenizer, len(pipe.domain.letters))
+    assert again.length_aware == pipe.domain.length_aware
+    ids = pipe.encode("A quiet, beautifully acted film.")[0]
+    assert again.token_signals(ids) == pipe.domain.token_signals(ids)
+    older = DomainModel.from_preprocessing(
+        {k: v for k, v in entry.items() if k != "length_aware"}, pipe.tokenizer, len(pipe.domain.letters)
+    )
+    raw = float(pipe.domain.piece_values(ids)["piece_length"].mean())
+    assert older.length_aware == {} and older.token_signals(ids)["piece_length"] == pytest.approx(raw)
+    spread = pipe.domain.length_aware["piece_length"]
+    assert isinstance(spread, Spread) and again.token_signals(ids)["piece_length"] == pytest.approx(
+        spread.standardize(raw, len(pipe.domain.piece_values(ids)["piece_length"]))
+    )
 
 
 def test_text_the_tokenizer_was_not_built_for_falls_apart_into_short_pieces(calibrated_sentiment):
     """Spanish or French typed into an English review model: its words are pieces English uses too (the words
     signal sees nothing odd), but many more of them."""
     pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
-    length = lambda text: pipe.domain.piece_length(pipe.encode(text)[0])  # noqa: E731
+    length = lambda text: pipe.domain.piece_values(pipe.encode(text)[0])["piece_length"].mean()  # noqa: E731
     other = ["La película fue aburrida y demasiado larga.", "Je n'ai pas aimé ce film, trop long et ennuyeux."]
     english = [r["text"] for r in REVIEWS[26:]]
     assert max(length(t) for t in other) < min(length(t) for t in english)
@@ -229,3 +325,16 @@ def test_damaged_domain_statistics_fail_loading_with_a_clear_error(calibrated_se
     (model / "preprocessing.json").write_text(json.dumps(prep))
     with pytest.raises(CheckpointError, match="out-of-domain statistics"):
         SentimentPipeline.from_pretrained(str(model))
+
+
+def test_the_shipped_model_reads_short_plain_sentences_as_in_domain():
+    """Short review sentences of short common words are what people type first. With a raw mean of letters a
+    piece, the shipped model's statistics flagged every one of these (domain scores 0.0007-0.0044, threshold
+    0.0047) as not English; with the length-aware piece length they pass, and other text is still flagged."""
+    pipe = SentimentPipeline.from_pretrained(str(Path(__file__).resolve().parents[1] / "assets" / "sentiment"))
+    plain = ["I liked it.", "I loved it!", "This is so bad.", "It is what it is.", "A must see."]
+    plain.append("It is not a bad film, but not a good one either.")
+    assert not any(flagged for flagged, _ in pipe.domain_scores(plain))
+    other = [*NOT_REVIEWS, "La película fue aburrida y demasiado larga.", "Je n'ai pas aimé ce film, trop long."]
+    other.append("The central bank raised interest rates by half a point on Tuesday.")
+    assert all(flagged for flagged, _ in pipe.domain_scores(other))

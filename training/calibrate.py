@@ -13,6 +13,7 @@ and the published Hub model all read it:
 
 With `--test-data FILE ...` the calibrated model is then scored on those files (`training.evaluate`), and the
 fit and the scores are recorded in DIR/metrics.json under "calibration" (and "test" when it is that file).
+`--domain-only` refits the out-of-domain statistics alone and keeps the temperature and the recorded scores.
 """
 
 import argparse
@@ -44,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
         "random hold-out of its rows is mostly phrases of (or containing) training rows and looks easier than it is",
     )
     p.add_argument("--plain-temperature", action="store_true", help="one temperature for every input length")
+    p.add_argument(
+        "--domain-only",
+        action="store_true",
+        help="refit the out-of-domain statistics alone: the temperature and the recorded scores are kept, and "
+        "--test-data files are scored for their out-of-domain rate only (no model run)",
+    )
     p.add_argument("--language", default=None, help="wordfreq language of the inputs (default: en / de)")
     p.add_argument("--general-words", type=int, default=200_000, help="most frequent wordfreq words used")
     p.add_argument(
@@ -164,7 +171,7 @@ def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[
     ids, _, _ = pipe.encode_source(texts)
     eos = pipe.model.config.eos_id
     return {
-        "words": [domain.words([i for i in s if i != eos]) for s in ids],
+        "words": [domain.token_signals([i for i in s if i != eos])["words"] for s in ids],
         "output_logprob": [t[1] for t in pipe.translate_scored(texts, batch_size=batch_size)],
     }
 
@@ -172,6 +179,24 @@ def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[
 def by_signal(rows: list[dict[str, float]]) -> dict[str, list[float]]:
     """Each signal's values over the texts, from each text's signals."""
     return {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
+
+
+# The signals whose mean is compared at the input's length (pipelines/domain.py, Spread). Sentiment's piece length:
+# with raw means its threshold flagged 18.8% of SST-2 validation sentences of at most 5 word pieces and none of
+# over 30; length-aware, 6.2% and 0.8%, with 90.8% of the hand-written out-of-domain set flagged against 91.6%.
+# Its `words` signal stays raw: length-aware too, 84.9% of that set (benchmarks/RESULTS.md, calibration section).
+LENGTH_AWARE = {"sentiment": ("piece_length",), "translation": ()}
+
+
+def fit_spreads(domain, pipe, task: str, held: list) -> dict:
+    """{signal: Spread} of the task's length-aware signals, fitted on all the held-out texts together."""
+    from pipelines.domain import Spread
+
+    names = LENGTH_AWARE[task]
+    if not names:
+        return {}
+    values = [domain.piece_values(ids) for _, texts, _ in held for ids in pipe.encode_many(texts)]
+    return {name: Spread.fit([v[name] for v in values]) for name in names}
 
 
 def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
@@ -195,6 +220,7 @@ def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     ratio = token_log_ratio(training_counts(tok, V, a.train_data, task), general)
     ratio = decode_f16(encode_f16(ratio))  # fit on exactly the scores that preprocessing.json stores
     domain = DomainModel(ratio, piece_letters(tok, V), {}, 0.0, {})
+    domain.length_aware = fit_spreads(domain, pipe, task, held)
     per_file = [signals(pipe, task, domain, texts, a.batch_size) for _, texts, _ in held]
     domain.references = {k: quantiles([v for sig in per_file for v in sig[k]]) for k in per_file[0]}
     scores = [[domain.score(dict(zip(sig, vals))) for vals in zip(*sig.values())] for sig in per_file]
@@ -230,11 +256,41 @@ def score_test_files(a) -> dict:
     return out
 
 
-def record_metrics(folder: Path, calibration: dict) -> None:
+def flag_rates(pipe, a) -> dict:
+    """{file: {"n", "out_of_domain_rate"}} of each --test-data file: the flags alone, which read no model."""
+    out = {}
+    for path in a.test_data:
+        texts, _ = read_texts(path, a.task)
+        flags = [flagged for flagged, _ in pipe.domain_scores(texts)]
+        out[path] = {"n": len(texts), "out_of_domain_rate": sum(flags) / len(texts)}
+    return out
+
+
+def same_data(recorded: str | None, path: str) -> bool:
+    """Whether a file recorded in metrics.json (perhaps on another machine) is this one: the same folder and file
+    name ("imdb/test.parquet"), as a bundle's record names the data sets."""
+    return bool(recorded) and Path(recorded).parts[-2:] == Path(path).parts[-2:]
+
+
+def record_metrics(folder: Path, calibration: dict, domain_only: bool = False) -> None:
     """Add the calibration record to metrics.json (and ECE / flag rate to its test entry when scored here); a run's
-    best/ model has none yet: one is started, and training.ship carries its calibration record into the bundle."""
+    best/ model has none yet: one is started, and training.ship carries its calibration record into the bundle.
+    With domain_only the earlier record is kept and updated: the temperature fit and the scores stay, and every
+    scored entry of the same data gets the new out-of-domain rate."""
     path = folder / "metrics.json"
     metrics = json.loads(path.read_text()) if path.is_file() else {}
+    if domain_only:
+        old = metrics.get("calibration") or {}
+        tests = {**(old.get("test") or {})}
+        for file, scored in calibration.get("test", {}).items():
+            tests[file] = {**tests.get(file, {}), **scored}
+        calibration = {**old, **calibration, "test": tests}
+        for entry in (v for v in metrics.values() if isinstance(v, dict) and "data" in v):
+            rates = [r for f, r in calibration["test"].items() if same_data(entry["data"], f)]
+            if rates and "out_of_domain_rate" in entry:
+                entry["out_of_domain_rate"] = rates[0]["out_of_domain_rate"]
+        metrics["calibration"] = calibration
+        return atomic_write_json(path, metrics)
     metrics["calibration"] = calibration
     test = metrics.get("test") or {}
     scored = calibration.get("test", {}).get(test.get("data"))
@@ -272,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         prep_path = a.model / "preprocessing.json"
         prep = json.loads(prep_path.read_text()) if prep_path.is_file() else {}
         record: dict = {}
-        if a.task == "sentiment":
+        if a.task == "sentiment" and not a.domain_only:
             entries, record["temperature_fit"] = fit_temperature_on(
                 pipe, held, a.plain_temperature, a.batch_size, fit_on
             )
@@ -284,8 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     atomic_write_json(prep_path, prep)
     record.update({k: v for k, v in prep.items() if k.startswith("temperature")})
     record["out_of_domain_threshold"] = prep["domain"]["threshold"]
-    record["test"] = score_test_files(a)
-    record_metrics(a.model, record)
+    record["test"] = flag_rates(pipe, a) if a.domain_only else score_test_files(a)
+    record_metrics(a.model, record, a.domain_only)
     print(json.dumps(record))
     return 0
 
