@@ -136,6 +136,18 @@ def _submit_and_time(page, task: str, text: str, plot_id: str) -> float:
     return time.perf_counter() - start
 
 
+_PAST_EDGE_JS = """id => { const svg = document.querySelector('#' + id + ' .main-svg');
+  const right = svg.getBoundingClientRect().right;
+  return Array.from(document.querySelectorAll('#' + id + ' .gtitle, #' + id + ' .gtitle-subtitle, #' + id
+    + ' .legendtext, #' + id + ' .xtitle')).filter(e => e.getBoundingClientRect().right > right + 1)
+    .map(e => e.textContent); }"""
+
+
+def text_past_right_edge(page, elem_id: str) -> list[str]:
+    """The titles and legend entries of a drawn plot that run past its right edge (cut off on the page)."""
+    return page.evaluate(_PAST_EDGE_JS, elem_id)
+
+
 def page_seconds(page) -> float:
     """The last timed submit on the page's own clock: its button's click event to the frame that found the plot
     drawn (the seconds analyze_review and translate return also count Playwright's click and polling)."""

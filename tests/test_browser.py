@@ -56,6 +56,7 @@ def test_sentiment_tab(page, app_url, tmp_path, record_property, dialogs):
     y_title = page.locator("#sentiment-deletion-curve .ytitle").bounding_box()
     plot_area = page.locator("#sentiment-deletion-curve .nsewdrag").bounding_box()
     assert y_title["height"] <= plot_area["height"], "the y-axis title runs past the plot into the figure's title"
+    assert browser.text_past_right_edge(page, "sentiment-deletion-curve") == []  # the title ran past it
     assert "random" in page.locator("#sentiment-faithfulness").text_content()
     page.locator("#sentiment-highlight-mode").get_by_label("Occlusion (leave one word out)").check()
     page.wait_for_function(

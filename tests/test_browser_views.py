@@ -174,6 +174,10 @@ def test_on_a_phone_in_the_dark_no_plot_draws_over_another(page, app_url):
             plots = page.evaluate(BOXES_JS)
             assert sum(len(p["ticks"]) for p in plots) > 50 and collisions(plots) == []
             assert max(p["plot"][2] for p in plots) <= 391  # nothing reaches past the screen's edge
+            if task == "Sentiment":  # nor the explanation's deletion curve's titles and legend
+                page.locator("#sentiment-deletion-curve").scroll_into_view_if_needed()
+                browser.wait_drawn(page, "sentiment-deletion-curve", ".scatterlayer .trace")
+                assert browser.text_past_right_edge(page, "sentiment-deletion-curve") == []
             ramp = page.evaluate(f"id => ({PLOT_JS})(id)._fullData[0].colorscale[0][1]", f"{key}-attention")
             assert ramp == "#0f172a"  # the dark theme's colour ramp starts dark
     finally:

@@ -158,6 +158,8 @@ def test_sentiment_steps_classify_with_their_snapshot(classifier_dir):
     assert len({round(probs["positive"], 4) for _, probs, _ in runs}) > 1  # the snapshots read it differently
     slider, info = training_step.reset(models, models.default)
     assert slider.visible and slider.maximum == 3 and slider.value == 3 and "trained model" in info.value
+    # its number box shows a position, not a training step: the label says which is which
+    assert slider.label.startswith("Training snapshot (0: where training started; 3: the trained model")
 
 
 def test_a_model_without_snapshots_shows_no_slider(sentiment, translator_dir):

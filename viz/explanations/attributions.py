@@ -171,25 +171,34 @@ def deletion_curve(report, target: str, method: str) -> go.Figure:
     """p(target) as the top 0, 1, 5, 10, 20, 50% of tokens are deleted: this ranking and random ones."""
     x = [0, *report.method.levels]
     fig = go.Figure()
-    name = label("sentiment", method)
-    fig.add_scatter(x=x, y=report.method.curve, mode="lines+markers", name=name, line=dict(color="rgb(37,99,235)"))
+    # "this method", as the table above names it: a method's full name ran past a phone's screen in the legend
+    fig.add_scatter(
+        x=x, y=report.method.curve, mode="lines+markers", name="this method", line=dict(color="rgb(37,99,235)")
+    )
     fig.add_scatter(
         x=x, y=report.random.curve, mode="lines+markers", name="random", line=dict(color=RANDOM_COLOR, dash="dash")
     )
     fig.update_layout(
+        # a short title and a subtitle: one line of both ran past the plot's width in the panel's column
         title=dict(
-            text=f"Deletion curve: calibrated p(“{html.escape(target)}”) as the top tokens are deleted",
+            text="Deletion curve",
             x=0,
             font=dict(size=14),
+            subtitle=dict(
+                text=f"calibrated p(“{html.escape(target)}”) as the top tokens are deleted",
+                font=dict(size=12, color="#6b7280"),
+            ),
         ),
         xaxis=dict(title="% of tokens deleted (highest scores first)", type="category"),
         # short: a vertical title longer than the plot runs into the figure's title
         yaxis=dict(title=f"p(“{html.escape(target)}”)", range=[0, 1.02]),
         height=320,
-        margin=dict(l=10, r=10, t=50, b=10),
+        margin=dict(l=10, r=10, t=70, b=10),
         font=FONT,
         plot_bgcolor="white",
         legend=dict(orientation="h", y=-0.3),
     )
-    fig.update_traces(hovertemplate="%{x}% deleted: p = %{y:.3f}")
+    name = html.escape(label("sentiment", method))
+    fig.update_traces(hovertemplate=f"%{{x}}% deleted: p = %{{y:.3f}}<extra>{name}</extra>", selector=0)
+    fig.update_traces(hovertemplate="%{x}% deleted: p = %{y:.3f}<extra>random</extra>", selector=1)
     return fig

@@ -11,7 +11,11 @@ import gradio as gr
 
 from .model_choice import PRIVATE, rerun_js
 
-LABEL = "Training step (left: where training started; right end: the trained model)"
+
+def label(n: int) -> str:
+    """The slider's label for a model with n snapshots: its number box shows a position, not a training step (the
+    step is named beside it), so the label says which position is which."""
+    return f"Training snapshot (0: where training started; {n}: the trained model; the step is named beside it)"
 
 
 @dataclass
@@ -66,7 +70,7 @@ def reset(models, model: str | None, position: int | None = None) -> tuple[gr.Sl
     model itself; hidden without snapshots."""
     n = len(models.snapshots(model))
     value = n if position is None else position
-    slider = gr.Slider(minimum=0, maximum=max(n, 1), value=value, step=1, visible=n > 0)
+    slider = gr.Slider(minimum=0, maximum=max(n, 1), value=value, step=1, label=label(n), visible=n > 0)
     return slider, gr.Markdown(describe(models, model, value), visible=n > 0)
 
 
@@ -96,7 +100,7 @@ def build(models, task: str) -> TrainingStepUI:
     n = len(models.snapshots(models.default))
     with gr.Row(equal_height=True, elem_classes=["view-options"]):  # stacked on a phone (viz/page/theme.py)
         slider = gr.Slider(
-            0, max(n, 1), value=n, step=1, label=LABEL, visible=n > 0, elem_id=f"{task}-training-step", scale=3
+            0, max(n, 1), value=n, step=1, label=label(n), visible=n > 0, elem_id=f"{task}-training-step", scale=3
         )
         info = gr.Markdown(describe(models, models.default, n), visible=n > 0, elem_id=f"{task}-training-step-info")
     return TrainingStepUI(slider, info)
