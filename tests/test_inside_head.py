@@ -243,6 +243,11 @@ def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentime
     cells = [float(x) for x in re.findall(r'<td data-key="\d+">([0-9.]+)</td>', steps)]
     np.testing.assert_allclose(cells, view.maps.head("self", 1, 2)[3].astype(np.float32), atol=6e-4)
     assert "layer 2, head 3" in steps and "<script" not in steps
+    # every key is named as the heatmap's axis names it, with its place: a review holds the same token twice
+    keys = re.findall(r'<table class="ih-top">.*?</table>', steps, re.S)[0]
+    places = [int(j) for j in re.findall(r"<tr><td>(\d+):", keys)]
+    order = np.argsort(-view.maps.head("self", 1, 2)[3], kind="stable")[: len(places)]
+    assert places == [int(j) for j in order] and len(places) == 4
     assert len(bars.data[0].y) == sentiment.n_heads + 1  # each head, and their sum
     assert panel.figures(view, internals, "self", 1, 2, None)[1] is None  # no token: a note, nothing drawn
     t_view = handlers.translate(translation, GERMAN, "greedy")[0]

@@ -36,6 +36,11 @@ def _esc(token: str) -> str:
     return html.escape(token, quote=True)
 
 
+def _key(j: int, k_labels: list[str]) -> str:
+    """Key j as the heatmap's axis names it ("10:,"): a review may hold the same token at several places."""
+    return _esc(f"{j}:{k_labels[j]}")
+
+
 def _dot(q: np.ndarray, k: np.ndarray, score: float) -> str:
     """q · k written out: the first three products, then the sum."""
     terms = " + ".join(f"({a:.2f}×{b:.2f})" for a, b in zip(q[:3], k[:3]))
@@ -53,18 +58,18 @@ def steps_html(h: HeadInternals, q_label: str, k_labels: list[str]) -> str:
     for j in order:
         masked = "−∞" if not bool(h.mask[j]) else f"{float(h.scaled[j]):.3f}"
         rows.append(
-            f"<tr><td>{_esc(k_labels[j])}</td><td>{_dot(q, keys[j], float(h.scores[j]))}</td>"
+            f"<tr><td>{_key(j, k_labels)}</td><td>{_dot(q, keys[j], float(h.scores[j]))}</td>"
             f"<td>× {h.scale:.3f} = {float(h.scaled[j]):.3f}</td><td>{masked}</td>"
             f"<td><b>{float(h.weights[j]):.3f}</b></td><td>{float(h.carried[j]):.3f}</td></tr>"
         )
-    vectors = vector_html(f"q ({_esc(q_label)})", q, top) + "".join(
-        vector_html(f"k ({_esc(k_labels[j])})", keys[j], top) for j in order
+    vectors = vector_html(f"q ({_esc(f'{h.query}:{q_label}')})", q, top) + "".join(
+        vector_html(f"k ({_key(j, k_labels)})", keys[j], top) for j in order
     )
     hidden = int((~h.mask).sum())
     why = "(causal: no later step)" if hidden else "(none: every key is seen)"
-    mixed = " + ".join(f"{float(h.weights[j]):.3f}·v({_esc(k_labels[j])})" for j in order)
+    mixed = " + ".join(f"{float(h.weights[j]):.3f}·v({_key(j, k_labels)})" for j in order)
     weights = "".join(f'<td data-key="{j}">{float(w):.3f}</td>' for j, w in enumerate(h.weights.numpy()))
-    labels = "".join(f"<th>{_esc(t)}</th>" for t in k_labels)
+    labels = "".join(f"<th>{_key(j, k_labels)}</th>" for j in range(len(k_labels)))
     shown = f'data-kind="{h.kind}" data-layer="{h.layer}" data-head="{h.head}" data-query="{h.query}"'
     return f"""<div class="inside-head" {shown}>
 <p class="ih-formula">weights = softmax(mask(q·kᵀ / √{h.q.numel()})) · output = Σ<sub>j</sub> w<sub>j</sub>
