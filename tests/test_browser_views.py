@@ -2,11 +2,17 @@
 opens that head), token focus (a click on the large map), hidden tokens renormalised as the pipeline computes
 them, and a phone-sized dark page where no two plots draw over each other."""
 
+import json
+
 import numpy as np
 import pytest
+import torch
+from tiny_models import make_sentiment_dir
 
 from benchmarks import browser
 from pipelines import attention_views as av
+from pipelines.tokenizers_io import PAD
+from transformer import ClassifierConfig, TransformerClassifier
 from viz import handlers
 from viz.examples import BENCH_GERMAN, LONG_REVIEW
 
@@ -180,5 +186,38 @@ def test_on_a_phone_in_the_dark_no_plot_draws_over_another(page, app_url):
                 assert browser.text_past_right_edge(page, "sentiment-deletion-curve") == []
             ramp = page.evaluate(f"id => ({PLOT_JS})(id)._fullData[0].colorscale[0][1]", f"{key}-attention")
             assert ramp == "#0f172a"  # the dark theme's colour ramp starts dark
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+COLUMN_TITLES_JS = """id => Array.from(document.querySelectorAll('#' + id + ' .annotation-text'))
+  .filter(e => !e.textContent.startsWith('layer'))
+  .map(e => { const b = e.getBoundingClientRect(); return [e.textContent, b.left, b.right]; })"""
+
+
+@pytest.fixture(scope="module")
+def twelve_heads_url(tmp_path_factory):
+    """The app on a tiny classifier of 2 layers x 12 heads, as many heads a layer as the pre-trained model has."""
+    from pipelines import SentimentPipeline
+
+    folder = make_sentiment_dir(tmp_path_factory.mktemp("models") / "twelve")
+    vocab = json.loads((folder / "config.json").read_text())["vocab_size"]
+    torch.manual_seed(4)
+    cfg = ClassifierConfig(vocab_size=vocab, d_model=48, n_heads=12, n_layers=2, d_ff=64, max_len=64, pad_id=PAD)
+    TransformerClassifier(cfg).save_pretrained(folder)
+    with browser.serve_app(SentimentPipeline.from_pretrained(str(folder)), None) as url:
+        yield url
+
+
+def test_twelve_heads_column_titles_stay_apart_on_a_phone(page, twelve_heads_url):
+    """The model view's 12 columns on a 390-px screen: their titles ("h10h11h12" ran together) stay apart."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        browser.open_tab(page, twelve_heads_url, "Sentiment")
+        browser.analyze_review(page, SHORT_REVIEW)
+        assert open_model_view(page, "sentiment") == 2 * 12
+        titles = page.evaluate(COLUMN_TITLES_JS, "sentiment-model-view")
+        assert len(titles) == 12 and [(a[0], b[0]) for a, b in zip(titles, titles[1:]) if a[2] > b[1]] == []
+        assert [t for t, _, _ in titles] == [str(h) for h in range(1, 13)]  # the subtitle says they are heads
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})

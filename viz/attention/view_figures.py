@@ -34,7 +34,7 @@ def model_view(
     fig = make_subplots(
         rows=L,
         cols=H,
-        column_titles=[f"head {h + 1}" if H <= MANY_HEADS else f"h{h + 1}" for h in range(H)],
+        column_titles=[f"head {h + 1}" if H <= MANY_HEADS else f"{h + 1}" for h in range(H)],
         row_titles=layer_names,
         horizontal_spacing=0.02,
         vertical_spacing=0.03,
@@ -48,7 +48,8 @@ def model_view(
             fig.add_trace(trace, row=layer + 1, col=h + 1)
     fig.update_xaxes(showticklabels=False, type="category", fixedrange=True)
     fig.update_yaxes(showticklabels=False, type="category", autorange="reversed", fixedrange=True)
-    subtitle = f"click a map to open it large · {scale.label}"
+    many = H > MANY_HEADS  # 12 columns on a phone: numbers alone, smaller ("h10h11h12" ran together)
+    subtitle = f"{'columns: heads 1-' + str(H) + ' · ' if many else ''}click a map to open it large · {scale.label}"
     _layout(fig, title, MARGIN_TOP + 92 + THUMB_PX * L, subtitle)
     colorbar.update(orientation="h", y=-0.02, yanchor="top", x=0, xanchor="left", len=0.6, thickness=10)
     colorbar["title"] = dict(text=colorbar["title"]["text"], side="top")
@@ -57,6 +58,8 @@ def model_view(
         margin=dict(l=10, r=30, t=MARGIN_TOP + 22, b=70),  # the column titles stand above the maps
         dragmode=False,
     )
+    if many:
+        fig.for_each_annotation(lambda a: a.update(font=dict(size=11)) if a.text.isdigit() else None)
     return fig
 
 
