@@ -245,3 +245,24 @@ def test_maps_in_float16_are_numpys_rounding_bit_for_bit():
     np.testing.assert_array_equal(half.maps["self"].view(np.uint16), expected.view(np.uint16))
     np.testing.assert_array_equal(half.carried["self"].view(np.uint16), expected[:, :, 0].view(np.uint16))
     assert maps.astype(np.float32).maps["self"] is not weights  # a copy, as numpy's
+
+
+def test_token_focus_names_bars_apart_from_each_other():
+    """The three largest bars of a head are named, but not two whose names would run into each other on a phone,
+    and every head's axis spans the same tokens (the focus line aligned)."""
+    from viz.attention.view_figures import named_bars, token_focus
+
+    weights = np.zeros(40)
+    weights[[10, 11, 12, 30, 4]] = [0.5, 0.4, 0.3, 0.2, 0.1]  # three neighbours, and two far off
+    names = ["word"] * 40
+    assert named_bars(weights, names) == [10, 30, 4]  # 11 and 12 (0.4, 0.3) sit next to 10: skipped
+    names[4] = "cinematography"  # a long name reaches as far as position 10's
+    assert named_bars(weights, names) == [10, 30, 0]
+    assert named_bars(np.array([0.2, 0.5, 0.3]), ["a", "b", "c"]) == [1, 2, 0]  # a short input: wide bars
+    labels = [f"{i}:{n}" for i, n in enumerate(names)]
+    heads = np.stack([weights, weights[::-1]])  # (H, T)
+    fig = token_focus([("where 5:word looks", heads, labels, 5)], "focus")
+    assert {tuple(ax.range) for ax in (fig.layout[k] for k in fig.layout if k.startswith("xaxis"))} == {(-0.5, 39.5)}
+    bar_names = [a for a in fig.layout.annotations if a.font.size == 9]
+    assert {a.xanchor for a in bar_names if a.x == "0:word"} == {"left"}  # at the edge it leans inwards
+    assert {a.xanchor for a in bar_names if a.x == "10:word"} == {"center"}

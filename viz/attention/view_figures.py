@@ -74,12 +74,40 @@ def _bars(weights: np.ndarray, labels: list[str], meta: str) -> go.Bar:
     )
 
 
+# Bar names must not run into each other on the narrowest screen: a phone's plot is about 280 px wide, and a
+# 9-px name takes about 5.5 px a character.
+PHONE_PLOT_PX, NAME_CHAR_PX = 280, 5.5
+
+
+def name_half_width(name: str, n_bars: int) -> float:
+    """Half a bar name's width on a phone, in bar positions."""
+    return len(name) * NAME_CHAR_PX / 2 / (PHONE_PLOT_PX / max(n_bars, 1))
+
+
+def named_bars(weights: np.ndarray, names: list[str], k: int = 3) -> list[int]:
+    """Positions of the (up to) k largest bars to name, largest first, skipping a bar whose name would run into
+    one already chosen on a phone (there "rushWorth" and "[CLS]stunning" ran together)."""
+    T = len(weights)
+    chosen: list[int] = []
+    for i in av.top_k(weights, T).tolist():
+        reach = name_half_width(names[i], T)
+        if all(abs(i - j) > reach + name_half_width(names[j], T) for j in chosen):
+            chosen.append(i)
+        if len(chosen) == k:
+            break
+    return chosen
+
+
 def _top_names(fig: go.Figure, weights: np.ndarray, labels: list[str], row: int) -> None:
-    """The three largest bars of a head named above them (bars of a long input are too thin for text)."""
-    for i in av.top_k(weights, 3).tolist():
-        name = labels[i].split(":", 1)[1]
-        fig.add_annotation(x=labels[i], y=float(weights[i]), text=name, showarrow=False, yanchor="bottom",
-                           font=dict(size=9), row=row, col=1)  # fmt: skip
+    """The three largest bars of a head (whose names fit apart) named above them; a name at either end of the
+    axis leans inwards, not past the plot's edge."""
+    names = [label.split(":", 1)[1] for label in labels]
+    T = len(labels)
+    for i in named_bars(weights, names):
+        reach = name_half_width(names[i], T)
+        anchor = "left" if i - reach < -0.5 else "right" if i + reach > T - 0.5 else "center"
+        fig.add_annotation(x=labels[i], y=float(weights[i]), text=names[i], showarrow=False, yanchor="bottom",
+                           xanchor=anchor, font=dict(size=9), row=row, col=1)  # fmt: skip
 
 
 def token_focus(
@@ -102,7 +130,9 @@ def token_focus(
             fig.update_yaxes(range=[0, max(top, 1e-3) * 1.35], row=row, col=1, nticks=3, tickfont=dict(size=9))
             last = row == H * len(panels)  # the panels of a token share its sequence: labels once, at the bottom
             ticks = _ticks(labels, 700) if last else {}
-            fig.update_xaxes(type="category", showticklabels=last, row=row, col=1, **ticks)
+            # a fixed range: every head's token at the same x (on a phone, heads with a name at an edge shifted)
+            span = [-0.5, len(labels) - 0.5]
+            fig.update_xaxes(type="category", showticklabels=last, range=span, row=row, col=1, **ticks)
     fig.update_xaxes(tickfont=dict(size=9), tickangle=-60, automargin=True)
     height = MARGIN_TOP + len(panels) * H * (BAR_PX if H <= MANY_HEADS else BAR_PX_MANY) + 110
     _layout(fig, title, height, subtitle)
