@@ -10,22 +10,29 @@ already runs one batch of a model at a time.
 The child is `python -m pipelines.worker`, not multiprocessing's spawn (which would import the app's `__main__`,
 gradio and all, into it); messages are pickles over a socket pair, tensors as numpy arrays (torch's own pickling of a
 4 MB attention map is five times slower). A child that dies is started again at the next call.
+
+A function made inside another (a closure, a lambda: a progress callback) cannot be pickled: it stays with the
+parent, and the child gets a stand-in that sends each of its calls back, ("callback", n, args, kwargs), for the
+parent to run while it waits for the answer. Such a call's return value is not sent back (progress has none).
 """
 
 import functools
 import io
+import logging
 import multiprocessing
 import os
 import pickle
 import subprocess
 import sys
 import threading
+import types
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]  # where `pipelines` can be imported from
+log = logging.getLogger(__name__)
 
 
 class _Pickler(pickle.Pickler):
@@ -41,6 +48,49 @@ def dumps(obj) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
     return buffer.getvalue()
+
+
+CALLBACK = "callback"  # a message from the child: run the parent's callback n with these arguments
+
+
+def _local_function(obj) -> bool:
+    """A function pickle cannot send by name: one defined inside another, or a lambda."""
+    qualname = getattr(obj, "__qualname__", "") if isinstance(obj, types.FunctionType) else ""
+    return "<locals>" in qualname or "<lambda>" in qualname
+
+
+class _CallPickler(_Pickler):
+    """A call's arguments: local functions are kept in `callbacks` and sent as their number."""
+
+    def __init__(self, buffer, callbacks: list):
+        super().__init__(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self.callbacks = callbacks
+
+    def persistent_id(self, obj):
+        if _local_function(obj):
+            self.callbacks.append(obj)
+            return (CALLBACK, len(self.callbacks) - 1)
+        return None
+
+
+def dumps_call(obj) -> tuple[bytes, list]:
+    """(the pickled call, the local functions in it, which stay here), for loads_call in the child."""
+    buffer, callbacks = io.BytesIO(), []
+    _CallPickler(buffer, callbacks).dump(obj)
+    return buffer.getvalue(), callbacks
+
+
+def loads_call(data: bytes, link: Connection):
+    """A call pickled by dumps_call, its callbacks replaced by stand-ins that send each call back over `link`."""
+
+    class _CallUnpickler(pickle.Unpickler):
+        def persistent_load(self, pid):
+            kind, n = pid
+            if kind != CALLBACK:
+                raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+            return lambda *args, **kwargs: link.send_bytes(dumps((CALLBACK, n, args, kwargs)))
+
+    return _CallUnpickler(io.BytesIO(data)).load()
 
 
 def portable_error(error: BaseException) -> BaseException:
@@ -98,11 +148,21 @@ class ModelProcess:
         self._receive()  # the child's "ready" (or why it could not load the pipeline)
         self.starts += 1
 
-    def _receive(self):
-        ok, value = pickle.loads(self._conn.recv_bytes())
-        if not ok:
-            raise value
-        return value
+    def _receive(self, callbacks: list = ()):
+        """The child's answer; meanwhile, the calls it sends back of `callbacks` (progress) are run here."""
+        while True:
+            message = pickle.loads(self._conn.recv_bytes())
+            if message[0] == CALLBACK:
+                _, n, args, kwargs = message
+                try:
+                    callbacks[n](*args, **kwargs)
+                except Exception:  # a progress bar that fails must not fail the call
+                    log.exception("a callback of the %s process failed", self.name)
+                continue
+            ok, value = message
+            if not ok:
+                raise value
+            return value
 
     def call(self, method: str, *args, **kwargs):
         """pipe.method(*args, **kwargs), run in the child."""
@@ -110,8 +170,9 @@ class ModelProcess:
             try:
                 if self.pid is None:
                     self._restart()
-                self._conn.send_bytes(dumps((method, args, kwargs)))
-                return self._receive()
+                data, callbacks = dumps_call((method, args, kwargs))
+                self._conn.send_bytes(data)
+                return self._receive(callbacks)
             except (EOFError, OSError) as e:  # the child died (killed, out of memory): a new one next time
                 self._stop()
                 raise ModelProcessDied(f"the {self.name} process ended unexpectedly") from e

@@ -1,7 +1,8 @@
 """The child side of pipelines.processes: `python -m pipelines.worker FD THREADS`.
 
 Reads a pickled pipeline, answers (True, None) once it is loaded, then for each (method, args, kwargs) answers
-(True, result) or (False, error) until its parent closes the connection (a socket it inherited).
+(True, result) or (False, error) until its parent closes the connection (a socket it inherited). A callback among
+the arguments (progress) is a stand-in that sends each of its calls to the parent (pipelines.processes.loads_call).
 """
 
 import pickle
@@ -11,7 +12,7 @@ from multiprocessing.connection import Connection
 import torch
 
 from pipelines.memory import tame_malloc
-from pipelines.processes import dumps, portable_error
+from pipelines.processes import dumps, loads_call, portable_error
 
 
 def serve(link: Connection) -> None:
@@ -23,7 +24,7 @@ def serve(link: Connection) -> None:
     link.send_bytes(dumps((True, None)))
     while True:
         try:
-            method, args, kwargs = pickle.loads(link.recv_bytes())
+            method, args, kwargs = loads_call(link.recv_bytes(), link)
         except EOFError:  # the parent is gone or closed the pipe
             return
         try:

@@ -123,3 +123,32 @@ def test_the_app_serves_translation_from_its_own_process(sentiment_dir, translat
     finally:
         demo.close()
         process.close()
+
+
+def test_a_progress_callback_stays_here_and_hears_the_child(translation, one_thread):
+    """A served translation explained in the model's process with a progress callback (a closure, which pickle
+    cannot send): the child's calls of it come back and run here, and the explanation equals one made here. The
+    app's translation explanation failed with "Can't pickle local object 'reporter.<locals>.report'"."""
+    batcher = MicroBatcher(4)
+    _, served_translation = served(None, translation, batcher, own_process=("translation",))
+    text = "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park."
+    heard = []
+    try:
+        result = served_translation(text, beam_size=2)
+        got = served_translation.explain(text, "gradient_x_input", result=result, progress=lambda *a: heard.append(a))
+        expected = translation.explain(text, "gradient_x_input", result=result)
+        torch.testing.assert_close(torch.as_tensor(got.scores), torch.as_tensor(expected.scores))
+        steps = len(result.target_ids)
+        assert heard and heard[-1] == (steps, steps) and [d for d, _ in heard] == sorted(d for d, _ in heard)
+    finally:
+        served_translation.process.close()
+
+
+def test_a_failing_callback_does_not_fail_the_call(translation, process_of, caplog):
+    process = process_of(translation, name="translation")
+
+    def broken(done, total):
+        raise RuntimeError("the page went away")
+
+    got = process.call("explain", "Ein Hund läuft.", "gradient_x_input", progress=broken)
+    assert got.method == "gradient_x_input" and "a callback of the translation process failed" in caplog.text

@@ -93,7 +93,10 @@ def test_the_score_beside_the_slider(translators):
     assert "after 100 training steps, epoch 10.00): validation BLEU 0.52" in training_step.describe(
         translators, None, 2
     )
-    assert training_step.describe(translators, None, 3).startswith("**The trained model**")
+    # the right end names the points the slider holds, not "3 steps of its training" (they are snapshots)
+    assert training_step.describe(translators, None, 3) == (
+        "**The trained model**: move the slider left to see it at 3 points of its training, steps 0 to 100."
+    )
     accuracy = Snapshot("step-5", 5, 0.5, 1.0, "accuracy", 0.8125)
     assert training_step.score_text(accuracy) == "validation accuracy 81.2%"
     assert training_step.score_text(Snapshot("step-5", 5, None, None, None, None)) == "no validation score recorded"

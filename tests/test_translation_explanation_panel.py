@@ -42,6 +42,20 @@ def test_nothing_to_explain(pipe):
     assert panel.alternatives(None, 1).value == panel.NO_CONTRAST
 
 
+def test_an_explanation_that_fails_says_so(pipe, monkeypatch):
+    """The panel showed nothing at all when the explanation failed (as it did in the served app, whose model
+    process could not be sent the progress callback): now the plot says it could not be computed."""
+    view, _, _ = handlers.translate(pipe, GERMAN, "greedy", 2)
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(pipe, "explain", fail)
+    expl, heat, agree = panel.explain(pipe, view, "gradient_x_input")
+    assert expl is None and agree is None
+    assert "could not be computed for this translation" in heat.layout.annotations[0].text
+
+
 def test_integrated_gradients_report_progress_step_by_step(pipe, monkeypatch):
     """Issue 25 item 11: integrated gradients for a translation took 7 s with no progress; the steps go a few at
     a time with progress between them, and the numbers are those of one call over every step."""

@@ -14,6 +14,7 @@ import gradio as gr
 from pipelines import explanations
 from pipelines.explanations import default_method
 
+from ..attention.view_figures import note
 from ..page.progress import reporter
 from . import translation_attributions as figs
 
@@ -21,6 +22,7 @@ log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 NO_CONTRAST = "(no contrast)"
+TITLE = "Which German tokens drove each English token"
 
 
 def explain(pipe, view, method: str, step=None, alternative: str | None = None, progress=None):
@@ -36,7 +38,7 @@ def explain(pipe, view, method: str, step=None, alternative: str | None = None, 
         expl = pipe.explain(view.text, method or None, contrast=contrast, result=view.result, progress=progress)
     except Exception:
         log.exception("translation explanation failed")
-        return None, None, None
+        return None, note(TITLE, "⚠️ Sorry, this explanation could not be computed for this translation."), None
     return expl, figs.attribution_heatmap(expl), figs.agreement_heatmap(expl)
 
 
@@ -73,7 +75,7 @@ def build() -> TranslationExplanationPanel:
     """Lay out the panel (inside a gr.Blocks context)."""
     default = default_method("translation")
     names = explanations.choices("translation")
-    gr.Markdown("### Which German tokens drove each English token")
+    gr.Markdown(f"### {TITLE}")
     with gr.Row():
         method = gr.Radio(names, value=default["method"], label="Attribution", elem_id="translation-explain-method")
         contrast = gr.Dropdown(

@@ -56,9 +56,13 @@ def describe(models, model: str | None, position) -> str:
     entry = models.entries[chosen(models, model, position)]
     snap = entry.snapshot
     if snap is None:
-        n = len(models.snapshots(model))
-        steps = f"{n} steps" if n != 1 else "one step"
-        return f"**The trained model**: move the slider left to see it at {steps} of its training." if n else ""
+        snaps = models.snapshots(model)
+        if not snaps:
+            return ""
+        first, last = snaps[0].snapshot.step, snaps[-1].snapshot.step
+        when = f"{len(snaps)} points of its training, steps {first:,} to {last:,}"
+        when = f"step {first:,}" if len(snaps) == 1 else when
+        return f"**The trained model**: move the slider left to see it at {when}."
     epoch = f", epoch {snap.epoch:.2f}" if snap.epoch is not None else ""
     start = f"before fine-tuning: {entry.started}" if entry.started else "before any training"
     when = start if snap.step == 0 else f"after {snap.step:,} training steps{epoch}"
