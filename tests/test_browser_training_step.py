@@ -69,6 +69,24 @@ def test_moving_the_training_step_retranslates_with_that_snapshot(page, snapshot
     assert json.loads(page.evaluate(Z_JS, "translation-attention")) == json.loads(final_map)
 
 
+def test_the_keyboard_moves_the_training_step_as_a_pointer_does(page, snapshot_url):
+    """gradio's slider sends its release on pointerup only: moved by keys, it changed the step's text beside it but
+    not the model that had made the translation on screen."""
+    browser.open_tab(page, snapshot_url, "Translation")
+    browser.translate(page, SENTENCE, "greedy")
+    output = page.locator("#translation-output textarea")
+    final_text = output.input_value()
+    slider = page.locator("#translation-training-step input[type=range]")
+    slider.focus()
+    slider.press("Home")
+    page.wait_for_function(CHANGED_JS, arg=final_text, timeout=SLOW_MS)
+    assert "Step 0" in text_of(page, "translation-training-step-info")
+    step0_text = output.input_value()
+    slider.press("End")
+    page.wait_for_function(CHANGED_JS, arg=step0_text, timeout=SLOW_MS)
+    assert output.input_value() == final_text and "The trained model" in text_of(page, "translation-training-step-info")
+
+
 def test_a_model_without_snapshots_shows_no_slider(page, snapshot_url):
     browser.open_tab(page, snapshot_url, "Sentiment")
     assert page.locator("#sentiment-attention").count() == 1

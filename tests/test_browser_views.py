@@ -195,6 +195,11 @@ COLUMN_TITLES_JS = """id => Array.from(document.querySelectorAll('#' + id + ' .a
   .map(e => { const b = e.getBoundingClientRect(); return [e.textContent, b.left, b.right]; })"""
 
 
+HEAD_TITLES_JS = """id => Array.from(document.querySelectorAll('#' + id + ' .annotation-text'))
+  .filter(e => e.textContent.startsWith('head'))
+  .map(e => { const b = e.getBoundingClientRect(); return [e.textContent, b.left, b.right]; })"""
+
+
 @pytest.fixture(scope="module")
 def twelve_heads_url(tmp_path_factory):
     """The app on a tiny classifier of 2 layers x 12 heads, as many heads a layer as the pre-trained model has."""
@@ -219,5 +224,13 @@ def test_twelve_heads_column_titles_stay_apart_on_a_phone(page, twelve_heads_url
         titles = page.evaluate(COLUMN_TITLES_JS, "sentiment-model-view")
         assert len(titles) == 12 and [(a[0], b[0]) for a, b in zip(titles, titles[1:]) if a[2] > b[1]] == []
         assert [t for t, _, _ in titles] == [str(h) for h in range(1, 13)]  # the subtitle says they are heads
+        # the layer's small multiples, three a row: "head 10head 11head 12" ran together
+        page.locator("#sentiment-overview").scroll_into_view_if_needed()
+        browser.wait_drawn(page, "sentiment-overview")
+        heads = page.evaluate(HEAD_TITLES_JS, "sentiment-overview")
+        assert len(heads) == 12
+        rows = [heads[i : i + 3] for i in range(0, 12, 3)]
+        # at least 10 px apart here: with the real model's longer labels the columns are narrower, and they touched
+        assert [(a[0], b[0]) for row in rows for a, b in zip(row, row[1:]) if a[2] > b[1] - 10] == []
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})

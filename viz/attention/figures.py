@@ -258,6 +258,8 @@ def heads_overview(
         horizontal_spacing=0.04,
         vertical_spacing=0.1 if rows > 1 else 0.0,
     )
+    if cols == 3:  # three columns on a phone: "head 10head 11head 12" ran together at the default size
+        fig.update_annotations(font=dict(size=12))
     color, colorbar = colors(weights, scale or av.color_scale("linear"), _hover(query, key, "%{meta}"))
     for h in range(H):
         head = {k: (v[h] if k in ("z", "customdata") else v) for k, v in color.items()}

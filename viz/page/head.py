@@ -32,15 +32,28 @@ def _plotly_chunk() -> str | None:
     return found[0].name if found else None
 
 
+# gradio's slider sends its `release` event on pointerup only: moved with the keyboard (arrows, Home, End, Page
+# Up/Down), the training-step slider changed its text but not the model the tab runs. A key that moves a slider
+# whose release is listened to (elem_id ending in -training-step) now ends as a pointer's release would.
+KEYBOARD_RELEASE = (
+    "<script>document.addEventListener('keyup', e => {"
+    " const t = e.target;"
+    " if (!(t instanceof HTMLInputElement) || t.type !== 'range' || !t.closest('[id$=\"-training-step\"]')) return;"
+    " if (!['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'].includes(e.key))"
+    " return;"
+    " t.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})); });</script>"
+)
+
+
 def head_html() -> str:
-    """A script for the page's <head> (gradio adds it once its app has mounted): import the module gradio's plots
-    import on their first figure (4.6 MB of plotly), so the first click draws at once instead of loading and
-    compiling it then. The browser keeps one copy per URL, so gradio's own import later finds it ready. Empty if
-    gradio's front end has no such file."""
+    """Scripts for the page's <head> (gradio adds them once its app has mounted): KEYBOARD_RELEASE, and one that
+    imports the module gradio's plots import on their first figure (4.6 MB of plotly), so the first click draws at
+    once instead of loading and compiling it then. The browser keeps one copy per URL, so gradio's own import later
+    finds it ready. Without that file in gradio's front end, only the first."""
     chunk = _plotly_chunk()
     if chunk is None:
-        return ""
-    return (
+        return KEYBOARD_RELEASE
+    return KEYBOARD_RELEASE + (
         "<script>(() => { const preload = () => {"
         " const app = document.querySelector('script[type=module][src*=\"/assets/index-\"]');"
         " if (!app || window.__plotlyPreload) return;"
