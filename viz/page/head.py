@@ -1,4 +1,5 @@
-"""What the page carries besides its components: a little CSS, and the plotting library loaded with the page.
+"""What the page carries besides its components: its theme (fonts), a little CSS, and scripts (the plotting library
+loaded with the page, keyboard release of the training-step slider).
 
 Both go to demo.launch() through viz.server.hosting.launch_options().
 """
@@ -6,11 +7,22 @@ Both go to demo.launch() through viz.server.hosting.launch_options().
 import json
 from pathlib import Path
 
-# The theme's font ships regular (400) and semibold (600) faces only. Bold (700) fell back to another font, so
-# bold words rendered larger than the text around them; semibold is the theme's own bold.
-CSS = "body .gradio-container b, body .gradio-container strong { font-weight: 600; }" + (
+
+def theme():
+    """gradio's default theme with Source Sans Pro's regular (400) and bold (700) faces. The default declares
+    regular and semibold (600), but gradio 6.31's SourceSansPro-SemiBold.woff2 holds 55 glyphs ("A", "B", ...):
+    every semibold or bold word (labels, buttons, **bold** in Markdown) was drawn in another, wider font but for
+    its capitals A and B ("Attention" read "A" + "ttention" in two fonts). Its bold file is whole (1,615 glyphs),
+    and a weight of 600 asked for is drawn with the 700 face when no 600 face is declared."""
+    import gradio as gr
+
+    font = gr.themes.LocalFont("Source Sans Pro", weights=(400, 700))
+    return gr.themes.Default(font=[font, "ui-sans-serif", "system-ui", "sans-serif"])
+
+
+CSS = (
     # The head table (viz.heads.handlers.HeadTable): scrolls inside its box, headers stay in view and sort it
-    " .heads-table { max-height: 30rem; overflow: auto; }"
+    ".heads-table { max-height: 30rem; overflow: auto; }"
     " .heads-table table { border-collapse: collapse; font-size: var(--text-sm); font-variant-numeric: tabular-nums; }"
     " .heads-table th, .heads-table td { padding: 4px 10px; text-align: right; white-space: nowrap;"
     " border-bottom: 1px solid var(--border-color-primary); }"
@@ -20,6 +32,8 @@ CSS = "body .gradio-container b, body .gradio-container strong { font-weight: 60
     " .heads-table th[aria-sort=descending]::after { content: ' ▼'; }"
     # The prediction or translation a running model is about to replace (viz.server.hosting.first_view)
     " .gradio-container .block[aria-busy=true] { opacity: 0.55; cursor: progress; }"
+    # A table's headers on a phone ("comprehensiveness") broke anywhere ("comprehensi / veness"): at syllables now
+    " .gradio-container .prose th { hyphens: auto; overflow-wrap: normal; word-break: normal; }"
 )
 
 

@@ -58,6 +58,7 @@ def launch_options(demo) -> dict:
     sessions are kept (pipelines.budget.sessions, from the size of its models), so memory stays flat."""
     return dict(
         css=page.CSS + theme.CSS,
+        theme=page.theme(),
         head=page.head_html(),
         max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
         state_session_capacity=demo.sessions,
