@@ -257,12 +257,20 @@ def test_token_focus_names_bars_apart_from_each_other():
     names = ["word"] * 40
     assert named_bars(weights, names) == [10, 30, 4]  # 11 and 12 (0.4, 0.3) sit next to 10: skipped
     names[4] = "cinematography"  # a long name reaches as far as position 10's
-    assert named_bars(weights, names) == [10, 30, 0]
+    assert named_bars(weights, names) == [10, 30]  # and a bar of weight 0 is not named
     assert named_bars(np.array([0.2, 0.5, 0.3]), ["a", "b", "c"]) == [1, 2, 0]  # a short input: wide bars
+    # a name at the start leans right, over the bars after it: "Meadow" (at 8 of 512) ran into "Brody" (at 92)
+    long = np.zeros(512)
+    long[[8, 92, 323]] = [0.3, 0.2, 0.1]
+    long_names = ["w"] * 512
+    long_names[8], long_names[92], long_names[323] = "Meadow", "Brody", "film"
+    assert named_bars(long, long_names) == [8, 323]
     labels = [f"{i}:{n}" for i, n in enumerate(names)]
-    heads = np.stack([weights, weights[::-1]])  # (H, T)
+    edge = np.zeros(40)
+    edge[39] = 0.5  # the last token
+    heads = np.stack([weights, edge])  # (H, T)
     fig = token_focus([("where 5:word looks", heads, labels, 5)], "focus")
     assert {tuple(ax.range) for ax in (fig.layout[k] for k in fig.layout if k.startswith("xaxis"))} == {(-0.5, 39.5)}
     bar_names = [a for a in fig.layout.annotations if a.font.size == 9]
-    assert {a.xanchor for a in bar_names if a.x == "0:word"} == {"left"}  # at the edge it leans inwards
+    assert {a.xanchor for a in bar_names if a.x == "39:word"} == {"right"}  # at the edge it leans inwards
     assert {a.xanchor for a in bar_names if a.x == "10:word"} == {"center"}

@@ -84,15 +84,32 @@ def name_half_width(name: str, n_bars: int) -> float:
     return len(name) * NAME_CHAR_PX / 2 / (PHONE_PLOT_PX / max(n_bars, 1))
 
 
+def name_anchor(i: int, name: str, n_bars: int) -> str:
+    """How the name of bar i is anchored: centred over its bar, or leaning inwards at either end of the axis."""
+    reach = name_half_width(name, n_bars)
+    return "left" if i - reach < -0.5 else "right" if i + reach > n_bars - 0.5 else "center"
+
+
+def name_span(i: int, name: str, n_bars: int) -> tuple[float, float]:
+    """The bar positions bar i's name covers on a phone, as it is anchored."""
+    width = 2 * name_half_width(name, n_bars)
+    start = {"left": i - 0.5, "center": i - width / 2, "right": i + 0.5 - width}[name_anchor(i, name, n_bars)]
+    return start, start + width
+
+
 def named_bars(weights: np.ndarray, names: list[str], k: int = 3) -> list[int]:
-    """Positions of the (up to) k largest bars to name, largest first, skipping a bar whose name would run into
-    one already chosen on a phone (there "rushWorth" and "[CLS]stunning" ran together)."""
+    """Positions of the (up to) k largest bars over 0 to name, largest first, skipping a bar whose name would run
+    into one already chosen on a phone (there "rushWorth", "[CLS]stunning" and "Meadowbody" ran together)."""
     T = len(weights)
     chosen: list[int] = []
+    spans: list[tuple[float, float]] = []
     for i in av.top_k(weights, T).tolist():
-        reach = name_half_width(names[i], T)
-        if all(abs(i - j) > reach + name_half_width(names[j], T) for j in chosen):
+        if not weights[i] > 0:  # the rest are no larger: nothing to name
+            break
+        lo, hi = name_span(i, names[i], T)
+        if all(hi <= a or lo >= b for a, b in spans):
             chosen.append(i)
+            spans.append((lo, hi))
         if len(chosen) == k:
             break
     return chosen
@@ -104,10 +121,8 @@ def _top_names(fig: go.Figure, weights: np.ndarray, labels: list[str], row: int)
     names = [label.split(":", 1)[1] for label in labels]
     T = len(labels)
     for i in named_bars(weights, names):
-        reach = name_half_width(names[i], T)
-        anchor = "left" if i - reach < -0.5 else "right" if i + reach > T - 0.5 else "center"
         fig.add_annotation(x=labels[i], y=float(weights[i]), text=names[i], showarrow=False, yanchor="bottom",
-                           xanchor=anchor, font=dict(size=9), row=row, col=1)  # fmt: skip
+                           xanchor=name_anchor(i, names[i], T), font=dict(size=9), row=row, col=1)  # fmt: skip
 
 
 def token_focus(
