@@ -385,3 +385,15 @@ def test_a_new_head_redraws_only_the_plots_of_that_head(sentiment, translation):
     view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
     titles = [fig.layout.title.text for fig in handlers.task_figures("translation", view, 1, 2)]
     assert [fig.layout.title.text for fig in handlers.large_figures("translation", view, 1, 2)] == titles[1:]
+
+
+def test_a_translation_of_no_words_says_what_the_model_wrote_and_claims_no_confidence():
+    """The bundled translator's step-0 snapshot (untrained) writes <s> after <s>: the English box stays empty, and
+    the status said "confidence high (69%)" for it. Now it names the tokens, in code (a bare <s> is an HTML tag)."""
+    from pipelines import TranslationPipeline
+    from viz.models.loading import ROOT
+
+    pipe = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation" / "snapshots" / "step-0"))
+    _, english, status = handlers.translate(pipe, "Ein Mann fährt Fahrrad.")
+    assert english == "" and "produced no words for this sentence: only `<s>`" in status
+    assert "confidence" not in status

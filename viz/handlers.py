@@ -181,8 +181,9 @@ def translate(
     unk = _unknown(pipe)[1]
     unknown = [token for token in result.source_tokens if unk is not None and token == unk]
     notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
-    if not result.translation:
-        notices.append("The model produced no words for this sentence.")
+    if not result.translation:  # an untrained snapshot writes <s> after <s>
+        specials = ", ".join(f"`{t}`" for t in dict.fromkeys(result.target_tokens) if t.startswith("<"))  # not HTML
+        notices.append(f"The model produced no words for this sentence{f': only {specials}' if specials else ''}.")
     if not result.target_tokens or result.target_tokens[-1] != "</s>":
         notices.append("The model stopped at its length limit before finishing the sentence.")
     view = TranslationView(
@@ -193,7 +194,9 @@ def translate(
         model=model,
     )
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
-    summary = f"{plural(len(result.steps), 'step')}, {how}; {notices_.translation_confidence(result.mean_logprob)}"
+    # how sure it was of its words; of no words (special tokens alone) there is nothing to be sure of
+    sure = f"; {notices_.translation_confidence(result.mean_logprob)}" if result.translation else ""
+    summary = f"{plural(len(result.steps), 'step')}, {how}{sure}"
     ood = notices_.translation_notice(result, checked.text) or notices_.domain_note(pipe)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
