@@ -389,11 +389,12 @@ def test_a_new_head_redraws_only_the_plots_of_that_head(sentiment, translation):
 
 def test_a_translation_of_no_words_says_what_the_model_wrote_and_claims_no_confidence():
     """The bundled translator's step-0 snapshot (untrained) writes <s> after <s>: the English box stays empty, and
-    the status said "confidence high (69%)" for it. Now it names the tokens, in code (a bare <s> is an HTML tag)."""
+    the status said "confidence high (69%)" for it. Now it says it wrote special tokens only, and where to see them
+    (not by name: a status holds no markup, and <s> is an HTML tag)."""
     from pipelines import TranslationPipeline
     from viz.models.loading import ROOT
 
     pipe = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation" / "snapshots" / "step-0"))
     _, english, status = handlers.translate(pipe, "Ein Mann fährt Fahrrad.")
-    assert english == "" and "produced no words for this sentence: only `<s>`" in status
+    assert english == "" and "produced no words for this sentence: only special tokens" in status
     assert "confidence" not in status

@@ -34,7 +34,8 @@ def test_translation_status_shows_the_notice_and_confidence_in_words(translation
     view, english, status = handlers.translate(pipe, "Ich habe keine Ahnung, was du meinst.", "greedy")
     assert view is not None
     assert (notices.TRANSLATION_OUT_OF_DOMAIN in status) is shown
-    assert "confidence " in status and "log-probability" not in status
+    # confidence in its words, in words (the tiny untrained model may write none: then none is claimed)
+    assert ("confidence " in status) is bool(english) and "log-probability" not in status
 
 
 def test_models_without_domain_statistics_never_show_the_notice(sentiment_dir):

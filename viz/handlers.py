@@ -182,8 +182,9 @@ def translate(
     unknown = [token for token in result.source_tokens if unk is not None and token == unk]
     notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
     if not result.translation:  # an untrained snapshot writes <s> after <s>
-        specials = ", ".join(f"`{t}`" for t in dict.fromkeys(result.target_tokens) if t.startswith("<"))  # not HTML
-        notices.append(f"The model produced no words for this sentence{f': only {specials}' if specials else ''}.")
+        notices.append(
+            "The model produced no words for this sentence: only special tokens (step by step, below, shows them)."
+        )
     if not result.target_tokens or result.target_tokens[-1] != "</s>":
         notices.append("The model stopped at its length limit before finishing the sentence.")
     view = TranslationView(
