@@ -186,6 +186,14 @@ class DomainModel:
         score = self.score(signals)
         return self.flagged(score), score
 
+    def least_typical(self, ids: list[int], signals: dict[str, float]) -> str:
+        """Why an input scores as it does: "repeats" for one word piece over and over, else the name of its least
+        typical signal (the one `score` takes)."""
+        if self.repeats(ids):
+            return "repeats"
+        shares = {k: share_at_most(self.references[k], v) for k, v in signals.items() if k in self.references}
+        return min(shares, key=shares.get) if shares else ""
+
     def score(self, signals: dict[str, float]) -> float:
         """Domain score in [0, 1]: the least typical signal's share of held-out inputs at most as typical."""
         shares = [share_at_most(self.references[k], v) for k, v in signals.items() if k in self.references]

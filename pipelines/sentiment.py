@@ -132,6 +132,14 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
             return False, None
         return self.domain.check(ids, self.domain.token_signals(ids))
 
+    def domain_reason(self, text: str) -> str | None:
+        """Which out-of-domain signal makes `text` least typical ("words", "piece_length", "repeats";
+        pipelines.domain), for the notice to say why; None without domain statistics."""
+        if self.domain is None:
+            return None
+        ids = self.encode_many([text])[0]
+        return self.domain.least_typical(ids, self.domain.token_signals(ids))
+
     def weak_spots(self, text: str) -> list[WeakSpot]:
         """The constructions in `text` this model is measured to misread (negation, "but", "yet" when it flips
         fewer than WEAK_BELOW of the contrast set's pairs of that kind); [] without contrast scores."""

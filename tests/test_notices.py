@@ -116,3 +116,22 @@ def test_unknown_token_of_each_kind_of_tokenizer(sentiment, translation):
         "This model's vocabulary lacks 1 piece of the text: it reads it as its unknown token <unk>, the same for "
         "everything it does not know."
     )
+
+
+def test_the_out_of_domain_notice_says_why_and_how_unusual(sentiment_dir):
+    """The notice said only "This does not look like an English review": now also which signal made the input
+    least typical, in words, and the share of held-out reviews and sentences that looked as unusual."""
+    from types import SimpleNamespace
+
+    pipe = with_domain(SentimentPipeline.from_pretrained(str(sentiment_dir)), 1.01)  # every input flagged
+    text = "Ich habe keine Ahnung, was du meinst."
+    _, _, status = handlers.analyze_review(pipe, text)
+    reason = pipe.domain_reason(text)
+    assert reason in notices.DOMAIN_REASONS and notices.DOMAIN_REASONS[reason][1:] in status
+    assert "of the held-out reviews and sentences looked as unusual" in status
+    assert pipe.domain_reason("film " * 30) == "repeats"  # one word piece over and over
+    flagged = SimpleNamespace(out_of_domain=True, domain_score=0.0)
+    assert "One word piece makes up most of it; none of the held-out" in notices.sentiment_notice(flagged, "repeats")
+    assert notices.sentiment_notice(SimpleNamespace(out_of_domain=False), "words") is None
+    plain = notices.sentiment_notice(SimpleNamespace(out_of_domain=True, domain_score=None), None)
+    assert plain.startswith(f"⚠️ **{notices.SENTIMENT_OUT_OF_DOMAIN}** The model only knows")  # no reason known

@@ -105,7 +105,8 @@ def analyze_review(
     notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
     view = _sentiment_view(checked.text, result, cut_after, model) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
-    ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
+    reason = pipe.domain_reason(checked.text) if result.out_of_domain else None
+    ood = notices_.sentiment_notice(result, reason) or notices_.domain_note(pipe)
     # A wrong example says so plainly; any other review names what it holds that this model often misreads
     # (unless it is not an English review at all: a Spanish "no" is no English negation).
     weak = [] if result.out_of_domain else pipe.weak_spots(checked.text)

@@ -34,11 +34,33 @@ def sentiment_summary(label: str, confidence: float, n_tokens: int) -> str:
     return f"**{label}** ({confidence:.1%}) · {confidence_words(confidence)} · {plural(n_tokens, 'token')} read"
 
 
-def sentiment_notice(result) -> str | None:
+# Why an input looked unlike the reviews, by the signal that made it least typical (pipelines.domain)
+DOMAIN_REASONS = {
+    "words": "its words are ones movie reviews use rarely",
+    "piece_length": "it falls apart into short word pieces, as another language or code does",
+    "repeats": "one word piece makes up most of it",
+}
+
+
+def sentiment_notice(result, reason: str | None = None) -> str | None:
+    """The out-of-domain notice: why (`reason`, the least typical signal) and how unusual, by the measured share
+    of held-out reviews and sentences that looked at most as typical (the domain score)."""
     if not getattr(result, "out_of_domain", False):
         return None
+    why = DOMAIN_REASONS.get(reason or "")
+    score = getattr(result, "domain_score", None)
+    how = (
+        ""
+        if score is None
+        else (
+            "; none of the held-out reviews and sentences looked as unusual"
+            if score <= 0
+            else f"; only {score:.1%} of the held-out reviews and sentences looked as unusual"
+        )
+    )
+    detail = f" {why[0].upper()}{why[1:]}{how}." if why else ""
     return (
-        f"⚠️ **{SENTIMENT_OUT_OF_DOMAIN}** The model only knows English movie reviews, so its answer here "
+        f"⚠️ **{SENTIMENT_OUT_OF_DOMAIN}**{detail} The model only knows English movie reviews, so its answer here "
         "means little, however sure it sounds."
     )
 
