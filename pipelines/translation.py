@@ -124,6 +124,14 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         ids = [i for i in src_ids if i != self.adapter.eos_id]
         return self.domain.check(ids, {**self.domain.token_signals(ids), "output_logprob": mean_logprob})
 
+    def domain_reason(self, text: str, mean_logprob: float) -> str | None:
+        """Which out-of-domain signal makes `text` (translated with this mean log-probability a token) least
+        typical ("words", "output_logprob", "repeats"; pipelines.domain); None without domain statistics."""
+        if self.domain is None:
+            return None
+        ids = [i for i in self.encode_source([text])[0][0] if i != self.adapter.eos_id]
+        return self.domain.least_typical(ids, {**self.domain.token_signals(ids), "output_logprob": mean_logprob})
+
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
         """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""
         cleaned = [clean_text(t) for t in texts]

@@ -135,3 +135,13 @@ def test_the_out_of_domain_notice_says_why_and_how_unusual(sentiment_dir):
     assert notices.sentiment_notice(SimpleNamespace(out_of_domain=False), "words") is None
     plain = notices.sentiment_notice(SimpleNamespace(out_of_domain=True, domain_score=None), None)
     assert plain.startswith(f"⚠️ **{notices.SENTIMENT_OUT_OF_DOMAIN}** The model only knows")  # no reason known
+
+
+def test_the_translation_notice_says_why_and_how_unusual(translation_dir):
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    with_domain(pipe, 1.01, ("words", "output_logprob"))  # every input flagged
+    text = "Die Zentralbank hat die Zinsen erhöht."
+    view, _, status = handlers.translate(pipe, text, "greedy")
+    reason = pipe.domain_reason(text, view.result.mean_logprob)
+    assert reason in notices.TRANSLATION_REASONS and notices.TRANSLATION_REASONS[reason][1:] in status
+    assert "of the held-out captions looked as unusual" in status

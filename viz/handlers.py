@@ -199,7 +199,8 @@ def translate(
     # how sure it was of its words; of no words (special tokens alone) there is nothing to be sure of
     sure = f"; {notices_.translation_confidence(result.mean_logprob)}" if result.translation else ""
     summary = f"{plural(len(result.steps), 'step')}, {how}{sure}"
-    ood = notices_.translation_notice(result, checked.text) or notices_.domain_note(pipe)
+    reason = pipe.domain_reason(checked.text, result.mean_logprob) if result.out_of_domain else None
+    ood = notices_.translation_notice(result, checked.text, reason) or notices_.domain_note(pipe)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 

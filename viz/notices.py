@@ -34,12 +34,31 @@ def sentiment_summary(label: str, confidence: float, n_tokens: int) -> str:
     return f"**{label}** ({confidence:.1%}) · {confidence_words(confidence)} · {plural(n_tokens, 'token')} read"
 
 
-# Why an input looked unlike the reviews, by the signal that made it least typical (pipelines.domain)
+# Why an input looked unlike the training data, by the signal that made it least typical (pipelines.domain)
 DOMAIN_REASONS = {
     "words": "its words are ones movie reviews use rarely",
     "piece_length": "it falls apart into short word pieces, as another language or code does",
     "repeats": "one word piece makes up most of it",
 }
+TRANSLATION_REASONS = {
+    "words": "its words are ones the captions use rarely",
+    "output_logprob": "the model was unsure of its own English words",
+    "repeats": "one word piece makes up most of it",
+}
+
+
+def _why(reasons: dict, reason: str | None, score: float | None, held_out: str) -> str:
+    """' Its words are ...; only 0.1% of the held-out ... looked as unusual.' ('' for no known reason)."""
+    why = reasons.get(reason or "")
+    if not why:
+        return ""
+    if score is None:
+        how = ""
+    elif score <= 0:
+        how = f"; none of the held-out {held_out} looked as unusual"
+    else:
+        how = f"; only {score:.1%} of the held-out {held_out} looked as unusual"
+    return f" {why[0].upper()}{why[1:]}{how}."
 
 
 def sentiment_notice(result, reason: str | None = None) -> str | None:
@@ -47,18 +66,7 @@ def sentiment_notice(result, reason: str | None = None) -> str | None:
     of held-out reviews and sentences that looked at most as typical (the domain score)."""
     if not getattr(result, "out_of_domain", False):
         return None
-    why = DOMAIN_REASONS.get(reason or "")
-    score = getattr(result, "domain_score", None)
-    how = (
-        ""
-        if score is None
-        else (
-            "; none of the held-out reviews and sentences looked as unusual"
-            if score <= 0
-            else f"; only {score:.1%} of the held-out reviews and sentences looked as unusual"
-        )
-    )
-    detail = f" {why[0].upper()}{why[1:]}{how}." if why else ""
+    detail = _why(DOMAIN_REASONS, reason, getattr(result, "domain_score", None), "reviews and sentences")
     return (
         f"⚠️ **{SENTIMENT_OUT_OF_DOMAIN}**{detail} The model only knows English movie reviews, so its answer here "
         "means little, however sure it sounds."
@@ -109,13 +117,15 @@ def translation_confidence(mean_logprob: float) -> str:
     return f"confidence {words} (it gave its own words {p:.0%} probability on average)"
 
 
-def translation_notice(result, text: str = "") -> str | None:
-    """English typed into the German tab is named as such; any other unusual input gets the general notice."""
+def translation_notice(result, text: str = "", reason: str | None = None) -> str | None:
+    """English typed into the German tab is named as such; any other unusual input gets the general notice, with
+    why (`reason`, the least typical signal) and how unusual (the domain score), as the sentiment notice."""
     if looks_english(text):
         return f"⚠️ **{LOOKS_ENGLISH}**"
     if not getattr(result, "out_of_domain", False):
         return None
-    return f"⚠️ **{TRANSLATION_OUT_OF_DOMAIN}**"
+    score = getattr(result, "domain_score", None)
+    return f"⚠️ **{TRANSLATION_OUT_OF_DOMAIN}**" + _why(TRANSLATION_REASONS, reason, score, "captions")
 
 
 def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | None:
