@@ -178,26 +178,24 @@ class DomainModel:
         ids = self._word_ids(ids)
         return len(ids) >= REPEAT_MIN and np.unique(ids, return_counts=True)[1].max() > REPEAT_SHARE * len(ids)
 
-    def check(self, ids: list[int], signals: dict[str, float]) -> tuple[bool, float]:
-        """(out of domain, domain score) of an input's token ids and its signals: score 0 for an input that
-        repeats one word piece (no held-out input comes near), else the signals' score against the threshold."""
+    def check(self, ids: list[int], signals: dict[str, float]) -> tuple[bool, float, str]:
+        """(out of domain, domain score, why) of an input's token ids and its signals: score 0 for an input that
+        repeats one word piece (no held-out input comes near; why: "repeats"), else the signals' score against the
+        threshold, and why: the name of the least typical signal (the one the score is)."""
         if self.repeats(ids):
-            return True, 0.0
-        score = self.score(signals)
-        return self.flagged(score), score
+            return True, 0.0, "repeats"
+        shares = self._shares(signals)
+        reason = min(shares, key=shares.get, default="")
+        score = shares.get(reason, 1.0)
+        return self.flagged(score), score, reason
 
-    def least_typical(self, ids: list[int], signals: dict[str, float]) -> str:
-        """Why an input scores as it does: "repeats" for one word piece over and over, else the name of its least
-        typical signal (the one `score` takes)."""
-        if self.repeats(ids):
-            return "repeats"
-        shares = {k: share_at_most(self.references[k], v) for k, v in signals.items() if k in self.references}
-        return min(shares, key=shares.get) if shares else ""
+    def _shares(self, signals: dict[str, float]) -> dict[str, float]:
+        """Each signal's share of held-out inputs at most as typical."""
+        return {k: share_at_most(self.references[k], v) for k, v in signals.items() if k in self.references}
 
     def score(self, signals: dict[str, float]) -> float:
         """Domain score in [0, 1]: the least typical signal's share of held-out inputs at most as typical."""
-        shares = [share_at_most(self.references[k], v) for k, v in signals.items() if k in self.references]
-        return min(shares, default=1.0)
+        return min(self._shares(signals).values(), default=1.0)
 
     def flagged(self, score: float) -> bool:
         return score < self.threshold

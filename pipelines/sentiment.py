@@ -36,6 +36,7 @@ class SentimentResult:
     # domain_score is the share of held-out in-domain texts that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
+    domain_reason: str | None = None  # the least typical signal ("words", "piece_length", "repeats"); None: not fitted
 
     @property
     def confidence(self) -> float:
@@ -126,19 +127,12 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         every result, explanation, deletion curve and head effect shows."""
         return self.calibration.scale(logits, lengths).softmax(-1)
 
-    def domain_check(self, ids: list[int]) -> tuple[bool, float | None]:
-        """(out of domain, domain score) of one text's token ids; (False, None) without domain statistics."""
+    def domain_check(self, ids: list[int]) -> tuple[bool, float | None, str | None]:
+        """(out of domain, domain score, why: the least typical signal) of one text's token ids; (False, None, None)
+        without domain statistics."""
         if self.domain is None:
-            return False, None
+            return False, None, None
         return self.domain.check(ids, self.domain.token_signals(ids))
-
-    def domain_reason(self, text: str) -> str | None:
-        """Which out-of-domain signal makes `text` least typical ("words", "piece_length", "repeats";
-        pipelines.domain), for the notice to say why; None without domain statistics."""
-        if self.domain is None:
-            return None
-        ids = self.encode_many([text])[0]
-        return self.domain.least_typical(ids, self.domain.token_signals(ids))
 
     def weak_spots(self, text: str) -> list[WeakSpot]:
         """The constructions in `text` this model is measured to misread (negation, "but", "yet" when it flips
@@ -201,7 +195,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         for row, i in enumerate(real):
             ids, toks, n = encoded[i]
             T = len(ids)
-            out_of_domain, domain_score = self.domain_check(ids)
+            out_of_domain, domain_score, domain_reason = self.domain_check(ids)
             results[i] = SentimentResult(
                 label=self.labels[int(probs[row].argmax())],
                 probabilities={lab: float(p) for lab, p in zip(self.labels, probs[row])},
@@ -213,6 +207,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
                 n_tokens=n,
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
+                domain_reason=domain_reason,
             )
         return guarded(results, "sentiment", ("probabilities", "attentions", "pool_weights"))
 
@@ -289,4 +284,4 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
 
     def domain_scores(self, texts: list[str]) -> list[tuple[bool, float | None]]:
         """(out of domain, domain score) for many texts."""
-        return [self.domain_check(ids) for ids in self.encode_many(texts)]
+        return [self.domain_check(ids)[:2] for ids in self.encode_many(texts)]

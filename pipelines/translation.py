@@ -47,6 +47,7 @@ class TranslationResult:
     # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
+    domain_reason: str | None = None  # the least typical signal ("words", "output_logprob", "repeats")
     # kind -> per layer (H, Tk): ||v_j W_O^h||, each value vector through its head's slice of the output projection
     # (pipelines.inside_head): the maps weighted by what each value carries are the maps * these, column by column
     value_norms: dict[str, list[torch.Tensor]] = field(default_factory=dict)
@@ -117,20 +118,13 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         prep |= {"domain": self.domain.to_preprocessing()} if self.domain else {}
         self.adapter.save(folder, prep)
 
-    def domain_check(self, src_ids: list[int], mean_logprob: float) -> tuple[bool, float | None]:
-        """(out of domain, domain score) from the source tokens (EOS dropped) and the output's log-probability."""
+    def domain_check(self, src_ids: list[int], mean_logprob: float) -> tuple[bool, float | None, str | None]:
+        """(out of domain, domain score, why: the least typical signal) from the source tokens (EOS dropped) and the
+        output's log-probability."""
         if self.domain is None:
-            return False, None
+            return False, None, None
         ids = [i for i in src_ids if i != self.adapter.eos_id]
         return self.domain.check(ids, {**self.domain.token_signals(ids), "output_logprob": mean_logprob})
-
-    def domain_reason(self, text: str, mean_logprob: float) -> str | None:
-        """Which out-of-domain signal makes `text` (translated with this mean log-probability a token) least
-        typical ("words", "output_logprob", "repeats"; pipelines.domain); None without domain statistics."""
-        if self.domain is None:
-            return None
-        ids = [i for i in self.encode_source([text])[0][0] if i != self.adapter.eos_id]
-        return self.domain.least_typical(ids, {**self.domain.token_signals(ids), "output_logprob": mean_logprob})
 
     def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
         """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""
@@ -212,7 +206,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         for rows, src in sorted_batches(ids, batch_size, self.adapter.pad_id, self.adapter.device):
             for i, hyp in zip(rows, self.search(src, beam_size, alpha, masks)):
                 mean_lp = hyp.score / max(1, len(hyp.tokens) + int(hyp.finished))
-                out[i] = (self.detokenize(hyp.tokens), mean_lp, *self.domain_check(ids[i], mean_lp))
+                out[i] = (self.detokenize(hyp.tokens), mean_lp, *self.domain_check(ids[i], mean_lp)[:2])
         return out
 
     def translate(self, texts: list[str], *args, **options) -> list[str]:
@@ -271,7 +265,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
                 for tok, vs, ts in zip(produced[row], topv[row], topi[row])
             ]
             mean_lp = hyps[row].score / max(1, len(produced[row]))
-            out_of_domain, domain_score = self.domain_check(ids[i], mean_lp)
+            out_of_domain, domain_score, domain_reason = self.domain_check(ids[i], mean_lp)
             text_clean = clean_text(texts[i])
             src_spans = encs[i][1][: Ts - 1] + [TokenSpan(a.eos_id, "", len(text_clean), len(text_clean), "</s>")]
             results[i] = TranslationResult(
@@ -291,6 +285,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
                 mean_logprob=mean_lp,
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
+                domain_reason=domain_reason,
                 text=texts[i],
                 beam_size=beam_size,
             )

@@ -126,14 +126,14 @@ def test_the_out_of_domain_notice_says_why_and_how_unusual(sentiment_dir):
     pipe = with_domain(SentimentPipeline.from_pretrained(str(sentiment_dir)), 1.01)  # every input flagged
     text = "Ich habe keine Ahnung, was du meinst."
     _, _, status = handlers.analyze_review(pipe, text)
-    reason = pipe.domain_reason(text)
+    reason = pipe(text).domain_reason  # the check says why, with the score
     assert reason in notices.DOMAIN_REASONS and notices.DOMAIN_REASONS[reason][1:] in status
     assert "of the held-out reviews and sentences looked as unusual" in status
-    assert pipe.domain_reason("film " * 30) == "repeats"  # one word piece over and over
-    flagged = SimpleNamespace(out_of_domain=True, domain_score=0.0)
-    assert "One word piece makes up most of it; none of the held-out" in notices.sentiment_notice(flagged, "repeats")
-    assert notices.sentiment_notice(SimpleNamespace(out_of_domain=False), "words") is None
-    plain = notices.sentiment_notice(SimpleNamespace(out_of_domain=True, domain_score=None), None)
+    assert pipe("film " * 30).domain_reason == "repeats"  # one word piece over and over
+    flagged = SimpleNamespace(out_of_domain=True, domain_score=0.0, domain_reason="repeats")
+    assert "One word piece makes up most of it; none of the held-out" in notices.sentiment_notice(flagged)
+    assert notices.sentiment_notice(SimpleNamespace(out_of_domain=False, domain_reason="words")) is None
+    plain = notices.sentiment_notice(SimpleNamespace(out_of_domain=True, domain_score=None, domain_reason=None))
     assert plain.startswith(f"⚠️ **{notices.SENTIMENT_OUT_OF_DOMAIN}** The model only knows")  # no reason known
 
 
@@ -142,6 +142,6 @@ def test_the_translation_notice_says_why_and_how_unusual(translation_dir):
     with_domain(pipe, 1.01, ("words", "output_logprob"))  # every input flagged
     text = "Die Zentralbank hat die Zinsen erhöht."
     view, _, status = handlers.translate(pipe, text, "greedy")
-    reason = pipe.domain_reason(text, view.result.mean_logprob)
+    reason = view.result.domain_reason
     assert reason in notices.TRANSLATION_REASONS and notices.TRANSLATION_REASONS[reason][1:] in status
     assert "of the held-out captions looked as unusual" in status

@@ -105,8 +105,7 @@ def analyze_review(
     notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
     view = _sentiment_view(checked.text, result, cut_after, model) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
-    reason = pipe.domain_reason(checked.text) if result.out_of_domain else None
-    ood = notices_.sentiment_notice(result, reason) or notices_.domain_note(pipe)
+    ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
     # A wrong example says so plainly; any other review names what it holds that this model often misreads
     # (unless it is not an English review at all: a Spanish "no" is no English negation).
     weak = [] if result.out_of_domain else pipe.weak_spots(checked.text)
@@ -199,8 +198,7 @@ def translate(
     # how sure it was of its words; of no words (special tokens alone) there is nothing to be sure of
     sure = f"; {notices_.translation_confidence(result.mean_logprob)}" if result.translation else ""
     summary = f"{plural(len(result.steps), 'step')}, {how}{sure}"
-    reason = pipe.domain_reason(checked.text, result.mean_logprob) if result.out_of_domain else None
-    ood = notices_.translation_notice(result, checked.text, reason) or notices_.domain_note(pipe)
+    ood = notices_.translation_notice(result, checked.text) or notices_.domain_note(pipe)
     return view, result.translation, _status([summary, *([ood] if ood else []), *notices])
 
 

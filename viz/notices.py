@@ -61,12 +61,18 @@ def _why(reasons: dict, reason: str | None, score: float | None, held_out: str) 
     return f" {why[0].upper()}{why[1:]}{how}."
 
 
-def sentiment_notice(result, reason: str | None = None) -> str | None:
-    """The out-of-domain notice: why (`reason`, the least typical signal) and how unusual, by the measured share
+def _result_why(reasons: dict, result, held_out: str) -> str:
+    """_why for a flagged result: its least typical signal and its domain score."""
+    reason, score = getattr(result, "domain_reason", None), getattr(result, "domain_score", None)
+    return _why(reasons, reason, score, held_out)
+
+
+def sentiment_notice(result) -> str | None:
+    """The out-of-domain notice: why (the result's least typical signal) and how unusual, by the measured share
     of held-out reviews and sentences that looked at most as typical (the domain score)."""
     if not getattr(result, "out_of_domain", False):
         return None
-    detail = _why(DOMAIN_REASONS, reason, getattr(result, "domain_score", None), "reviews and sentences")
+    detail = _result_why(DOMAIN_REASONS, result, "reviews and sentences")
     return (
         f"⚠️ **{SENTIMENT_OUT_OF_DOMAIN}**{detail} The model only knows English movie reviews, so its answer here "
         "means little, however sure it sounds."
@@ -117,15 +123,14 @@ def translation_confidence(mean_logprob: float) -> str:
     return f"confidence {words} (it gave its own words {p:.0%} probability on average)"
 
 
-def translation_notice(result, text: str = "", reason: str | None = None) -> str | None:
+def translation_notice(result, text: str = "") -> str | None:
     """English typed into the German tab is named as such; any other unusual input gets the general notice, with
-    why (`reason`, the least typical signal) and how unusual (the domain score), as the sentiment notice."""
+    why (the result's least typical signal) and how unusual (the domain score), as the sentiment notice."""
     if looks_english(text):
         return f"⚠️ **{LOOKS_ENGLISH}**"
     if not getattr(result, "out_of_domain", False):
         return None
-    score = getattr(result, "domain_score", None)
-    return f"⚠️ **{TRANSLATION_OUT_OF_DOMAIN}**" + _why(TRANSLATION_REASONS, reason, score, "captions")
+    return f"⚠️ **{TRANSLATION_OUT_OF_DOMAIN}**" + _result_why(TRANSLATION_REASONS, result, "captions")
 
 
 def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | None:
