@@ -98,6 +98,17 @@ def test_a_word_piece_model_says_which_pieces_it_reads_as_unknown(sentiment_dir)
     assert "Emoji and symbols are split into pieces" in status and "unknown token" not in status
 
 
+def test_a_translator_that_reads_emoji_as_unknown_says_so(tmp_path):
+    """The translation tab compared its source tokens (TokenSpans) with the unknown token's text, never equal: a
+    Marian translator that reads "😍" as <unk> was said to split it into pieces."""
+    from tiny_hf_models import make_marian_dir
+
+    pipe = TranslationPipeline.from_pretrained(str(make_marian_dir(tmp_path / "marian")))
+    status = handlers.translate(pipe, "Ein Hund 😍 läuft.", "greedy")[2]
+    assert "lacks 1 piece of the text (😍): it reads it as its unknown token <unk>" in status
+    assert "Emoji and symbols are split into pieces" not in status
+
+
 def test_unknown_token_of_each_kind_of_tokenizer(sentiment, translation):
     from tokenizers import Tokenizer, models
 

@@ -100,9 +100,7 @@ def analyze_review(
             f"The review has {result.n_tokens:,} tokens; the model reads {len(result.tokens):,}: the first "
             f"{cut_after:,} and the last {len(result.tokens) - cut_after:,}. The middle is skipped (marked below)."
         )
-    unk_id, unk = _unknown(pipe)
-    unknown = [t.text for t in result.tokens if unk_id is not None and t.id == unk_id]
-    notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
+    notices += [n for n in [_vocabulary_notice(pipe, checked.text, result.tokens)] if n]
     view = _sentiment_view(checked.text, result, cut_after, model) if redraws else None
     summary = notices_.sentiment_summary(result.label, result.confidence, len(result.tokens))
     ood = notices_.sentiment_notice(result) or notices_.domain_note(pipe)
@@ -114,9 +112,12 @@ def analyze_review(
     return view, dict(result.probabilities), _status([summary, *flags, *notices])
 
 
-def _unknown(pipe) -> tuple[int | None, str | None]:
-    """(id, text) of the token `pipe`'s tokenizer reads what its vocabulary lacks as; (None, None) without one."""
-    return unknown_token(getattr(pipe, "tokenizer", None))
+def _vocabulary_notice(pipe, text: str, tokens) -> str | None:
+    """notices.vocabulary_notice for the tokens (TokenSpans) `pipe` read of `text`: those read as its tokenizer's
+    unknown token, by id, named by the text they cover; both tabs."""
+    unk_id, unk = unknown_token(getattr(pipe, "tokenizer", None))
+    unknown = [t.text for t in tokens if unk_id is not None and t.id == unk_id]
+    return notices_.vocabulary_notice(text, unknown, unk)
 
 
 # --- translation ----------------------------------------------------------------------------------------
@@ -178,9 +179,7 @@ def translate(
             f"The sentence is longer than the model reads: only its first {len(result.source_tokens) - 1:,} "
             "tokens were translated."
         )
-    unk = _unknown(pipe)[1]
-    unknown = [token for token in result.source_tokens if unk is not None and token == unk]
-    notices += [n for n in [notices_.vocabulary_notice(checked.text, unknown, unk)] if n]
+    notices += [n for n in [_vocabulary_notice(pipe, checked.text, result.source_tokens)] if n]
     if not result.translation:  # an untrained snapshot writes <s> after <s>
         notices.append(
             "The model produced no words for this sentence: only special tokens (step by step, below, shows them)."
