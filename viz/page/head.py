@@ -1,5 +1,5 @@
 """What the page carries besides its components: its theme (fonts), a little CSS, and scripts (the plotting library
-loaded with the page, keyboard release of the training-step slider).
+loaded with the page, a slider's release by keyboard).
 
 Both go to demo.launch() through viz.server.hosting.launch_options().
 """
@@ -47,12 +47,12 @@ def _plotly_chunk() -> str | None:
 
 
 # gradio's slider sends its `release` event on pointerup only: moved with the keyboard (arrows, Home, End, Page
-# Up/Down), the training-step slider changed its text but not the model the tab runs. A key that moves a slider
-# whose release is listened to (elem_id ending in -training-step) now ends as a pointer's release would.
+# Up/Down), the training-step slider changed its text but not the model the tab runs. A key that moves any slider
+# now ends as a pointer's release would (a slider with no release listener sends nothing).
 KEYBOARD_RELEASE = (
     "<script>document.addEventListener('keyup', e => {"
     " const t = e.target;"
-    " if (!(t instanceof HTMLInputElement) || t.type !== 'range' || !t.closest('[id$=\"-training-step\"]')) return;"
+    " if (!(t instanceof HTMLInputElement) || t.type !== 'range') return;"
     " if (!['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'].includes(e.key))"
     " return;"
     " t.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})); });</script>"
