@@ -58,8 +58,8 @@ def model_view(
         margin=dict(l=10, r=30, t=MARGIN_TOP + 22, b=70),  # the column titles stand above the maps
         dragmode=False,
     )
-    if many:
-        fig.for_each_annotation(lambda a: a.update(font=dict(size=11)) if a.text.isdigit() else None)
+    if many:  # the column titles (the row titles are "layer N")
+        fig.update_annotations(font=dict(size=11), selector=lambda a: a.text.isdigit())
     return fig
 
 

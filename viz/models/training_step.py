@@ -60,8 +60,11 @@ def describe(models, model: str | None, position) -> str:
         if not snaps:
             return ""
         first, last = snaps[0].snapshot.step, snaps[-1].snapshot.step
-        when = f"{len(snaps)} points of its training, steps {first:,} to {last:,}"
-        when = f"step {first:,}" if len(snaps) == 1 else when
+        when = (
+            f"step {first:,}"
+            if len(snaps) == 1
+            else f"{len(snaps)} points of its training, steps {first:,} to {last:,}"
+        )
         return f"**The trained model**: move the slider left to see it at {when}."
     epoch = f", epoch {snap.epoch:.2f}" if snap.epoch is not None else ""
     start = f"before fine-tuning: {entry.started}" if entry.started else "before any training"
