@@ -87,7 +87,7 @@ def test_a_word_piece_model_says_which_pieces_it_reads_as_unknown(sentiment_dir)
 
     shipped = SentimentPipeline.from_pretrained(str(Path(__file__).resolve().parents[1] / "assets" / "sentiment"))
     status = handlers.analyze_review(shipped, "Loved it 😍🔥, a joy ✨.", False)[2]
-    assert "lacks 2 pieces of the text (😍🔥, ✨): it reads each as its unknown token [UNK]" in status
+    assert "lacks 2 pieces of the text (😍🔥, ✨): it reads each as its unknown token `[UNK]`" in status
     assert "byte pieces" not in status and "Emoji and symbols" not in status
     known = handlers.analyze_review(shipped, "Five stars ★★★★★.", False)[2]  # ★ is in its vocabulary
     assert "Emoji and symbols are split into pieces" in known and "unknown token" not in known
@@ -105,7 +105,7 @@ def test_a_translator_that_reads_emoji_as_unknown_says_so(tmp_path):
 
     pipe = TranslationPipeline.from_pretrained(str(make_marian_dir(tmp_path / "marian")))
     status = handlers.translate(pipe, "Ein Hund 😍 läuft.", "greedy")[2]
-    assert "lacks 1 piece of the text (😍): it reads it as its unknown token <unk>" in status
+    assert "lacks 1 piece of the text (😍): it reads it as its unknown token `<unk>`" in status
     assert "Emoji and symbols are split into pieces" not in status
 
 
@@ -124,7 +124,7 @@ def test_unknown_token_of_each_kind_of_tokenizer(sentiment, translation):
 
     assert unknown_token(Wrapped()) == (100, "[UNK]")
     assert notices.vocabulary_notice("x", ["<unk>"], "<unk>") == (  # the token itself is not named again
-        "This model's vocabulary lacks 1 piece of the text: it reads it as its unknown token <unk>, the same for "
+        "This model's vocabulary lacks 1 piece of the text: it reads it as its unknown token `<unk>`, the same for "
         "everything it does not know."
     )
 

@@ -137,7 +137,8 @@ def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | N
     """What the model's vocabulary made of the input: `unknown`, the input's pieces it read as its unknown token
     `unk` (BERT's [UNK]: one vector for everything its vocabulary lacks; each piece's own text where the tokens
     keep it, else `unk` itself), else emoji and symbols, which our byte-level tokenizers split into pieces seen
-    rarely in training."""
+    rarely in training. The token is written as code: gradio's Markdown drops "<unk>" as an unknown HTML tag, and the
+    rest of its line with it ("its unknown token" and nothing after)."""
     from .inputs import plural
 
     if unknown:
@@ -146,7 +147,7 @@ def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | N
         each = "it" if len(unknown) == 1 else "each"
         return (
             f"This model's vocabulary lacks {plural(len(unknown), 'piece')} of the text{shown}: it reads {each} as "
-            f"its unknown token {unk}, the same for everything it does not know."
+            f"its unknown token `{unk}`, the same for everything it does not know."  # code: <unk> is no tag
         )
     if any(unicodedata.category(c) == "So" for c in text):
         return "Emoji and symbols are split into pieces; the model saw few of them in training."
