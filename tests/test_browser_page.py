@@ -63,6 +63,30 @@ def test_analyse_leaves_the_second_review_empty(page, app_url):
     )
 
 
+def test_a_review_pasted_into_the_second_box_replaces_the_copy(page, app_url):
+    """The copy of the first review comes selected: a visitor who clicks the second box and pastes a review of their
+    own gets that review, not the copy with it appended; a second click edits the copy."""
+    browser.open_tab(page, app_url, "Sentiment")
+    page.locator("#sentiment-input textarea").fill("A warm and funny film.")
+    second = page.locator("#sentiment-compare-input textarea")
+    second.click()
+    page.wait_for_function(
+        "() => { const t = document.querySelector('#sentiment-compare-input textarea');"
+        " return t.value === 'A warm and funny film.' && t.selectionEnd - t.selectionStart === t.value.length; }"
+    )
+    page.keyboard.insert_text("A dull film.")  # as a paste does
+    assert second.input_value() == "A dull film."
+
+    second.fill("")
+    page.locator("#sentiment-input textarea").click()
+    second.click()
+    page.wait_for_function("() => document.querySelector('#sentiment-compare-input textarea').value.length > 0")
+    second.click()  # the second click places the caret
+    page.keyboard.press("End")
+    page.keyboard.type(" Really.")
+    assert second.input_value() == "A warm and funny film. Really."
+
+
 PLOT = "#sentiment-overview .js-plotly-plot"
 SKIPPED_JS = f"selector => !({browser.SHOWN_JS})(selector)"
 

@@ -24,8 +24,20 @@ COPY_JS = """(url) => {
   if (url && url.startsWith('http') && navigator.clipboard) navigator.clipboard.writeText(url).catch(() => {});
   return url;
 }"""
-# A copy of the first input to edit, when the second box is still empty.
-PREFILL_JS = "(first, second) => (second && second.trim()) ? second : first"
+# A copy of the first input to edit, when the second box is still empty. The copy comes selected, as an address bar's
+# text does: typing or pasting replaces it (a pasted review used to land after the copy), a second click edits it.
+PREFILL_JS = """(first, second) => {
+  if (second && second.trim()) return second;
+  const box = document.activeElement;
+  let frames = 0;
+  const select = () => {
+    if (document.activeElement !== box) return;
+    if (box.value === first) box.select();
+    else if (++frames < 30) requestAnimationFrame(select);
+  };
+  requestAnimationFrame(select);
+  return first;
+}"""
 GERMAN_PAIRS = [  # (first, second, button label)
     ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", "Eine Frau fährt mit dem Fahrrad die Straße entlang.",
      "Mann → Frau"),
@@ -266,7 +278,7 @@ class CompareWords:
 REVIEW_WORDS = CompareWords(
     "### Compare two reviews\nChange a word or two and see what it does: both predictions, the change in "
     "probability, and for the chosen layer and head how attention moved over the tokens both reviews share.",
-    "Second review (click it for a copy of the first, then edit)",
+    "Second review (click it for a copy of the first, then edit it, or type or paste over it)",
     3,
     10,
     "Contrast pairs (one click fills both reviews and compares them)",
@@ -274,7 +286,7 @@ REVIEW_WORDS = CompareWords(
 SENTENCE_WORDS = CompareWords(
     "### Compare two sentences\nTranslate a second German sentence with the same decoding: both translations, "
     "and for the chosen layer and head how cross-attention moved over the tokens both share.",
-    "Second German sentence (click it for a copy of the first, then edit)",
+    "Second German sentence (click it for a copy of the first, then edit it, or type or paste over it)",
     2,
     6,
     "Sentence pairs (one click fills both sentences and compares them)",
