@@ -18,7 +18,7 @@ from pipelines.serving import served  # noqa: E402
 from viz import handlers  # noqa: E402
 from viz.attention import inside_head_panel, views_panel  # noqa: E402
 from viz.compare.model_compare import model_compare_panel  # noqa: E402
-from viz.examples import GERMAN, REVIEWS  # noqa: E402
+from viz.examples import GERMAN, LANDING, REVIEWS  # noqa: E402
 from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
@@ -273,13 +273,16 @@ def build_demo(
     own_process=(),
     sentiment_compare=None,
     sentiment_models: tuple[str, ...] = (),
+    landing: bool = False,
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
     own_process: the tasks whose requests run in a process of their own (pipelines.processes; python app.py
     sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
     same review ($SENTIMENT_COMPARE_MODEL). sentiment_models: more sentiment model folders or repo ids the tab's
     model choice offers, loaded on first use (`python app.py`: the bundled from-scratch model beside the default,
-    when $SENTIMENT_MODEL is not set). Launch it with hosting.launch_options(demo)."""
+    when $SENTIMENT_MODEL is not set). landing: each tab opens on a worked example (LANDING) when the address is
+    not a link (`python app.py` does; tests leave it off, but for its own). Launch it with
+    hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     sentiment, translation = served(sentiment, translation, batcher, own_process)
     processes = [p.process for p in (sentiment, translation) if p is not None and p.process is not None]
@@ -293,17 +296,20 @@ def build_demo(
     ) as demo:
         gr.Markdown(INTRO)
         with gr.Tabs():
-            with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment"):
+            with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment") as sentiment_page:
                 if sentiment is None:
                     _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
                 else:
                     sentiment_tab(sentiment, demo)
-            with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation"):
+            with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation") as german_page:
                 if translation is None:
                     _unavailable("translation", "TRANSLATION_MODEL", translation_error)
                 else:
                     translation_tab(translation, demo)
         share_ui.select_tab_on_load(demo)
+        if landing:
+            pages = {"sentiment": (sentiment_page, sentiment), "translation": (german_page, translation)}
+            share_ui.land_on_examples(demo, {t: (tab, LANDING[t]) for t, (tab, models) in pages.items() if models})
     hosting.progress_on_one_component(demo)
     theme.skip_off_screen(demo, keep=("sentiment-attention", "translation-attention"))  # each tab's first view
     hosting.quiet_queue_analytics()
@@ -330,6 +336,7 @@ def main() -> None:
         own_process=hosting.OWN_PROCESS,
         sentiment_compare=load_compare_model(),
         sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),
+        landing=True,
     )
     demo.launch(**hosting.launch_options(demo))
 

@@ -99,6 +99,10 @@ GERMAN: list[str] = [
     "Ein Mädchen in einem rosa Kleid springt in einen Pool.",
 ]
 
+# What each tab opens on when the address is not a link (app.build_demo(landing=True)): the sentence whose misreading
+# by the first model started the pre-trained one (issue 32), and the first German example.
+LANDING: dict[str, str] = {"sentiment": "Not bad at all, I actually enjoyed it.", "translation": GERMAN[0]}
+
 # Fixed inputs for the latency benchmark: a ~300-word review and a 15-word German sentence.
 BENCH_REVIEW = LONG_REVIEW
 BENCH_SENTENCE = "Not bad at all, I actually enjoyed it."  # the one-sentence review of the latency budget

@@ -138,6 +138,38 @@ def select_tab_on_load(demo: gr.Blocks) -> None:
     demo.load(None, None, None, js=SELECT_TAB_JS, **PRIVATE)
 
 
+def landing_js(task: str, text: str) -> str:
+    """What a tab opens on when the page's address names no input (no link): `text` typed into the tab's box and
+    its own button pressed, once per page, so a first visit shows a worked example rather than empty plots. The
+    box is filled as typing fills it (an input event), and left alone if the visitor typed first; it looks for the
+    box every 50 ms for up to two minutes (the tab may still be mounting)."""
+    return f"""() => {{
+  if ((new URLSearchParams(window.location.search).get('text') || '').trim()) return;
+  const landed = window.__landed || (window.__landed = {{}});
+  if (landed[{json.dumps(task)}]) return;
+  landed[{json.dumps(task)}] = true;
+  let tries = 0;
+  const land = () => {{
+    const box = document.querySelector('#{task}-input textarea');
+    const button = document.querySelector('#{task}-submit');
+    if (!box || !button) {{ if (++tries < 2400) setTimeout(land, 50); return; }}
+    if (box.value.trim()) return;
+    box.value = {json.dumps(text)};
+    box.dispatchEvent(new Event('input', {{bubbles: true}}));
+    requestAnimationFrame(() => requestAnimationFrame(() => button.click()));
+  }};
+  land();
+}}"""
+
+
+def land_on_examples(demo: gr.Blocks, tabs: dict[str, tuple[gr.Tab, str]]) -> None:
+    """Each tab (task -> (its gr.Tab, the example it opens on)) runs its example when it is first shown: the page's
+    first tab (links.TABS[0]) as the page loads, the others when they are selected. A link's own text wins."""
+    for task, (tab, text) in tabs.items():
+        event = demo.load if task == links.TABS[0] else tab.select
+        event(None, None, None, js=landing_js(task, text), **PRIVATE)
+
+
 def _press_js(task: str) -> str:
     """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click. It
     waits until the link's text is in the tab's input box: pressed before, the button would run on an empty box."""

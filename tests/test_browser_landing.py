@@ -1,0 +1,65 @@
+"""What a first visit shows (app.build_demo(landing=True), as `python app.py` serves it): each tab opens on a worked
+example, run as a click runs it, instead of a page of empty plots; a link's own text always wins."""
+
+from urllib.parse import urlencode
+
+import pytest
+
+from benchmarks import browser
+from viz.examples import LANDING
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
+]
+BOX_IS_JS = "([id, text]) => { const t = document.querySelector(`#${id} textarea`); return t && t.value === text; }"
+
+
+@pytest.fixture(scope="module")
+def landing_url(sentiment, translation):
+    from app import build_demo
+
+    demo = build_demo(sentiment, translation, landing=True)
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+def test_each_tab_opens_on_its_example_run(page, landing_url):
+    page.goto(landing_url)
+    page.wait_for_function(BOX_IS_JS, arg=["sentiment-input", LANDING["sentiment"]])
+    browser.wait_drawn(page, "sentiment-attention")
+    page.wait_for_selector("#sentiment-status strong")  # the label and how sure, as after a click
+    assert "tokens read" in page.locator("#sentiment-status").text_content()
+    assert page.locator("#translation-attention .main-svg").count() == 0  # the other tab runs when it is opened
+
+    page.get_by_role("tab", name="Translation (German → English)").click()
+    page.wait_for_function(BOX_IS_JS, arg=["translation-input", LANDING["translation"]])
+    browser.wait_drawn(page, "translation-attention")
+    page.wait_for_function("() => document.querySelector('#translation-output textarea').value.length > 0")
+
+
+def test_a_link_opens_its_own_text_not_the_example(page, landing_url):
+    page.goto(f"{landing_url}?{urlencode({'text': 'A dull film.'})}")
+    page.wait_for_function(BOX_IS_JS, arg=["sentiment-input", "A dull film."])
+    browser.wait_drawn(page, "sentiment-attention")
+    page.wait_for_selector("#sentiment-status strong")
+    assert page.locator("#sentiment-input textarea").input_value() == "A dull film."
+    page.get_by_role("tab", name="Translation (German → English)").click()
+    page.wait_for_selector("#translation-input textarea", state="visible")
+    page.wait_for_timeout(1_000)  # time enough for a landing to fill the box, had it started
+    assert page.locator("#translation-input textarea").input_value() == ""
+
+
+def test_a_tab_lands_once_and_then_keeps_the_visitors_text(page, landing_url):
+    page.goto(landing_url)
+    browser.wait_drawn(page, "sentiment-attention")
+    page.get_by_role("tab", name="Translation (German → English)").click()
+    page.wait_for_function(BOX_IS_JS, arg=["translation-input", LANDING["translation"]])
+    browser.wait_drawn(page, "translation-attention")
+    browser.translate(page, "Zwei Hunde spielen.")
+    page.get_by_role("tab", name="Sentiment").click()
+    page.get_by_role("tab", name="Translation (German → English)").click()
+    page.wait_for_timeout(1_000)  # time enough for a second landing to fill the box, had it started
+    assert page.locator("#translation-input textarea").input_value() == "Zwei Hunde spielen."
