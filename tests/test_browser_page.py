@@ -87,6 +87,20 @@ def test_a_review_pasted_into_the_second_box_replaces_the_copy(page, app_url):
     assert second.input_value() == "A warm and funny film. Really."
 
 
+def test_a_view_that_waits_for_the_visitor_is_no_blank_box(page, app_url):
+    """viz.page.theme.hide_until_drawn: token focus, the clicked head's map and the comparison's diff are left out of
+    the page until they have a figure (a first visit showed five blank boxes), and show once it comes."""
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, "A warm and funny film.")
+    browser.wait_drawn(page, "sentiment-overview")
+    for waiting in ("sentiment-token-focus", "sentiment-heads-heatmap", "sentiment-compare-diff"):
+        assert page.locator(f"#{waiting}").count() == 1 and not page.locator(f"#{waiting}").is_visible(), waiting
+    assert page.locator("#sentiment-attention").is_visible()  # the first heatmap is never left out
+    browser.click_plot(page, "sentiment-attention", 0.5, 0.5)
+    browser.wait_drawn(page, "sentiment-token-focus", ".barlayer .point")
+    assert page.locator("#sentiment-token-focus").is_visible()
+
+
 PLOT = "#sentiment-overview .js-plotly-plot"
 SKIPPED_JS = f"selector => !({browser.SHOWN_JS})(selector)"
 
@@ -94,10 +108,15 @@ SKIPPED_JS = f"selector => !({browser.SHOWN_JS})(selector)"
 def test_a_plot_far_below_is_skipped_until_it_is_scrolled_to(page, app_url):
     """viz.page.theme.skip_off_screen: the small multiples are drawn by plotly at once, but the browser lays them out
     and paints them only once they come near the screen; scrolled to, they show."""
-    browser.open_tab(page, app_url, "Sentiment")
-    browser.analyze_review(page, "A warm and funny film.")
-    page.wait_for_selector("#sentiment-overview .heatmaplayer image", state="attached")
-    page.evaluate("() => window.scrollTo(0, 0)")
-    page.wait_for_function(SKIPPED_JS, arg=PLOT, polling="raf")
-    browser.wait_drawn(page, "sentiment-overview")
-    assert not page.evaluate(SKIPPED_JS, PLOT)
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"], "height": 500})  # the tiny model's page is short: keep it far
+    try:
+        browser.open_tab(page, app_url, "Sentiment")
+        browser.analyze_review(page, "A warm and funny film.")
+        page.wait_for_selector("#sentiment-overview .heatmaplayer image", state="attached")
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.wait_for_function(SKIPPED_JS, arg=PLOT, polling="raf")
+        browser.wait_drawn(page, "sentiment-overview")
+        assert not page.evaluate(SKIPPED_JS, PLOT)
+    finally:
+        page.set_viewport_size(size)

@@ -183,3 +183,5 @@ def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
     assert first <= set(plots) and len(plots) > 12
     assert {i for i, classes in plots.items() if theme.OFF_SCREEN not in classes} == first
     assert f".{theme.OFF_SCREEN} {{ content-visibility: auto;" in demo.css
+    assert {i for i, classes in plots.items() if theme.UNTIL_DRAWN not in classes} == first  # no blank box either
+    assert f'.{theme.UNTIL_DRAWN}:has(.empty[aria-label="Empty value"]) {{ display: none' in demo.css

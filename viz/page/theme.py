@@ -8,6 +8,7 @@ from collections.abc import Iterable
 import gradio as gr
 
 OFF_SCREEN = "off-screen"
+UNTIL_DRAWN = "until-drawn"
 
 
 # Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
@@ -15,8 +16,10 @@ OFF_SCREEN = "off-screen"
 # Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
 # themselves rather than widen the page on a phone.
 # Plots skipped off screen (skip_off_screen): the browser lays them out and paints them only near the screen.
+# Plots with no figure yet (hide_until_drawn) are left out of the page rather than shown as blank boxes.
 CSS = (
     f".{OFF_SCREEN} {{ content-visibility: auto; contain-intrinsic-size: auto 450px; }}"
+    f'.{UNTIL_DRAWN}:has(.empty[aria-label="Empty value"]) {{ display: none !important; }}'
     + """
 .views-hidden { display: none !important; }
 .inside-head .ih-vec { display: flex; flex-wrap: wrap; align-items: center; gap: 2px; margin: 2px 0; }
@@ -140,7 +143,19 @@ def skip_off_screen(demo: gr.Blocks, keep: Iterable[str]) -> None:
     heatmap) gets the class OFF_SCREEN, whose layout and paint the browser skips while it is off screen. Plotly
     still draws it when its figure comes; the frame that shows a click's first heatmap no longer also lays out
     and paints the dozen plots nobody sees yet (benchmarks/RESULTS.md, "Thirteenth session")."""
+    _add_class(demo, OFF_SCREEN, keep)
+
+
+def hide_until_drawn(demo: gr.Blocks, keep: Iterable[str]) -> None:
+    """Call once every plot of `demo` is laid out: each plot but those whose elem_id is in `keep` (a tab's first
+    heatmap) gets the class UNTIL_DRAWN and is left out of the page while it has no figure: before a run, and while
+    a view waits for the visitor (a token to focus on, a head to open, a second review to compare), where the text
+    and the button above it say what will come. A first visit showed five blank boxes under a worked example."""
+    _add_class(demo, UNTIL_DRAWN, keep)
+
+
+def _add_class(demo: gr.Blocks, name: str, keep: Iterable[str]) -> None:
     keep = set(keep)
     for block in demo.blocks.values():
         if isinstance(block, gr.Plot) and block.elem_id not in keep:
-            block.elem_classes = [*(block.elem_classes or []), OFF_SCREEN]
+            block.elem_classes = [*(block.elem_classes or []), name]
