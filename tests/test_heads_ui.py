@@ -26,7 +26,8 @@ def test_sentiment_table_grid_and_click(sentiment):
     cols = table.columns
     assert cols[:3] == ["layer", "head", "effect"] and "agreement" not in cols  # one kind: no 'self' column
     assert table.column("layer") == ["1", "1", "1", "1", "2", "2", "2", "2"]
-    assert table.column("effect") == [heads.number(r["effect"]) for r in view.rows]
+    decimals = heads.effect_decimals(r["effect"] for r in view.rows)
+    assert table.column("effect") == [heads.number(r["effect"], decimals) for r in view.rows]
 
     value = heads.selected_head(view, click(grid, 1, 3))
     assert value == "self:1:2"
@@ -108,6 +109,33 @@ def test_before_any_measurement_the_grid_and_table_show_their_own_headers(sentim
     assert table.columns == measured.columns
     _, _, measured, _ = heads.head_table(sentiment, "sentiment", "A warm and funny film.")
     assert heads.empty_table(sentiment.head_layers).columns == measured.columns
+
+
+def test_small_effects_show_two_significant_digits_not_zero():
+    """A 6 x 12-head model on a confident review: every head moves the probability by a thousandth or less, and at 3
+    decimals the grid read 0.000 in nearly every cell. Effects now show the largest to 2 significant digits."""
+    effects = [-0.00213, 0.00004, 0.00087, -0.0000004]
+    rows = [
+        {"kind": "self", "layer": 0, "head": h, "effect": e, "entropy": 1.0, "distance": 2.0}
+        for h, e in enumerate(effects)
+    ]
+    assert [heads.effect_decimals(v) for v in ([0.5], [0.012], [0.0099], [-0.00213], [3e-9], [0.0], [])] == [
+        3,
+        3,
+        4,
+        4,
+        6,
+        3,
+        3,
+    ]
+    assert heads.head_table_view(rows).column("effect") == ["-0.0021", "0.0000", "0.0009", "0.0000"]
+    grid = heads.grid_styler(rows).to_html()
+    assert "-0.0021" in grid and "0.0009" in grid and "-0.0000" not in grid
+    assert heads.head_table_view(rows).column("entropy") == ["1.000"] * 4  # the other columns as before
+    assert "No head alone moves it by 0.01" in heads._no_head_decides(rows)
+    rows[0]["effect"] = -0.25
+    assert heads.head_table_view(rows).column("effect")[:3] == ["-0.250", "0.000", "0.001"]
+    assert heads._no_head_decides(rows) == ""
 
 
 def test_numbers_never_show_minus_zero_and_kinds_are_named_for_readers(translation):

@@ -7,6 +7,7 @@ import html
 import logging
 import time
 from dataclasses import dataclass
+from functools import partial
 
 import gradio as gr
 import numpy as np
@@ -100,12 +101,20 @@ def _vmax(values) -> float:
     return max(finite, default=0.0)
 
 
-def number(value) -> str:
-    """A table number to 3 decimals; one that rounds to zero shows as 0.000, never -0.000."""
+def number(value, decimals: int = 3) -> str:
+    """A table number to `decimals` decimals (3 unless told); one that rounds to zero shows as 0.000, never -0.000."""
     if value is None or not np.isfinite(value):
         return "–"
-    text = f"{float(value):.3f}"
-    return "0.000" if text == "-0.000" else text
+    text = f"{float(value):.{decimals}f}"
+    return text[1:] if float(text) == 0 and text.startswith("-") else text
+
+
+def effect_decimals(values) -> int:
+    """Decimals that show the largest effect to two significant digits: 3 from 0.01 up, up to 6 below. A 6 x 12-head
+    model's heads each move a confident prediction by a thousandth or less, and at 3 decimals its grid read 0.000
+    in nearly every cell, coloured as if it said more."""
+    vmax = _vmax(values)
+    return 3 if vmax <= 0 else int(min(6, max(3, 1 - np.floor(np.log10(vmax)))))
 
 
 def table_keys(kinds, agreement: bool) -> list[str]:
@@ -198,6 +207,8 @@ def head_table_view(rows: list[dict]) -> HeadTable:
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
     colour = {key: _column_css(key, rows) for key in numeric}  # key -> (value -> CSS)
 
+    decimals = {key: effect_decimals(r["effect"] for r in rows) if key == "effect" else 3 for key in numeric}
+
     def cell(r: dict, key: str) -> tuple[str, str]:
         value = r.get(key)
         if key == "kind":
@@ -205,7 +216,7 @@ def head_table_view(rows: list[dict]) -> HeadTable:
         if key in ("layer", "head"):
             return str(value + 1), ""
         value = None if value is None else float(value)
-        return number(value), colour[key](value)
+        return number(value, decimals[key]), colour[key](value)
 
     return HeadTable([COLUMNS[k] for k in keys], [[cell(r, k) for k in keys] for r in rows])
 
@@ -229,9 +240,10 @@ def grid_styler(rows: list[dict]):
     for r in rows:
         lines.setdefault(grid_row(r["kind"], r["layer"]), [None] * n_heads)[r["head"]] = r["effect"]
     frame = grid_frame(lines, n_heads)
-    vmax = _vmax(r["effect"] for r in rows)
+    vmax, decimals = _vmax(r["effect"] for r in rows), effect_decimals(r["effect"] for r in rows)
     heads = list(frame.columns[1:])
-    return frame.style.format(number, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
+    shown = partial(number, decimals=decimals)
+    return frame.style.format(shown, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
 
 
 def empty_grid(layers: dict[str, int], n_heads: int) -> pd.DataFrame:
@@ -285,10 +297,19 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
     lines = [
         f"{len(rows)} heads measured in {seconds:.2f} s. **Effect** = change of {effect_of} when that head "
         f"alone is switched off (orange: the output falls without it, blue: it rises). Largest drop: "
-        f"**{head_label(top['kind'], top['layer'], top['head'])}** ({top['effect']:+.3f}).",
+        f"**{head_label(top['kind'], top['layer'], top['head'])}** "
+        f"({top['effect']:+.{effect_decimals(r['effect'] for r in rows)}f}).{_no_head_decides(rows)}",
         "Click a cell of the grid for that head's attention map; sort the table by clicking a column header.",
     ]
     return view, grid_styler(rows), head_table_view(rows), "\n\n".join(lines)
+
+
+def _no_head_decides(rows: list[dict]) -> str:
+    """A sentence where no head alone moves the output by 0.01 (a point of probability; for a translation's
+    log-probability, 1% of its probability): the decision is spread over the heads."""
+    if _vmax(r["effect"] for r in rows) >= 0.01:
+        return ""
+    return " No head alone moves it by 0.01: the output does not rest on one head; switch several off to see more."
 
 
 def _same_input(result, text: str, beam: int | None):
@@ -323,7 +344,8 @@ def head_heatmap(view, heads: HeadsView | None, value: str | None):
     layer, head = int(layer), int(head)
     row = _row(heads, value)
     km = view_handlers.kinds_of(view.maps)[kind]  # one source of attention for every view
-    stats = f"effect {row['effect']:+.3f} · entropy {row['entropy']:.2f}" if row else ""
+    decimals = effect_decimals(r["effect"] for r in heads.rows)
+    stats = f"effect {row['effect']:+.{decimals}f} · entropy {row['entropy']:.2f}" if row else ""
     title = f"{KINDS[kind].title}, layer {layer + 1}, head {head + 1}: {stats}"
     return figures.attention_heatmap(km.maps[layer][head], km.q_labels, km.k_labels, title, (km.query, km.key))
 
