@@ -9,6 +9,8 @@ clicks whose median is reported, on the page's own clock (the button's click eve
 the new heatmap drawn) and, for comparison with older reports, on Playwright's (which adds its click and
 polling). Before each click the app finishes what the previous one started (the explanation, the head table), as
 it has when a visitor types a new review.
+A first visit is timed too, on the app as `python app.py` serves it (build_demo(landing=True)): from navigation to
+the drawn heatmap of the worked example the sentiment tab opens on, and to the end of everything that run starts.
 With --screenshots DIR, saves screenshot-sentiment.png and screenshot-translation.png there, and the attention views
 on a long review (--long-review FILE, a text file; else the benchmark review twice over): screenshot-token-focus.png
 and screenshot-model-view.png.
@@ -26,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
-from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE  # noqa: E402
+from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE, LANDING  # noqa: E402
 
 SENTIMENT_PNG, TRANSLATION_PNG = "screenshot-sentiment.png", "screenshot-translation.png"
 
@@ -119,6 +121,34 @@ def bench_tab(page, demo, tab: str, submit, other, name: str, screenshot: Path |
         print("saved", browser.screenshot(page, screenshot))
 
 
+def first_visits(sentiment, translation, runs: int) -> None:
+    """Open the landing app `runs` times: seconds from navigation to the worked example's drawn heatmap (the
+    sentiment tab's, run as the page loads) and to the app going quiet (its explanation and head table done)."""
+    from app import build_demo
+
+    demo = build_demo(sentiment, translation, landing=True)
+    url = browser.serve(demo)
+    drawn, done = [], []
+    try:
+        with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile) as page:
+            for _ in range(runs + 1):  # the first visit warms the browser's cache of the page's scripts: not timed
+                wait_quiet(demo)
+                start = time.perf_counter()
+                page.goto(url)
+                browser.wait_drawn(page, "sentiment-attention")
+                drawn.append(time.perf_counter() - start)
+                wait_quiet(demo)
+                done.append(time.perf_counter() - start - 0.5)  # wait_quiet's half second of quiet is not work
+    finally:
+        demo.close()
+    example, to_heatmap, to_end = LANDING["sentiment"], statistics.median(drawn[1:]), statistics.median(done[1:])
+    print(
+        f"first visit (landing on {example!r}): median {to_heatmap:.2f} s from navigation to its drawn heatmap, "
+        f"{to_end:.2f} s to the end of what it runs (explanation, head table) over {runs} visits (uncached first "
+        f"visit: {drawn[0]:.2f} s)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed clicks per task (after one first click)")
@@ -158,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                     print("saved", path)
     finally:
         demo.close()
+    if sentiment.pipeline is not None:
+        first_visits(sentiment.pipeline, translation.pipeline, args.runs)
     return 0
 
 
