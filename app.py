@@ -281,7 +281,7 @@ def build_demo(
     same review ($SENTIMENT_COMPARE_MODEL). sentiment_models: more sentiment model folders or repo ids the tab's
     model choice offers, loaded on first use (`python app.py`: the bundled from-scratch model beside the default,
     when $SENTIMENT_MODEL is not set). landing: each tab opens on a worked example (LANDING) when the address is
-    not a link (`python app.py` does; tests leave it off, but for its own). Launch it with
+    not a link (`python app.py` turns it on; the tests leave it off but for their own). Launch it with
     hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     sentiment, translation = served(sentiment, translation, batcher, own_process)

@@ -105,7 +105,7 @@ LANDING: dict[str, str] = {"sentiment": "Not bad at all, I actually enjoyed it."
 
 # Fixed inputs for the latency benchmark: a ~300-word review and a 15-word German sentence.
 BENCH_REVIEW = LONG_REVIEW
-BENCH_SENTENCE = "Not bad at all, I actually enjoyed it."  # the one-sentence review of the latency budget
+BENCH_SENTENCE = LANDING["sentiment"]  # the one-sentence review of the latency budget
 BENCH_GERMAN = "Ein älterer Mann mit grauem Bart sitzt auf einer Bank und liest eine alte Zeitung."
 
 # One-click contrast pairs for the comparison (first, second, what changed). benchmarks/contrast_pairs.jsonl,
