@@ -61,6 +61,8 @@ TASKS = {
             'Subtle cases: negation (even right next to what it negates), contrast with "but" or "yet", '
             "sarcasm and mixed reviews. Expect errors there: the contrast-set scores below say how many.",
             "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
+            "Text with no opinion: it always answers positive or negative, and its probabilities are calibrated on "
+            'reviews that take a side; a plain statement ("It was released in 1998.") can still get a high one.',
             "Explanations: attention weights show where the model looked, not why it decided.",
         ],
         not_for_fine_tuned=[
@@ -71,6 +73,8 @@ TASKS = {
             'Subtle cases: sarcasm, mixed reviews, and some negation and contrast ("but", "yet"). Expect errors '
             "there: the contrast-set scores below say how many.",
             "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
+            "Text with no opinion: it always answers positive or negative, and its probabilities are calibrated on "
+            'reviews that take a side; a plain statement ("It was released in 1998.") can still get a high one.',
             "Explanations: attention weights show where the model looked, not why it decided.",
         ],
         example='result = pipe("A moving, beautifully acted film.")\n'
