@@ -311,9 +311,7 @@ def build_demo(
             pages = {"sentiment": (sentiment_page, sentiment), "translation": (german_page, translation)}
             share_ui.land_on_examples(demo, {t: (tab, LANDING[t]) for t, (tab, models) in pages.items() if models})
     hosting.progress_on_one_component(demo)
-    first_views = ("sentiment-attention", "translation-attention")  # each tab's first view
-    theme.skip_off_screen(demo, keep=first_views)
-    theme.hide_until_drawn(demo, keep=first_views)
+    theme.skip_off_screen(demo, keep=("sentiment-attention", "translation-attention"))  # each tab's first view
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks

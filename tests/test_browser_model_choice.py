@@ -60,12 +60,16 @@ def test_choosing_the_other_model_reads_the_same_review_again(page, two_model_ur
     page.wait_for_function("() => document.querySelectorAll('#sentiment-layer label').length === 1")
     assert radio_options(page, "sentiment-head") == ["1", "2"]
     assert page.locator("#sentiment-input textarea").input_value() == REVIEW
+    heads = ("sentiment-models-first", "sentiment-models-second")
+    assert not any(page.locator(f"#{i}").is_visible() for i in heads)  # no blank boxes before they are asked for
     page.locator("#sentiment-models-submit").click()
     page.wait_for_function(
         "() => (document.querySelector('#sentiment-models-output') || {}).textContent?.includes('small')"
     )
     text = page.locator("#sentiment-models-output").inner_text()
     assert "sentiment" in text and "small" in text
+    for elem_id in heads:
+        browser.wait_drawn(page, elem_id)
 
 
 def test_a_link_opens_the_model_it_names(page, two_model_url):

@@ -9,6 +9,7 @@ import gradio as gr
 
 from pipelines.kinds import KINDS, TGT
 
+from ..page.theme import waiting_plot
 from ..server import hosting
 from . import inside_head_view as draw
 from . import view_handlers as views
@@ -30,7 +31,7 @@ def build(task: str) -> InsideHeadUI:
     label = "Inside one head: how the chosen token's row is computed"
     with gr.Accordion(label, open=False, elem_id=f"{task}-inside-head-accordion") as accordion:
         steps = gr.HTML(PICK, elem_id=f"{task}-inside-head")
-        heads = gr.Plot(show_label=False, elem_id=f"{task}-inside-head-heads")
+        heads = waiting_plot(f"{task}-inside-head-heads")
     recorded = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     return InsideHeadUI(accordion, steps, heads, recorded, gr.State(False))
 

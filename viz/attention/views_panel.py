@@ -16,6 +16,7 @@ from pipelines.kinds import KINDS
 from pipelines.tasks import TASKS
 
 from .. import handlers
+from ..page.theme import waiting_plot
 from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")
@@ -103,7 +104,7 @@ def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox) -> ViewsUI:
     with gr.Row(elem_classes=["views-hidden"]):
         token_click = gr.Textbox(elem_id=f"{task}-token-click", show_label=False, container=False)
         open_head = gr.Textbox(elem_id=f"{task}-open-head", show_label=False, container=False)
-    focus = gr.Plot(show_label=False, elem_id=f"{task}-token-focus")
+    focus = waiting_plot(f"{task}-token-focus")
     with gr.Accordion("Model view: every layer × head (click one to open it)", open=False) as accordion:
         model = gr.Plot(show_label=False, elem_id=f"{task}-model-view")
     kind = kind or gr.State(choices[0][1])

@@ -14,6 +14,7 @@ from .. import explain
 from ..attention import figures
 from ..inputs import MAX_REVIEW_CHARS, check_text
 from ..models.loading import display_name
+from ..page.theme import waiting_plot
 from .input_compare import STYLE, _side
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,8 @@ def model_compare_panel(models, *, review, choice, layer, head) -> None:
     button = gr.Button("Compare the models", variant="secondary", elem_id="sentiment-models-submit")
     output = gr.HTML(elem_id="sentiment-models-output")
     with gr.Row():
-        first = gr.Plot(show_label=False, elem_id="sentiment-models-first")
-        second = gr.Plot(show_label=False, elem_id="sentiment-models-second")
+        first = waiting_plot("sentiment-models-first")
+        second = waiting_plot("sentiment-models-second")
 
     def run(text, name, layer, head):
         return compare_models(models.get(name), models.get(other_model(models, name)), text, layer, head)

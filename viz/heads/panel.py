@@ -3,6 +3,7 @@ model run again with chosen heads switched off. Laid out here so app.py only cal
 
 import gradio as gr
 
+from ..page.theme import waiting_plot
 from ..tasks import TASKS
 from . import handlers as heads
 
@@ -28,7 +29,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
         elem_id=f"{p}-grid",
     )
     add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
-    heatmap = gr.Plot(show_label=False, elem_id=f"{p}-heatmap")
+    heatmap = waiting_plot(f"{p}-heatmap")
     table = gr.HTML(
         heads.empty_table(layers).html(),
         label="Head table (click a header to sort)",

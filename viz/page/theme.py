@@ -16,7 +16,7 @@ UNTIL_DRAWN = "until-drawn"
 # Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
 # themselves rather than widen the page on a phone.
 # Plots skipped off screen (skip_off_screen): the browser lays them out and paints them only near the screen.
-# Plots with no figure yet (hide_until_drawn) are left out of the page rather than shown as blank boxes.
+# Plots that wait for the visitor (waiting_plot) are left out of the page until they have a figure.
 CSS = (
     f".{OFF_SCREEN} {{ content-visibility: auto; contain-intrinsic-size: auto 450px; }}"
     f'.{UNTIL_DRAWN}:has(.empty[aria-label="Empty value"]) {{ display: none !important; }}'
@@ -143,19 +143,15 @@ def skip_off_screen(demo: gr.Blocks, keep: Iterable[str]) -> None:
     heatmap) gets the class OFF_SCREEN, whose layout and paint the browser skips while it is off screen. Plotly
     still draws it when its figure comes; the frame that shows a click's first heatmap no longer also lays out
     and paints the dozen plots nobody sees yet (benchmarks/RESULTS.md, "Thirteenth session")."""
-    _add_class(demo, OFF_SCREEN, keep)
-
-
-def hide_until_drawn(demo: gr.Blocks, keep: Iterable[str]) -> None:
-    """Call once every plot of `demo` is laid out: each plot but those whose elem_id is in `keep` (a tab's first
-    heatmap) gets the class UNTIL_DRAWN and is left out of the page while it has no figure: before a run, and while
-    a view waits for the visitor (a token to focus on, a head to open, a second review to compare), where the text
-    and the button above it say what will come. A first visit showed five blank boxes under a worked example."""
-    _add_class(demo, UNTIL_DRAWN, keep)
-
-
-def _add_class(demo: gr.Blocks, name: str, keep: Iterable[str]) -> None:
     keep = set(keep)
     for block in demo.blocks.values():
         if isinstance(block, gr.Plot) and block.elem_id not in keep:
-            block.elem_classes = [*(block.elem_classes or []), name]
+            block.elem_classes = [*(block.elem_classes or []), OFF_SCREEN]
+
+
+def waiting_plot(elem_id: str) -> gr.Plot:
+    """A plot that waits for the visitor (a token to focus on, a head to open, a second review to compare): left out
+    of the page while it has no figure, where the text or button above it says what will come. Under the worked
+    example a first visit showed five blank boxes. Only for these: a plot every run fills keeps its place, or the
+    page would jump under the pointer when it came."""
+    return gr.Plot(show_label=False, elem_id=elem_id, elem_classes=[UNTIL_DRAWN])

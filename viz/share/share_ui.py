@@ -15,6 +15,7 @@ from .. import handlers
 from ..compare import input_compare as compare
 from ..examples import contrast_pairs, shorten
 from ..models import training_step
+from ..page.theme import waiting_plot
 from . import downloads, links
 
 PRIVATE = dict(api_visibility="private")
@@ -287,7 +288,7 @@ def _apply_step(view, layer, pending: int | None):
 
 def _compare_outputs(task: str):
     output = gr.HTML(elem_id=f"{task}-compare-output")
-    diff = gr.Plot(show_label=False, elem_id=f"{task}-compare-diff")
+    diff = waiting_plot(f"{task}-compare-diff")
     return gr.State(None), output, diff
 
 
