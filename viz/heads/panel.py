@@ -40,7 +40,9 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     )
     gr.Markdown(TASKS[task].columns_help)
     gr.Markdown("#### Switch heads off")
-    chosen = gr.CheckboxGroup(heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off")
+    chosen = gr.CheckboxGroup(
+        heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off", elem_classes=["heads-off"]
+    )
     run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")
     compare = gr.HTML(elem_id=f"{p}-compare")
 
