@@ -122,6 +122,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
             label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
             status = gr.Markdown(label="Status", elem_id="sentiment-status")
             share = share_ui.share_controls("sentiment")
+            model_choice.choice_notes(models, "sentiment")
     panel = explanation_panel.build(pipe)
     gr.Markdown("### Self-attention")
     layer, head = _layer_head("sentiment", pipe, "large plot")

@@ -72,6 +72,20 @@ def test_choosing_the_other_model_reads_the_same_review_again(page, two_model_ur
         browser.wait_drawn(page, elem_id)
 
 
+def test_on_a_phone_the_prediction_comes_before_what_the_models_are(page, two_model_url):
+    """The models' notes (a long paragraph) stood between the button and the prediction: on a phone the label came
+    1.5 screens below the button. They now come after the prediction and the share buttons."""
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        browser.open_tab(page, two_model_url, "Sentiment")
+        top = {i: page.locator(f"#{i}").bounding_box()["y"] for i in ("sentiment-model", "sentiment-label")}
+        top["notes"] = page.locator("#sentiment-model-notes").bounding_box()["y"]
+        assert top["sentiment-model"] < top["sentiment-label"] < top["notes"], top
+    finally:
+        page.set_viewport_size(size)
+
+
 def test_a_link_opens_the_model_it_names(page, two_model_url):
     """A link copied while the other model was shown opened the default model's view: it did not name the model."""
     from urllib.parse import urlencode

@@ -25,13 +25,18 @@ def notes(models) -> str:
 
 
 def choice(models, task: str) -> gr.Radio:
-    """The choice (hidden when the registry has one model), with what each model is."""
+    """The choice (hidden when the registry has one model); what each model is goes under the prediction
+    (choice_notes), so that on a phone the prediction comes right after the inputs."""
     several = len(models.names) > 1
-    radio = gr.Radio(
+    return gr.Radio(
         models.names, value=models.default, label="Model", visible=several, elem_id=f"{task}-model", interactive=True
     )
-    gr.Markdown(notes(models) if several else "", visible=several, elem_id=f"{task}-model-notes")
-    return radio
+
+
+def choice_notes(models, task: str) -> gr.Markdown:
+    """What each model of the choice is and what its heads do (hidden when the registry has one model)."""
+    several = len(models.names) > 1
+    return gr.Markdown(notes(models) if several else "", visible=several, elem_id=f"{task}-model-notes")
 
 
 def resolve(models, name) -> tuple[object | None, str]:
