@@ -42,8 +42,11 @@ def test_a_link_opens_the_review_and_its_view_without_typing(page, app_url):
     assert "Layer 2, head 3" in browser.plot_title(page, "sentiment-attention")
     assert page.locator("#sentiment-highlight-mode input[value=rollout]").is_checked()
 
+    assert not page.locator("#sentiment-share-link").is_visible()  # no empty box before there is a link
     page.locator("#sentiment-share").click()
-    page.wait_for_function("() => document.querySelector('#sentiment-share-link textarea').value.startsWith('http')")
+    page.wait_for_function(
+        "() => (document.querySelector('#sentiment-share-link textarea') || {value: ''}).value.startsWith('http')"
+    )
     assert page.locator("#sentiment-share-link textarea").input_value() == f"{app_url}?{query}".replace("%20", "+")
 
 

@@ -144,6 +144,7 @@ def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     assert link == expected
     too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear", None, 1)
     assert too_long.value.startswith("⚠️") and "too long for a link" in too_long.value
+    assert box.visible is True and too_long.visible is True  # the box, hidden until now, shows the link or why not
 
 
 def test_contrast_pairs_come_from_the_file_when_it_is_there(tmp_path):

@@ -62,15 +62,20 @@ def share_controls(task: str) -> ShareControls:
     with gr.Row():
         share = gr.Button("🔗 Copy link to this view", size="sm", elem_id=f"{task}-share")
         download = gr.Button("⬇ Download data (JSON)", size="sm", elem_id=f"{task}-download")
-    link = gr.Textbox(
-        label="Link to this view", interactive=False, buttons=["copy"], max_lines=3, elem_id=f"{task}-share-link"
+    link = gr.Textbox(  # shown once there is a link (or the reason there is none): an empty box said nothing
+        label="Link to this view",
+        interactive=False,
+        buttons=["copy"],
+        max_lines=3,
+        visible=False,
+        elem_id=f"{task}-share-link",
     )
     file = gr.Textbox(visible=False, elem_id=f"{task}-download-file")
     return ShareControls(share, link, download, file)
 
 
 def _link_box(url: str | None, message: str) -> gr.Textbox:
-    return gr.Textbox(value=url or f"⚠️ {message}", info=message if url else None)
+    return gr.Textbox(value=url or f"⚠️ {message}", info=message if url else None, visible=True)
 
 
 def _file(path: str | None, message: str) -> str:
