@@ -111,18 +111,20 @@ def _warn_ignored(ignored: list[str]) -> None:
         gr.Warning(notice)
 
 
-def _on_link_click(when: str, selector: str, ready: str = "true") -> str:
-    """A load step in the browser: when the page's link has text and `when` holds (JS; `tab` is the link's tab,
-    as links.from_query reads it), click the element `selector` (a JS expression) once it exists and `ready` (JS)
-    holds: the tab it is in may still be mounting, and the values the link filled in may not be on the page yet
-    (gradio can start the step after an event before it has shown that event's outputs). It looks every 50 ms
-    for up to two minutes: a slow phone or a busy machine can take longer than the ten seconds it used to wait."""
+def _on_link_click(when: str, selector: str, ready: str = "true", needs_text: bool = True) -> str:
+    """A load step in the browser: when the page's link has text (unless not `needs_text`) and `when` holds (JS;
+    `tab` is the link's tab, as links.from_query reads it), click the element `selector` (a JS expression) once it
+    exists and `ready` (JS) holds: the tab it is in may still be mounting, and the values the link filled in may
+    not be on the page yet (gradio can start the step after an event before it has shown that event's outputs).
+    It looks every 50 ms for up to two minutes: a slow phone or a busy machine can take longer than the ten
+    seconds it used to wait."""
+    has_text = "(q.get('text') || '').trim()" if needs_text else "true"
     return f"""() => {{
   const tabs = {json.dumps(list(links.TABS))};
   const q = new URLSearchParams(window.location.search);
   const named = (q.get('tab') || '').trim().toLowerCase();
   const tab = tabs.includes(named) ? named : tabs[0];
-  if (!(q.get('text') || '').trim() || !({when})) return;
+  if (!{has_text} || !({when})) return;
   let tries = 0;
   const click = () => {{
     const element = document.querySelector({selector});
@@ -136,21 +138,26 @@ def _on_link_click(when: str, selector: str, ready: str = "true") -> str:
 # with gr.Tabs as an output, the whole tab tree became an output of an event, and gradio's page then copied the
 # value of every component in both tabs each time any event changed state: two thirds of the ~15,000 values
 # copied between a click and its drawn heatmap.
-SELECT_TAB_JS = _on_link_click("true", "'button[data-tab-id=\"' + tab + '\"]'")
+SELECT_TAB_JS = _on_link_click("tab !== tabs[0]", "'button[data-tab-id=\"' + tab + '\"]'", needs_text=False)
 
 
 def select_tab_on_load(demo: gr.Blocks) -> None:
-    """Open the tab a link names."""
+    """Open the tab a link names (`?tab=translation`, with or without text)."""
     demo.load(None, None, None, js=SELECT_TAB_JS, **PRIVATE)
 
 
-def landing_js(task: str, text: str) -> str:
+def landing_js(task: str, text: str, on_load: bool = False) -> str:
     """What a tab opens on when the page's address names no input (no link): `text` typed into the tab's box and
     its own button pressed, once per page, so a first visit shows a worked example rather than empty plots. The
     box is filled as typing fills it (an input event), and left alone if the visitor typed first; it looks for the
-    box every 50 ms for up to two minutes (the tab may still be mounting)."""
+    box every 50 ms for up to two minutes (the tab may still be mounting). on_load: the page's first tab, which
+    lands as the page loads unless the address names another tab (`?tab=translation`: that one lands instead)."""
+    other_tab = f"named && named !== {json.dumps(task)} && {json.dumps(list(links.TABS))}.includes(named)"
     return f"""() => {{
-  if ((new URLSearchParams(window.location.search).get('text') || '').trim()) return;
+  const q = new URLSearchParams(window.location.search);
+  if ((q.get('text') || '').trim()) return;
+  const named = (q.get('tab') || '').trim().toLowerCase();
+  if ({"true" if on_load else "false"} && {other_tab}) return;
   const landed = window.__landed || (window.__landed = {{}});
   if (landed[{json.dumps(task)}]) return;
   landed[{json.dumps(task)}] = true;
@@ -172,8 +179,9 @@ def land_on_examples(demo: gr.Blocks, tabs: dict[str, tuple[gr.Tab, str]]) -> No
     """Each tab (task -> (its gr.Tab, the example it opens on)) runs its example when it is first shown: the page's
     first tab (links.TABS[0]) as the page loads, the others when they are selected. A link's own text wins."""
     for task, (tab, text) in tabs.items():
-        event = demo.load if task == links.TABS[0] else tab.select
-        event(None, None, None, js=landing_js(task, text), **PRIVATE)
+        on_load = task == links.TABS[0]
+        event = demo.load if on_load else tab.select
+        event(None, None, None, js=landing_js(task, text, on_load), **PRIVATE)
 
 
 def _press_js(task: str) -> str:
