@@ -68,6 +68,17 @@ def test_faithfulness_is_shown_beside_random(pipe):
     assert [t.name for t in fig.data][1] == "random" and list(fig.data[0].x) == [0, 1, 5, 10, 20, 50]
 
 
+def test_faithfulness_never_shows_minus_zero(pipe):
+    """The pre-trained model's view of 'Not my cup of tea, but the acting was superb and I laughed a lot.' read
+    'sufficiency -0.000': a score that rounds to zero is written 0.000, as in the head table."""
+    view, _, _ = handlers.analyze_review(pipe, REVIEW)
+    expl, _ = explanation_panel.explain(pipe, view, "attention_norm")
+    report = pipe.faithfulness(expl)
+    report.method.sufficiency, report.random.comprehensiveness = -0.0002, -0.01
+    text = attributions.faithfulness_markdown(report, expl)
+    assert "| this method |" in text and "-0.000" not in text and "| 0.000 |" in text and "| -0.010 |" in text
+
+
 def test_no_review_gives_empty_outputs(pipe):
     assert explanation_panel.explain(pipe, None, "occlusion") == (None, "")
     assert explanation_panel.faithfulness(pipe, None) == ("", None)

@@ -16,6 +16,7 @@ from pipelines.words import word_scores
 
 from ..attention.figures import FONT
 from ..explain import _gap, display_token
+from ..numbers import number
 
 SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
 AGAINST = (220, 38, 38)  # red: pushes away from it
@@ -152,8 +153,8 @@ def faithfulness_markdown(report, explanation, default: dict | None = None) -> s
         "",
         "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
         "| --- | --- | --- |",
-        f"| this method | {m.comprehensiveness:.3f} | {m.sufficiency:.3f} |",
-        f"| random (mean of 3) | {r.comprehensiveness:.3f} | {r.sufficiency:.3f} |",
+        f"| this method | {number(m.comprehensiveness)} | {number(m.sufficiency)} |",
+        f"| random (mean of 3) | {number(r.comprehensiveness)} | {number(r.sufficiency)} |",
         "",
         f"Comprehensiveness: how much p(“{html.escape(explanation.target)}”) drops when the top 1, 5, 10, 20, "
         "50% of tokens are deleted "

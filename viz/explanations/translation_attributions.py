@@ -10,6 +10,7 @@ from pipelines.explanations import label
 
 from ..attention.figures import _layout
 from ..explain import axis_labels
+from ..numbers import number
 
 
 def attribution_heatmap(expl) -> go.Figure:
@@ -80,8 +81,8 @@ def faithfulness_markdown(report, expl) -> str:
         "",
         "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
         "| --- | --- | --- |",
-        f"| {label('translation', expl.method)} | {m.comprehensiveness:.3f} | {m.sufficiency:.3f} |",
-        f"| random (mean of 3) | {r.comprehensiveness:.3f} | {r.sufficiency:.3f} |",
+        f"| {label('translation', expl.method)} | {number(m.comprehensiveness)} | {number(m.sufficiency)} |",
+        f"| random (mean of 3) | {number(r.comprehensiveness)} | {number(r.sufficiency)} |",
         "",
         f"The head that agrees best: layer {best[0] + 1}, head {best[1] + 1} "
         f"(rank correlation {expl.head_agreement[best]:+.2f}).",

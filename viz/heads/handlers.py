@@ -18,6 +18,7 @@ from pipelines.kinds import BY_ROW, KINDS, order
 from ..attention import figures, view_handlers
 from ..handlers import _status
 from ..inputs import beam_width, check_text
+from ..numbers import number
 from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -99,14 +100,6 @@ def _effect_css(value, vmax: float) -> str:
 def _vmax(values) -> float:
     finite = [abs(float(v)) for v in values if v is not None and np.isfinite(v)]
     return max(finite, default=0.0)
-
-
-def number(value, decimals: int = 3) -> str:
-    """A table number to `decimals` decimals (3 unless told); one that rounds to zero shows as 0.000, never -0.000."""
-    if value is None or not np.isfinite(value):
-        return "–"
-    text = f"{float(value):.{decimals}f}"
-    return text[1:] if float(text) == 0 and text.startswith("-") else text
 
 
 def effect_decimals(values) -> int:
