@@ -33,7 +33,7 @@ PREFILL_JS = """(first, second) => {
   let frames = 0;
   const select = () => {
     if (document.activeElement !== box) return;
-    if (box.value === first) box.select();
+    if (box.value === first) box.setSelectionRange(0, box.value.length);  // iOS ignores select() here
     else if (++frames < 30) requestAnimationFrame(select);
   };
   requestAnimationFrame(select);
