@@ -104,6 +104,7 @@ def _sentiment_inputs():
         inputs=[review],
         example_labels=[name for name, _ in REVIEWS],
         label="Example reviews",
+        elem_id="sentiment-examples",
         **PRIVATE,
     )
     return review, submit
@@ -178,7 +179,10 @@ def _translation_inputs(pipe):
         decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
         beam_size = gr.Slider(2, 8, value=beam, step=1, label="Beam size", elem_id="translation-beam")
     submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
-    gr.Examples(examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", **PRIVATE)
+    gr.Examples(
+        examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", elem_id="translation-examples",
+        **PRIVATE,
+    )  # fmt: skip
     return german, decoding, beam_size, submit
 
 

@@ -116,6 +116,29 @@ def test_on_a_phone_the_heads_to_switch_off_scroll_in_a_box(page, app_url):
         page.set_viewport_size(size)
 
 
+GALLERY_JS = """id => { const g = document.querySelector('#' + id + ' .gallery');
+  const tops = new Set(Array.from(g.querySelectorAll('.gallery-item')).map(b => Math.round(b.offsetTop)));
+  return [tops.size, g.scrollWidth > g.clientWidth]; }"""
+
+
+def test_on_a_phone_the_examples_are_one_row_that_scrolls_sideways(page, app_url):
+    """The examples stood between each tab's button and its result (the seven German captions took 280 px): on a
+    phone they are one row that scrolls sideways, so the result of a click comes on the screen of its button."""
+    browser.open_tab(page, app_url, "Sentiment")
+    rows, _ = page.evaluate(GALLERY_JS, "sentiment-examples")
+    assert rows > 1  # a wide screen: as before, they wrap
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.wait_for_function(f"id => ({GALLERY_JS})(id)[0] === 1", arg="sentiment-examples")
+        assert page.evaluate(GALLERY_JS, "sentiment-examples") == [1, True]
+        page.get_by_role("tab", name="Translation (German → English)").click()
+        page.wait_for_selector("#translation-examples .gallery-item")
+        assert page.evaluate(GALLERY_JS, "translation-examples") == [1, True]
+    finally:
+        page.set_viewport_size(size)
+
+
 PLOT = "#sentiment-overview .js-plotly-plot"
 SKIPPED_JS = f"selector => !({browser.SHOWN_JS})(selector)"
 

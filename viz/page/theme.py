@@ -15,7 +15,8 @@ UNTIL_DRAWN = "until-drawn"
 # server (views_panel) stay out of sight.
 # Inside one head (viz.attention.inside_head_view): vectors as rows of small squares, tables that scroll within
 # themselves rather than widen the page on a phone. On a phone the heads to switch off (72 of them) scroll in a box,
-# as the head table does.
+# as the head table does, and each tab's example inputs in one row that scrolls sideways, so that the result of a
+# click comes on the screen of its button.
 # Plots skipped off screen (skip_off_screen): the browser lays them out and paints them only near the screen.
 # Plots that wait for the visitor (waiting_plot) are left out of the page until they have a figure.
 CSS = (
@@ -33,6 +34,8 @@ CSS = (
 @media (max-width: 720px) {
   .plot-row, .view-options { flex-direction: column !important; flex-wrap: nowrap !important; }
   .plot-row > *, .view-options > * { min-width: 100% !important; width: 100% !important; }
+  #sentiment-examples .gallery, #translation-examples .gallery { flex-wrap: nowrap; overflow-x: auto; }
+  #sentiment-examples .gallery-item, #translation-examples .gallery-item { flex: 0 0 auto; max-width: 85%; }
   .heads-off .wrap { gap: 4px !important; max-height: 22rem; overflow-y: auto; }
   .heads-off label { padding: 4px 6px !important; font-size: 12px !important; }
 }
