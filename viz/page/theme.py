@@ -36,7 +36,7 @@ CSS = (
   .plot-row > *, .view-options > * { min-width: 100% !important; width: 100% !important; }
   #sentiment-examples .gallery, #translation-examples .gallery { flex-wrap: nowrap; overflow-x: auto; }
   #sentiment-examples .gallery-item, #translation-examples .gallery-item { flex: 0 0 auto; max-width: 85%; }
-  .heads-off .wrap { gap: 4px !important; max-height: 22rem; overflow-y: auto; }
+  .heads-off .wrap:has(label) { gap: 4px !important; max-height: 21rem; overflow-y: auto; }  /* a half row shows */
   .heads-off label { padding: 4px 6px !important; font-size: 12px !important; }
 }
 """
