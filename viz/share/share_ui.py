@@ -111,26 +111,26 @@ def _warn_ignored(ignored: list[str]) -> None:
         gr.Warning(notice)
 
 
-def _on_link_click(when: str, selector: str, ready: str = "true", needs_text: bool = True) -> str:
-    """A load step in the browser: when the page's link has text (unless not `needs_text`) and `when` holds (JS;
-    `tab` is the link's tab, as links.from_query reads it), click the element `selector` (a JS expression) once it
-    exists and `ready` (JS) holds: the tab it is in may still be mounting, and the values the link filled in may
-    not be on the page yet (gradio can start the step after an event before it has shown that event's outputs).
-    It looks every 50 ms for up to two minutes: a slow phone or a busy machine can take longer than the ten
-    seconds it used to wait."""
-    has_text = "(q.get('text') || '').trim()" if needs_text else "true"
+def _page_step(when: str, selector: str, ready: str = "true", act: str = "element.click();") -> str:
+    """A step in the browser (an event's js): when `when` holds (JS over the page's address: `text` the link's text,
+    `tab` the tab it names, links.TABS[0] when none or an unknown one, `tabs` links.TABS), wait until the element
+    `selector` (a JS expression) exists and `ready` (JS) holds, then run `act` (JS, with `element`; default: click
+    it): the tab it is in may still be mounting, and the values a link filled in may not be on the page yet
+    (gradio can start the step after an event before it has shown that event's outputs). It looks every 50 ms
+    for up to two minutes: a slow phone or a busy machine can take longer than the ten seconds it used to wait."""
     return f"""() => {{
   const tabs = {json.dumps(list(links.TABS))};
   const q = new URLSearchParams(window.location.search);
+  const text = (q.get('text') || '').trim();
   const named = (q.get('tab') || '').trim().toLowerCase();
   const tab = tabs.includes(named) ? named : tabs[0];
-  if (!{has_text} || !({when})) return;
+  if (!({when})) return;
   let tries = 0;
-  const click = () => {{
+  const step = () => {{
     const element = document.querySelector({selector});
-    if (element && ({ready})) element.click(); else if (++tries < 2400) setTimeout(click, 50);
+    if (element && ({ready})) {{ {act} }} else if (++tries < 2400) setTimeout(step, 50);
   }};
-  click();
+  step();
 }}"""
 
 
@@ -138,7 +138,7 @@ def _on_link_click(when: str, selector: str, ready: str = "true", needs_text: bo
 # with gr.Tabs as an output, the whole tab tree became an output of an event, and gradio's page then copied the
 # value of every component in both tabs each time any event changed state: two thirds of the ~15,000 values
 # copied between a click and its drawn heatmap.
-SELECT_TAB_JS = _on_link_click("tab !== tabs[0]", "'button[data-tab-id=\"' + tab + '\"]'", needs_text=False)
+SELECT_TAB_JS = _page_step("tab !== tabs[0]", "'button[data-tab-id=\"' + tab + '\"]'")
 
 
 def select_tab_on_load(demo: gr.Blocks) -> None:
@@ -149,30 +149,20 @@ def select_tab_on_load(demo: gr.Blocks) -> None:
 def landing_js(task: str, text: str, on_load: bool = False) -> str:
     """What a tab opens on when the page's address names no input (no link): `text` typed into the tab's box and
     its own button pressed, once per page, so a first visit shows a worked example rather than empty plots. The
-    box is filled as typing fills it (an input event), and left alone if the visitor typed first; it looks for the
-    box every 50 ms for up to two minutes (the tab may still be mounting). on_load: the page's first tab, which
-    lands as the page loads unless the address names another tab (`?tab=translation`: that one lands instead)."""
-    other_tab = f"named && named !== {json.dumps(task)} && {json.dumps(list(links.TABS))}.includes(named)"
-    return f"""() => {{
-  const q = new URLSearchParams(window.location.search);
-  if ((q.get('text') || '').trim()) return;
-  const named = (q.get('tab') || '').trim().toLowerCase();
-  if ({"true" if on_load else "false"} && {other_tab}) return;
-  const landed = window.__landed || (window.__landed = {{}});
-  if (landed[{json.dumps(task)}]) return;
-  landed[{json.dumps(task)}] = true;
-  let tries = 0;
-  const land = () => {{
-    const box = document.querySelector('#{task}-input textarea');
+    box is filled as typing fills it (an input event), and left alone if the visitor typed first. on_load: the
+    page's first tab, which lands as the page loads unless the address names another tab (`?tab=translation`: that
+    one lands instead, when it opens)."""
+    name = json.dumps(task)
+    land = f"""const landed = window.__landed || (window.__landed = {{}});
+    if (landed[{name}]) return;
+    landed[{name}] = true;
+    if (element.value.trim()) return;
+    element.value = {json.dumps(text)};
+    element.dispatchEvent(new Event('input', {{bubbles: true}}));
     const button = document.querySelector('#{task}-submit');
-    if (!box || !button) {{ if (++tries < 2400) setTimeout(land, 50); return; }}
-    if (box.value.trim()) return;
-    box.value = {json.dumps(text)};
-    box.dispatchEvent(new Event('input', {{bubbles: true}}));
-    requestAnimationFrame(() => requestAnimationFrame(() => button.click()));
-  }};
-  land();
-}}"""
+    requestAnimationFrame(() => requestAnimationFrame(() => button.click()));"""
+    when = f"!text && tab === {name}" if on_load else "!text"
+    return _page_step(when, f"'#{task}-input textarea'", f"document.querySelector('#{task}-submit')", land)
 
 
 def land_on_examples(demo: gr.Blocks, tabs: dict[str, tuple[gr.Tab, str]]) -> None:
@@ -188,7 +178,7 @@ def _press_js(task: str) -> str:
     """After a link filled the inputs, press the tab's own button: the same run, with every panel, as a click. It
     waits until the link's text is in the tab's input box: pressed before, the button would run on an empty box."""
     filled = f"((document.querySelector('#{task}-input textarea') || {{}}).value || '').trim()"
-    return _on_link_click(f"tab === '{task}'", f"'#{task}-submit'", filled)
+    return _page_step(f"text && tab === '{task}'", f"'#{task}-submit'", filled)
 
 
 def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
