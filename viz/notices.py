@@ -47,11 +47,13 @@ TRANSLATION_REASONS = {
 }
 
 
-def _why(reasons: dict, reason: str | None, score: float | None, held_out: str) -> str:
-    """' Its words are ...; only 0.1% of the held-out ... looked as unusual.' ('' for no known reason)."""
-    why = reasons.get(reason or "")
+def _result_why(reasons: dict, result, held_out: str) -> str:
+    """Why a flagged result looked unusual, by its least typical signal and its domain score: ' Its words are ...;
+    only 0.1% of the held-out ... looked as unusual.' ('' for no known reason)."""
+    why = reasons.get(getattr(result, "domain_reason", None) or "")
     if not why:
         return ""
+    score = getattr(result, "domain_score", None)
     if score is None:
         how = ""
     elif score <= 0:
@@ -59,12 +61,6 @@ def _why(reasons: dict, reason: str | None, score: float | None, held_out: str) 
     else:
         how = f"; only {score:.1%} of the held-out {held_out} looked as unusual"
     return f" {why[0].upper()}{why[1:]}{how}."
-
-
-def _result_why(reasons: dict, result, held_out: str) -> str:
-    """_why for a flagged result: its least typical signal and its domain score."""
-    reason, score = getattr(result, "domain_reason", None), getattr(result, "domain_score", None)
-    return _why(reasons, reason, score, held_out)
 
 
 def sentiment_notice(result) -> str | None:

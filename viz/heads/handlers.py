@@ -200,7 +200,7 @@ def head_table_view(rows: list[dict]) -> HeadTable:
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
     colour = {key: _column_css(key, rows) for key in numeric}  # key -> (value -> CSS)
 
-    decimals = {key: effect_decimals(r["effect"] for r in rows) if key == "effect" else 3 for key in numeric}
+    effect_places = effect_decimals(r["effect"] for r in rows)
 
     def cell(r: dict, key: str) -> tuple[str, str]:
         value = r.get(key)
@@ -209,7 +209,7 @@ def head_table_view(rows: list[dict]) -> HeadTable:
         if key in ("layer", "head"):
             return str(value + 1), ""
         value = None if value is None else float(value)
-        return number(value, decimals[key]), colour[key](value)
+        return number(value, effect_places if key == "effect" else 3), colour[key](value)
 
     return HeadTable([COLUMNS[k] for k in keys], [[cell(r, k) for k in keys] for r in rows])
 
