@@ -33,6 +33,10 @@ CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 # (the two models side by side) and is fair across clients; gradio's own queue is first come, first served.
 MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
+# A tab's button pressed while its last run is still pending runs once more when that one ends, with the inputs
+# then: gradio's default for a click ("once") dropped the press, so three quick arrow keys on the translator's
+# training-step slider (each presses the button) showed step 653 beside the translation of step 102.
+LAST_PRESS = dict(trigger_mode="always_last")
 INTRO = """\
 # How transformers pay attention
 Type a movie review or a German sentence and run the model, then pick a **layer** and a **head** to see where each
@@ -151,7 +155,9 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
 
     outputs = [state, label, status, single, layer, head]
     inputs = [review, choice, snapshot.slider, layer, head, scale, hide]
-    predicted = submit.click(analyze, inputs, outputs, **MODEL_EVENTS, **PRIVATE, **hosting.first_view(label))
+    predicted = submit.click(
+        analyze, inputs, outputs, **MODEL_EVENTS, **LAST_PRESS, **PRIVATE, **hosting.first_view(label)
+    )
     training_step.wire(snapshot, models, "sentiment", choice)  # a new model or step reads the review again
     # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
     # second or two); a new layer redraws the plots of a layer, a new head only the large one
@@ -245,7 +251,9 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     inputs = [german, decoding, beam_size]
     outputs = [state, english, status, cross]
     run_inputs = [*inputs, p.snapshot.slider, layer, head, scale, hide]
-    translated = submit.click(run, run_inputs, outputs, **MODEL_EVENTS, **PRIVATE, **hosting.first_view(english))
+    translated = submit.click(
+        run, run_inputs, outputs, **MODEL_EVENTS, **LAST_PRESS, **PRIVATE, **hosting.first_view(english)
+    )
     training_step.wire(p.snapshot, models, "translation")  # another step translates the sentence again
     painted = hosting.after_paint(translated, english)
     viewed = views_panel.wire(

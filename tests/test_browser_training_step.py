@@ -87,6 +87,32 @@ def test_the_keyboard_moves_the_training_step_as_a_pointer_does(page, snapshot_u
     assert output.input_value() == final_text and "The trained model" in text_of(page, "translation-training-step-info")
 
 
+def test_quick_keys_end_on_the_model_of_the_sliders_last_position(page, snapshot_url):
+    """Each key presses the tab's button; gradio dropped a press while the last run was pending, so three quick
+    arrow keys left the served translator showing step 653 beside step 102's translation. The last press now runs
+    when the pending one ends (app.LAST_PRESS)."""
+    browser.open_tab(page, snapshot_url, "Translation")
+    browser.translate(page, SENTENCE, "greedy")
+    output = page.locator("#translation-output textarea")
+    final_text, final_map = output.input_value(), page.evaluate(Z_JS, "translation-attention")
+    slider = page.locator("#translation-training-step input[type=range]")
+    slider.focus()
+    slider.press("Home")
+    page.wait_for_function(CHANGED_JS, arg=final_text, timeout=SLOW_MS)
+    for _ in range(3):  # to the right end: the trained model, whose translation and map are known
+        slider.press("ArrowRight")
+    page.wait_for_function(
+        "() => document.querySelector('#translation-training-step-info').innerText.includes('The trained model')"
+    )
+    page.wait_for_function(
+        "([t, z]) => { const plot = document.querySelector('#translation-attention .js-plotly-plot');"
+        " return document.querySelector('#translation-output textarea').value === t"
+        " && !!plot && !!plot.data && JSON.stringify(plot.data[0].z) === z; }",
+        arg=[final_text, final_map],
+        timeout=60_000,
+    )
+
+
 def test_a_model_without_snapshots_shows_no_slider(page, snapshot_url):
     browser.open_tab(page, snapshot_url, "Sentiment")
     assert page.locator("#sentiment-attention").count() == 1
