@@ -36,7 +36,7 @@ PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of t
 # A tab's button pressed while its last run is still pending runs once more when that one ends, with the inputs
 # then: gradio's default for a click ("once") dropped the press, so three quick arrow keys on the translator's
 # training-step slider (each presses the button) showed step 653 beside the translation of step 102.
-LAST_PRESS = dict(trigger_mode="always_last")
+PRESS = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last")
 INTRO = """\
 # How transformers pay attention
 Type a movie review or a German sentence and run the model, then pick a **layer** and a **head** to see where each
@@ -155,9 +155,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
 
     outputs = [state, label, status, single, layer, head]
     inputs = [review, choice, snapshot.slider, layer, head, scale, hide]
-    predicted = submit.click(
-        analyze, inputs, outputs, **MODEL_EVENTS, **LAST_PRESS, **PRIVATE, **hosting.first_view(label)
-    )
+    predicted = submit.click(analyze, inputs, outputs, **PRESS, **hosting.first_view(label))
     training_step.wire(snapshot, models, "sentiment", choice)  # a new model or step reads the review again
     # then the small multiples and the other views, then the explanation (integrated gradients takes a core for a
     # second or two); a new layer redraws the plots of a layer, a new head only the large one
@@ -251,9 +249,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     inputs = [german, decoding, beam_size]
     outputs = [state, english, status, cross]
     run_inputs = [*inputs, p.snapshot.slider, layer, head, scale, hide]
-    translated = submit.click(
-        run, run_inputs, outputs, **MODEL_EVENTS, **LAST_PRESS, **PRIVATE, **hosting.first_view(english)
-    )
+    translated = submit.click(run, run_inputs, outputs, **PRESS, **hosting.first_view(english))
     training_step.wire(p.snapshot, models, "translation")  # another step translates the sentence again
     painted = hosting.after_paint(translated, english)
     viewed = views_panel.wire(

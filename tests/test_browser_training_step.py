@@ -90,7 +90,7 @@ def test_the_keyboard_moves_the_training_step_as_a_pointer_does(page, snapshot_u
 def test_quick_keys_end_on_the_model_of_the_sliders_last_position(page, snapshot_url):
     """Each key presses the tab's button; gradio dropped a press while the last run was pending, so three quick
     arrow keys left the served translator showing step 653 beside step 102's translation. The last press now runs
-    when the pending one ends (app.LAST_PRESS)."""
+    when the pending one ends (app.PRESS)."""
     browser.open_tab(page, snapshot_url, "Translation")
     browser.translate(page, SENTENCE, "greedy")
     output = page.locator("#translation-output textarea")
