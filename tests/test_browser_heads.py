@@ -93,3 +93,44 @@ def test_translation_heads(page, app_url):
     text = switch_off(page, "translation", "cross 1 · head 2", "decoder 2 · head 4")
     assert "Switching off decoder 2 · head 4 and cross 1 · head 2" in text
     assert "English" in text and "log-probability" in text
+
+
+OVERFLOW_JS = """id => Array.from(document.querySelectorAll('#' + id + ' *'))
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => [e.className, e.scrollWidth, e.clientWidth])"""
+
+
+def test_twelve_heads_at_six_decimals_fit_the_grid_at_1440_px(page):
+    """The pre-trained model's grid (6 layers x 12 heads) hid its twelfth column behind a sideways scroll at 1440 px
+    once effects were shown to two significant digits (-0.00059): the cells' padding took the room. The widest a
+    cell gets is six decimals and a minus sign; thirteen columns of it fit."""
+    import gradio as gr
+
+    from viz.heads import handlers as heads
+    from viz.heads.panel import effect_grid
+    from viz.page import theme
+
+    rows = [dict(kind="self", layer=layer, head=h, effect=-0.000059) for layer in range(6) for h in range(12)]
+    assert heads.effect_decimals(r["effect"] for r in rows) == 6
+    with gr.Blocks() as demo:
+        effect_grid(heads.grid_styler(rows), elem_id="grid")
+    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=browser.free_port(), prevent_thread_lock=True,
+                            quiet=True, css=theme.CSS)  # fmt: skip
+    size = page.viewport_size
+    try:
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.goto(url)
+        page.wait_for_selector("#grid [data-testid=cell-5-12]")
+        assert page.locator("#grid [data-testid=cell-5-12]").inner_text().strip() == "-0.000059"
+        assert page.evaluate(OVERFLOW_JS, "grid") == []
+        # On a phone the heads scroll sideways and the layer names stay in sight
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.wait_for_function(f"id => ({OVERFLOW_JS})(id).length > 0", arg="grid")
+        viewport = "document.querySelector('#grid .virtual-table-viewport')"
+        page.evaluate(f"() => {{ const v = {viewport}; v.scrollLeft = v.scrollWidth; }}")
+        page.wait_for_function(f"() => {viewport}.scrollLeft > 500")
+        left = "s => document.querySelector(s).getBoundingClientRect().left"
+        layer_name = page.evaluate(left, "#grid [data-testid=cell-5-0]")
+        assert layer_name >= page.evaluate(left, "#grid .virtual-table-viewport")
+    finally:
+        page.set_viewport_size(size)
+        demo.close()

@@ -3,11 +3,24 @@ model run again with chosen heads switched off. Laid out here so app.py only cal
 
 import gradio as gr
 
-from ..page.theme import waiting_plot
+from ..page.theme import HEADS_GRID, waiting_plot
 from ..tasks import TASKS
 from . import handlers as heads
 
 PRIVATE = dict(api_visibility="private")
+
+
+def effect_grid(value, elem_id: str) -> gr.Dataframe:
+    """The layer x head grid of effects. It takes the full width, the clicked head's map below; its cells are narrow
+    (theme.CSS, HEADS_GRID), so a 6 x 12-head model's thirteen columns fit at 1440 px at six decimals; on a phone the
+    layer names stay in sight while the heads scroll sideways."""
+    return gr.Dataframe(
+        value,
+        label="Effect, layer × head (click a cell)",
+        interactive=False,
+        elem_id=elem_id,
+        elem_classes=[HEADS_GRID],
+    )
 
 
 def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list) -> None:
@@ -21,13 +34,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     state, clicked = gr.State(None), gr.State(None)
     gr.Markdown(f"### What each head does\n{TASKS[task].heads_help}")
     status = gr.Markdown(elem_id=f"{p}-status")
-    # The grid takes the full width: a 6 x 12-head model's twelve columns fit at 1440 px, the clicked head's map below
-    grid = gr.Dataframe(
-        heads.empty_grid(layers, n_heads),
-        label="Effect, layer × head (click a cell)",
-        interactive=False,
-        elem_id=f"{p}-grid",
-    )
+    grid = effect_grid(heads.empty_grid(layers, n_heads), elem_id=f"{p}-grid")
     add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
     heatmap = waiting_plot(f"{p}-heatmap")
     table = gr.HTML(

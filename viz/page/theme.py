@@ -9,6 +9,7 @@ import gradio as gr
 
 OFF_SCREEN = "off-screen"
 UNTIL_DRAWN = "until-drawn"
+HEADS_GRID = "heads-grid"
 
 
 # Rows of plots stack on a phone (each plot gets the full width); the hidden boxes that carry plot clicks to the
@@ -19,11 +20,16 @@ UNTIL_DRAWN = "until-drawn"
 # click comes on the screen of its button.
 # Plots skipped off screen (skip_off_screen): the browser lays them out and paints them only near the screen.
 # Plots that wait for the visitor (waiting_plot) are left out of the page until they have a figure.
+# The heads' grid (HEADS_GRID) has narrow cells (thirteen columns of six decimals fit at 1440 px) and its layer
+# names stay in sight while a phone scrolls the heads sideways (gradio 6's pinned_columns draws no pin).
 CSS = (
     f".{OFF_SCREEN} {{ content-visibility: auto; contain-intrinsic-size: auto 450px; }}"
     f'.{UNTIL_DRAWN}:has(.empty[aria-label="Empty value"]) {{ display: none !important; }}'
     + """
 .views-hidden { display: none !important; }
+.heads-grid td, .heads-grid th { padding-left: 0 !important; padding-right: 0 !important; }
+.heads-grid .cell-wrap { padding-left: 6px !important; padding-right: 6px !important; }
+.heads-grid .first-column { position: sticky; left: 0; z-index: 2; background: var(--background-fill-primary); }
 .inside-head .ih-vec { display: flex; flex-wrap: wrap; align-items: center; gap: 2px; margin: 2px 0; }
 .inside-head .ih-name { min-width: 7em; margin-right: 6px; font-size: 0.85em; overflow-wrap: anywhere; }
 .inside-head .ih-cell { display: inline-block; width: 14px; height: 14px; border-radius: 2px;
