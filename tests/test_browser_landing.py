@@ -67,10 +67,18 @@ def test_a_tab_lands_once_and_then_keeps_the_visitors_text(page, landing_url):
 
 def test_an_address_that_names_only_a_tab_opens_it_on_its_example(page, landing_url):
     """`?tab=translation`, typed by hand: the translation tab opens and lands; the sentiment tab, not shown, does
-    not run its example meanwhile."""
+    not run its example meanwhile, and lands when it is first opened (it stayed empty before)."""
     page.goto(f"{landing_url}?tab=translation")
     page.wait_for_function(BOX_IS_JS, arg=["translation-input", LANDING["translation"]])
     browser.wait_drawn(page, "translation-attention")
     assert page.locator("#sentiment-attention .main-svg").count() == 0
-    page.get_by_role("tab", name="Sentiment").click()
     assert page.locator("#sentiment-input textarea").input_value() == ""
+    page.get_by_role("tab", name="Sentiment").click()
+    page.wait_for_function(BOX_IS_JS, arg=["sentiment-input", LANDING["sentiment"]])
+    browser.wait_drawn(page, "sentiment-attention")
+    page.wait_for_selector("#sentiment-status strong")
+    page.locator("#sentiment-input textarea").fill("A dull film.")
+    page.get_by_role("tab", name="Translation (German → English)").click()
+    page.get_by_role("tab", name="Sentiment").click()
+    page.wait_for_timeout(1_000)  # time enough for a second landing to fill the box, had it started
+    assert page.locator("#sentiment-input textarea").input_value() == "A dull film."

@@ -165,13 +165,24 @@ def landing_js(task: str, text: str, on_load: bool = False) -> str:
     return _page_step(when, f"'#{task}-input textarea'", f"document.querySelector('#{task}-submit')", land)
 
 
+def landing_later_js(task: str, text: str) -> str:
+    """The page's first tab when the address opened another (`?tab=translation`): it lands when its button is first
+    clicked. A DOM listener, not the tab's select event: gradio fires the first tab's select as the page mounts."""
+    button = f"""'button[data-tab-id="{task}"]'"""
+    act = f"element.addEventListener('click', {landing_js(task, text)}, {{once: true}});"
+    return _page_step(f"!text && tab !== {json.dumps(task)}", button, act=act)
+
+
 def land_on_examples(demo: gr.Blocks, tabs: dict[str, tuple[gr.Tab, str]]) -> None:
     """Each tab (task -> (its gr.Tab, the example it opens on)) runs its example when it is first shown: the page's
-    first tab (links.TABS[0]) as the page loads, the others when they are selected. A link's own text wins."""
+    first tab (links.TABS[0]) as the page loads (or when first clicked, if the address opened another), the others
+    when they are selected. A link's own text wins."""
     for task, (tab, text) in tabs.items():
-        on_load = task == links.TABS[0]
-        event = demo.load if on_load else tab.select
-        event(None, None, None, js=landing_js(task, text, on_load), **PRIVATE)
+        if task == links.TABS[0]:
+            demo.load(None, None, None, js=landing_js(task, text, on_load=True), **PRIVATE)
+            demo.load(None, None, None, js=landing_later_js(task, text), **PRIVATE)
+        else:
+            tab.select(None, None, None, js=landing_js(task, text), **PRIVATE)
 
 
 def _press_js(task: str) -> str:
