@@ -1,5 +1,6 @@
 """The heads panel's handlers on the tiny models: table, grid, a click, switching heads off."""
 
+from functools import partial
 from types import SimpleNamespace
 
 import pytest
@@ -184,3 +185,16 @@ def test_column_help_speaks_the_tabs_language():
     assert "German" not in COLUMNS_HELP["sentiment"] and "decoder" not in COLUMNS_HELP["sentiment"]
     assert all("<s>" not in text and "</s>" not in text for text in COLUMNS_HELP.values())
     assert "German" in COLUMNS_HELP["translation"]
+
+
+def test_switched_off_heads_are_named_by_layer():
+    """Every head of a 6 x 12 model switched off was written out as 72 names; a layer's heads now go together."""
+    names = partial(heads.switched_off_names, layers={"self": 6}, n_heads=12)
+    assert names({("self", 0, 0): 0.0, ("self", 1, 3): 0.0}) == "layer 1 · head 1 and layer 2 · head 4"
+    mask = {("self", 2, h): 0.0 for h in range(12)} | {("self", 0, 4): 0.0, ("self", 0, 1): 0.0}
+    assert names(mask) == "layer 1 · heads 2, 5 and layer 3 · all 12 heads"
+    assert names({("self", layer, h): 0.0 for layer in range(6) for h in range(12)}) == "all 72 heads"
+    cross = {("cross", 0, 1): 0.0, ("encoder", 1, 0): 0.0}  # in the models' order: encoder before cross
+    assert heads.switched_off_names(cross, {"encoder": 3, "decoder": 3, "cross": 3}, 4) == (
+        "encoder 2 · head 1 and cross 1 · head 2"
+    )

@@ -354,9 +354,25 @@ def add_head(selected: list[str] | None, value: str | None) -> list[str]:
 # --- switching heads off -----------------------------------------------------------------------------------
 
 
-def _names(mask: dict) -> str:
-    names = [head_label(*key) for key in sorted(mask, key=lambda k: (order(k[0]), k[1], k[2]))]
+def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def switched_off_names(mask: dict, layers: dict[str, int], n_heads: int) -> str:
+    """The heads of a mask in words, a layer's heads together: 'layer 1 · head 1 and layer 2 · head 4', 'layer 1 ·
+    heads 2, 5 and layer 3 · all 12 heads', 'all 72 heads' (it listed each of 72 heads by name)."""
+    if len(mask) == n_heads * sum(layers.values()):
+        return f"all {len(mask)} heads"
+    rows: dict[tuple[str, int], list[int]] = {}
+    for kind, layer, head in sorted(mask, key=lambda k: (order(k[0]), k[1], k[2])):
+        rows.setdefault((kind, layer), []).append(head + 1)
+    return _and([_row_heads(grid_row(*row), heads, n_heads) for row, heads in rows.items()])
+
+
+def _row_heads(row: str, heads: list[int], n_heads: int) -> str:
+    if len(heads) == n_heads > 1:
+        return f"{row} · all {n_heads} heads"
+    return f"{row} · head{'s' if len(heads) > 1 else ''} {', '.join(map(str, heads))}"
 
 
 def _cell(text: str) -> str:
@@ -367,8 +383,9 @@ def _header(*names: str) -> str:
     return "".join(f'<th style="padding:4px 10px;text-align:left">{n}</th>' for n in names)
 
 
-def sentiment_comparison(intact, off, mask: dict) -> str:
-    """HTML: the intact prediction and the one with the heads off, side by side, the change spelled out."""
+def sentiment_comparison(intact, off, names: str) -> str:
+    """HTML: the intact prediction and the one with the heads `names` (switched_off_names) off, side by side, the
+    change spelled out."""
     head = _header("", "intact", "heads off", "change")
     body = "".join(
         "<tr>"
@@ -391,7 +408,7 @@ def sentiment_comparison(intact, off, mask: dict) -> str:
             f"{after:.1%} ({100 * (after - before):+.1f} points)"
         )
     return (
-        f'<div class="heads-compare"><p>Switching off {html.escape(_names(mask))}: {verdict}.</p>'
+        f'<div class="heads-compare"><p>Switching off {html.escape(names)}: {verdict}.</p>'
         f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>'
     )
 
@@ -411,8 +428,8 @@ def _word_diff(old: str, new: str) -> str:
     return " ".join(out)
 
 
-def translation_comparison(intact, off, old_logp_off: float, mask: dict) -> str:
-    """HTML: the intact translation and the one decoded again with the heads off, the change spelled out."""
+def translation_comparison(intact, off, old_logp_off: float, names: str) -> str:
+    """HTML: the intact translation and the one decoded again with the heads `names` off, the change spelled out."""
     same = off.translation == intact.translation
     verdict = (
         "the translation is unchanged"
@@ -426,7 +443,7 @@ def translation_comparison(intact, off, old_logp_off: float, mask: dict) -> str:
     body = "".join(f"<tr>{_cell(a)}{_cell(b)}{_cell(c)}</tr>" for a, b, c in rows)
     head = _header("", "English", "log-prob")
     return (
-        f'<div class="heads-compare"><p>Switching off {html.escape(_names(mask))}: {verdict}. With these heads '
+        f'<div class="heads-compare"><p>Switching off {html.escape(names)}: {verdict}. With these heads '
         f"off, the intact translation's log-probability goes from {intact.score:.2f} to {old_logp_off:.2f} "
         f"({old_logp_off - intact.score:+.2f}).</p>"
         f'<table style="border-collapse:collapse"><tr>{head}</tr>{body}</table></div>'
@@ -435,7 +452,8 @@ def translation_comparison(intact, off, old_logp_off: float, mask: dict) -> str:
 
 def _label_off(pipe, heads: HeadsView, mask: dict) -> str:
     """A classifier: the prediction with and without the heads."""
-    return sentiment_comparison(pipe(heads.text), pipe(heads.text, head_mask=mask), mask)
+    names = switched_off_names(mask, pipe.head_layers, pipe.n_heads)
+    return sentiment_comparison(pipe(heads.text), pipe(heads.text, head_mask=mask), names)
 
 
 def _decoded_off(pipe, heads: HeadsView, mask: dict) -> str:
@@ -443,7 +461,8 @@ def _decoded_off(pipe, heads: HeadsView, mask: dict) -> str:
     intact = heads.result or pipe(heads.text, beam_size=heads.beam_size)
     off = pipe(heads.text, beam_size=heads.beam_size, head_mask=mask)
     old_logp_off = pipe.score(heads.text, intact.target_ids, head_mask=mask)
-    return translation_comparison(intact, off, old_logp_off, mask)
+    names = switched_off_names(mask, pipe.head_layers, pipe.n_heads)
+    return translation_comparison(intact, off, old_logp_off, names)
 
 
 def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str:
