@@ -87,6 +87,25 @@ def test_the_keyboard_moves_the_training_step_as_a_pointer_does(page, snapshot_u
     assert output.input_value() == final_text and "The trained model" in text_of(page, "translation-training-step-info")
 
 
+def test_a_step_typed_in_the_number_box_runs_on_enter(page, snapshot_url):
+    """The slider's number box sends its release on blur only: a step typed there with Enter showed "Step 0" beside
+    the trained model's translation until the visitor clicked elsewhere."""
+    browser.open_tab(page, snapshot_url, "Translation")
+    browser.translate(page, SENTENCE, "greedy")
+    output = page.locator("#translation-output textarea")
+    final_text = output.input_value()
+    box = page.locator("#translation-training-step input[type=number]")
+    box.fill("0")
+    box.press("Enter")
+    page.wait_for_function(CHANGED_JS, arg=final_text, timeout=SLOW_MS)
+    assert "Step 0" in text_of(page, "translation-training-step-info")
+    assert box.evaluate("b => b === document.activeElement")  # still in the box, to type another step
+    step0_text = output.input_value()
+    box.press("ArrowUp")  # the box's own arrows move a step, as the slider's do
+    page.wait_for_function(CHANGED_JS, arg=step0_text, timeout=SLOW_MS)
+    assert box.input_value() == "1"
+
+
 def test_quick_keys_end_on_the_model_of_the_sliders_last_position(page, snapshot_url):
     """Each key presses the tab's button; gradio dropped a press while the last run was pending, so three quick
     arrow keys left the served translator showing step 653 beside step 102's translation. The last press now runs

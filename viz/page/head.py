@@ -46,16 +46,21 @@ def _plotly_chunk() -> str | None:
     return found[0].name if found else None
 
 
-# gradio's slider sends its `release` event on pointerup only: moved with the keyboard (arrows, Home, End, Page
-# Up/Down), the training-step slider changed its text but not the model the tab runs. A key that moves any slider
-# now ends as a pointer's release would (a slider with no release listener sends nothing).
+# gradio's slider sends its `release` event on pointerup only, and its number box on blur: moved with the keyboard
+# (arrows, Home, End, Page Up/Down), the training-step slider changed its text but not the model the tab runs, and a
+# step typed in the number box with Enter showed "Step 0" beside the trained model's result until the visitor
+# clicked elsewhere. A key that moves any slider now ends as a pointer's release would, and Enter or an arrow in a
+# slider's number box as leaving it would (a slider with no release listener sends nothing).
 KEYBOARD_RELEASE = (
     "<script>document.addEventListener('keyup', e => {"
     " const t = e.target;"
-    " if (!(t instanceof HTMLInputElement) || t.type !== 'range') return;"
-    " if (!['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'].includes(e.key))"
-    " return;"
-    " t.dispatchEvent(new PointerEvent('pointerup', {bubbles: true})); });</script>"
+    " if (!(t instanceof HTMLInputElement)) return;"
+    " if (t.type === 'range'"
+    " && ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'].includes(e.key))"
+    " t.dispatchEvent(new PointerEvent('pointerup', {bubbles: true}));"
+    " else if (t.type === 'number' && ['Enter', 'ArrowUp', 'ArrowDown'].includes(e.key)"
+    " && t.closest('.block')?.querySelector('input[type=range]'))"
+    " t.dispatchEvent(new FocusEvent('blur')); });</script>"
 )
 
 
