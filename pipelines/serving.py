@@ -53,11 +53,12 @@ class _Served:
         # One runner per model: the batcher never runs two batches of one runner at once.
         self.run_batch = pipe.run_batch if process is None else remote(process, "run_batch")
 
-    def _one(self, method: str, *args, **kwargs):
-        """pipe.method(*args, **kwargs) as a batch of its own on the model's runner."""
-        item, client, background = (args, kwargs), current_client(), declared_background(type(self.pipe), method)
+    def _one(self, name: str, /, *args, **kwargs):
+        """pipe.name(*args, **kwargs) as a batch of its own on the model's runner. `name` is positional-only: the
+        pipelines' own keywords (explain's `method`) pass through in kwargs."""
+        item, client, background = (args, kwargs), current_client(), declared_background(type(self.pipe), name)
         return self.batcher.submit(
-            self.run_batch, item, client=client, bucket=method, max_batch=1, background=background, name=method
+            self.run_batch, item, client=client, bucket=name, max_batch=1, background=background, name=name
         )
 
     def __getattr__(self, name):

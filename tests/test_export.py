@@ -138,3 +138,20 @@ def test_to_jsonable_handles_what_results_hold():
     value = {"t": torch.tensor([[1.0, float("inf")]]), "n": np.int64(3), "b": np.bool_(True), "x": (1, "a", None)}
     assert to_jsonable(value) == {"t": [[1.0, None]], "n": 3, "b": True, "x": [1, "a", None]}
     assert json.dumps(to_jsonable({"f": np.float16(0.1234567)}))
+
+
+def test_the_served_app_exports_its_explanations(sentiment, translation):
+    """The app serves its pipelines through the batcher (pipelines.serving): there explain(text, method=...) failed
+    ("_one() got multiple values for argument 'method'"), and every download carried that error instead of the
+    explanation shown."""
+    from pipelines.microbatch import MicroBatcher
+    from pipelines.serving import served
+
+    sent, trans = served(sentiment, translation, MicroBatcher(4))
+    data = load(downloads.sentiment_download(sent, "Good film.", "occlusion")[0])
+    assert data["explanation"]["method"] == "occlusion" and "error" not in data["explanation"]
+    assert data["explanation"]["scores"] == pytest.approx(
+        to_jsonable(sentiment.explain("Good film.", method="occlusion"))["scores"], abs=1e-5
+    )
+    data = load(downloads.translation_download(trans, "Zwei Hunde spielen.", "greedy", 4)[0])
+    assert data["explanation"] is not None and "error" not in data["explanation"]
