@@ -103,7 +103,7 @@ def _sentiment_inputs():
     """The review box, the button and the example reviews: (review, submit)."""
     review = _input_box("sentiment")
     submit = gr.Button("Analyse sentiment", variant="primary", elem_id="sentiment-submit")
-    gr.Examples(
+    examples = gr.Examples(
         examples=[[text] for _, text in REVIEWS],
         inputs=[review],
         example_labels=[name for name, _ in REVIEWS],
@@ -111,6 +111,7 @@ def _sentiment_inputs():
         elem_id="sentiment-examples",
         **PRIVATE,
     )
+    share_ui.press_after(examples.load_input_event, "sentiment", review)  # an example runs, as a click does
     return review, submit
 
 
@@ -183,10 +184,11 @@ def _translation_inputs(pipe):
         decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
         beam_size = gr.Slider(2, 8, value=beam, step=1, label="Beam size", elem_id="translation-beam")
     submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
-    gr.Examples(
+    examples = gr.Examples(
         examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", elem_id="translation-examples",
         **PRIVATE,
     )  # fmt: skip
+    share_ui.press_after(examples.load_input_event, "translation", german)
     return german, decoding, beam_size, submit
 
 

@@ -158,3 +158,24 @@ def test_a_plot_far_below_is_skipped_until_it_is_scrolled_to(page, app_url):
         assert not page.evaluate(SKIPPED_JS, PLOT)
     finally:
         page.set_viewport_size(size)
+
+
+def test_an_example_runs_as_a_click_does(page, app_url):
+    """An example only filled the box: the last review's label and maps stayed beside another review's text."""
+    from viz.examples import GERMAN, REVIEWS
+
+    browser.open_tab(page, app_url, "Sentiment")
+    browser.analyze_review(page, "A warm and funny film.")
+    status = page.locator("#sentiment-status").inner_text()
+    browser.mark_plot(page, "sentiment-attention")
+    name, text = REVIEWS[1]
+    page.locator("#sentiment-examples .gallery-item", has_text=name).first.click()
+    page.wait_for_function("t => document.querySelector('#sentiment-input textarea').value === t", arg=text)
+    browser.wait_redrawn(page, "sentiment-attention")
+    page.wait_for_function("t => document.querySelector('#sentiment-status').innerText !== t", arg=status)
+
+    page.get_by_role("tab", name="Translation (German → English)").click()
+    page.locator("#translation-examples .gallery-item").first.click()
+    page.wait_for_function("t => document.querySelector('#translation-input textarea').value === t", arg=GERMAN[0])
+    page.wait_for_function("() => document.querySelector('#translation-output textarea').value.length > 0")
+    browser.wait_drawn(page, "translation-attention")

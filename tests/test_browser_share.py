@@ -95,6 +95,8 @@ def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
     # A contrast pair: one click fills both reviews and compares them.
     first, second_text, kind = contrast_pairs()[0]
     before = page.locator("#sentiment-compare-output").inner_html()
+    status = page.locator("#sentiment-status").inner_text()
+    browser.mark_plot(page, "sentiment-attention")
     page.get_by_role("button", name=f"{kind}: {first[:40]}").click()
     page.wait_for_function(
         "t => document.querySelector('#sentiment-compare-input textarea').value === t", arg=second_text
@@ -102,6 +104,9 @@ def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
     page.wait_for_function("html => document.querySelector('#sentiment-compare-output').innerHTML !== html", arg=before)
     assert page.locator("#sentiment-input textarea").input_value() == first
     assert page.locator("#sentiment-compare-output .compare-label").count() == 2
+    # The first review went into the tab's own box, and the tab's result is now its (it stayed the last review's)
+    browser.wait_redrawn(page, "sentiment-attention")
+    page.wait_for_function("t => document.querySelector('#sentiment-status').innerText !== t", arg=status)
 
 
 def test_a_translation_link_and_comparison(page, app_url):
