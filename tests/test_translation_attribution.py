@@ -89,6 +89,25 @@ def test_contrast_explains_one_step_against_an_alternative(pipe, result):
         pipe.explain(GERMAN, "gradient_x_input", contrast={99: alternatives[0]}, result=result)
 
 
+def test_attention_methods_say_they_are_not_contrastive(pipe, result):
+    """Cross-attention is the same whatever the alternative: asked for a contrast, the attention methods labelled
+    the step "(vs ...)" and called themselves contrastive while their scores stayed the plain ones."""
+    from viz.explanations.translation_attributions import faithfulness_markdown
+
+    step = 1
+    alternative = next(tok for tok, _ in result.steps[step].top_k if tok != result.steps[step].token)
+    for method in ("attention", "attention_norm"):
+        plain = pipe.explain(GERMAN, method, result=result)
+        expl = pipe.explain(GERMAN, method, contrast={step: alternative}, result=result)
+        assert expl.contrast == {} and expl.contrast_not_applied == {step: alternative}
+        np.testing.assert_array_equal(expl.scores, plain.scores)
+        text = faithfulness_markdown(pipe.faithfulness(expl, max_steps=None), expl)
+        assert "Contrastive:" not in text and "Not contrastive" in text and f"“{alternative}” at step 2" in text
+    assert (
+        pipe.explain(GERMAN, "gradient_x_input", contrast={step: alternative}, result=result).contrast_not_applied == {}
+    )
+
+
 def test_faithfulness_per_step_and_against_random(pipe, result):
     expl = pipe.explain(GERMAN, "gradient_x_input", result=result)
     report = pipe.faithfulness(expl, max_steps=None)

@@ -190,6 +190,7 @@ class GradientXInput(Method):
     name = "gradient_x_input"
     label = "Gradient × input"
     signed = True
+    contrastive = True
 
     def review(self, adapter, ids, target, words, progress=None):
         from captum.attr import InputXGradient  # captum (and matplotlib, which it loads) only when asked for
@@ -216,6 +217,7 @@ class IntegratedGradients(Method):
     name = "integrated_gradients"
     label = "Integrated gradients"
     signed = True
+    contrastive = True
     n_steps = IG_STEPS
 
     def review(self, adapter, ids, target, words, progress=None):

@@ -34,6 +34,7 @@ class Method:
     label: ClassVar[str]  # shown in the app
     task_labels: ClassVar[dict[str, str]] = {}  # a different label for one task
     signed: ClassVar[bool]  # True: + supports, - speaks against; False: a weight >= 0 (where the model looks)
+    contrastive: ClassVar[bool] = False  # steps: explains a step against an alternative (alts); attention cannot
 
     def review(self, adapter, ids, target: int, words: np.ndarray, progress=None) -> Attribution:
         """ids (1, T) of a classifier adapter -> (T,) scores toward label index `target`; words (T,) word ids;

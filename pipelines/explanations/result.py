@@ -41,6 +41,8 @@ class Explanation:
     head_agreement: np.ndarray | None = None  # translator: (L, H) each cross head's rank corr. with |scores|
     translation: str = ""
     contrast: dict[int, str] = field(default_factory=dict)  # step (0-based) -> the alternative explained against
+    # step -> an alternative asked for but not explained against: the method reads attention (registry.contrastive)
+    contrast_not_applied: dict[int, str] = field(default_factory=dict)
     steps: int | None = None  # integrated gradients: interpolation steps
     delta: float | None = None  # classifier, integrated gradients: convergence delta (completeness error)
     deltas: np.ndarray | None = None  # translator, integrated gradients: (Tt,) convergence delta per step

@@ -96,7 +96,8 @@ def explain_translation(
     tgt_in = torch.tensor([[a.bos_id] + produced[:-1]], device=a.device)  # (1, Tt)
     with torch.no_grad():
         logp = a.forward(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
-    alts = _alternatives(pipe, logp, produced, contrast)
+    asked = _alternatives(pipe, logp, produced, contrast)
+    alts = asked if m.contrastive else [-1] * len(asked)  # attention is the same whatever the alternative
     start = time.perf_counter()
     cross = [c.float().numpy() for c in result.cross_attentions]  # per layer (H, Tt, Ts)
     attr = _with_progress(m.steps, a, src, tgt_in, produced, alts, cross, progress=progress)
@@ -114,6 +115,7 @@ def explain_translation(
         head_agreement=head_agreement(attr.scores, cross),
         translation=result.translation,
         contrast={int(t): pipe.token_text(alt) for t, alt in enumerate(alts) if alt >= 0},
+        contrast_not_applied={int(t): pipe.token_text(a) for t, (a, b) in enumerate(zip(asked, alts)) if a != b},
         steps=attr.steps,
         deltas=attr.deltas,
     )

@@ -96,4 +96,10 @@ def faithfulness_markdown(report, expl) -> str:
             f"step {t + 1}: “{expl.target_tokens[t]}” rather than “{alt}”" for t, alt in expl.contrast.items()
         )
         lines.append(f"Contrastive: {pairs} (attribution of the difference of the two log-probabilities).")
+    if expl.contrast_not_applied:
+        asked = ", ".join(f"“{alt}” at step {t + 1}" for t, alt in expl.contrast_not_applied.items())
+        lines.append(
+            f"Not contrastive: {label('translation', expl.method)} reads attention, the same whatever the alternative, "
+            f"so {asked} is not explained against here; gradient × input and integrated gradients are."
+        )
     return "\n".join(lines)
