@@ -79,6 +79,17 @@ def test_faithfulness_never_shows_minus_zero(pipe):
     assert "| this method |" in text and "-0.000" not in text and "| 0.000 |" in text and "| -0.010 |" in text
 
 
+def test_the_verdict_against_random_reads_the_numbers_as_shown():
+    """A 25,000-character review: "beats random on both" beside comprehensiveness 0.000 and random 0.000."""
+    assert attributions.against_random(0.2, 0.1) == "beats random on both"
+    assert attributions.against_random(0.0002, 0.1) == "beats random on one of the two and ties on the other"
+    assert attributions.against_random(-0.2, 0.1) == "beats random on one of the two"
+    assert attributions.against_random(0.0004, -0.0001) == "ties with random on both"
+    assert attributions.against_random(0.0, -0.3) == "does not beat random (it ties on one)"
+    assert attributions.against_random(0.1, float("nan")) == "beats random on one of the two"
+    assert attributions.against_random(-0.1, -0.3) == "does not beat random"
+
+
 def test_no_review_gives_empty_outputs(pipe):
     assert explanation_panel.explain(pipe, None, "occlusion") == (None, "")
     assert explanation_panel.faithfulness(pipe, None) == ("", None)

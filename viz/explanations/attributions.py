@@ -6,6 +6,7 @@ digits or apostrophes); a word's score is the sum of its pieces' scores, since a
 """
 
 import html
+import math
 import re
 
 import numpy as np
@@ -143,11 +144,24 @@ def reader_why(default: dict) -> str:
     return re.sub(r"\s*\(`[^`]*`\)", "", default["why"])
 
 
+def against_random(*margins: float) -> str:
+    """How a method fares against random, from its margins over random on each measure (> 0: better), judged as
+    the table shows them, to three decimals: it said "beats random on both" beside 0.000 and 0.000."""
+    shown = [round(float(v), 3) if math.isfinite(float(v)) else -math.inf for v in margins]  # a dash: not better
+    beats, ties = sum(v > 0 for v in shown), sum(v == 0 for v in shown)
+    if beats == len(shown):
+        return "beats random on both"
+    if beats:
+        return "beats random on one of the two" + (" and ties on the other" if ties else "")
+    if ties == len(shown):
+        return "ties with random on both"
+    return "does not beat random" + (" (it ties on one)" if ties else "")
+
+
 def faithfulness_markdown(report, explanation, default: dict | None = None) -> str:
     """The faithfulness numbers on this input beside the random baseline, in Markdown."""
     m, r = report.method, report.random
-    beats = [m.comprehensiveness > r.comprehensiveness, m.sufficiency < r.sufficiency]
-    verdict = {2: "beats random on both", 1: "beats random on one of the two", 0: "does not beat random"}[sum(beats)]
+    verdict = against_random(m.comprehensiveness - r.comprehensiveness, r.sufficiency - m.sufficiency)
     lines = [
         f"**How faithful is this view on your review?** {label('sentiment', explanation.method)} {verdict}.",
         "",
