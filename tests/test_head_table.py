@@ -149,6 +149,10 @@ def test_cross_attention_agreement_with_an_attribution(translation):
     # The pipeline's own explain (gradient attribution) gives every cross head a rank agreement, others None.
     real = translation_head_table(translation, GERMAN, beam_size=1)
     assert all((-1.0 <= r["agreement"] <= 1.0) if r["kind"] == "cross" else r["agreement"] is None for r in real)
+    # ... gradient x input's, whichever view the page shows (the page's help says so): the same numbers as its own
+    gradients = translation.explain(GERMAN, "gradient_x_input", result=translation(GERMAN, beam_size=1))
+    for r in (r for r in real if r["kind"] == "cross"):
+        assert r["agreement"] == pytest.approx(float(gradients.head_agreement[r["layer"], r["head"]]), abs=1e-6)
     assert all(
         r["agreement"] is None for r in translation_head_table(translation, GERMAN, beam_size=1, agreement=False)
     )

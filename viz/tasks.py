@@ -65,7 +65,9 @@ TASKS: dict[str, TaskUI] = {
             "Each head of the translator (encoder self-attention, decoder self-attention, cross-attention), measured "
             "on this sentence. **Effect**: how much the log-probability of the produced translation changes "
             "(teacher-forced) when that head alone is switched off. **Agreement**: rank correlation of a "
-            "cross-attention head with the attribution of each English token to the German ones.",
+            "cross-attention head with gradient × input's attribution of each English token to the German ones "
+            "(a gradient method, whichever view is chosen above: attention compared with attention would prove "
+            "little).",
             _COLUMNS.format(
                 cross=" (cross-attention: from the diagonal)",
                 end="the end of the German sentence; for the decoder, the start of the English one",

@@ -84,7 +84,7 @@ def faithfulness_markdown(report, expl) -> str:
         f"| {label('translation', expl.method)} | {number(m.comprehensiveness)} | {number(m.sufficiency)} |",
         f"| random (mean of 3) | {number(r.comprehensiveness)} | {number(r.sufficiency)} |",
         "",
-        f"The head that agrees best: layer {best[0] + 1}, head {best[1] + 1} "
+        f"The head whose attention agrees best with this view: layer {best[0] + 1}, head {best[1] + 1} "
         f"(rank correlation {expl.head_agreement[best]:+.2f}).",
     ]
     if expl.deltas is not None:
