@@ -123,6 +123,19 @@ def test_supports_lists_only_words_that_support_and_against_only_words_against()
     assert "-0.00" not in out.split("</div>", 2)[-1]  # nothing listed rounds to zero
 
 
+def test_small_scores_are_listed_to_two_significant_digits():
+    """Gradient x input on the pre-trained model: every score a thousandth or two, drawn blue, yet listed as
+    "Supports 'positive' most: nothing" because two decimals rounded them all to +0.00."""
+    import numpy as np
+
+    text = "Not bad at all"
+    spans = [(0, 3), (4, 7), (8, 10), (11, 14)]
+    scores = np.array([0.0021, 0.0012, -0.0004, -0.00001], dtype=np.float32)
+    out = attributions.attribution_html(text, spans, np.arange(4), scores, "positive", "gradient_x_input")
+    assert _listed(out, "Supports “positive” most:") == ["Not", "bad"] and "+0.0021" in out and "+0.0012" in out
+    assert _listed(out, "Speaks against it most:") == ["at"] and "-0.0004" in out  # "all" rounds to zero: left out
+
+
 def test_only_against_says_nothing_supports():
     import numpy as np
 

@@ -1,6 +1,7 @@
 """Numbers as the page writes them."""
 
 import math
+from collections.abc import Iterable
 
 
 def number(value, decimals: int = 3) -> str:
@@ -10,3 +11,11 @@ def number(value, decimals: int = 3) -> str:
         return "–"
     text = f"{float(value):.{decimals}f}"
     return text[1:] if float(text) == 0 and text.startswith("-") else text
+
+
+def decimals_for(values: Iterable, least: int, most: int = 6) -> int:
+    """Decimals that show the largest |value| to two significant digits: at least `least`, at most `most`. A
+    pre-trained model's head effects and gradients are often thousandths, which fixed decimals wrote as zeros."""
+    finite = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
+    largest = max(finite, default=0.0)
+    return least if largest <= 0 else int(min(most, max(least, 1 - math.floor(math.log10(largest)))))

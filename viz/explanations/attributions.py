@@ -17,7 +17,7 @@ from pipelines.words import word_scores
 
 from ..attention.figures import FONT
 from ..explain import _gap, display_token
-from ..numbers import number
+from ..numbers import decimals_for, number
 
 SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
 AGAINST = (220, 38, 38)  # red: pushes away from it
@@ -87,13 +87,15 @@ def _listed(text: str, segs, fmt) -> str:
 
 def top_words_lines(text: str, segs, target: str, signed: bool, k: int = TOP_WORDS) -> list[str]:
     """The words under the highlight: for a signed method those that support the target most (score > 0) and
-    those that speak against it most (score < 0), never one word in both and never a score that shows as
-    ±0.00; for an unsigned one (attention) the words with the largest share, worded without a direction."""
+    those that speak against it most (score < 0), to two significant digits of the largest, never one word in both
+    and never a score that shows as ±0; for an unsigned one (attention) the words with the largest share, worded
+    without a direction."""
     if not signed:
         ranked = sorted(segs, key=lambda seg: -seg[2])[:k]
         return [f"<b>Where the model looks most:</b> {_listed(text, ranked, lambda w: f'{100 * w:.1f}%')}"]
-    fmt = lambda w: f"{w:+.2f}"  # noqa: E731
-    shown = [seg for seg in segs if abs(seg[2]) >= 0.005]  # what does not round to ±0.00
+    places = decimals_for((w for _, _, w in segs), least=2)  # gradients of a pre-trained model are thousandths
+    fmt = lambda w: f"{w:+.{places}f}"  # noqa: E731
+    shown = [seg for seg in segs if abs(seg[2]) >= 0.5 * 10**-places]  # what does not round to ±0
     supports = sorted((seg for seg in shown if seg[2] > 0), key=lambda seg: -seg[2])[:k]
     against = sorted((seg for seg in shown if seg[2] < 0), key=lambda seg: seg[2])[:k]
     return [

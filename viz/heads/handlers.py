@@ -18,7 +18,7 @@ from pipelines.kinds import BY_ROW, KINDS, order
 from ..attention import figures, view_handlers
 from ..handlers import _status
 from ..inputs import beam_width, check_text
-from ..numbers import number
+from ..numbers import decimals_for, number
 from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -106,8 +106,7 @@ def effect_decimals(values) -> int:
     """Decimals that show the largest effect to two significant digits: 3 from 0.01 up, up to 6 below. A 6 x 12-head
     model's heads each move a confident prediction by a thousandth or less, and at 3 decimals its grid read 0.000
     in nearly every cell, coloured as if it said more."""
-    vmax = _vmax(values)
-    return 3 if vmax <= 0 else int(min(6, max(3, 1 - np.floor(np.log10(vmax)))))
+    return decimals_for(values, least=3)
 
 
 def table_keys(kinds, agreement: bool) -> list[str]:
