@@ -172,7 +172,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
         model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
     share_ui.wire_sentiment_links(
         demo, models, share, review=review, choice=choice, step=snapshot, layer=layer, head=head,
-        method=panel.method, scale=scale,
+        method=panel.method, scale=scale, hide=hide,
     )  # fmt: skip
 
 
@@ -270,8 +270,8 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     share_ui.translation_compare_panel(models, **inputs, training=p.snapshot)
     share_ui.wire_translation_links(
-        demo, models, share, **inputs, scale=scale, state=state, drawn=drawn, step=[step, step_heads, step_topk],
-        training=p.snapshot,
+        demo, models, share, **inputs, scale=scale, hide=hide, state=state, drawn=drawn,
+        step=[step, step_heads, step_topk], training=p.snapshot,
     )  # fmt: skip
 
 

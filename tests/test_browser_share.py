@@ -35,8 +35,9 @@ def download(page, click_selector: str) -> Path:
 
 
 def test_a_link_opens_the_review_and_its_view_without_typing(page, app_url):
-    query = open_review_link(page, app_url, layer=2, head=3, method="rollout")
+    query = open_review_link(page, app_url, layer=2, head=3, method="rollout", hide=1)
     assert page.locator("#sentiment-input textarea").input_value() == REVIEW
+    assert page.locator("#sentiment-hide-tokens input").is_checked()  # it came back unticked
     label = page.locator("#sentiment-label [data-testid=label-output-value]").text_content().strip()
     assert label in ("positive", "negative") and label in page.locator("#sentiment-status").text_content()
     assert "Layer 2, head 3" in browser.plot_title(page, "sentiment-attention")

@@ -81,6 +81,13 @@ def test_the_colour_scale_travels_and_linear_is_left_out():
     assert broken.scale is None and broken.ignored == ["colour scale"]
 
 
+def test_hidden_tokens_travel_and_the_default_is_left_out():
+    assert "hide=1" in to_query(ViewLink("translation", "Zwei Hunde.", hide=True))
+    assert "hide" not in to_query(ViewLink("sentiment", "Fine film"))
+    assert from_query(to_query(ViewLink("sentiment", "Fine film", hide=True))).hide is True
+    assert from_query("text=Fine+film&hide=0").hide is False and from_query("text=Fine+film").hide is False
+
+
 def test_broken_values_fall_back_to_defaults():
     link = from_query("tab=evil&text=Fine+film&layer=abc&head=0&step=-3&beam=9999&decoding=sampling&method=")
     assert link == ViewLink("sentiment", "Fine film")

@@ -1,11 +1,12 @@
 """Links that restore a view: the tab, the input text and the controls, as URL query parameters.
 
-    ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout&scale=norm
+    ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout&scale=norm&hide=1
     ?tab=sentiment&text=A+warm+film.&model=from+scratch+%282+%C3%97+4+heads%29
     ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3&training_step=653
 
 Layer, head and step are 1-based, as the app shows them. `model` is the model choice's name (left out for the tab's
-default model) and `training_step` the step of a training snapshot (left out for the trained model). Text is UTF-8
+default model), `training_step` the step of a training snapshot (left out for the trained model) and `hide=1` ticks
+*Hide special tokens and punctuation* (left out when it is not ticked). Text is UTF-8
 percent-encoded, so any Unicode and any markup survive the round trip; it is only ever put back into a text box,
 never rendered as HTML.
 A link whose query would pass MAX_QUERY_CHARS is refused with a message: many servers and proxies reject
@@ -43,6 +44,7 @@ class ViewLink:
     scale: str | None = (
         None  # the attention views' colour scale (pipelines.attention_views.COLOR_SCALES), None = linear
     )
+    hide: bool = False  # the attention views without special tokens and punctuation (rows renormalised)
     model: str | None = None  # the model choice's name, None = the tab's default model
     training_step: int | None = None  # the training snapshot's step, None = the trained model
     ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
@@ -70,6 +72,8 @@ def to_query(link: ViewLink) -> str:
         params.append(("method", link.method))
     if link.scale and link.scale != DEFAULT_SCALE:
         params.append(("scale", link.scale))
+    if link.hide:
+        params.append(("hide", "1"))
     if link.model:
         params.append(("model", link.model))
     if link.training_step is not None:
@@ -112,6 +116,7 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         beam=None if indices["beam"] is None else indices["beam"] + 1,
         method=method[:40] or None,
         scale=scale if scale in COLOR_SCALES else None,
+        hide=(params.get("hide") or "").strip().lower() in ("1", "true", "yes", "on"),
         model=(params.get("model") or "").strip()[:MAX_MODEL_CHARS] or None,
         training_step=_step(params.get("training_step")),
     )

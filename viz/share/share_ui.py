@@ -229,17 +229,18 @@ def _model_and_step(models, link: links.ViewLink, ignored: list[str], with_choic
 
 
 def wire_sentiment_links(
-    demo, models, controls: ShareControls, *, review, choice, step, layer, head, method, scale
+    demo, models, controls: ShareControls, *, review, choice, step, layer, head, method, scale, hide
 ) -> None:
     """Copy link, download (by the model shown: the chosen model of the tab's ModelRegistry `models`, at the
     training step `step`'s snapshot), and opening a link: it fills the review, model, training step, layer, head,
-    explanation method and colour scale, then presses 'Analyse sentiment' (#sentiment-submit)."""
+    explanation method, colour scale and hidden tokens, then presses 'Analyse sentiment' (#sentiment-submit)."""
 
-    def share(base, text, layer, head, method, scale, name, position):
+    def share(base, text, layer, head, method, scale, hide, name, position):
         model, snapshot = training_step.to_link(models, name, position)
         link = links.ViewLink(
-            "sentiment", text or "", layer, head, method=method, scale=scale, model=model, training_step=snapshot
-        )
+            "sentiment", text or "", layer, head, method=method, scale=scale, hide=bool(hide), model=model,
+            training_step=snapshot,
+        )  # fmt: skip
         return _link_box(*links.share_url(base, link))
 
     def download(text, name, position, method):
@@ -247,37 +248,38 @@ def wire_sentiment_links(
         chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
         return _file(*downloads.sentiment_download(pipe, text, chosen))
 
-    shown = [review, layer, head, method, scale, choice, step.slider]
+    shown = [review, layer, head, method, scale, hide, choice, step.slider]
     _wire_buttons(controls, share, shown, download, [review, choice, step.slider, method])
     methods = [value for _, value in method.choices]
 
     def restore(request: gr.Request):
         link = _link(request, "sentiment")
         if link is None:
-            return [gr.skip()] * 8
+            return [gr.skip()] * 9
         ignored = list(link.ignored)
         chosen = link.method if link.method in methods else gr.skip()
         ignored += ["method"] if link.method and link.method not in methods else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
         model_and_step = _model_and_step(models, link, ignored, with_choice=True)
         _warn_ignored(ignored)
-        return link.text, *controls, chosen, link.scale or gr.skip(), *model_and_step
+        return link.text, *controls, chosen, link.scale or gr.skip(), link.hide or gr.skip(), *model_and_step
 
-    restored = [review, layer, head, method, scale, choice, step.slider, step.info]
+    restored = [review, layer, head, method, scale, hide, choice, step.slider, step.info]
     demo.load(restore, None, restored, **PRIVATE).then(None, None, None, js=_press_js("sentiment"), **PRIVATE)
 
 
 def wire_translation_links(
-    demo, models, controls: ShareControls, *, german, decoding, beam, layer, head, scale, state, drawn, step, training
-):
+    demo, models, controls: ShareControls, *, german, decoding, beam, layer, head, scale, hide, state, drawn, step,
+    training
+):  # fmt: skip
     """As wire_sentiment_links for the translation tab (decoding and beam size too; no model choice); a link's
     decoding step is applied once the run it starts is drawn (`drawn`). step: the decoding-step slider and the two
     plots it drives; training: the training-step slider and its text."""
 
-    def share(base, text, decoding, beam, layer, head, scale, step, position):
+    def share(base, text, decoding, beam, layer, head, scale, hide, step, position):
         snapshot = training_step.to_link(models, None, position)[1]
         link = links.ViewLink(
-            "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale,
+            "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale, hide=bool(hide),
             training_step=snapshot,
         )  # fmt: skip
         return _link_box(*links.share_url(base, link))
@@ -286,14 +288,14 @@ def wire_translation_links(
         pipe = models.get(training_step.chosen(models, None, position))
         return _file(*downloads.translation_download(pipe, text, decoding, beam))
 
-    shown = [german, decoding, beam, layer, head, scale, step[0], training.slider]
+    shown = [german, decoding, beam, layer, head, scale, hide, step[0], training.slider]
     _wire_buttons(controls, share, shown, download, [german, decoding, beam, training.slider])
     pending_step = gr.State(None)
 
     def restore(request: gr.Request):
         link = _link(request, "translation")
         if link is None:
-            return [gr.skip()] * 9
+            return [gr.skip()] * 10
         ignored = list(link.ignored)
         chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
         ignored += ["beam"] if link.beam is not None and chosen_beam is not link.beam else []
@@ -301,9 +303,10 @@ def wire_translation_links(
         snapshot = _model_and_step(models, link, ignored, with_choice=False)
         _warn_ignored(ignored)
         decoding_value = link.decoding or gr.skip()
-        return link.text, decoding_value, chosen_beam, *controls, link.scale or gr.skip(), link.step, *snapshot
+        hidden = link.hide or gr.skip()
+        return link.text, decoding_value, chosen_beam, *controls, link.scale or gr.skip(), hidden, link.step, *snapshot
 
-    restored = [german, decoding, beam, layer, head, scale, pending_step, training.slider, training.info]
+    restored = [german, decoding, beam, layer, head, scale, hide, pending_step, training.slider, training.info]
     demo.load(restore, None, restored, **PRIVATE).then(None, None, None, js=_press_js("translation"), **PRIVATE)
     drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **PRIVATE)
 
