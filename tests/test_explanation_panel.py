@@ -136,6 +136,20 @@ def test_small_scores_are_listed_to_two_significant_digits():
     assert _listed(out, "Speaks against it most:") == ["at"] and "-0.0004" in out  # "all" rounds to zero: left out
 
 
+def test_a_model_that_reads_every_token_alike_is_not_ranked():
+    """The pre-trained model pools by the mean: its pooling weights are 1/12 on each of 12 tokens, and the page
+    ranked them ("Where the model looks most: 'Not' 8.3% · 'bad' 8.3% · 'at' 8.3%")."""
+    import numpy as np
+
+    text, spans = "Not bad at all", [(0, 0), (0, 3), (4, 7), (8, 10), (11, 14), (14, 14)]
+    alike = np.array([0, 0.25, 0.25, 0.25, 0.25, 0], dtype=np.float32)  # [CLS] and [SEP] read nothing
+    out = attributions.attribution_html(text, spans, np.arange(6), alike, "positive", "attention")
+    assert "nowhere in particular" in out and "25.0% each" in out and not _listed(out, "Where the model looks most:")
+    varied = np.array([0, 0.4, 0.3, 0.2, 0.1, 0], dtype=np.float32)
+    out = attributions.attribution_html(text, spans, np.arange(6), varied, "positive", "attention")
+    assert _listed(out, "Where the model looks most:") == ["Not", "bad", "at", "all"]
+
+
 def test_only_against_says_nothing_supports():
     import numpy as np
 

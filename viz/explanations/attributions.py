@@ -104,6 +104,21 @@ def top_words_lines(text: str, segs, target: str, signed: bool, k: int = TOP_WOR
     ]
 
 
+# A model that averages its tokens (mean pooling) reads each alike: its pooling weights rank nothing
+_ALIKE = (
+    "<b>Where the model looks most:</b> nowhere in particular: it reads every token alike ({share:.1%} each), as a "
+    "model that averages its tokens (mean pooling) does. Attention rollout and attention norm show where its "
+    "layers look."
+)
+
+
+def _alike(scores) -> bool:
+    """Unsigned scores that are the same on every token that has any (special tokens have none)."""
+    read = np.asarray(scores, dtype=np.float64)
+    read = read[read > 0]
+    return len(read) > 1 and float(read.max() - read.min()) <= 1e-6 * float(read.max())
+
+
 def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0) -> str:
     """The review with each word shaded by its attribution toward `target`, a legend, and the top words."""
     signed = is_signed(method)
@@ -121,7 +136,10 @@ def attribution_html(text, spans, words, scores, target, method, cut_after=None,
             + f' <span style="color:#6b7280;font-style:italic">[… {n_skipped:,} tokens in the middle are '
             "not read by the model …]</span> " + _render(text, tail, scale, tail_start, len(text), signed)
         )
-    lines = top_words_lines(text, segs, target, signed)
+    if signed or not _alike(scores):
+        lines = top_words_lines(text, segs, target, signed)
+    else:
+        lines = [_ALIKE.format(share=float(np.max(scores)))]
     if signed:
         name = label("sentiment", method)
         caption = f"{name}: each word's score toward “{target}”. Hover a word for its value."
