@@ -147,7 +147,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
             return None, None, name, None, gr.skip(), gr.skip()
         view, probabilities, status = hosting.run_as(request, handlers.analyze_review, chosen, review, True, name)
         layer, head = handlers.clamp_layer_head(chosen, layer, head)
-        heatmap = handlers.heatmap(view, layer, head, scale, hide)
+        heatmap, status = handlers.heatmap(view, layer, head, scale, hide), training_step.noted(models, name, status)
         return view, probabilities, status, heatmap, *model_choice.sized(chosen, layer, head)
 
     def sentiment(review: str, request: gr.Request = None):
@@ -238,7 +238,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         if chosen is None:
             return None, "", name, None
         view, text, status = hosting.run_as(request, handlers.translate, chosen, german_text, decoding, beam, name)
-        return view, text, status, handlers.heatmap(view, layer, head, scale, hide)
+        return view, text, training_step.noted(models, name, status), handlers.heatmap(view, layer, head, scale, hide)
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""

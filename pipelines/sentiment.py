@@ -96,7 +96,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         contrast = contrast_scores(metrics)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain, contrast)
         pipe.source = str(name_or_path)  # which model made a result (export): a snapshot's own folder, or the repo
-        pipe.revision = hub_revision
+        pipe.revision = revision  # a training snapshot ("step-<N>", snapshots.is_snapshot), a Hub revision, or None
         pipe.metrics = metrics  # what training measured on this model (metrics.json): the app's claims come from here
         return pipe
 

@@ -7,6 +7,7 @@ training loss, validation scores); a Hub repo keeps them as branches step-<N>, l
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,11 @@ class Snapshot:
             metric=metric,
             score=float(score) if isinstance(score, (int, float)) else None,
         )
+
+
+def is_snapshot(revision: str | None) -> bool:
+    """Whether a revision names a training snapshot ("step-<N>"), not the model itself or another Hub revision."""
+    return re.fullmatch(r"step-\d+", revision or "") is not None
 
 
 def starting_point(metrics: dict | None) -> str:

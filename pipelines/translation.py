@@ -99,7 +99,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
         pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
         pipe.source = str(name_or_path)  # which model made a result (export): a snapshot's own folder, or the repo
-        pipe.revision = hub_revision
+        pipe.revision = revision  # a training snapshot ("step-<N>", snapshots.is_snapshot), a Hub revision, or None
         return pipe
 
     @classmethod

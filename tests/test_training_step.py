@@ -165,6 +165,23 @@ def test_sentiment_steps_classify_with_their_snapshot(classifier_dir):
     assert slider.label.startswith("Training snapshot (0: where training started; 3: the trained model")
 
 
+def test_a_snapshots_status_says_which_step_it_is(classifier_dir):
+    """At step 0 the label at the top of the page read "negative (54.0%)" for "Not bad at all..." with nothing near
+    it saying that this was not the trained model, and the out-of-domain line told a visitor to run
+    `python -m training.calibrate`: a snapshot's status now starts with its step, and that line is left out."""
+    from viz import notices
+
+    models = sentiment_registry(SentimentPipeline.from_pretrained(str(classifier_dir)), lambda p: p)
+    for name in training_step.positions(models, None):
+        status = training_step.noted(models, name, handlers.analyze_review(models.get(name), REVIEWS[0][1])[2])
+        entry = models.entries[name]
+        if entry.snapshot is None:
+            assert "Training step" not in status
+        else:
+            assert status.startswith(f"⏪ **Training step {entry.snapshot.step:,}**") and "not the trained" in status
+            assert notices.DOMAIN_OFF not in status and "training.calibrate" not in status
+
+
 def test_a_model_without_snapshots_shows_no_slider(sentiment, translator_dir):
     from app import build_demo
 

@@ -5,6 +5,7 @@ import unicodedata
 
 from pipelines.calibration import confidence_words
 from pipelines.domain import looks_english
+from pipelines.snapshots import is_snapshot
 
 from .examples import built_in_example
 
@@ -23,7 +24,10 @@ DOMAIN_OFF = (
 
 def domain_note(pipe) -> str | None:
     """A note that the out-of-domain notice cannot show, for a model without fitted statistics (a transformers
-    model as downloaded); None when the check is on."""
+    model as downloaded); None when the check is on, and for a training snapshot (the registry's `snapshot`), whose
+    status says the check is the trained model's (viz.models.training_step.noted)."""
+    if is_snapshot(getattr(pipe, "revision", None)):
+        return None
     return DOMAIN_OFF if getattr(pipe, "domain", False) is None else None
 
 

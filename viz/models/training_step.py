@@ -51,6 +51,28 @@ def score_text(snapshot) -> str:
     return f"validation {name} {snapshot.score:.2f}"
 
 
+def _when(entry) -> str:
+    """How far a snapshot's training was, in words: "before fine-tuning: <weights>", "after 653 training steps"."""
+    snap = entry.snapshot
+    epoch = f", epoch {snap.epoch:.2f}" if snap.epoch is not None else ""
+    start = f"before fine-tuning: {entry.started}" if entry.started else "before any training"
+    return start if snap.step == 0 else f"after {snap.step:,} training steps{epoch}"
+
+
+def noted(models, name: str, status: str) -> str:
+    """A run's status, with a first line when `name` is a training snapshot: the result at the top of the page
+    is then not the trained model's, and only the slider, far below, said so."""
+    entry = models.entries.get(name)
+    if entry is None or entry.snapshot is None:
+        return status
+    line = (
+        f"⏪ **Training step {entry.snapshot.step:,}** ({_when(entry)}), not the trained model: the training-step "
+        "slider under the attention views moves it. Calibration, the out-of-domain check and the notes are the "
+        "trained model's only."
+    )
+    return f"{line}\n\n{status}" if status else line
+
+
 def describe(models, model: str | None, position) -> str:
     """What the slider's position shows, beside it: the step, how far training was, and the validation score."""
     entry = models.entries[chosen(models, model, position)]
@@ -66,10 +88,7 @@ def describe(models, model: str | None, position) -> str:
             else f"{len(snaps)} points of its training, steps {first:,} to {last:,}"
         )
         return f"**The trained model**: move the slider left to see it at {when}."
-    epoch = f", epoch {snap.epoch:.2f}" if snap.epoch is not None else ""
-    start = f"before fine-tuning: {entry.started}" if entry.started else "before any training"
-    when = start if snap.step == 0 else f"after {snap.step:,} training steps{epoch}"
-    return f"**Step {snap.step:,}** ({when}): {score_text(snap)}."
+    return f"**Step {snap.step:,}** ({_when(entry)}): {score_text(snap)}."
 
 
 def reset(models, model: str | None, position: int | None = None) -> tuple[gr.Slider, gr.Markdown]:
