@@ -198,3 +198,13 @@ def test_switched_off_heads_are_named_by_layer():
     assert heads.switched_off_names(cross, {"encoder": 3, "decoder": 3, "cross": 3}, 4) == (
         "encoder 2 · head 1 and cross 1 · head 2"
     )
+
+
+def test_a_small_change_is_written_to_two_significant_digits():
+    """Four heads off moved the pre-trained model's 96.9% by a few hundredths of a point: "+0.0 points" beside
+    "96.9% to 97.0%", and "-0.0 points" in the table."""
+    from viz.numbers import points
+
+    assert points(0.0004) == "+0.040 points" and points(-0.00004) == "-0.004 points"
+    assert points(0.042) == "+4.2 points" and points(-0.5) == "-50.0 points"
+    assert points(0.0) == points(-0.0000001) == "0.000 points"

@@ -19,3 +19,12 @@ def decimals_for(values: Iterable, least: int, most: int = 6) -> int:
     finite = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
     largest = max(finite, default=0.0)
     return least if largest <= 0 else int(min(most, max(least, 1 - math.floor(math.log10(largest)))))
+
+
+def points(change: float) -> str:
+    """A change of probability in percentage points, signed, to two significant digits (at least one decimal,
+    at most three): "+4.2 points", "+0.04 points"; one that rounds to zero is "0.000 points", never "-0.0"."""
+    value = 100 * float(change)
+    decimals = decimals_for([value], least=1, most=3)
+    text = f"{value:+.{decimals}f}"
+    return f"{text[1:] if float(text) == 0 else text} points"

@@ -18,6 +18,7 @@ from pipelines.tasks import SENTIMENT, TRANSLATION
 
 from ..explain import display_token
 from ..inputs import beam_width, check_text
+from ..numbers import points
 from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -121,7 +122,7 @@ def _sentiment_html(cmp, text_a: str, text_b: str) -> str:
     change = cmp.change()[label]
     summary = (
         f"<p class='compare-change'>P({html.escape(label)}): {a.probabilities[label]:.1%} → "
-        f"{b.probabilities[label]:.1%} ({change * 100:+.1f} points)"
+        f"{b.probabilities[label]:.1%} ({points(change)})"
         f"{'; the label flips' if a.label != b.label else ''}.</p>"
     )
     sides = "".join(

@@ -18,7 +18,7 @@ from pipelines.kinds import BY_ROW, KINDS, order
 from ..attention import figures, view_handlers
 from ..handlers import _status
 from ..inputs import beam_width, check_text
-from ..numbers import decimals_for, number
+from ..numbers import decimals_for, number, points
 from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -391,7 +391,7 @@ def sentiment_comparison(intact, off, names: str) -> str:
         + _cell(html.escape(label))
         + _cell(f"{p:.1%}")
         + _cell(f"{off.probabilities[label]:.1%}")
-        + _cell(f"{100 * (off.probabilities[label] - p):+.1f} points")
+        + _cell(points(off.probabilities[label] - p))
         + "</tr>"
         for label, p in intact.probabilities.items()
     )
@@ -404,7 +404,7 @@ def sentiment_comparison(intact, off, names: str) -> str:
     else:
         verdict = (
             f"the prediction stays <b>{intact.label}</b>; its probability goes from {before:.1%} to "
-            f"{after:.1%} ({100 * (after - before):+.1f} points)"
+            f"{after:.1%} ({points(after - before)})"
         )
     return (
         f'<div class="heads-compare"><p>Switching off {html.escape(names)}: {verdict}.</p>'
