@@ -207,4 +207,4 @@ def test_a_small_change_is_written_to_two_significant_digits():
 
     assert points(0.0004) == "+0.040 points" and points(-0.00004) == "-0.004 points"
     assert points(0.042) == "+4.2 points" and points(-0.5) == "-50.0 points"
-    assert points(0.0) == points(-0.0000001) == "0.000 points"
+    assert points(0.0) == "0.0 points" and points(-0.0000001) == "0.000 points"  # never "-0"
