@@ -23,7 +23,7 @@ def decimals_for(values: Iterable, least: int, most: int = 6) -> int:
 
 def points(change: float) -> str:
     """A change of probability in percentage points, signed, to two significant digits (at least one decimal,
-    at most three): "+4.2 points", "+0.04 points"; one that rounds to zero is "0.000 points", never "-0.0"."""
+    at most three): "+4.2 points", "+0.040 points"; one that rounds to zero has no sign, never "-0.0"."""
     value = 100 * float(change)
     decimals = decimals_for([value], least=1, most=3)
     text = f"{value:+.{decimals}f}"
