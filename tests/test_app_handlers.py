@@ -114,6 +114,17 @@ def test_markup_never_reaches_status_or_labels(sentiment):
     assert any("&lt;" in label for label in labels)  # shown as the text '<' by plotly
 
 
+def test_a_long_paste_is_cut_at_the_end_of_a_word():
+    """Cut at 20,000 characters mid-word, a 25,080-character review ended in "Th", and the page named that
+    fragment as the word the model looked at most."""
+    from viz.inputs import check_text
+
+    checked = check_text("abcdefgh " * 3_000, MAX_REVIEW_CHARS, "review")  # 27,000 characters; 20,000 is mid-word
+    assert checked.text.endswith(" abcdefgh") and len(checked.text) == 19_997
+    assert "only the first 19,997 were used" in " ".join(checked.notices)
+    assert len(check_text("x" * 30_000, MAX_REVIEW_CHARS, "review").text) == MAX_REVIEW_CHARS  # no space to cut at
+
+
 def test_highlight_keeps_a_long_review_readable(sentiment):
     review = (LONG_REVIEW + "\n\n") * 2  # about 600 words
     assert len(review.split()) > 500

@@ -63,6 +63,16 @@ def kind_of(value: object) -> str:
     return "nothing" if value is None else "a value of another kind"
 
 
+def _word_end(text: str, limit: int, look_back: int = 200) -> int:
+    """Where to cut `text` at most `limit` characters in: at the last space within `look_back` of the limit, so that
+    no word is cut in two (a review cut mid-word gave 'Th' as the word the model looked at most); at the limit when
+    there is none, as in a text without spaces."""
+    if text[limit].isspace() or text[limit - 1].isspace():
+        return limit
+    space = max(text.rfind(c, max(0, limit - look_back), limit) for c in (" ", "\n", "\t"))
+    return space if space > 0 else limit
+
+
 def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
     """Cut to max_chars, clean like the pipelines do, and explain anything unusual. Never raises.
     Anything but a string (an API client's number, list or object) is refused with a message."""
@@ -71,11 +81,12 @@ def check_text(raw: object, max_chars: int, what: str) -> CheckedText:
     text = raw if isinstance(raw, str) else ""
     notices = []
     if len(text) > max_chars:
+        kept = _word_end(text, max_chars)
         notices.append(
-            f"Your {what} has {len(text):,} characters; only the first {max_chars:,} were used "
-            f"(the app reads at most {max_chars:,})."
+            f"Your {what} has {len(text):,} characters; only the first {kept:,} were used "
+            f"(the app reads at most {max_chars:,}, cut at the end of a word)."
         )
-        text = text[:max_chars]
+        text = text[:kept]
     text, n_lone = fix_surrogates(text)
     n_control = len(CONTROL_CHARS.findall(text))
     text = clean_text(text)
