@@ -128,7 +128,13 @@ def test_the_text_diff_shows_whole_words_not_word_pieces(sentiment, translation)
     """Issue 25 item 6: the comparison's diff showed tokenizer pieces ("dogs -> c ats", "Hunde -> Kat zen")."""
     _, out, _ = compare_view.compare_reviews(sentiment, "I love dogs, really.", "I love cats, really.")
     line = out.split('class="compare-tokens"', 1)[1]
-    assert "<del>dogs</del> <ins>cats</ins>, really." in line and "71% of the words shared" in line
+    assert "<del>dogs</del> <ins>cats</ins>, really." in line and "71% of the words line up, in order" in line
+    # The same words in another order: the share is of the words that line up, which it now says (it read "29% of
+    # the words shared" for two reviews of the very same words)
+    _, out, _ = compare_view.compare_reviews(
+        sentiment, "The cast is great, but the story is hollow.", "The story is hollow, but the cast is great."
+    )
+    assert "of the words line up, in order" in out and "words shared" not in out
     _, out, _ = compare_view.compare_translations(
         translation, "Zwei Hunde spielen im Schnee.", "Zwei Katzen spielen im Schnee.", "greedy", 1
     )

@@ -95,7 +95,7 @@ def word_diff_html(text_a: str, text_b: str, what: str) -> str:
         parts.append(marked if not parts else ("" if glued else " ") + marked)
     more = f" … (+{len(aligned) - MAX_SHOWN_WORDS:,} words)" if len(aligned) > MAX_SHOWN_WORDS else ""
     caption = (
-        f"{what} ({shared_share(aligned):.0%} of the words shared): <del>only in the first</del>, "
+        f"{what} ({shared_share(aligned):.0%} of the words line up, in order): <del>only in the first</del>, "
         "<ins>only in the second</ins>:"
     )
     return f'<div class="compare-tokens"><span class="compare-caption">{caption}</span> {"".join(parts)}{more}</div>'
