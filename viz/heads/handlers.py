@@ -440,7 +440,7 @@ def translation_comparison(intact, off, old_logp_off: float, names: str) -> str:
         ("heads off", html.escape(off.translation) or "<i>(empty)</i>", f"{off.score:.2f}"),
     ]
     body = "".join(f"<tr>{_cell(a)}{_cell(b)}{_cell(c)}</tr>" for a, b, c in rows)
-    head = _header("", "English", "log-prob")
+    head = _header("", "English", "its log-prob")  # each row its own English; the sentence above: the intact one
     return (
         f'<div class="heads-compare"><p>Switching off {html.escape(names)}: {verdict}. With these heads '
         f"off, the intact translation's log-probability goes from {intact.score:.2f} to {old_logp_off:.2f} "
