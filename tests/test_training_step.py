@@ -178,7 +178,7 @@ def test_a_snapshots_status_says_which_step_it_is(classifier_dir):
         if entry.snapshot is None:
             assert "Training step" not in status
         else:
-            assert status.startswith(f"⏪ **Training step {entry.snapshot.step:,}**") and "not the trained" in status
+            assert status.startswith(f"**Training step {entry.snapshot.step:,}**") and "not the trained" in status
             assert notices.DOMAIN_OFF not in status and "training.calibrate" not in status
 
 

@@ -66,9 +66,9 @@ def noted(models, name: str, status: str) -> str:
     if entry is None or entry.snapshot is None:
         return status
     line = (
-        f"⏪ **Training step {entry.snapshot.step:,}** ({_when(entry)}), not the trained model: the training-step "
-        "slider under the attention views moves it. Calibration, the out-of-domain check and the notes are the "
-        "trained model's only."
+        f"**Training step {entry.snapshot.step:,}** ({_when(entry)}), not the trained model: the training-step "
+        "slider under the attention views moves it. Calibration and the out-of-domain check are the trained "
+        "model's only."
     )
     return f"{line}\n\n{status}" if status else line
 
