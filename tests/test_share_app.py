@@ -92,14 +92,14 @@ def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
     fn = load_fn(demo, "translation-input")
     params = dict(
         tab="translation", text="Zwei Hunde.", decoding="beam search", beam="3", layer="2", head="4", step="2"
-    ) | dict(scale="log")
+    ) | dict(scale="log", hide="1")
     values = fn.fn(request(**params))
     named = outputs_of(fn, values)
     assert named["translation-input"] == "Zwei Hunde." and named["translation-decoding"] == "beam search"
     assert (named["translation-beam"], named["translation-layer"], named["translation-head"]) == (3, 1, 3)
-    assert named["translation-scale"] == "log"
-    assert values[6] == 1  # the step (0-based), applied once the run is drawn
-    assert list(values[7:]) == [gr.skip(), gr.skip()]  # no training step in the link: the slider stays
+    assert named["translation-scale"] == "log" and named["translation-hide-tokens"] is True
+    assert values[7] == 1  # the step (0-based), applied once the run is drawn
+    assert list(values[8:]) == [gr.skip(), gr.skip()]  # no training step in the link: the slider stays
     assert presses_button_after(demo, fn, "translation-submit")
     values = outputs_of(fn, fn.fn(request(tab="translation", text="Ein Hund.", beam="99")))
     assert values["translation-beam"] == gr.skip()  # out of the slider's range
@@ -137,12 +137,12 @@ def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
 
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     fn = click_fn(demo, "sentiment-share")
-    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm", None, 1)
+    box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm", True, None, 1)
     link = links.from_query(urlsplit(box.value).query)
     text = "Großartig! <script>x</script>"
-    expected = links.ViewLink("sentiment", text, layer=1, head=0, method="pool", scale="norm")
+    expected = links.ViewLink("sentiment", text, layer=1, head=0, method="pool", scale="norm", hide=True)
     assert link == expected
-    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear", None, 1)
+    too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear", False, None, 1)
     assert too_long.value.startswith("⚠️") and "too long for a link" in too_long.value
     assert box.visible is True and too_long.visible is True  # the box, hidden until now, shows the link or why not
 
@@ -215,13 +215,17 @@ def test_a_link_keeps_the_model_and_the_training_step_shown(chooser):
     the model choice and the training-step slider before the button is pressed."""
     share = click_fn(chooser, "sentiment-share")
     base = "http://127.0.0.1:7860/"
-    at_step_10 = links.from_query(
-        urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "classifier", 1).value).query
-    )
+
+    def shared(model: str, position: int) -> links.ViewLink:
+        return links.from_query(
+            urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", False, model, position).value).query
+        )
+
+    at_step_10 = shared("classifier", 1)
     assert (at_step_10.model, at_step_10.training_step) == (None, 10)  # the default model, at its snapshot
-    other = links.from_query(urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "other", 0).value).query)
+    other = shared("other", 0)
     assert (other.model, other.training_step) == ("other", None)  # no snapshots: the model itself
-    trained = links.from_query(urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", "classifier", 3).value).query)
+    trained = shared("classifier", 3)
     assert (trained.model, trained.training_step) == (None, None)
 
     restore = load_fn(chooser, "sentiment-input")
@@ -247,7 +251,7 @@ def test_a_link_to_a_model_or_step_this_app_lacks_says_so(chooser, monkeypatch):
 
 def test_a_translation_link_keeps_the_training_step(chooser):
     share = click_fn(chooser, "translation-share")
-    box = share.fn("http://127.0.0.1:7860/", "Zwei Hunde.", "greedy", 4, 0, 0, "linear", 2, 0)
+    box = share.fn("http://127.0.0.1:7860/", "Zwei Hunde.", "greedy", 4, 0, 0, "linear", False, 2, 0)
     link = links.from_query(urlsplit(box.value).query)
     assert link.training_step == 0 and link.model is None and link.step == 1
     restore = load_fn(chooser, "translation-input")
