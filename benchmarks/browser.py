@@ -216,11 +216,32 @@ SHOWN_JS = """selector => {
 }"""
 
 
+# What a page shows when a wait fails: each tab's input and status, and gradio's toasts (errors, warnings)
+_STATE_JS = """() => Object.fromEntries([
+  ...['sentiment', 'translation'].flatMap(t => [
+    [t + '-input', (document.querySelector('#' + t + '-input textarea') || {}).value],
+    [t + '-status', (document.querySelector('#' + t + '-status') || {}).innerText]]),
+  ['toasts', Array.from(document.querySelectorAll('.toast-body')).map(e => e.innerText)],
+  ['pending', document.querySelectorAll('.pending, .generating').length]])"""
+
+
+def page_state(page) -> dict:
+    """Each tab's input and status and the page's toasts: what a failed wait reports (a test that timed out said
+    only which selector it waited for)."""
+    try:
+        return {"url": page.url, **page.evaluate(_STATE_JS)}
+    except Exception as e:  # a page that cannot answer says so
+        return {"url": page.url, "error": repr(e)}
+
+
 def wait_drawn(page, elem_id: str, part: str = ".heatmaplayer image") -> None:
     """Wait until the plot elem_id shows `part` on screen, scrolled to as a visitor would: every plot but a tab's
     first heatmap is laid out and painted only near the screen (viz.page.theme.skip_off_screen), and Playwright
-    counts what the browser skips as hidden."""
-    page.wait_for_selector(f"#{elem_id} {part}", state="attached")
+    counts what the browser skips as hidden. A wait that times out says what the page showed (see page_state)."""
+    try:
+        page.wait_for_selector(f"#{elem_id} {part}", state="attached")
+    except Exception as e:
+        raise AssertionError(f"#{elem_id} {part} never came; the page showed {page_state(page)}") from e
     page.locator(f"#{elem_id}").scroll_into_view_if_needed()
     # The browser updates what it skips at its next frames, not at the scroll; Playwright's visible-wait can pass
     # before (it measures a forced layout), so wait for the skipping itself to end.
