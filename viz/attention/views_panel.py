@@ -7,7 +7,7 @@ A click in the page (VIEWS_JS) writes into a hidden textbox: a heatmap cell pick
 of the model view sets the layer and head controls."""
 
 from dataclasses import dataclass
-from functools import partial
+from functools import partial, wraps
 
 import gradio as gr
 
@@ -131,6 +131,20 @@ def _token_box(view):
     return gr.Dropdown(choices=choices, value=None)
 
 
+def _redraw(fn, outputs: list):
+    """An event's handler that redraws from the tab's result: with none yet it leaves its outputs as they are. A
+    link sets layer and head and presses the button at once, and the redraw of the layer (no result yet: None
+    figures) could answer after the run and wipe the heatmap it had just drawn, the label and status beside it."""
+
+    @wraps(fn)
+    def redraw(view, *args):
+        if view is None:
+            return gr.skip() if len(outputs) == 1 else tuple(gr.skip() for _ in outputs)
+        return fn(view, *args)
+
+    return redraw
+
+
 def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, painted):
     """Every event of the views: new result (after `painted`, the first heatmap shown), layer, head, scale, hidden
     tokens, token, kind, model view. `large`: the tab's large heatmaps, in its task's order (pipelines.tasks).
@@ -175,14 +189,18 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
         return True, _model(view, scale, hide, kind, True)
 
     drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **PRIVATE)
-    layer.change(on_layer, common, [overview, *large, ui.focus], **PRIVATE)
-    head.change(on_head, common, large, **PRIVATE)
-    ui.scale.change(on_scale, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
-    ui.hide.change(on_scale, common, [*large, overview, ui.model, ui.focus], **PRIVATE)
-    ui.token.input(on_token, common, [*large, ui.focus], **PRIVATE)
-    ui.token_click.change(on_click, [*common, ui.token_click], [ui.token, *large, ui.focus], **PRIVATE)
+    redraws = [
+        (layer.change, on_layer, common, [overview, *large, ui.focus]),
+        (head.change, on_head, common, large),
+        (ui.scale.change, on_scale, common, [*large, overview, ui.model, ui.focus]),
+        (ui.hide.change, on_scale, common, [*large, overview, ui.model, ui.focus]),
+        (ui.token.input, on_token, common, [*large, ui.focus]),
+        (ui.token_click.change, on_click, [*common, ui.token_click], [ui.token, *large, ui.focus]),
+    ]
     if isinstance(ui.kind, gr.Radio):
-        ui.kind.change(on_kind, common, [ui.focus, ui.model], **PRIVATE)
+        redraws.append((ui.kind.change, on_kind, common, [ui.focus, ui.model]))
+    for event, fn, inputs, outputs in redraws:
+        event(_redraw(fn, outputs), inputs, outputs, **PRIVATE)
     ui.accordion.expand(on_expand, common, [ui.model_open, ui.model], **PRIVATE)
     ui.accordion.collapse(lambda: False, None, [ui.model_open], **PRIVATE)
     ui.open_head.change(open_head, [ui.open_head], [layer, head], js=SCROLL_JS % LARGE_PLOT, **PRIVATE)
