@@ -61,10 +61,15 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
     )
 
 
-def _alternatives(pipe, logp: torch.Tensor, produced: list[int], contrast: dict | None, k: int = 5) -> list[int]:
-    """alts[t]: the id of the top-k alternative named for step t, -1 for a plain step."""
+def _alternatives(pipe, src, tgt_in, produced: list[int], contrast: dict | None, k: int = 5) -> list[int]:
+    """alts[t]: the id of the top-k alternative named for step t, -1 for a plain step. The teacher-forced pass
+    that ranks them runs only when a contrast is asked for (every translation's default explanation asks none)."""
     alts = [-1] * len(produced)
-    for step, text in (contrast or {}).items():
+    if not contrast:
+        return alts
+    with torch.no_grad():
+        logp = pipe.adapter.forward(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
+    for step, text in contrast.items():
         t = int(step)
         if not 0 <= t < len(produced):
             raise ValueError(f"step {t} is outside the translation's {len(produced)} steps (0-based)")
@@ -94,9 +99,7 @@ def explain_translation(
     produced = result.target_ids
     src = torch.tensor([src_ids], device=a.device)  # (1, Ts)
     tgt_in = torch.tensor([[a.bos_id] + produced[:-1]], device=a.device)  # (1, Tt)
-    with torch.no_grad():
-        logp = a.forward(src, tgt_in).logits[0].log_softmax(-1)  # (Tt, V)
-    asked = _alternatives(pipe, logp, produced, contrast)
+    asked = _alternatives(pipe, src, tgt_in, produced, contrast)
     alts = asked if m.contrastive else [-1] * len(asked)  # attention is the same whatever the alternative
     start = time.perf_counter()
     cross = [c.float().numpy() for c in result.cross_attentions]  # per layer (H, Tt, Ts)
