@@ -125,13 +125,19 @@ def _page_step(when: str, selector: str, ready: str = "true", act: str = "elemen
   const named = (q.get('tab') || '').trim().toLowerCase();
   const tab = tabs.includes(named) ? named : tabs[0];
   if (!({when})) return;
-  let tries = 0;
+  {_when_ready(selector, ready, act)}
+}}"""
+
+
+def _when_ready(selector: str, ready: str = "true", act: str = "element.click();") -> str:
+    """JS statements: look every 50 ms, for up to two minutes, until the element `selector` (a JS expression) exists
+    and `ready` (JS) holds, then run `act` (JS, with `element`)."""
+    return f"""let tries = 0;
   const step = () => {{
     const element = document.querySelector({selector});
     if (element && ({ready})) {{ {act} }} else if (++tries < 2400) setTimeout(step, 50);
   }};
-  step();
-}}"""
+  step();"""
 
 
 # Opens the tab a link names by clicking its button (gr.Tab(id=...) in app.py are links.TABS). Done by the server
@@ -167,15 +173,8 @@ def landing_js(task: str, text: str, on_load: bool = False) -> str:
 
 def press_js(task: str) -> str:
     """An event's js, given the tab's text box as its input: press the tab's button once the box shows that text."""
-    return f"""text => {{
-  let tries = 0;
-  const step = () => {{
-    const box = document.querySelector('#{task}-input textarea');
-    if (box && box.value === text) document.querySelector('#{task}-submit').click();
-    else if (++tries < 200) setTimeout(step, 50);
-  }};
-  step();
-}}"""
+    shown = f"(document.querySelector('#{task}-input textarea') || {{}}).value === text"
+    return f"text => {{\n  {_when_ready(repr(f'#{task}-submit'), shown)}\n}}"
 
 
 def press_after(event, task: str, box) -> None:
