@@ -90,6 +90,17 @@ def test_the_verdict_against_random_reads_the_numbers_as_shown():
     assert attributions.against_random(-0.1, -0.3) == "does not beat random"
 
 
+def test_the_verdict_compares_the_numbers_the_table_shows(pipe):
+    """0.0004 against 0.0006 reads 0.000 against 0.001: random is ahead as shown, not tied."""
+    view, _, _ = handlers.analyze_review(pipe, REVIEW)
+    expl, _ = explanation_panel.explain(pipe, view, "attention_norm")
+    report = pipe.faithfulness(expl)
+    report.method.comprehensiveness, report.random.comprehensiveness = 0.0004, 0.0006
+    report.method.sufficiency, report.random.sufficiency = 0.1, 0.3
+    text = attributions.faithfulness_markdown(report, expl)
+    assert "beats random on one of the two." in text and "| 0.000 |" in text and "| 0.001 |" in text
+
+
 def test_no_review_gives_empty_outputs(pipe):
     assert explanation_panel.explain(pipe, None, "occlusion") == (None, "")
     assert explanation_panel.faithfulness(pipe, None) == ("", None)

@@ -4,13 +4,19 @@ import math
 from collections.abc import Iterable
 
 
+def shown(value, decimals: int = 3) -> float:
+    """The value as number() writes it (rounded to `decimals`, a zero without sign), NaN for a dash: what a reader
+    compares."""
+    if value is None or not math.isfinite(float(value)):
+        return math.nan
+    return round(float(value), decimals) + 0.0  # + 0.0: -0.0 becomes 0.0
+
+
 def number(value, decimals: int = 3) -> str:
     """A number to `decimals` decimals (3 unless told); one that rounds to zero shows as 0.000, never -0.000, and
     a missing or non-finite one as a dash."""
-    if value is None or not math.isfinite(float(value)):
-        return "–"
-    text = f"{float(value):.{decimals}f}"
-    return text[1:] if float(text) == 0 and text.startswith("-") else text
+    value = shown(value, decimals)
+    return "–" if math.isnan(value) else f"{value:.{decimals}f}"
 
 
 def decimals_for(values: Iterable, least: int, most: int = 6) -> int:
@@ -26,5 +32,4 @@ def points(change: float) -> str:
     at most three): "+4.2 points", "+0.040 points"; one that rounds to zero has no sign, never "-0.0"."""
     value = 100 * float(change)
     decimals = decimals_for([value], least=1, most=3)
-    text = f"{value:+.{decimals}f}"
-    return f"{text[1:] if float(text) == 0 else text} points"
+    return f"{'+' if shown(value, decimals) > 0 else ''}{number(value, decimals)} points"

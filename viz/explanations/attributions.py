@@ -17,7 +17,7 @@ from pipelines.words import word_scores
 
 from ..attention.figures import FONT
 from ..explain import _gap, display_token
-from ..numbers import decimals_for, number
+from ..numbers import decimals_for, number, shown
 
 SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
 AGAINST = (220, 38, 38)  # red: pushes away from it
@@ -165,8 +165,8 @@ def reader_why(default: dict) -> str:
 
 
 def against_random(*margins: float) -> str:
-    """How a method fares against random, from its margins over random on each measure (> 0: better), judged as
-    the table shows them, to three decimals: it said "beats random on both" beside 0.000 and 0.000."""
+    """How a method fares against random, from its margins over random on each measure (> 0: better) between the
+    numbers as shown, to three decimals: it said "beats random on both" beside 0.000 and 0.000."""
     shown = [round(float(v), 3) if math.isfinite(float(v)) else -math.inf for v in margins]  # a dash: not better
     beats, ties = sum(v > 0 for v in shown), sum(v == 0 for v in shown)
     if beats == len(shown):
@@ -181,7 +181,9 @@ def against_random(*margins: float) -> str:
 def faithfulness_markdown(report, explanation, default: dict | None = None) -> str:
     """The faithfulness numbers on this input beside the random baseline, in Markdown."""
     m, r = report.method, report.random
-    verdict = against_random(m.comprehensiveness - r.comprehensiveness, r.sufficiency - m.sufficiency)
+    verdict = against_random(  # the numbers as the table below writes them
+        shown(m.comprehensiveness) - shown(r.comprehensiveness), shown(r.sufficiency) - shown(m.sufficiency)
+    )
     lines = [
         f"**How faithful is this view on your review?** {label('sentiment', explanation.method)} {verdict}.",
         "",
