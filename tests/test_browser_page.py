@@ -88,7 +88,7 @@ def test_a_review_pasted_into_the_second_box_replaces_the_copy(page, app_url):
 
 
 def test_a_view_that_waits_for_the_visitor_is_no_blank_box(page, app_url):
-    """viz.page.theme.hide_until_drawn: token focus, the clicked head's map and the comparison's diff are left out of
+    """viz.page.theme.waiting_plot: token focus, the clicked head's map and the comparison's diff are left out of
     the page until they have a figure (a first visit showed five blank boxes), and show once it comes."""
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, "A warm and funny film.")

@@ -19,12 +19,16 @@ def number(value, decimals: int = 3) -> str:
     return "–" if math.isnan(value) else f"{value:.{decimals}f}"
 
 
+def largest(values: Iterable) -> float:
+    """The largest |value| of those that are numbers (None, NaN and infinities left out); 0.0 for none."""
+    return max((abs(float(v)) for v in values if v is not None and math.isfinite(float(v))), default=0.0)
+
+
 def decimals_for(values: Iterable, least: int, most: int = 6) -> int:
     """Decimals that show the largest |value| to two significant digits: at least `least`, at most `most`. A
     pre-trained model's head effects and gradients are often thousandths, which fixed decimals wrote as zeros."""
-    finite = [abs(float(v)) for v in values if v is not None and math.isfinite(float(v))]
-    largest = max(finite, default=0.0)
-    return least if largest <= 0 else int(min(most, max(least, 1 - math.floor(math.log10(largest)))))
+    top = largest(values)
+    return least if top <= 0 else int(min(most, max(least, 1 - math.floor(math.log10(top)))))
 
 
 def points(change: float) -> str:

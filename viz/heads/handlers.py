@@ -18,7 +18,7 @@ from pipelines.kinds import BY_ROW, KINDS, order
 from ..attention import figures, view_handlers
 from ..handlers import _status
 from ..inputs import beam_width, check_text
-from ..numbers import decimals_for, number, points
+from ..numbers import decimals_for, largest, number, points
 from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -95,11 +95,6 @@ def _effect_css(value, vmax: float) -> str:
     if value is None or not np.isfinite(value):
         return ""
     return _shade(value, vmax, (234, 88, 12) if value < 0 else (37, 99, 235))
-
-
-def _vmax(values) -> float:
-    finite = [abs(float(v)) for v in values if v is not None and np.isfinite(v)]
-    return max(finite, default=0.0)
 
 
 def effect_decimals(values) -> int:
@@ -185,7 +180,7 @@ def _column_css(key: str, rows: list[dict]):
     shares teal (of 1), the other statistics grey (of their largest)."""
     if key in SHARES:
         return lambda v: _shade(v, 1.0, (13, 148, 136))
-    vmax = _vmax(r.get(key) for r in rows)
+    vmax = largest(r.get(key) for r in rows)
     if key == "effect":
         return lambda v: _effect_css(v, vmax)
     return lambda v: _shade(v, vmax, (107, 114, 128))
@@ -232,7 +227,7 @@ def grid_styler(rows: list[dict]):
     for r in rows:
         lines.setdefault(grid_row(r["kind"], r["layer"]), [None] * n_heads)[r["head"]] = r["effect"]
     frame = grid_frame(lines, n_heads)
-    vmax, decimals = _vmax(r["effect"] for r in rows), effect_decimals(r["effect"] for r in rows)
+    vmax, decimals = largest(r["effect"] for r in rows), effect_decimals(r["effect"] for r in rows)
     heads = list(frame.columns[1:])
     shown = partial(number, decimals=decimals)
     return frame.style.format(shown, subset=heads).map(lambda v: _effect_css(v, vmax), subset=heads)
@@ -299,7 +294,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
 def _no_head_decides(rows: list[dict]) -> str:
     """A sentence where no head alone moves the output by 0.01 (a point of probability; for a translation's
     log-probability, 1% of its probability): the decision is spread over the heads."""
-    if _vmax(r["effect"] for r in rows) >= 0.01:
+    if largest(r["effect"] for r in rows) >= 0.01:
         return ""
     return " No head alone moves it by 0.01: the output does not rest on one head; switch several off to see more."
 
