@@ -211,6 +211,20 @@ def test_help_documents_every_option():
         assert opt in out
 
 
+def test_training_leaves_the_process_group_it_joined(imdb_dir, tmp_path, monkeypatch):
+    """A gloo process group left to the interpreter's exit aborted a two-process run after its summary
+    ("terminate called without an active exception", SIGABRT, once in CI): train() ends it, on every process."""
+    from accelerate import Accelerator
+
+    ended = []
+    monkeypatch.setattr(Accelerator, "end_training", lambda self: ended.append(self.num_processes))
+    out = tmp_path / "run"
+    assert (
+        train_main(["sentiment", "--data-dir", str(imdb_dir), "--out", str(out), "--epochs", "1", *TINY_SENTIMENT]) == 0
+    )
+    assert ended == [1]
+
+
 def launch_two_processes(args: list[str]) -> subprocess.CompletedProcess:
     """`accelerate launch` with two processes: `--multi_gpu` is accelerate's torchrun launcher (`--cpu` would
     start one process); with no GPU, the loop's Accelerator(cpu=True) joins them over gloo."""

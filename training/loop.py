@@ -445,7 +445,11 @@ def train(model, task: Task, cfg: LoopConfig, run_info: dict | None = None, star
         summary["snapshot_seconds"] = round(state.snapshot_seconds, 3)  # compare with train_seconds: the cost
     if run.acc.is_main_process:
         finish(run, summary, started)
-    return broadcast_object_list([summary])[0]  # every process reports the main process's summary
+    summary = broadcast_object_list([summary])[0]  # every process reports the main process's summary
+    # the last collective: leave the process group, so no gloo worker thread is left to the interpreter's exit,
+    # which aborted a two-process CI run after its summary ("terminate called without an active exception")
+    run.acc.end_training()
+    return summary
 
 
 def finish(run: Run, summary: dict, started: float | None) -> None:
