@@ -306,8 +306,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.anneal_by_time and not args.max_minutes:
         parser.error("--anneal-by-time needs --max-minutes, the time the schedule runs its course by")
-    from accelerate import PartialState
-
     from .checkpoint import DamagedCheckpoint
     from .data import DataError
     from .loop import BEST, NonFiniteLoss, train
@@ -357,11 +355,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(summary))
-    if args.push_to_hub and PartialState().is_main_process:  # one upload, not one per training process
-        from .publish import main as publish_main
+    return push(args, args.out / BEST) if args.push_to_hub else 0
 
-        return publish_main([args.task, "--model", str(args.out / BEST), "--repo-id", args.push_to_hub])
-    return 0
+
+def push(args, best) -> int:
+    """--push-to-hub: publish the best model, from the main process only (one upload, not one a process)."""
+    from accelerate import PartialState
+
+    from .publish import main as publish_main
+
+    if not PartialState().is_main_process:
+        return 0
+    return publish_main([args.task, "--model", str(best), "--repo-id", args.push_to_hub])
 
 
 def loop_config(args):
