@@ -20,6 +20,7 @@ from transformer.generation import Hypothesis
 from .adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
 from .common import TokenSpan, serving_device, wrap_spans
 from .kinds import CROSS, DECODER, ENCODER, SELF
+from .thread_hooks import this_thread_only
 
 TRANSLATION_KINDS = (ENCODER.name, DECODER.name, CROSS.name)  # a seq2seq model's, in its order
 
@@ -115,7 +116,8 @@ def attention_parts(model: torch.nn.Module, encoder_kind: str) -> dict[str, list
 
 @contextmanager
 def heads_off(projections: dict[str, list[torch.nn.Module]], masks: KindMasks | None, n_heads: int):
-    """For the calls inside: each layer's heads scaled by masks[kind][layer], (H,) or (B, H), 0 = off."""
+    """For the calls inside made on this thread: each layer's heads scaled by masks[kind][layer], (H,) or (B, H),
+    0 = off."""
     hooks = []
 
     def scale(mask: torch.Tensor):
@@ -131,7 +133,7 @@ def heads_off(projections: dict[str, list[torch.nn.Module]], masks: KindMasks | 
         for kind, layer_masks in (masks or {}).items():
             for module, mask in zip(projections[kind], layer_masks):
                 if bool((mask != 1).any()):
-                    hooks.append(module.register_forward_pre_hook(scale(mask)))
+                    hooks.append(module.register_forward_pre_hook(this_thread_only(scale(mask))))
         yield
     finally:
         for h in hooks:

@@ -14,7 +14,6 @@ Not Only a Weight"): how much key j actually moves the output, not only how much
 Works for every adapter (ours, `transformers` BERT-family and Marian): their heads all scale by 1/sqrt(hs).
 """
 
-import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ import torch
 from transformer.masks import causal_mask
 
 from .adapter import AttentionParts
+from .thread_hooks import this_thread_only
 
 
 @dataclass
@@ -102,8 +102,8 @@ class AttentionInternals:
 
 @contextmanager
 def recording(parts: dict[str, list[AttentionParts]]):
-    """Inside: every call of the projections of `parts` is recorded, {(kind, layer, name): tensor (B, T, D)}:
-    "q", "k", "v" (their outputs) and "heads" (what "out" reads: the heads' outputs, concatenated)."""
+    """Inside: every call of the projections of `parts` made on this thread is recorded, {(kind, layer, name): tensor
+    (B, T, D)}: "q", "k", "v" (their outputs) and "heads" (what "out" reads: the heads' outputs, concatenated)."""
     seen: dict[tuple[str, int, str], torch.Tensor] = {}
     hooks = []
 
@@ -119,8 +119,9 @@ def recording(parts: dict[str, list[AttentionParts]]):
         for kind, layers in parts.items():
             for i, p in enumerate(layers):
                 for name in ("q", "k", "v"):
-                    hooks.append(getattr(p, name).register_forward_hook(keep((kind, i, name))))
-                hooks.append(p.out.register_forward_pre_hook(keep((kind, i, "heads"), read_input=True)))
+                    hooks.append(getattr(p, name).register_forward_hook(this_thread_only(keep((kind, i, name)))))
+                heads = this_thread_only(keep((kind, i, "heads"), read_input=True))
+                hooks.append(p.out.register_forward_pre_hook(heads))
         yield seen
     finally:
         for h in hooks:
@@ -237,18 +238,16 @@ def with_value_norms(adapter, forward: Callable[[], object]) -> tuple[object, di
     weighted by what each value carries are then weights (B, H, Tq, Tk) * norms[:, layer, :, None, :]."""
     parts, H = adapter.attention_parts(), adapter.n_heads
     seen, hooks = {}, []
-    owner = threading.get_ident()  # hooks are the module's, seen by every thread's run: keep this thread's only
 
     def keep(key):
         def hook(module, args, out):
-            if threading.get_ident() == owner:
-                seen[key] = out
+            seen[key] = out
 
         return hook
 
     for kind, layers in parts.items():
         for i, p in enumerate(layers):
-            hooks.append(p.v.register_forward_hook(keep((kind, i))))
+            hooks.append(p.v.register_forward_hook(this_thread_only(keep((kind, i)))))
     try:
         run = forward()
     finally:

@@ -1,0 +1,24 @@
+"""Module hooks that act for one thread only.
+
+A hook is registered on a module every thread shares: the server's model runs passes of a head table on several
+threads at once (pipelines.passes), and a waiting call of the same model runs at one of their pause points
+(pipelines.microbatch). A recording (pipelines.inside_head) or heads switched off (pipelines.hf_adapter) for one
+run must not reach the runs of the other threads: measured, a recording raised "ran twice" when a head table's
+pass ran beside it, and heads switched off for one pass would have been off in the others too.
+"""
+
+import functools
+import threading
+from collections.abc import Callable
+
+
+def this_thread_only(hook: Callable) -> Callable:
+    """`hook` for the calls made on the thread that wraps it; other threads' calls pass unchanged (None: a forward
+    hook leaves the output, a pre-hook the input, as they were)."""
+    owner = threading.get_ident()
+
+    @functools.wraps(hook)
+    def guarded(module, *args):
+        return hook(module, *args) if threading.get_ident() == owner else None
+
+    return guarded

@@ -1,0 +1,72 @@
+"""Hooks on a model every thread shares keep to the thread that set them (pipelines.thread_hooks): the server runs a
+head table's passes on two threads and a waiting call of the same model at one's pause point (pipelines.passes,
+pipelines.microbatch), so a run on one thread must neither be recorded by, nor have heads switched off by, another
+thread's hooks. Each test runs the other thread's pass to its end while the hooks are set: no timing involved."""
+
+import threading
+
+import pytest
+import torch
+
+from pipelines import SentimentPipeline, heads, inside_head
+from pipelines.hf_adapter import heads_off
+
+REVIEW = "A wonderful film, but the ending was dull and far too long."
+
+
+def on_another_thread(fn) -> dict:
+    """fn() on a thread of its own, run to its end: {"value": its result} or {"error": what it raised}."""
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except Exception as e:  # noqa: BLE001  (handed to the test, which asserts there is none)
+            out["error"] = e
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    return out
+
+
+def test_a_recording_keeps_to_its_own_thread(sentiment):
+    """Seen in a browser test's log: an explanation by attention norm (a recorded run) failed with "('self', 1,
+    'heads') ran twice in one recorded run": a head table's pass on the other thread had run through its hooks."""
+    a = sentiment.adapter
+    x = torch.tensor([sentiment.encode(REVIEW)[0]])  # (1, T)
+    other = torch.tensor([sentiment.encode("Dull.")[0]])
+    alone = inside_head.record(a, lambda: a.forward(x, need_weights=True))
+
+    def with_a_pass_beside():
+        beside = on_another_thread(lambda: a.forward(other, need_weights=True).logits)
+        assert set(beside) == {"value"}, beside.get("error")
+        return a.forward(x, need_weights=True)
+
+    both = inside_head.record(a, with_a_pass_beside)
+    for name in ("q", "k", "v", "heads", "weights"):
+        torch.testing.assert_close(getattr(both.kinds["self"], name), getattr(alone.kinds["self"], name))
+
+
+@pytest.fixture(scope="module")
+def hf_classifier(tmp_path_factory):
+    from tiny_hf_models import CLASSIFIERS
+
+    return SentimentPipeline.from_pretrained(str(CLASSIFIERS["bert"](tmp_path_factory.mktemp("hf") / "bert")))
+
+
+def test_heads_switched_off_on_one_thread_stay_on_in_another(hf_classifier):
+    """A transformers model switches heads off by hooks on its output projections: a head-table pass with heads off
+    on one thread would have switched them off in the pass beside it too."""
+    pipe = hf_classifier
+    a = pipe.adapter
+    x = torch.tensor([pipe.encode(REVIEW)[0]])  # (1, T)
+    masks = heads.mask_tensors({("self", 0, 1): 0.0, ("self", 1, 2): 0.0}, pipe.head_layers, pipe.n_heads, a.device)
+    with torch.no_grad():
+        intact, off = a.forward(x).logits, a.forward(x, head_mask=masks).logits
+        assert not torch.allclose(intact, off)  # the heads matter
+        with heads_off(a.projections, masks, a.n_heads):
+            beside = on_another_thread(lambda: a.forward(x).logits)
+            here = a.model(input_ids=x, attention_mask=torch.ones_like(x)).logits
+    torch.testing.assert_close(beside["value"], intact)
+    torch.testing.assert_close(here, off)  # and on the thread that set them they are off
