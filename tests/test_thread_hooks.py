@@ -5,6 +5,7 @@ thread's hooks. Each test runs the other thread's pass to its end while the hook
 
 import threading
 
+import numpy as np
 import pytest
 import torch
 
@@ -70,3 +71,19 @@ def test_heads_switched_off_on_one_thread_stay_on_in_another(hf_classifier):
             here = a.model(input_ids=x, attention_mask=torch.ones_like(x)).logits
     torch.testing.assert_close(beside["value"], intact)
     torch.testing.assert_close(here, off)  # and on the thread that set them they are off
+
+
+def test_a_transformers_head_table_is_the_same_in_passes_at_once(hf_classifier, monkeypatch):
+    """The head table of a transformers model in several batches of heads: two passes at once (the app: one torch
+    thread a model, 2 cores) give the effects one pass at a time gives. Each pass switches its own heads off."""
+    pipe = hf_classifier
+    ids = pipe.encode(REVIEW)[0]
+    label = 1  # any label: the change of its probability with each head off
+    monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once: 2)  # a batch of 2 heads a pass
+    monkeypatch.setattr(heads, "at_once", lambda device: 1)
+    _, one_at_a_time = heads.classifier_effects(pipe, ids, label)
+    monkeypatch.setattr(heads, "at_once", lambda device: 2)
+    _, two_at_once = heads.classifier_effects(pipe, ids, label)
+    assert len(one_at_a_time) == pipe.n_layers * pipe.n_heads > 4  # several batches
+    assert two_at_once.keys() == one_at_a_time.keys()
+    np.testing.assert_allclose([two_at_once[k] for k in one_at_a_time], list(one_at_a_time.values()), atol=1e-6)
