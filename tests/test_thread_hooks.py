@@ -87,3 +87,39 @@ def test_a_transformers_head_table_is_the_same_in_passes_at_once(hf_classifier, 
     assert len(one_at_a_time) == pipe.n_layers * pipe.n_heads > 4  # several batches
     assert two_at_once.keys() == one_at_a_time.keys()
     np.testing.assert_allclose([two_at_once[k] for k in one_at_a_time], list(one_at_a_time.values()), atol=1e-6)
+
+
+def test_calls_beside_a_head_table_in_the_server_give_their_solo_results(sentiment, monkeypatch):
+    """As the app serves the sentiment model (in the server's process, one batcher, two models at once): a head table
+    (a background call, its passes two at a time) with explanations and recorded runs arriving while it runs. The
+    waiting calls run at its pause points, beside its other pass; each result must equal the call made alone. On
+    the shipped model before 24acced, one attention-norm explanation a round failed ("ran twice")."""
+    from pipelines.microbatch import MicroBatcher
+    from pipelines.serving import served
+
+    monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once: 1)  # a pass a head: many pause points
+    monkeypatch.setattr(heads, "at_once", lambda device: 2)
+    texts = ["A wonderful film, but the ending was dull.", "Dull.", "Not bad at all, I actually enjoyed it."]
+    calls = [("head_table", (REVIEW,), {})]
+    calls += [("explain", (t,), {"method": m}) for t in texts for m in ("attention_norm", "gradient_x_input")]
+    calls += [("internals", (t,), {}) for t in texts]
+    alone = [getattr(sentiment, name)(*args, **kw) for name, args, kw in calls]
+    pipe = served(sentiment, None, MicroBatcher(4, parallel=2))[0]
+    got: list = [None] * len(calls)
+
+    def call(i):
+        name, args, kw = calls[i]
+        got[i] = on_another_thread(lambda: getattr(pipe, name)(*args, **kw))
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(calls))]
+    for t in threads:  # the head table first, then the rest as it runs
+        t.start()
+    for t in threads:
+        t.join()
+    assert [sorted(g) for g in got] == [["value"]] * len(calls), [g.get("error") for g in got]
+    assert got[0]["value"] == alone[0]
+    for (name, _, _), g, a in zip(calls[1:], got[1:], alone[1:]):
+        if name == "explain":
+            np.testing.assert_allclose(g["value"].scores, a.scores, rtol=1e-5, atol=1e-7)
+        else:
+            torch.testing.assert_close(g["value"].kinds["self"].heads, a.kinds["self"].heads)
