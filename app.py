@@ -25,6 +25,7 @@ from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import redact_paths, sentiment_registry, translation_registry  # noqa: E402
 from viz.page import theme  # noqa: E402
 from viz.server import hosting  # noqa: E402
+from viz.server.events import FOLLOW_UP  # noqa: E402
 from viz.share import downloads, share_ui  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 
@@ -258,7 +259,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         p.views, "translation", state, layer, head, [cross, encoder, decoder], cross_overview, painted
     )
     redrawn = [encoder, decoder, step, step_heads, step_topk]
-    drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **PRIVATE)
+    drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **FOLLOW_UP)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, models, state, step, translated)
     inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)

@@ -11,6 +11,7 @@ from pipelines.kinds import KINDS, TGT
 
 from ..page.theme import waiting_plot
 from ..server import hosting
+from ..server.events import FOLLOW_UP
 from . import inside_head_view as draw
 from . import view_handlers as views
 
@@ -108,4 +109,4 @@ def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, n
             continue
         control.change(redraw, inputs, outputs, **PRIVATE)
     if new_result is not None:
-        new_result.then(redraw, inputs, outputs, **PRIVATE)
+        new_result.then(redraw, inputs, outputs, **FOLLOW_UP)

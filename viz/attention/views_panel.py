@@ -17,6 +17,7 @@ from pipelines.tasks import TASKS
 
 from .. import handlers
 from ..page.theme import waiting_plot
+from ..server.events import FOLLOW_UP
 from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")
@@ -188,7 +189,7 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     def on_expand(view, layer, head, scale, hide, token, kind, is_open):
         return True, _model(view, scale, hide, kind, True)
 
-    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **PRIVATE)
+    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **FOLLOW_UP)
     redraws = [
         (layer.change, on_layer, common, [overview, *large, ui.focus]),
         (head.change, on_head, common, large),

@@ -14,6 +14,7 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 
 from ..page.progress import reporter
+from ..server.events import FOLLOW_UP
 from . import attributions
 
 log = logging.getLogger(__name__)
@@ -102,15 +103,24 @@ def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted):
 
     def run_explain(view, method, progress=PROGRESS):
         name = explanations.label("sentiment", method) if method else "Explanation"
-        pipe = models.get(getattr(view, "model", None))
-        return explain(pipe, view, method, reporter(progress, name, "words"))
+        model = getattr(view, "model", None)
+        expl, html = explain(models.get(model), view, method, reporter(progress, name, "words"))
+        return made_by(model, expl), html
 
-    def run_faithfulness(view, expl):
-        return faithfulness(models.get(getattr(view, "model", None)), expl)
+    def run_faithfulness(explained):
+        model, expl = explained or (None, None)
+        return faithfulness(models.get(model), expl)
 
     outs, faith_outs = [panel.explained, panel.highlight], [panel.faithfulness, panel.curve]
-    drawn = predicted.then(run_explain, [view_state, panel.method], outs, **PRIVATE)
-    drawn.then(run_faithfulness, [view_state, panel.explained], faith_outs, **PRIVATE)
+    drawn = predicted.then(run_explain, [view_state, panel.method], outs, **FOLLOW_UP)
+    drawn.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)
     changed = panel.method.change(run_explain, [view_state, panel.method], outs, **PRIVATE)
-    changed.then(run_faithfulness, [view_state, panel.explained], faith_outs, **PRIVATE)
+    changed.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)
     return drawn
+
+
+def made_by(model, expl) -> tuple | None:
+    """What the panel keeps of an explanation: (the name of the model that made it, the explanation), so its
+    faithfulness is measured on that model even when the tab has moved to another one since (a model switched
+    during the explanation had the from-scratch model measure the pre-trained one's token ids: IndexError)."""
+    return None if expl is None else (model, expl)

@@ -16,7 +16,9 @@ from pipelines.explanations import default_method
 
 from ..attention.view_figures import note
 from ..page.progress import reporter
+from ..server.events import FOLLOW_UP
 from . import translation_attributions as figs
+from .explanation_panel import made_by
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
@@ -98,14 +100,18 @@ def wire(panel: TranslationExplanationPanel, models, view_state: gr.State, step:
 
     def run(view, method, step_value, alternative, progress=PROGRESS):
         report = reporter(progress, explanations.label("translation", method), "steps")
-        return explain(models.get(getattr(view, "model", None)), view, method, step_value, alternative, report)
+        model = getattr(view, "model", None)
+        expl, *figures = explain(models.get(model), view, method, step_value, alternative, report)
+        return made_by(model, expl), *figures
 
-    def run_faithfulness(view, expl):
-        return faithfulness(models.get(getattr(view, "model", None)), expl)
+    def run_faithfulness(explained):
+        model, expl = explained or (None, None)
+        return faithfulness(models.get(model), expl)
 
     args = [view_state, panel.method, step, panel.contrast]
     outs = [panel.explained, panel.attribution, panel.agreement]
-    for event in (translated.then, panel.method.change, panel.contrast.change):
-        explained = event(run, args, outs, **PRIVATE)
-        explained.then(run_faithfulness, [view_state, panel.explained], [panel.faithfulness], **PRIVATE)
+    triggers = ((translated.then, FOLLOW_UP), (panel.method.change, PRIVATE), (panel.contrast.change, PRIVATE))
+    for event, options in triggers:
+        explained = event(run, args, outs, **options)
+        explained.then(run_faithfulness, [panel.explained], [panel.faithfulness], **FOLLOW_UP)
     step.change(alternatives, [view_state, step], [panel.contrast], **PRIVATE)

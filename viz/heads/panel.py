@@ -4,6 +4,7 @@ model run again with chosen heads switched off. Laid out here so app.py only cal
 import gradio as gr
 
 from ..page.theme import HEADS_GRID, waiting_plot
+from ..server.events import FOLLOW_UP
 from ..tasks import TASKS
 from . import handlers as heads
 
@@ -59,7 +60,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
         measured, grid, table, status = heads.head_table(model, task, *args, result=getattr(view, "result", None))
         return measured, grid, table.html(), status, choices
 
-    run_event.then(measure, [main_state, *inputs], [state, grid, table, status, chosen], **PRIVATE)
+    run_event.then(measure, [main_state, *inputs], [state, grid, table, status, chosen], **FOLLOW_UP)
     grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(
         heads.head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
     )

@@ -16,6 +16,7 @@ from ..compare import input_compare as compare
 from ..examples import contrast_pairs, shorten
 from ..models import training_step
 from ..page.theme import waiting_plot
+from ..server.events import FOLLOW_UP
 from . import downloads, links
 
 PRIVATE = dict(api_visibility="private")
@@ -307,7 +308,7 @@ def wire_translation_links(
 
     restored = [german, decoding, beam, layer, head, scale, hide, pending_step, training.slider, training.info]
     demo.load(restore, None, restored, **PRIVATE).then(None, None, None, js=_press_js("translation"), **PRIVATE)
-    drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **PRIVATE)
+    drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **FOLLOW_UP)
 
 
 def _apply_step(view, layer, pending: int | None):
