@@ -147,9 +147,10 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
         if chosen is None:
             return None, None, name, None, gr.skip(), gr.skip()
         view, probabilities, status = hosting.run_as(request, handlers.analyze_review, chosen, review, True, name)
-        layer, head = handlers.clamp_layer_head(chosen, layer, head)
-        heatmap, status = handlers.heatmap(view, layer, head, scale, hide), training_step.noted(models, name, status)
-        return view, probabilities, status, heatmap, *model_choice.sized(chosen, layer, head)
+        asked, (layer, head) = (layer, head), handlers.clamp_layer_head(chosen, layer, head)
+        heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
+        status, sized = training_step.noted(models, name, status), model_choice.sized(chosen, layer, head, asked)
+        return view, probabilities, status, heatmap, *sized
 
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
@@ -239,7 +240,8 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         if chosen is None:
             return None, "", name, None
         view, text, status = hosting.run_as(request, handlers.translate, chosen, german_text, decoding, beam, name)
-        return view, text, training_step.noted(models, name, status), handlers.heatmap(view, layer, head, scale, hide)
+        heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
+        return view, text, training_step.noted(models, name, status), heatmap
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""

@@ -3,6 +3,7 @@
 import html
 import re
 
+import gradio as gr
 import numpy as np
 import pytest
 
@@ -409,3 +410,25 @@ def test_a_translation_of_no_words_says_what_the_model_wrote_and_claims_no_confi
     _, english, status = handlers.translate(pipe, "Ein Mann fährt Fahrrad.")
     assert english == "" and "produced no words for this sentence: only special tokens" in status
     assert "confidence" not in status
+
+
+def test_a_head_chosen_while_the_run_goes_on_is_kept_and_drawn(sentiment):
+    """Seen in chromium (18 of 18 tries): a layer or head picked just after Analyse was put back to the one the run
+    had read, and the old review's map flashed up. The run leaves the radios' value alone where the model has it,
+    and the step after it draws the large map again when the page now holds another layer or head."""
+    from app import build_demo
+
+    demo = build_demo(sentiment, None)
+    blocks = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
+    submit, single = blocks["sentiment-submit"], blocks["sentiment-attention"]
+    (run,) = [f for f in demo.fns.values() if f.targets == [(submit._id, "click")] and f.fn is not None]
+    out = dict(zip(run.outputs, run.fn(REVIEWS[0][1], None, None, 0, 1, "linear", False)))
+    view = out[run.outputs[0]]
+    assert view.drawn_at == (0, 1) and "Layer 1, head 2" in out[single].layout.title.text
+    assert "value" not in out[blocks["sentiment-head"]].constructor_args  # the update leaves the page's choice
+    (after,) = [f for f in demo.fns.values() if f.name == "after_run"]
+    # state, layer, head, scale, hidden tokens, token, kind of attention, model view open: the page now has head 4
+    moved = dict(zip(after.outputs, after.fn(view, 0, 3, "linear", False, None, "self", False)))
+    assert "Layer 1, head 4" in moved[single].layout.title.text
+    same = dict(zip(after.outputs, after.fn(view, 0, 1, "linear", False, None, "self", False)))
+    assert same[single] == gr.skip()  # the run's own map stays: nothing sent twice

@@ -55,6 +55,8 @@ class SentimentView:
     n_skipped: int  # tokens of a long review the model never saw
     cut_after: int | None  # the model read tokens [:cut_after] from the start and the rest from the end
     model: str | None = None  # which of the tab's models made it (its name in the tab's ModelRegistry)
+    # (layer, head) of the large heatmap the run drew: a choice changed while it ran is drawn after it (views_panel)
+    drawn_at: tuple[int, int] | None = None
     task: ClassVar[Task] = SENTIMENT
 
 
@@ -134,6 +136,8 @@ class TranslationView:
     # click decodes once (a sentence's maps in float32: at most a few hundred kB).
     result: object = None
     model: str | None = None  # which of the tab's models made it (its name in the tab's ModelRegistry)
+    # (layer, head) of the large heatmap the run drew: a choice changed while it ran is drawn after it (views_panel)
+    drawn_at: tuple[int, int] | None = None
     cut_after: ClassVar[None] = None  # a sentence is cut at its end, never in the middle
     n_skipped: ClassVar[int] = 0
     task: ClassVar[Task] = TRANSLATION
@@ -225,6 +229,14 @@ def overview(view, layer: int, scale="linear", hide=False):
         return None
     kind = view.task.main
     return views.overview(kinds(view)[kind], layer, KINDS[kind].overview_title, scale, hide)
+
+
+def drawn_heatmap(view, layer: int, head: int, scale="linear", hide=False):
+    """A run's large heatmap of its main kind, with (layer, head) noted in the view: a choice the visitor changes
+    while the run goes on is drawn after it (viz.attention.views_panel), from the new result."""
+    if view is not None:
+        view.drawn_at = (layer, head)
+    return heatmap(view, layer, head, scale, hide)
 
 
 def large_figures(task: str, view, layer: int, head: int, scale="linear", hide=False, token=None) -> tuple:

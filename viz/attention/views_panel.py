@@ -154,12 +154,14 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     draw = partial(handlers.large_figures, task)  # (view, layer, head, scale, hide, token) -> the large heatmaps
 
     def after_run(view, layer, head, scale, hide, token, kind, is_open):
+        moved = view is not None and getattr(view, "drawn_at", None) not in (None, (layer, head))
         return (
             handlers.overview(view, layer, scale, hide),
             _token_box(view),
             None,
             _model(view, scale, hide, kind, is_open),
-        )
+            *(draw(view, layer, head, scale, hide) if moved else [gr.skip()] * len(large)),
+        )  # the large heatmaps again only for a layer or head chosen while the run went on (handlers.drawn_heatmap)
 
     def on_layer(view, layer, head, scale, hide, token, kind, is_open):
         large_figs = draw(view, layer, head, scale, hide, token)
@@ -189,7 +191,7 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     def on_expand(view, layer, head, scale, hide, token, kind, is_open):
         return True, _model(view, scale, hide, kind, True)
 
-    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model], **FOLLOW_UP)
+    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model, *large], **FOLLOW_UP)
     redraws = [
         (layer.change, on_layer, common, [overview, *large, ui.focus]),
         (head.change, on_head, common, large),

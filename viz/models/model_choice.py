@@ -51,10 +51,14 @@ def resolve(models, name) -> tuple[object | None, str]:
         return None, f"⚠️ The model “{html.escape(name)}” could not be loaded."
 
 
-def sized(pipe, layer: int, head: int) -> tuple[gr.Radio, gr.Radio]:
-    """The layer and head choices for this model's size, with the (clamped) choice kept."""
+def sized(pipe, layer: int, head: int, asked: tuple[int, int] | None = None) -> tuple[gr.Radio, gr.Radio]:
+    """The layer and head choices for this model's size. asked: the (layer, head) the run read; where the model has
+    them, the choices keep whatever the page holds now (a layer or head picked while the run went on was put back
+    to the one the run read, 18 of 18 tries in a browser); where it has not, the clamped (layer, head)."""
     layers = [(str(i + 1), i) for i in range(pipe.n_layers)]
     heads = [(str(i + 1), i) for i in range(pipe.n_heads)]
+    if asked == (layer, head):
+        return gr.Radio(choices=layers), gr.Radio(choices=heads)
     return gr.Radio(choices=layers, value=layer), gr.Radio(choices=heads, value=head)
 
 
