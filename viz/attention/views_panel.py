@@ -132,6 +132,19 @@ def _token_box(view):
     return gr.Dropdown(choices=choices, value=None)
 
 
+def _after_run(draw, n_large: int):
+    """The step after a run: the small multiples, the token list (emptied), token focus (cleared), the model view;
+    the large heatmaps again only for a layer or head picked while the run went on (handlers.drawn_heatmap)."""
+
+    def after_run(view, layer, head, scale, hide, token, kind, is_open):
+        moved = view is not None and getattr(view, "drawn_at", None) not in (None, (layer, head))
+        large_figs = draw(view, layer, head, scale, hide) if moved else [gr.skip()] * n_large
+        model = _model(view, scale, hide, kind, is_open)
+        return handlers.overview(view, layer, scale, hide), _token_box(view), None, model, *large_figs
+
+    return after_run
+
+
 def _redraw(fn, outputs: list):
     """An event's handler that redraws from the tab's result: with none yet it leaves its outputs as they are. A
     link sets layer and head and presses the button at once, and the redraw of the layer (no result yet: None
@@ -153,15 +166,7 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     common = [state, layer, head, ui.scale, ui.hide, ui.token, ui.kind, ui.model_open]
     draw = partial(handlers.large_figures, task)  # (view, layer, head, scale, hide, token) -> the large heatmaps
 
-    def after_run(view, layer, head, scale, hide, token, kind, is_open):
-        moved = view is not None and getattr(view, "drawn_at", None) not in (None, (layer, head))
-        return (
-            handlers.overview(view, layer, scale, hide),
-            _token_box(view),
-            None,
-            _model(view, scale, hide, kind, is_open),
-            *(draw(view, layer, head, scale, hide) if moved else [gr.skip()] * len(large)),
-        )  # the large heatmaps again only for a layer or head chosen while the run went on (handlers.drawn_heatmap)
+    after_run = _after_run(draw, len(large))
 
     def on_layer(view, layer, head, scale, hide, token, kind, is_open):
         large_figs = draw(view, layer, head, scale, hide, token)
