@@ -6,7 +6,6 @@ digits or apostrophes); a word's score is the sum of its pieces' scores, since a
 """
 
 import html
-import math
 import re
 
 import numpy as np
@@ -95,9 +94,9 @@ def top_words_lines(text: str, segs, target: str, signed: bool, k: int = TOP_WOR
         return [f"<b>Where the model looks most:</b> {_listed(text, ranked, lambda w: f'{100 * w:.1f}%')}"]
     places = decimals_for((w for _, _, w in segs), least=2)  # gradients of a pre-trained model are thousandths
     fmt = lambda w: f"{w:+.{places}f}"  # noqa: E731
-    shown = [seg for seg in segs if abs(seg[2]) >= 0.5 * 10**-places]  # what does not round to ±0
-    supports = sorted((seg for seg in shown if seg[2] > 0), key=lambda seg: -seg[2])[:k]
-    against = sorted((seg for seg in shown if seg[2] < 0), key=lambda seg: seg[2])[:k]
+    visible = [seg for seg in segs if shown(seg[2], places) != 0]  # what does not round to ±0
+    supports = sorted((seg for seg in visible if seg[2] > 0), key=lambda seg: -seg[2])[:k]
+    against = sorted((seg for seg in visible if seg[2] < 0), key=lambda seg: seg[2])[:k]
     return [
         f"<b>Supports “{html.escape(target)}” most:</b> {_listed(text, supports, fmt)}",
         f"<b>Speaks against it most:</b> {_listed(text, against, fmt)}",
@@ -166,14 +165,15 @@ def reader_why(default: dict) -> str:
 
 def against_random(*margins: float) -> str:
     """How a method fares against random, from its margins over random on each measure (> 0: better) between the
-    numbers as shown, to three decimals: it said "beats random on both" beside 0.000 and 0.000."""
-    shown = [round(float(v), 3) if math.isfinite(float(v)) else -math.inf for v in margins]  # a dash: not better
-    beats, ties = sum(v > 0 for v in shown), sum(v == 0 for v in shown)
-    if beats == len(shown):
+    numbers as shown, to three decimals: it said "beats random on both" beside 0.000 and 0.000. A margin that is
+    not a number (a dash) is neither better nor a tie."""
+    margins = [shown(v) for v in margins]  # the difference of two shown numbers, without float noise (NaN: a dash)
+    beats, ties = sum(v > 0 for v in margins), sum(v == 0 for v in margins)
+    if beats == len(margins):
         return "beats random on both"
     if beats:
         return "beats random on one of the two" + (" and ties on the other" if ties else "")
-    if ties == len(shown):
+    if ties == len(margins):
         return "ties with random on both"
     return "does not beat random" + (" (it ties on one)" if ties else "")
 
