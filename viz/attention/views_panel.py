@@ -132,17 +132,19 @@ def _token_box(view):
     return gr.Dropdown(choices=choices, value=None)
 
 
-def _after_run(draw, n_large: int):
+def after_run(view, layer, head, scale, hide, token, kind, is_open):
     """The step after a run: the small multiples, the token list (emptied), token focus (cleared), the model view;
-    the large heatmaps again only for a layer or head picked while the run went on (handlers.drawn_heatmap)."""
-
-    def after_run(view, layer, head, scale, hide, token, kind, is_open):
-        moved = view is not None and getattr(view, "drawn_at", None) not in (None, (layer, head))
-        large_figs = draw(view, layer, head, scale, hide) if moved else [gr.skip()] * n_large
-        model = _model(view, scale, hide, kind, is_open)
-        return handlers.overview(view, layer, scale, hide), _token_box(view), None, model, *large_figs
-
-    return after_run
+    and the run's own large heatmap (its main kind) again only for a layer or head picked while the run went on
+    (handlers.drawn_heatmap). The tab draws its other large heatmaps after the run at the page's choice anyway."""
+    moved = view is not None and getattr(view, "drawn_at", None) not in (None, (layer, head))
+    main = handlers.heatmap(view, layer, head, scale, hide) if moved else gr.skip()
+    return (
+        handlers.overview(view, layer, scale, hide),
+        _token_box(view),
+        None,
+        _model(view, scale, hide, kind, is_open),
+        main,
+    )
 
 
 def _redraw(fn, outputs: list):
@@ -165,8 +167,6 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     Returns the event that redraws the rest of a new result (small multiples, token list, model view)."""
     common = [state, layer, head, ui.scale, ui.hide, ui.token, ui.kind, ui.model_open]
     draw = partial(handlers.large_figures, task)  # (view, layer, head, scale, hide, token) -> the large heatmaps
-
-    after_run = _after_run(draw, len(large))
 
     def on_layer(view, layer, head, scale, hide, token, kind, is_open):
         large_figs = draw(view, layer, head, scale, hide, token)
@@ -196,7 +196,7 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     def on_expand(view, layer, head, scale, hide, token, kind, is_open):
         return True, _model(view, scale, hide, kind, True)
 
-    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model, *large], **FOLLOW_UP)
+    drawn = painted.then(after_run, common, [overview, ui.token, ui.focus, ui.model, large[0]], **FOLLOW_UP)
     redraws = [
         (layer.change, on_layer, common, [overview, *large, ui.focus]),
         (head.change, on_head, common, large),
