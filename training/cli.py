@@ -1,4 +1,4 @@
-"""`python -m training sentiment|pretrain|translation ...`: train a model on real data and keep the best checkpoint.
+"""`python -m training sentiment|pretrain|translation|lm ...`: train a model on real data and keep the best checkpoint.
 
 Runs on the GPU when there is one (bf16 autocast, TF32), on the CPU otherwise (fp32); `accelerate launch` runs
 several processes. Exit codes: 0 done, 1 training diverged (a non-finite loss: the last good checkpoint is kept),
@@ -106,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sentiment_parser(sub)
     add_pretrain_parser(sub)
     add_translation_parser(sub)
+    add_lm_parser(sub)
     return parser
 
 
@@ -286,10 +287,28 @@ def add_translation_parser(sub) -> None:
     m.add_argument("--limit", type=int, default=None, help="use only the first N training pairs (smoke tests)")
 
 
+def add_lm_parser(sub) -> None:
+    loop = dict(epochs=4, lr=2e-3, batch_size=128, warmup=0.02, schedule="cosine")
+    p, m = task_parser(sub, "lm", "next word: a decoder-only model on IMDB's review text", "model and data", **loop)
+    p.set_defaults(dropout=0.0, label_smoothing=0.0, weight_decay=0.1)
+    m.add_argument("--vocab-size", type=int, default=8192, help="byte-level BPE vocabulary")
+    m.add_argument("--d-model", type=int, default=384)
+    m.add_argument("--n-heads", type=int, default=6, help="query heads")
+    m.add_argument("--n-kv-heads", type=int, default=2, help="key/value heads, each shared by n-heads / this")
+    m.add_argument("--n-layers", type=int, default=6)
+    m.add_argument("--d-ff", type=int, default=1024, help="SwiGLU width")
+    m.add_argument("--seq-len", type=int, default=256, help="tokens a training piece holds; the model's max_len")
+    m.add_argument("--max-tokens", type=int, default=32768, help="tokens per batch at most")
+    m.add_argument("--val-size", type=int, default=1000, help="IMDB training reviews held out for validation")
+    m.add_argument("--no-unlabeled", action="store_true", help="skip IMDB's 50,000 unlabelled reviews")
+    m.add_argument("--limit", type=int, default=None, help="use only the first N training reviews (smoke tests)")
+
+
 TASKS = {  # sub-command -> (module, class); imported when used
     "sentiment": ("training.sentiment", "SentimentTask"),
     "pretrain": ("training.pretrain", "PretrainTask"),
     "translation": ("training.translation", "TranslationTask"),
+    "lm": ("training.lm", "LMTask"),
 }
 
 
@@ -325,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.time()
     Task = task_class(args.task)
     try:
-        splits = load_task_data(args)
+        splits = Task.load_data(args) if hasattr(Task, "load_data") else load_task_data(args)
         if args.limit and not getattr(Task, "applies_limit", False):
             splits = {k: v.select(range(min(args.limit, len(v)))) for k, v in splits.items()}
         task = Task(args, splits)

@@ -1,11 +1,12 @@
 """A from-scratch transformer library that can show its attention. Imports torch and huggingface_hub only."""
 
 from .attention import AttentionOutput, MultiHeadAttention, explicit_attention
+from .causal_lm import CausalLM, CausalLMOutput
 from .classifier import ClassifierOutput, TransformerClassifier
-from .config import ClassifierConfig, Seq2SeqConfig, TransformerConfig
+from .config import CausalLMConfig, ClassifierConfig, Seq2SeqConfig, TransformerConfig
 from .decoder import Decoder, DecoderCache, DecoderStackOutput
 from .encoder import Encoder, EncoderOutput
-from .generation import Hypothesis, beam_search, greedy_decode
+from .generation import Hypothesis, LMStep, beam_search, generate, greedy_decode, lm_steps
 from .head_mask import HeadMasks
 from .hub import CheckpointError, load_model, resolve_checkpoint
 from .masks import causal_mask, padding_mask
@@ -13,6 +14,9 @@ from .seq2seq import DecoderOutput, Seq2SeqTransformer
 
 __all__ = [
     "AttentionOutput",
+    "CausalLM",
+    "CausalLMConfig",
+    "CausalLMOutput",
     "CheckpointError",
     "ClassifierConfig",
     "ClassifierOutput",
@@ -24,6 +28,7 @@ __all__ = [
     "EncoderOutput",
     "HeadMasks",
     "Hypothesis",
+    "LMStep",
     "MultiHeadAttention",
     "Seq2SeqConfig",
     "Seq2SeqTransformer",
@@ -32,7 +37,9 @@ __all__ = [
     "beam_search",
     "causal_mask",
     "explicit_attention",
+    "generate",
     "greedy_decode",
+    "lm_steps",
     "load_model",
     "padding_mask",
     "resolve_checkpoint",

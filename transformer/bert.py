@@ -7,14 +7,10 @@ vector of segment 0 (the only segment a single text uses) is added to every posi
 holds both. tests/test_bert.py checks hidden states, logits and every head's attention against `transformers`.
 """
 
-import hashlib
-import json
-from pathlib import Path
-
 import torch
 
 from .config import ClassifierConfig
-from .hub import CONFIG, WEIGHTS, CheckpointError, resolve_checkpoint, weight_files
+from .hub import CheckpointError, file_sha256, read_checkpoint  # noqa: F401 (file_sha256: re-exported)
 
 # BERT's names for one layer's tensors -> ours (encoder.layers.N. is prefixed to both sides' keys).
 LAYER_NAMES = {
@@ -88,34 +84,9 @@ def map_state_dict(bert: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return ours
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_bert(folder_or_repo_id: str, sha256: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
-    """(config.json as a dict, the state dict) of a BERT folder or Hub repo, read as safetensors only. With
-    `sha256`, the weights file must have that hash (checked before anything is read from it)."""
-    from safetensors.torch import load_file
-
-    folder = resolve_checkpoint(folder_or_repo_id, required=(CONFIG, WEIGHTS))
-    files = weight_files(folder)
-    if sha256 is not None:
-        if len(files) != 1:
-            raise CheckpointError(f"{folder_or_repo_id}: a sha256 is checked on one {WEIGHTS}, not {len(files)} files")
-        actual = file_sha256(files[0])
-        if actual != sha256.lower():
-            raise CheckpointError(
-                f"{folder_or_repo_id}: {files[0].name} has sha256 {actual}, expected {sha256.lower()}: not the "
-                "weights asked for (a different revision, or a damaged download)"
-            )
-    state = {}
-    for f in files:
-        state.update(load_file(f))
-    return json.loads((folder / CONFIG).read_text()), state
+    """(config.json as a dict, the state dict) of a BERT folder or Hub repo (hub.read_checkpoint)."""
+    return read_checkpoint(folder_or_repo_id, sha256)
 
 
 def from_bert(cls, folder_or_repo_id: str, sha256: str | None = None, **overrides):

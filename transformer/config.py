@@ -7,6 +7,7 @@ to the encoder, the decoder and their layers. The two model configs add what onl
 from dataclasses import dataclass
 
 ACTIVATIONS = ("relu", "gelu")
+POSITIONS = ("sinusoidal", "learned")
 POOLINGS = ("mean", "attention", "cls")
 
 
@@ -30,13 +31,17 @@ class TransformerConfig:
     scale_embeddings: bool = True  # token vectors times sqrt(d_model) before positions are added (BERT: no)
     embedding_norm: bool = False  # a LayerNorm over token + position vectors before the first layer (BERT: yes)
 
+    # What this kind of model supports (a subclass widens them; class attributes, not fields)
+    POSITIONS = POSITIONS
+    ACTIVATIONS = ACTIVATIONS
+
     def __post_init__(self):
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
-        if self.positions not in ("sinusoidal", "learned"):
-            raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {self.positions!r}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if self.positions not in self.POSITIONS:
+            raise ValueError(f"positions must be one of {self.POSITIONS}, got {self.positions!r}")
+        if self.activation not in self.ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(self.ACTIVATIONS)}, got {self.activation!r}")
 
 
 @dataclass
@@ -74,3 +79,43 @@ class Seq2SeqConfig(TransformerConfig):
     tie_embeddings: bool = True  # one matrix for source, target and output projection
     bos_id: int = 1
     eos_id: int = 2
+
+
+@dataclass
+class CausalLMConfig(TransformerConfig):
+    """A decoder-only language model. The defaults are Llama's choices: rotary positions, RMSNorm, SwiGLU, pre-norm,
+    grouped key/value heads, tied input and output embeddings; learned or sinusoidal positions, LayerNorm and GELU
+    are there for a GPT-2-like model."""
+
+    POSITIONS = (*POSITIONS, "rotary")
+    ACTIVATIONS = (*ACTIVATIONS, "swiglu")
+
+    d_model: int = 256
+    n_heads: int = 8
+    d_ff: int = 688  # SwiGLU: each of the gate and up projections is this wide
+    dropout: float = 0.0
+    max_len: int = 512
+    positions: str = "rotary"
+    norm_first: bool = True  # pre-norm; a decoder-only model here is always pre-norm
+    activation: str = "swiglu"
+    scale_embeddings: bool = False
+    n_layers: int = 4
+    n_kv_heads: int = 0  # key/value heads, each shared by n_heads / n_kv_heads query heads; 0: one per query head
+    head_dim: int = 0  # 0: d_model / n_heads
+    norm: str = "rmsnorm"  # "rmsnorm" | "layernorm"
+    rope_base: float = 10000.0
+    bias: bool = False  # biases in the attention projections (GPT-2: yes; Llama: no)
+    tie_embeddings: bool = True
+    bos_id: int = 1
+    eos_id: int = 2
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.n_kv_heads = self.n_kv_heads or self.n_heads
+        self.head_dim = self.head_dim or self.d_model // self.n_heads
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads})")
+        if self.norm not in ("rmsnorm", "layernorm"):
+            raise ValueError(f"norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
+        if not self.norm_first:
+            raise ValueError("a CausalLM is pre-norm (norm_first=True)")

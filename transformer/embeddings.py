@@ -76,3 +76,28 @@ class HashedNgramEmbedding(nn.Module):
             keep = torch.rand(vecs.shape[:3] + (1,), device=vecs.device) >= self.dropout
             vecs = vecs * keep / (1 - self.dropout)
         return self.proj(vecs.sum(dim=2))
+
+
+class Rotary(nn.Module):
+    """Rotary position embeddings (Su et al. 2021), as Llama applies them: each head's dims are split in two halves,
+    dim i and dim i + hs/2 form a pair, and the pair is rotated by position * base^(-2i/hs). Positions then enter
+    the scores only as the distance between query and key; nothing is added to the token vectors."""
+
+    def __init__(self, head_dim: int, base: float = 10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))  # (hs/2,)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def cos_sin(self, T: int, offset: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(T, hs) cos and sin for positions offset .. offset + T - 1."""
+        pos = torch.arange(offset, offset + T, device=device, dtype=torch.float32)
+        freqs = pos[:, None] * self.inv_freq.to(device)[None, :]  # (T, hs/2)
+        angles = torch.cat([freqs, freqs], dim=-1)  # (T, hs): the same angle for dim i and i + hs/2
+        return angles.cos(), angles.sin()
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x (B, H, T, hs) rotated pair by pair: (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin)."""
+        x1, x2 = x.chunk(2, dim=-1)
+        rotated_half = torch.cat([-x2, x1], dim=-1)  # (B, H, T, hs)
+        return (x * cos + rotated_half * sin).to(x.dtype)

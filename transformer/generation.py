@@ -146,3 +146,62 @@ def beam_search(
     return [
         Hypothesis(_strip(s, c.eos_id), float(raw[b, best[b]]), bool(finished[b, best[b]])) for b, s in enumerate(seqs)
     ]
+
+
+@dataclass
+class LMStep:
+    """One decoding step of a CausalLM: the token chosen and the distribution it was chosen from."""
+
+    token: int
+    logits: torch.Tensor  # (V,) the next-token logits before temperature
+    attentions: list[torch.Tensor] | None = None  # per layer (H, 1, Tk): the new token's row, when need_weights
+
+
+def next_token(logits: torch.Tensor, temperature: float = 0.0, top_p: float = 1.0, generator=None) -> int:
+    """logits (V,) -> a token id: the most likely (temperature 0), or sampled from softmax(logits / temperature)
+    restricted to the smallest set of most likely tokens whose probability reaches top_p (nucleus sampling)."""
+    if temperature <= 0:
+        return int(logits.argmax())
+    probs = (logits.float() / temperature).softmax(-1)
+    sorted_p, order = probs.sort(descending=True)
+    keep = sorted_p.cumsum(-1) - sorted_p < top_p  # a token stays if the ones before it fall short of top_p
+    sorted_p = sorted_p * keep
+    pick = torch.multinomial(sorted_p / sorted_p.sum(), 1, generator=generator)
+    return int(order[pick])
+
+
+@torch.no_grad()
+def lm_steps(
+    model,
+    ids: list[int],
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    need_weights: bool = False,
+    head_mask=None,
+    stop_ids: tuple[int, ...] | None = None,
+):
+    """Yield LMStep after LMStep of a CausalLM continuing `ids` (one prompt), on its key/value cache: greedy at
+    temperature 0, else sampled with a torch.Generator seeded by `seed` (the same seed, the same continuation).
+    Stops after max_new_tokens or at a token of stop_ids (the model's end of text by default; yielded too)."""
+    device = next(model.parameters()).device
+    stop_ids = (model.config.eos_id,) if stop_ids is None else stop_ids
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    x = torch.tensor([ids], device=device)  # (1, T)
+    cache = None
+    for _ in range(max_new_tokens):
+        out = model(x, need_weights=need_weights, head_mask=head_mask, cache=cache, use_cache=True)
+        cache = out.cache
+        logits = out.logits[0, -1].cpu()  # (V,)
+        token = next_token(logits, temperature, top_p, generator)
+        rows = [a[0, :, -1:] for a in out.attentions] if need_weights else None  # per layer (H, 1, Tk)
+        yield LMStep(token, logits, rows)
+        if token in stop_ids:
+            return
+        x = torch.tensor([[token]], device=device)
+
+
+def generate(model, ids: list[int], max_new_tokens: int, **options) -> list[int]:
+    """The new token ids of lm_steps (greedy by default), the stop token included when it came."""
+    return [step.token for step in lm_steps(model, ids, max_new_tokens, **options)]

@@ -232,3 +232,38 @@ def load_shards(model, files: list[Path], strict: bool = True) -> None:
     missing = [name for name in missing if own[name].data_ptr() not in loaded]
     if strict and (missing or unexpected):
         raise RuntimeError(f"shards do not fit the model: missing {missing[:5]}, unexpected {unexpected[:5]}")
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_checkpoint(folder_or_repo_id: str, sha256: str | None = None) -> tuple[dict, dict]:
+    """(config.json as a dict, the state dict) of another library's checkpoint folder or Hub repo (BERT, Llama),
+    read as safetensors only. With `sha256`, the weights file must have that hash (checked before anything is read
+    from it)."""
+    from safetensors.torch import load_file
+
+    folder = resolve_checkpoint(folder_or_repo_id, required=(CONFIG, WEIGHTS))
+    files = weight_files(folder)
+    if sha256 is not None:
+        if len(files) != 1:
+            raise CheckpointError(f"{folder_or_repo_id}: a sha256 is checked on one {WEIGHTS}, not {len(files)} files")
+        actual = file_sha256(files[0])
+        if actual != sha256.lower():
+            raise CheckpointError(
+                f"{folder_or_repo_id}: {files[0].name} has sha256 {actual}, expected {sha256.lower()}: not the "
+                "weights asked for (a different revision, or a damaged download)"
+            )
+    state = {}
+    for f in files:
+        state.update(load_file(f))
+    try:
+        config = json.loads((folder / CONFIG).read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{folder_or_repo_id}: {CONFIG} is not valid JSON ({e})") from e
+    return config, state

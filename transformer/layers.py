@@ -3,6 +3,7 @@
 from typing import NamedTuple
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention
@@ -21,6 +22,46 @@ class FeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x)
+
+
+class RMSNorm(nn.Module):
+    """x / rms(x) * weight, computed in fp32 (Zhang and Sennrich 2019; Llama's norm): no mean, no bias."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+def norm(c: TransformerConfig) -> nn.Module:
+    """The config's norm over d_model: LayerNorm unless it asks for RMSNorm."""
+    if getattr(c, "norm", "layernorm") == "rmsnorm":
+        return RMSNorm(c.d_model, c.layer_norm_eps)
+    return nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)) (Shazeer 2020), the feed-forward of Llama, without biases."""
+
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.gate = nn.Linear(c.d_model, c.d_ff, bias=False)
+        self.up = nn.Linear(c.d_model, c.d_ff, bias=False)
+        self.down = nn.Linear(c.d_ff, c.d_model, bias=False)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.dropout(F.silu(self.gate(x)) * self.up(x)))
+
+
+def feed_forward(c: TransformerConfig) -> nn.Module:
+    """The config's feed-forward: SwiGLU, or a two-layer MLP with ReLU or GELU."""
+    return SwiGLU(c) if c.activation == "swiglu" else FeedForward(c)
 
 
 class Residual(nn.Module):

@@ -1,0 +1,89 @@
+"""`python -m training lm`: the next-word model trained from scratch, end to end on the tiny IMDB fixture."""
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+from tiny_models import read_jsonl
+
+from training.cli import main as train_main
+from training.lm import CORPUS, cut, induction_scores
+from transformer import CausalLM
+
+TINY_LM = (
+    "--vocab-size 300 --d-model 32 --n-heads 4 --n-kv-heads 2 --n-layers 2 --d-ff 48 --seq-len 32 --batch-size 8 "
+    "--max-tokens 512 --val-size 8 --no-unlabeled --threads 1"
+).split()
+
+
+@pytest.fixture(scope="module")
+def imdb_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("imdb")
+    pd.DataFrame(read_jsonl("imdb_tiny.jsonl")).to_parquet(d / "train.parquet")
+    return d
+
+
+def test_training_writes_a_model_its_snapshots_and_corpus(imdb_dir, tmp_path):
+    out = tmp_path / "lm"
+    assert (
+        train_main(
+            ["lm", "--data-dir", str(imdb_dir), "--out", str(out), "--epochs", "2", "--snapshots", "3", *TINY_LM]
+        )
+        == 0
+    )
+    model = CausalLM.from_pretrained(out / "best")
+    assert (model.config.n_heads, model.config.n_kv_heads, model.config.positions) == (4, 2, "rotary")
+    snapshots = sorted(p.name for p in (out / "snapshots").iterdir())
+    assert len(snapshots) == 3 and "step-0" in snapshots
+    info = json.loads((out / "snapshots" / snapshots[-1] / "snapshot.json").read_text())
+    assert info["perplexity"] > 1 and 0 <= info["induction_max"] <= 1
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    scores = [r for r in records if r["event"] == "validation"]
+    assert scores[-1]["log_likelihood"] > scores[0]["log_likelihood"] - 0.5  # trains, and reports per-token scores
+    assert (out / CORPUS / "tokenizer.json").is_file()
+
+
+def test_resume_reads_the_kept_corpus_and_continues(imdb_dir, tmp_path):
+    args = ["lm", "--data-dir", str(imdb_dir), "--epochs", "2", *TINY_LM]
+    assert train_main([*args, "--out", str(tmp_path / "straight")]) == 0
+    assert train_main([*args, "--out", str(tmp_path / "cut"), "--max-minutes", "1e-9"]) == 0
+    # the data folder is gone: a resumed run (or one on another machine) needs only the kept corpus
+    assert (
+        train_main(
+            [*args[:1], "--data-dir", str(tmp_path / "nowhere"), *args[3:], "--out", str(tmp_path / "cut"), "--resume"]
+        )
+        == 0
+    )
+    a = torch.load(tmp_path / "straight" / "checkpoint.pt", weights_only=True)
+    b = torch.load(tmp_path / "cut" / "checkpoint.pt", weights_only=True)
+    assert a["state"]["step"] == b["state"]["step"]
+    for k, v in a["model"].items():
+        torch.testing.assert_close(b["model"][k], v)
+
+
+def test_a_review_is_cut_into_pieces_that_open_with_bos_and_end_with_eos():
+    pieces = cut(list(range(10, 17)), 3)  # 7 ids + </s> = 8 tokens: pieces of 3 after <s>
+    assert pieces == [[1, 10, 11, 12], [1, 13, 14, 15], [1, 16, 2]]
+
+
+def test_induction_score_finds_a_head_that_looks_at_the_token_after_the_first_occurrence():
+    """A stand-in model whose head 1 of layer 0 is a perfect induction head and head 0 a previous-token head."""
+
+    class Fake(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, ids, need_weights=False):
+            B, T = ids.shape
+            n = (T - 1) // 2
+            maps = torch.zeros(B, 2, T, T)
+            for q in range(T):
+                maps[:, 0, q, max(q - 1, 0)] = 1.0
+                maps[:, 1, q, q - n + 1 if q > n else 0] = 1.0
+            return type("Out", (), {"attentions": [maps]})()
+
+    scores = induction_scores(Fake(), vocab_size=100, n=10, batch=2)
+    assert scores.shape == (1, 2)
+    assert scores[0, 1] == 1.0 and scores[0, 0] == 0.0
