@@ -12,7 +12,6 @@ import torch.nn.functional as F
 from huggingface_hub import PyTorchModelHubMixin
 from torch import nn
 
-from .attention import explicit_attention
 from .config import CausalLMConfig
 from .decoder import DecoderCache
 from .embeddings import Positions, Rotary
@@ -52,11 +51,14 @@ class CausalSelfAttention(nn.Module):
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, Hkv, T, hs)
         return q, k, v
 
-    def rotate(self, q: torch.Tensor, k: torch.Tensor, offset: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """q and k at positions offset .. offset + T - 1, rotated (unchanged without rotary positions)."""
+    def rotate(
+        self, q: torch.Tensor, k: torch.Tensor, offset: int, rope: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """q and k at positions offset .. offset + T - 1, rotated (unchanged without rotary positions); `rope`: their
+        (cos, sin), when the caller computed them once for every layer."""
         if self.rotary is None:
             return q, k
-        cos, sin = self.rotary.cos_sin(q.size(2), offset, q.device)  # (T, hs) each
+        cos, sin = rope if rope is not None else self.rotary.cos_sin(q.size(2), offset, q.device)  # (T, hs) each
         return Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
 
     def forward(
@@ -65,28 +67,46 @@ class CausalSelfAttention(nn.Module):
         need_weights: bool = False,
         past_kv: KV | None = None,
         head_mask: torch.Tensor | None = None,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
         """x (B, T, D), the T newest positions -> (output (B, T, D), weights (B, H, T, Tk) or None, (k, v) cache)."""
         B, T, _ = x.shape
         past = past_kv[0].size(2) if past_kv is not None else 0
         q, k, v = self.project(x)
-        q, k = self.rotate(q, k, past)
+        q, k = self.rotate(q, k, past, rope)
         if past_kv is not None:
             k, v = torch.cat([past_kv[0], k], dim=2), torch.cat([past_kv[1], v], dim=2)  # (B, Hkv, Tk, hs)
         group = self.n_heads // self.n_kv_heads
         k_all, v_all = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, H, Tk, hs)
-        mask = causal_mask(T, past + T, x.device) if T > 1 else None  # (1, 1, T, Tk); one new token sees all
         p = self.dropout if self.training else 0.0
         if need_weights:
-            out, weights = explicit_attention(q, k_all, v_all, mask, p)  # (B, H, T, hs), (B, H, T, Tk)
-        elif past == 0 and T > 1:  # the same mask, said so: SDPA may then take its flash kernel
-            out, weights = F.scaled_dot_product_attention(q, k_all, v_all, dropout_p=p, is_causal=True), None
-        else:
-            out, weights = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, dropout_p=p), None
+            out, weights = causal_attention(q, k_all, v_all, p)  # (B, H, T, hs), (B, H, T, Tk)
+        elif T > 1:  # causal: SDPA may take its flash kernel (with a cache, the queries are the last T positions)
+            mask = causal_mask(T, past + T, x.device) if past else None  # (1, 1, T, Tk)
+            out = F.scaled_dot_product_attention(q, k_all, v_all, attn_mask=mask, dropout_p=p, is_causal=not past)
+            weights = None
+        else:  # one new token sees every key
+            out, weights = F.scaled_dot_product_attention(q, k_all, v_all, dropout_p=p), None
         if head_mask is not None:
             out = out * head_multiplier(head_mask.to(out.dtype), self.n_heads)  # 0 switches a head off
         out = out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim)  # (B, T, H * hs)
         return self.o_proj(out), weights, (k, v)
+
+
+def causal_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dropout_p: float = 0.0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """softmax(q k^T / sqrt(hs)) v over the keys at or before each query (the queries are the last Tq of Tk
+    positions): (output (B, H, Tq, hs), weights (B, H, Tq, Tk)). Every row sees at least itself, so the future's
+    weights come out of the softmax as exact zeros (exp of the most negative float), with no second pass to zero
+    them as `explicit_attention` needs for rows with nothing to see."""
+    Tq, Tk = q.size(2), k.size(2)
+    scores = (q * q.size(-1) ** -0.5) @ k.transpose(-2, -1)  # (B, H, Tq, Tk)
+    if Tq > 1:
+        scores.masked_fill_(~causal_mask(Tq, Tk, q.device), torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=-1)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, weights
 
 
 class Block(nn.Module):
@@ -100,8 +120,8 @@ class Block(nn.Module):
         self.mlp = feed_forward(c)
         self.dropout = nn.Dropout(c.dropout)
 
-    def forward(self, x, need_weights=False, past_kv=None, head_mask=None):
-        a, weights, kv = self.attn(self.attn_norm(x), need_weights, past_kv, head_mask)
+    def forward(self, x, need_weights=False, past_kv=None, head_mask=None, rope=None):
+        a, weights, kv = self.attn(self.attn_norm(x), need_weights, past_kv, head_mask, rope)
         x = x + self.dropout(a)
         x = x + self.dropout(self.mlp(self.mlp_norm(x)))
         return x, weights, kv
@@ -151,11 +171,13 @@ class CausalLM(nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="te
         if self.positions is not None:
             x = self.positions(x, offset=past)
         x = self.dropout(x)
+        rotary = self.layers[0].attn.rotary if self.layers else None
+        rope = rotary.cos_sin(ids.size(1), past, ids.device) if rotary is not None else None  # once for all layers
         out = CausalLMOutput(None, [], DecoderCache() if use_cache else None, [])
         for i, block in enumerate(self.layers):
             out.hidden_states.append(x)
             past_kv = cache.self_kv[i] if cache is not None else None
-            x, weights, kv = block(x, need_weights, past_kv, layer_mask(head_mask, i))
+            x, weights, kv = block(x, need_weights, past_kv, layer_mask(head_mask, i), rope)
             out.attentions.append(weights)
             if use_cache:
                 out.cache.self_kv.append(kv)
