@@ -21,6 +21,8 @@ from pipelines.batching import pad
 from training import publish
 from training.hf_export import EXPORTS, MODELING, export
 from transformer import (
+    CausalLM,
+    CausalLMConfig,
     CheckpointError,
     ClassifierConfig,
     Seq2SeqConfig,
@@ -29,7 +31,7 @@ from transformer import (
     greedy_decode,
     load_model,
 )
-from transformer.generation import row_limits
+from transformer.generation import generate, row_limits
 from transformer.hub import weight_files
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,11 +248,16 @@ print(json.dumps({{"logits": logits.tolist(), "cross": [c.shape[-2:] == (2, 4) f
                                        positions="learned", norm_first=True, pooling="mean", num_labels=3)),
         ("translation", Seq2SeqConfig(vocab_size=50, d_model=16, n_heads=2, d_ff=32, max_len=20, positions="learned",
                                       norm_first=True, tie_embeddings=False, n_encoder_layers=1, n_decoder_layers=2)),
+        ("lm", CausalLMConfig(vocab_size=50, d_model=16, n_heads=4, n_kv_heads=2, d_ff=24, n_layers=2, max_len=20)),
+        ("lm", CausalLMConfig(vocab_size=50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=20,
+                              positions="learned", norm="layernorm", activation="gelu", bias=True,
+                              tie_embeddings=False)),
     ],
 )  # fmt: skip
 def test_other_configurations_load_with_their_own_weights(task, config, tmp_path):
-    """Learned positions (a parameter, not a rebuilt table), pre-norm, mean pooling, 3 labels, untied embeddings."""
-    model = (TransformerClassifier if task == "sentiment" else Seq2SeqTransformer)(config).eval()
+    """Learned positions (a parameter, not a rebuilt table), pre-norm, mean pooling, 3 labels, untied embeddings;
+    the decoder-only model with rotary positions (rebuilt: not saved), grouped heads, tied or untied."""
+    model = {"sentiment": TransformerClassifier, "translation": Seq2SeqTransformer, "lm": CausalLM}[task](config).eval()
     model.save_pretrained(tmp_path)
     export(task, tmp_path)
     theirs = auto(getattr(transformers, EXPORTS[task].auto_model), tmp_path)
@@ -260,6 +267,13 @@ def test_other_configurations_load_with_their_own_weights(task, config, tmp_path
         if task == "sentiment":
             torch.testing.assert_close(theirs(src).logits, model(src).logits, rtol=0, atol=1e-6)
             assert theirs.config.num_labels == 3
+        elif task == "lm":
+            out, ours = theirs(src, output_attentions=True), model(src, need_weights=True)
+            torch.testing.assert_close(out.logits, ours.logits, rtol=0, atol=1e-6)
+            torch.testing.assert_close(out.attentions[-1], ours.attentions[-1], rtol=0, atol=1e-6)
+            mine = generate(model, src[0].tolist(), 5)  # up to and with the end token
+            new = theirs.generate(src[:1], max_new_tokens=5, do_sample=False)[0, 7:].tolist()
+            assert new[: len(mine)] == mine
         else:
             torch.testing.assert_close(
                 theirs(src, decoder_input_ids=tgt).logits, model(src, tgt).logits, rtol=0, atol=1e-6

@@ -87,3 +87,24 @@ def test_induction_score_finds_a_head_that_looks_at_the_token_after_the_first_oc
     scores = induction_scores(Fake(), vocab_size=100, n=10, batch=2)
     assert scores.shape == (1, 2)
     assert scores[0, 1] == 1.0 and scores[0, 0] == 0.0
+
+
+def test_evaluate_reports_perplexity_per_token_and_per_word(imdb_dir, tmp_path, capsys):
+    from training.evaluate import main as evaluate_main
+    from training.lm_eval import clean
+
+    out = tmp_path / "lm"
+    assert train_main(["lm", "--data-dir", str(imdb_dir), "--out", str(out), "--epochs", "1", *TINY_LM]) == 0
+    capsys.readouterr()
+    data = str(imdb_dir / "train.parquet")
+    assert evaluate_main(["lm", "--model", str(out / "best"), "--data", data, "--limit", "5"]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    texts = [clean(t) for t in pd.read_parquet(data)["text"][:5]]
+    assert scores["n"] == 5 and scores["words"] == sum(len(t.split()) for t in texts)
+    # one total log-likelihood, spread over more tokens than words: the per-word figure is the larger
+    assert 1 < scores["perplexity_per_token"] < scores["perplexity_per_word"]
+    ratio = scores["tokens"] / scores["words"]
+    assert (
+        abs(scores["perplexity_per_word"] - scores["perplexity_per_token"] ** ratio)
+        < 1e-6 * scores["perplexity_per_word"]
+    )

@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m training.evaluate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = p.add_subparsers(dest="task", required=True)
-    for task, cols in (("sentiment", "text (or sentence), label"), ("translation", "de, en")):
+    for task, cols in (("sentiment", "text (or sentence), label"), ("translation", "de, en"), ("lm", "text")):
         s = sub.add_parser(task, help=f"score a {task} model on a file with columns {cols}")
         s.add_argument("--model", required=True, help="model folder or Hub repo id")
         s.add_argument("--data", required=True, help=f".parquet, .csv or .jsonl file with columns {cols}")
@@ -89,22 +89,37 @@ def evaluate_translation(
     return out
 
 
+def evaluate_next_word(model: str, ds, batch_size: int = 64) -> dict:
+    from .lm_eval import evaluate_lm
+
+    return evaluate_lm(model, ds, batch_size)
+
+
+# task -> (the file's columns, the scorer)
+SCORERS = {
+    "sentiment": (("text", "label"), evaluate_sentiment),
+    "translation": (("de", "en"), evaluate_translation),
+    "lm": (("text",), evaluate_next_word),
+}
+
+
 def evaluate(task: str, model: str, data: str, limit: int | None = None, **options) -> dict:
     """Scores of `model` (folder or repo id) on the file `data`: accuracy, ece and n (sentiment), or BLEU,
-    chrF, n, beam and alpha (translation), and out_of_domain_rate when the model has out-of-domain statistics.
-    `options`: batch_size, and for translation beam, alpha, output.
+    chrF, n, beam and alpha (translation), and out_of_domain_rate when the model has out-of-domain statistics, or
+    perplexity per token and per word (lm: training/lm_eval.py). `options`: batch_size, and for translation beam,
+    alpha, output.
 
     Raises DataError for a bad file and CheckpointError for a model that does not load.
     """
     from .data import DataError, load_table
 
-    columns = ("text", "label") if task == "sentiment" else ("de", "en")
+    columns, scorer = SCORERS[task]
     ds = load_table(data, columns, {"text": "sentence"})
     if limit:
         ds = ds.select(range(min(limit, len(ds))))
-    if task == "sentiment" and not set(ds["label"]) <= {0, 1}:
+    if "label" in columns and not set(ds["label"]) <= {0, 1}:
         raise DataError(f"{data}: labels must be 0 (negative) or 1 (positive)")
-    return (evaluate_sentiment if task == "sentiment" else evaluate_translation)(model, ds, **options)
+    return scorer(model, ds, **options)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.common import PREPROCESSING
-from transformer.config import Seq2SeqConfig
+from transformer.config import CausalLMConfig, Seq2SeqConfig
 from transformer.hub import CONFIG
 
-from .hf_modeling import AttentionDemoForConditionalGeneration, AttentionDemoForSequenceClassification
+from .hf_modeling import (
+    AttentionDemoForCausalLM,
+    AttentionDemoForConditionalGeneration,
+    AttentionDemoForSequenceClassification,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "transformer"
 WRAPPER = Path(__file__).resolve().with_name("hf_modeling.py")
@@ -44,6 +48,7 @@ class Export:
 EXPORTS = {
     "sentiment": Export("AutoModelForSequenceClassification", AttentionDemoForSequenceClassification, labelled=True),
     "translation": Export("AutoModelForSeq2SeqLM", AttentionDemoForConditionalGeneration, generates=True),
+    "lm": Export("AutoModelForCausalLM", AttentionDemoForCausalLM, generates=True),
 }
 
 
@@ -95,16 +100,19 @@ def export(task: str, folder: Path) -> list[str]:
     _write_json(folder / CONFIG, config)
     written.append(CONFIG)
     if spec.generates:
-        _write_json(folder / GENERATION_CONFIG, generation_config(config))
+        _write_json(folder / GENERATION_CONFIG, generation_config(config, task))
         written.append(GENERATION_CONFIG)
     return sorted(written)
 
 
-def generation_config(config: dict) -> dict:
-    """generate()'s settings for a Seq2SeqTransformer of this config.json: its token ids, greedy, no cache."""
-    c = Seq2SeqConfig(**{f.name: config[f.name] for f in dataclasses.fields(Seq2SeqConfig) if f.name in config})
+def generation_config(config: dict, task: str = "translation") -> dict:
+    """generate()'s settings for a Seq2SeqTransformer or CausalLM of this config.json: its token ids, greedy, no
+    cache."""
+    cls = CausalLMConfig if task == "lm" else Seq2SeqConfig
+    c = cls(**{f.name: config[f.name] for f in dataclasses.fields(cls) if f.name in config})
+    start = {} if task == "lm" else {"decoder_start_token_id": c.bos_id}
     return {
-        "decoder_start_token_id": c.bos_id,
+        **start,
         "bos_token_id": c.bos_id,
         "eos_token_id": c.eos_id,
         "pad_token_id": c.pad_id,

@@ -1,4 +1,4 @@
-"""Our two models as `transformers` models, for `trust_remote_code=True`.
+"""Our models as `transformers` models, for `trust_remote_code=True`.
 
 training/hf_export.py copies this file into a published model folder as modeling_attention_demo.py, beside the
 `transformer/` files it imports (with `from transformer.x import` rewritten to `from .x import`), and points
@@ -7,6 +7,7 @@ this project:
 
     AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)  # the classifier
     AutoModelForSeq2SeqLM.from_pretrained(folder, trust_remote_code=True)  # the translator
+    AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)  # the next-word model
 
 Each model class holds the from-scratch model as `model` (the base_model_prefix), so one model.safetensors, with
 the from-scratch model's own parameter names, serves this project's loader and `transformers` alike. The logits
@@ -20,11 +21,17 @@ import torch
 import torch.nn.functional as F
 from transformers import GenerationMixin, PreTrainedConfig, PreTrainedModel
 from transformers import initialization as init
-from transformers.modeling_outputs import BaseModelOutput, Seq2SeqLMOutput, SequenceClassifierOutput
+from transformers.modeling_outputs import (
+    BaseModelOutput,
+    CausalLMOutputWithPast,
+    Seq2SeqLMOutput,
+    SequenceClassifierOutput,
+)
 
+from transformer.causal_lm import CausalLM
 from transformer.classifier import TransformerClassifier
-from transformer.config import ClassifierConfig, Seq2SeqConfig
-from transformer.embeddings import Positions, sinusoidal_table
+from transformer.config import CausalLMConfig, ClassifierConfig, Seq2SeqConfig
+from transformer.embeddings import Positions, Rotary, sinusoidal_table
 from transformer.encoder import EncoderOutput
 from transformer.head_mask import HeadMasks
 from transformer.seq2seq import Seq2SeqTransformer
@@ -62,6 +69,20 @@ class AttentionDemoSeq2SeqConfig(PreTrainedConfig):
         return _dataclass_from(Seq2SeqConfig, self)
 
 
+class AttentionDemoCausalLMConfig(PreTrainedConfig):
+    """The fields of transformer.config.CausalLMConfig as attributes (a missing one takes its default)."""
+
+    model_type = "attention_demo_causal_lm"
+    dtype: str | torch.dtype | None = "float32"
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        self.tie_word_embeddings = self.model_config().tie_embeddings
+
+    def model_config(self) -> CausalLMConfig:
+        return _dataclass_from(CausalLMConfig, self)
+
+
 class AttentionDemoPreTrainedModel(PreTrainedModel):
     """What both wrappers share: the from-scratch model lives in `self.model`, and builds its own weights."""
 
@@ -69,10 +90,12 @@ class AttentionDemoPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
 
     def _init_weights(self, module):
-        """Only the fixed sinusoidal position tables, which are not saved (non-persistent buffers), so
+        """Only the fixed sinusoidal position tables and rotary frequencies, which are not saved (non-persistent buffers), so
         `transformers` leaves them empty: every weight comes from the checkpoint or the modules' own init."""
         if isinstance(module, Positions) and not isinstance(module.table, torch.nn.Parameter):
             init.copy_(module.table, sinusoidal_table(*module.table.shape))
+        elif isinstance(module, Rotary):
+            init.copy_(module.inv_freq, module.frequencies())
 
     def wants_attentions(self, output_attentions: bool | None) -> bool:
         return bool(self.config.output_attentions if output_attentions is None else output_attentions)
@@ -234,3 +257,52 @@ class AttentionDemoForConditionalGeneration(AttentionDemoPreTrainedModel, Genera
             "attention_mask": attention_mask,
             "output_attentions": output_attentions,
         }
+
+
+class AttentionDemoForCausalLM(AttentionDemoPreTrainedModel, GenerationMixin):
+    """transformer.CausalLM behind the `transformers` causal-LM interface (forward and generate).
+
+    generate() runs without a key/value cache (each step re-reads the whole sequence): the model is small. Rows are
+    read unpadded: a batch of prompts of different lengths goes one prompt at a time."""
+
+    config_class = AttentionDemoCausalLMConfig
+
+    def __init__(self, config: AttentionDemoCausalLMConfig):
+        super().__init__(config)
+        c = config.model_config()
+        self.model = CausalLM(c)
+        if c.tie_embeddings:  # one matrix, stored once (as tok_emb.weight), shared again after loading
+            self._tied_weights_keys = {"model.lm_head.weight": "model.tok_emb.weight"}
+        self.generation_config.update(
+            bos_token_id=c.bos_id, eos_token_id=c.eos_id, pad_token_id=c.pad_id, use_cache=False
+        )
+        self.post_init()
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the model keeps its own cache type; generate() runs without
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        head_mask: torch.Tensor | None = None,
+        **kwargs,
+    ) -> CausalLMOutputWithPast:
+        """input_ids (B, T) -> logits (B, T, V) for the token after each position; attentions per layer
+        (B, H, T, T) when asked for; with labels (B, T) the loss of predicting labels[:, 1:] (-100 = ignored).
+        head_mask: (L, H) multipliers on each query head's output (0 = off)."""
+        if attention_mask is not None and not bool(attention_mask.all()):
+            raise ValueError("this model reads unpadded rows: pass one prompt at a time")
+        out = self.model(input_ids, need_weights=self.wants_attentions(output_attentions), head_mask=head_mask)
+        loss = None
+        if labels is not None:
+            logits = out.logits[:, :-1].flatten(0, 1)
+            loss = F.cross_entropy(logits, labels[:, 1:].flatten(), ignore_index=-100)
+        return CausalLMOutputWithPast(loss=loss, logits=out.logits, attentions=_tuple(out.attentions))
+
+    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, output_attentions=None, **kwargs) -> dict:
+        """Each step reads the whole sequence, no cache."""
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "output_attentions": output_attentions}

@@ -106,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m training.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("task", choices=["sentiment", "translation"])
+    p.add_argument("task", choices=["sentiment", "translation", "lm"])
     p.add_argument("--run", type=Path, required=True, help="training run folder (with best/ and metrics.jsonl)")
     p.add_argument("--to", type=Path, required=True, help="bundle folder, e.g. assets/sentiment")
     p.add_argument("--test-data", required=True, help="test split file for the one final score")

@@ -85,8 +85,12 @@ class Rotary(nn.Module):
 
     def __init__(self, head_dim: int, base: float = 10000.0):
         super().__init__()
-        inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim))  # (hs/2,)
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.head_dim, self.base = head_dim, base
+        self.register_buffer("inv_freq", self.frequencies(), persistent=False)
+
+    def frequencies(self) -> torch.Tensor:
+        """(hs/2,) base^(-2i/hs): the angle per position of each pair (a buffer, not saved with the weights)."""
+        return 1.0 / (self.base ** (torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim))
 
     def cos_sin(self, T: int, offset: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(T, hs) cos and sin for positions offset .. offset + T - 1."""
