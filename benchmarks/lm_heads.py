@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from training.lm import induction_scores
+from pipelines.head_roles import induction_scores
 
 
 def roles(model, vocab: int, start: int) -> dict:
@@ -27,7 +27,7 @@ def roles(model, vocab: int, start: int) -> dict:
     q = torch.arange(1, ids.size(1))
     sink = torch.stack([a[:, :, 1:, 0].mean(dim=(0, 2)) for a in maps])  # (L, H)
     prev = torch.stack([a[:, :, q, q - 1].mean(dim=(0, 2)) for a in maps])  # (L, H)
-    induction = induction_scores(model, vocab, n=n, batch=batch)
+    induction = induction_scores(model, n=n, batch=batch)
     return {"induction": induction, "first_token": sink, "previous_token": prev}
 
 

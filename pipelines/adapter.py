@@ -17,12 +17,12 @@ from typing import NamedTuple
 
 import torch
 
-from transformer import HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
-from transformer.generation import Hypothesis, row_limits
+from transformer import CausalLM, HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
+from transformer.generation import Hypothesis, lm_steps, row_limits
 from transformer.masks import padding_mask
 
 from .common import TokenSpan, save_folder, spans, wrap_spans
-from .kinds import CROSS, DECODER, ENCODER, SELF
+from .kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
 from .tokenizers_io import special_ids
 
 KindMasks = dict[str, torch.Tensor]  # kind -> (L, H) or (L, B, H) multipliers on the heads' outputs
@@ -67,6 +67,15 @@ class Seq2SeqRun:
     encoder: list[torch.Tensor]  # per encoder layer (B, H, Ts, Ts)
     decoder: list[torch.Tensor]  # per decoder layer (B, H, Tt, Tt), causal
     cross: list[torch.Tensor]  # per decoder layer (B, H, Tt, Ts)
+
+
+@dataclass
+class LMRun:
+    """One forward pass of a language-model adapter over whole sequences."""
+
+    logits: torch.Tensor  # (B, T, V) the next token's logits after each position
+    attentions: list[torch.Tensor]  # per layer (B, H, T, T), every query head, causal; [] without need_weights
+    hidden: list[torch.Tensor] = dataclasses.field(default_factory=list)  # L + 1 (B, T, D) when need_hidden
 
 
 class ModelDevice:
@@ -274,6 +283,88 @@ class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
         x = m.decoder(tgt_emb, memory, src_mask=src_mask).hidden  # (B, Tt, D)
         rows = torch.arange(x.size(0), device=x.device)
         return m.lm_head(x[rows, pos]).log_softmax(-1)  # (B, V)
+
+    def save(self, folder: Path, preprocessing: dict) -> None:
+        save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, preprocessing)
+
+
+class OurCausalLM(ModelDevice, TokenizerMixin):
+    """The adapter for transformer.CausalLM (ours, or Llama weights loaded into it) with a tokenizers.Tokenizer.
+    Head masks are per query head; grouped key/value heads are the model's business."""
+
+    kind = "ours"
+
+    def __init__(self, model: CausalLM, tokenizer):
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    config = property(lambda self: self.model.config)
+    pad_id = _config_field("pad_id")
+    bos_id = _config_field("bos_id")
+    eos_id = _config_field("eos_id")
+    vocab_size = _config_field("vocab_size")
+    n_heads = _config_field("n_heads")
+    max_len = _config_field("max_len")
+
+    @property
+    def head_layers(self) -> dict[str, int]:
+        return {CAUSAL.name: self.model.config.n_layers}
+
+    def config_dict(self) -> dict:
+        return dataclasses.asdict(self.model.config)
+
+    def forward(
+        self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False
+    ) -> LMRun:
+        """ids (B, T), right-padded if at all (causal: a row's own positions never see its padding) -> LMRun."""
+        mask = None if head_mask is None else head_mask[CAUSAL.name]
+        out = self.model(ids, need_weights=need_weights, head_mask=mask, need_hidden=need_hidden)
+        return LMRun(out.logits, list(out.attentions or []), list(out.hidden_states or []))
+
+    def next_log_probs(self, ids: torch.Tensor, lengths: list[int], head_mask: KindMasks | None = None):
+        """(B, V) log-probabilities of the token after position lengths[b] - 1 of each right-padded row of ids
+        (B, T)."""
+        logits = self.forward(ids, head_mask=head_mask).logits  # (B, T, V)
+        last = torch.tensor(lengths, device=ids.device) - 1  # (B,)
+        return logits[torch.arange(ids.size(0), device=ids.device), last].float().log_softmax(-1)
+
+    def steps(self, ids: list[int], max_new_tokens: int, temperature=0.0, top_p=1.0, seed=None, head_mask=None):
+        """transformer.generation.lm_steps on this model, on its key/value cache: LMStep after LMStep (stopping
+        after its end-of-text token); head_mask {"causal": (L, H)} or None."""
+        mask = None if head_mask is None else head_mask[CAUSAL.name]
+        return lm_steps(self.model, ids, max_new_tokens, temperature, top_p, seed, head_mask=mask)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) ids -> (B, T, D): the token embeddings, what the first block reads (positions are added after)."""
+        return self.model.tok_emb(ids)
+
+    def logits_from_embeddings(self, emb: torch.Tensor) -> torch.Tensor:
+        """emb (B, T, D) in place of embed(ids) -> logits (B, T, V): the model's forward from its embeddings on."""
+        m = self.model
+        x = m.positions(emb) if m.positions is not None else emb  # rotary models rotate inside each block
+        for block in m.layers:
+            x = block(x)[0]  # (B, T, D)
+        return m.lm_head(m.norm(x))
+
+    def value_vectors(self, hidden: torch.Tensor, layer: int) -> torch.Tensor:
+        """(B, H, T, hs): each query head's value vectors in `layer` (its key/value head's, repeated), from hidden
+        (B, T, D), what that layer read (LMRun.hidden[layer])."""
+        block = self.model.layers[layer]
+        _, _, v = block.attn.project(block.attn_norm(hidden))  # (B, Hkv, T, hs)
+        return v.repeat_interleave(self.n_heads // v.size(1), dim=1)  # (B, H, T, hs)
+
+    def attention_parts(self) -> dict[str, list[AttentionParts]]:
+        """{"causal": the projections of each layer's attention} (k and v have n_kv_heads heads)."""
+        return {CAUSAL.name: [AttentionParts(b.attn.q_proj, b.attn.k_proj, b.attn.v_proj, b.attn.o_proj)
+                              for b in self.model.layers]}  # fmt: skip
+
+    def detokenize(self, ids: list[int]) -> str:
+        """Generated ids -> text, special tokens left out, spaces kept (it continues the prompt)."""
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def token_text(self, token_id: int) -> str:
+        """One token as the views label it: its text without surrounding spaces, a special token by its name,
+        '␣' for a token of spaces only."""
+        return self.tokenizer.decode([int(token_id)], skip_special_tokens=False).strip() or "␣"
 
     def save(self, folder: Path, preprocessing: dict) -> None:
         save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, preprocessing)

@@ -1,6 +1,7 @@
 """One source of attention by kind, layer and head, for any model and any view.
 
-Kinds: "self" for a classifier; "encoder", "decoder" (self-attention) and "cross" for a translator. A view
+Kinds: "self" for a classifier; "encoder", "decoder" (self-attention) and "cross" for a translator; "causal" for a
+language model. A view
 asks for a kind, a layer and a head and gets a (Tq, Tk) map with the tokens of its rows and columns, whichever
 model (ours or a `transformers` one) made it. Layers and heads count from 0; rows are queries.
 """
@@ -96,3 +97,10 @@ def translation_maps(result) -> AttentionMaps:
     return AttentionMaps(
         maps, {"encoder": src, "decoder": tgt, "cross": tgt}, {"encoder": src, "decoder": read, "cross": src}, carried
     )
+
+
+def lm_maps(result) -> AttentionMaps:
+    """The causal self-attention of a complete LanguageModelResult: rows and columns are the sequence of its one
+    pass, the prompt's tokens (<s> and a chat template's by name) then the generated ones but the last."""
+    toks = result.sequence_texts
+    return AttentionMaps({"causal": _stack(result.attentions)}, {"causal": toks}, {"causal": toks})

@@ -15,6 +15,7 @@ from difflib import SequenceMatcher
 import numpy as np
 
 from .attention_maps import AttentionMaps
+from .language_model import LanguageModelResult
 from .sentiment import SentimentResult
 from .translation import TranslationResult
 
@@ -146,6 +147,22 @@ class TranslationComparison:
 
 
 @dataclass
+class LMComparison:
+    """Two prompts through the language model with the same decoding: their sequences (prompt and generated tokens,
+    the maps' rows and columns) aligned on ids."""
+
+    a: LanguageModelResult
+    b: LanguageModelResult
+    tokens: list[AlignedToken]
+    a_maps: AttentionMaps
+    b_maps: AttentionMaps
+
+    def attention(self, kind: str = "causal") -> AlignedAttention:
+        """The causal self-attention of both sequences over the aligned tokens."""
+        return AlignedAttention(kind, self.tokens, self.tokens, self.a_maps.maps[kind], self.b_maps.maps[kind])
+
+
+@dataclass
 class ModelComparison:
     """One review through two classifiers (each reads it with its own tokenizer): both results and their maps."""
 
@@ -176,6 +193,15 @@ def compare_translation(pipe, text_a: str, text_b: str, beam_size: int | None = 
     source = align_tokens(src_a, src_b, a_maps.keys["cross"], b_maps.keys["cross"])
     target = align_tokens(a.target_tokens, b.target_tokens, a_maps.queries["cross"], b_maps.queries["cross"])
     return TranslationComparison(a, b, source, target, a_maps, b_maps)
+
+
+def compare_lm(pipe, prompt_a: str, prompt_b: str, **decoding) -> LMComparison:
+    """Continue both prompts with the same decoding options (those of the pipeline's call) and align the sequences
+    their maps are over, on ids."""
+    a, b = pipe(prompt_a, **decoding), pipe(prompt_b, **decoding)
+    a_maps, b_maps = a.attention_maps(), b.attention_maps()
+    tokens = align_tokens(a.sequence_ids, b.sequence_ids, a_maps.queries["causal"], b_maps.queries["causal"])
+    return LMComparison(a, b, tokens, a_maps, b_maps)
 
 
 def compare_classifiers(pipe_a, pipe_b, text: str) -> ModelComparison:

@@ -1,8 +1,9 @@
 """The adapter contract in code: what a pipeline may ask of a model, as `typing.Protocol`s.
 
-pipelines/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq), pipelines/hf_adapter.py
-for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds all four to them (every member
-present, every method with the parameters named here). A new kind of model is one class that satisfies one of them.
+pipelines/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq, OurCausalLM),
+pipelines/hf_adapter.py for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds them all to
+them (every member present, every method with the parameters named here). A new kind of model is one class that
+satisfies one of them.
 """
 
 from pathlib import Path
@@ -82,6 +83,33 @@ class Seq2SeqAdapter(Adapter, Protocol):
     def embed_target(self, ids: torch.Tensor) -> torch.Tensor: ...
 
     def step_log_probs(self, src_emb, src_ids, tgt_emb, pos) -> torch.Tensor: ...
+
+    def detokenize(self, ids: list[int]) -> str: ...
+
+    def token_text(self, token_id: int) -> str: ...
+
+    def save(self, folder: Path, preprocessing: dict) -> None: ...
+
+
+@runtime_checkable
+class CausalLMAdapter(Adapter, Protocol):
+    """A decoder-only language model: decoding step by step, whole-sequence passes, embeddings for attribution."""
+
+    bos_id: int
+    eos_id: int
+    max_len: int
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask=None, need_hidden=False): ...
+
+    def next_log_probs(self, ids: torch.Tensor, lengths: list[int], head_mask=None) -> torch.Tensor: ...
+
+    def steps(self, ids: list[int], max_new_tokens: int, temperature=0.0, top_p=1.0, seed=None, head_mask=None): ...
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
+
+    def logits_from_embeddings(self, emb: torch.Tensor) -> torch.Tensor: ...
+
+    def value_vectors(self, hidden: torch.Tensor, layer: int) -> torch.Tensor: ...
 
     def detokenize(self, ids: list[int]) -> str: ...
 

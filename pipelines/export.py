@@ -174,3 +174,37 @@ def translation_record(pipe, text: str, beam_size: int | None = None, method: st
         "explanation": _optional(pipe, "explain", text, method=method, result=result),  # of this very translation
         "head_table": _optional(pipe, "head_table", text, beam_size=beam, result=result),  # no second decoding
     }
+
+
+def lm_record(
+    pipe,
+    prompt: str,
+    max_new_tokens: int = 20,
+    temperature: float = 0.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    chat: bool = False,
+    method: str | None = None,
+) -> dict:
+    """Continue `prompt` with these decoding options and return the export dict. The maps' rows and columns are
+    `sequence` (the prompt's tokens, then the generated ones but the last): row i reads columns 0..i only, and the
+    maps of step s are their top-left (len(tokens) + s) square. The explanation is of the first generated token."""
+    result = pipe(prompt, max_new_tokens, temperature, top_p, seed, chat=chat)
+    options = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
+    return {
+        **_header("lm", pipe),
+        "input": {"prompt": prompt, "chat": chat, **options, "decoding": "greedy" if temperature <= 0 else "sampled"},
+        "tokens": _tokens(result.tokens),
+        "template_positions": result.template_positions,
+        "generated": [{"index": i, "id": s.token_id, "text": s.token} for i, s in enumerate(result.steps)],
+        "continuation": result.continuation,
+        "finished": result.finished,
+        "steps": [
+            {"token": s.token, "probability": to_jsonable(s.probability), "top_k": to_jsonable(s.top_k)}
+            for s in result.steps
+        ],  # fmt: skip
+        "sequence": result.sequence_texts,
+        "attentions": {"causal": to_jsonable(result.attentions)},
+        "explanation": _optional(pipe, "explain", prompt, method=method, result=result),  # of this very continuation
+        "head_table": _optional(pipe, "head_table", prompt, result=result),  # no second generation
+    }

@@ -2,7 +2,7 @@
 and each head's effect measured in one batched pass with a (B, H) mask per layer (row b: head b off).
 
 Kinds as pipelines.kinds names them ("self" for the classifier; "encoder", "decoder" and "cross" for the
-translator); layers and heads count from 0.
+translator; "causal" for the language model); layers and heads count from 0.
 """
 
 import dataclasses
@@ -151,20 +151,26 @@ def teacher_forced_log_prob(adapter, src_ids: list[int], produced: list[int], ma
     return logp.gather(-1, gold)[..., 0].sum(-1).cpu()
 
 
-def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
-    """(log-probability of the produced translation with every head on, {head: its change with the head off})."""
+def masked_effects(adapter, tokens: int, score) -> tuple[float, dict[HeadKey, float]]:
+    """(score with every head on, {head: its change with that head alone off}): score(masks, rows) -> (rows,) is
+    one batched pass, masks {kind: (L, rows, H)} (None: every head on); inputs of `tokens` tokens size the batches."""
     layers, H = adapter.head_layers, adapter.n_heads
-    intact = float(teacher_forced_log_prob(adapter, src_ids, produced, None)[0])
+    intact = float(score(None, 1)[0])
     passes = at_once(adapter.device)
 
-    def log_probs(keys: list[HeadKey]) -> list[float]:
-        masks = single_head_off(keys, layers, H, adapter.device)
-        return teacher_forced_log_prob(adapter, src_ids, produced, masks, rows=len(keys)).tolist()
+    def scores(keys: list[HeadKey]) -> list[float]:
+        return score(single_head_off(keys, layers, H, adapter.device), len(keys)).tolist()
 
-    chunks = _chunks(adapter, head_keys(layers, H), max(len(src_ids), len(produced)), passes=passes)
-    measured = run_passes(log_probs, chunks, passes)
+    chunks = _chunks(adapter, head_keys(layers, H), tokens, passes=passes)
+    measured = run_passes(scores, chunks, passes)
     effects = {k: v - intact for keys, values in zip(chunks, measured) for k, v in zip(keys, values)}
     return intact, effects
+
+
+def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
+    """(log-probability of the produced translation with every head on, {head: its change with the head off})."""
+    score = lambda masks, rows: teacher_forced_log_prob(adapter, src_ids, produced, masks, rows)  # noqa: E731
+    return masked_effects(adapter, max(len(src_ids), len(produced)), score)
 
 
 def _explain(pipe, text: str, result):
@@ -223,6 +229,51 @@ def translation_head_table(
         row["agreement"] = agree.get(key)
         row["effect"] = effects[key]
     return rows
+
+
+# --- the language model --------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def next_token_log_prob(adapter, ids: list[int], token: int, masks=None, rows: int = 1) -> torch.Tensor:
+    """(rows,) log p(token | ids), on the CPU, in one pass; masks {"causal": (L, H) or (L, rows, H)}."""
+    x = torch.tensor([ids], device=adapter.device).expand(rows, -1)  # (rows, T)
+    return adapter.next_log_probs(x, [len(ids)] * rows, masks)[:, token].cpu()  # (rows,)
+
+
+def lm_effects(adapter, ids: list[int], token: int) -> tuple[float, dict[HeadKey, float]]:
+    """(log p(token | ids) with every head on, {head: its change with that head alone off})."""
+    score = lambda masks, rows: next_token_log_prob(adapter, ids, token, masks, rows)  # noqa: E731
+    return masked_effects(adapter, len(ids), score)
+
+
+def lm_head_table(pipe, result, induction=None) -> list[dict]:
+    """The head table of a language model on one LanguageModelResult: statistics of each head's causal attention
+    over the sequence it shows (prompt and generated tokens), its roles (sink: the first token's share; duplicate:
+    earlier occurrences of the same token; induction: on repeated random tokens, from `induction` (L, H), None:
+    left out) and its effect: the change of the first generated token's log-probability when that head alone is
+    off (at the first step: the prompt alone is read)."""
+    from .head_roles import duplicate_share, sink_share
+
+    if not result.generated_ids:
+        raise ValueError("the result generated no token: there is no next token to measure a head's effect on")
+    maps = [a.float().numpy() for a in result.attentions]  # per layer (H, T, T)
+    texts, ids = result.sequence_texts, result.sequence_ids
+    rows = stats_rows("causal", maps, end_key=0, punct=punctuation_keys(texts))  # 'end': the first token
+    roles = {"sink": [sink_share(m) for m in maps], "duplicate": [duplicate_share(m, ids) for m in maps]}
+    if induction is not None:
+        roles["induction"] = list(np.asarray(induction, dtype=np.float64))
+    _, effects = lm_effects(pipe.adapter, result.prompt_ids, result.generated_ids[0])
+    for row in rows:
+        layer, head = row["layer"], row["head"]
+        row.update({name: _number(v[layer][head]) for name, v in roles.items()})
+        row["effect"] = effects[(row["kind"], layer, head)]
+    return rows
+
+
+def _number(x) -> float | None:
+    """A float, None for NaN (undefined: no repeated token, say)."""
+    return None if np.isnan(x) else float(x)
 
 
 # --- over many inputs (the benchmark) ----------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The kinds of attention, named in one place: what each is called, which tokens its rows and columns are, and how
 the app titles it. Everything else (the views, the head table, the compare diff, the adapters' head layers) reads
-them from KINDS. A new kind of attention (say, a decoder-only model's causal self-attention) is one entry here.
+them from KINDS. A new kind of attention (as a decoder-only model's causal self-attention was) is one entry here.
 
 Tokens are named by side: "src" (the input: a review, a German sentence) or "tgt" (the output: the English tokens
 produced, one a step). Row i of a kind's map is token q_side:i; column j is token k_side:(j - k_shift).
@@ -50,11 +50,17 @@ DECODER = Kind(
     heatmap="Decoder self-attention, layer {layer}, head {head} (causal)",
 )  # fmt: skip
 CROSS = Kind("cross", "Cross-attention", "cross", "cross-attention", "attention", TGT, SRC, "English", "German")
+# a decoder-only model's self-attention: rows and columns are one sequence, the prompt then what it generated (the
+# last token produced is read by no row); causal, so row i sees columns 0..i only
+CAUSAL = Kind(
+    "causal", "Causal self-attention", "causal", "causal self-attention", "attention",
+    heatmap="Layer {layer}, head {head} (causal)", overview="Layer {layer}: every head (causal)",
+)  # fmt: skip
 
-KINDS: dict[str, Kind] = {k.name: k for k in (SELF, ENCODER, DECODER, CROSS)}  # the models' order
+KINDS: dict[str, Kind] = {k.name: k for k in (SELF, ENCODER, DECODER, CROSS, CAUSAL)}  # the models' order
 BY_ROW = {k.row: k.name for k in KINDS.values()}  # a grid row's word -> the kind
 
 
 def order(name: str) -> int:
-    """A kind's place in the models' order (self, encoder, decoder, cross), for sorting heads."""
+    """A kind's place in the models' order (self, encoder, decoder, cross, causal), for sorting heads."""
     return list(KINDS).index(name)

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import compare, export
-from .kinds import CROSS, DECODER, ENCODER, SELF
+from .kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
+from .language_model import LanguageModelPipeline
 from .sentiment import SentimentPipeline
 from .translation import TranslationPipeline
 
@@ -50,4 +51,13 @@ TRANSLATION = Task(
     compare.compare_translation,
     decodes=True,
 )
-TASKS: dict[str, Task] = {t.name: t for t in (SENTIMENT, TRANSLATION)}
+LM = Task(
+    "lm",
+    LanguageModelPipeline,
+    (CAUSAL.name,),
+    (CAUSAL.name,),
+    "the first generated token's log-probability",
+    export.lm_record,
+    compare.compare_lm,
+)
+TASKS: dict[str, Task] = {t.name: t for t in (SENTIMENT, TRANSLATION, LM)}

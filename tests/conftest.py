@@ -32,6 +32,13 @@ def translation_dir(tmp_path_factory):
     return make_translation_dir(tmp_path_factory.mktemp("models") / "translation")
 
 
+@pytest.fixture(scope="session")
+def lm_dir(tmp_path_factory):
+    from tiny_models import make_lm_dir
+
+    return make_lm_dir(tmp_path_factory.mktemp("models") / "lm")
+
+
 @pytest.fixture(scope="module")
 def sentiment(sentiment_dir):
     """The tiny sentiment model's pipeline."""

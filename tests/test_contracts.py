@@ -1,13 +1,13 @@
-"""The adapter contract (pipelines/contracts.py) holds for all four adapters: ours and `transformers`' classifier and
-translator. Each has every member, and every method takes the parameters the contract names (a renamed or missing
-parameter fails here, not in a pipeline at run time)."""
+"""The adapter contract (pipelines/contracts.py) holds for every adapter: ours (classifier, translator, language
+model) and `transformers`' classifier and translator. Each has every member, and every method takes the parameters
+the contract names (a renamed or missing parameter fails here, not in a pipeline at run time)."""
 
 import inspect
 
 import pytest
 
-from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.contracts import Adapter, ClassifierAdapter, Seq2SeqAdapter
+from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
+from pipelines.contracts import Adapter, CausalLMAdapter, ClassifierAdapter, Seq2SeqAdapter
 
 pytest.importorskip("transformers")
 
@@ -43,6 +43,10 @@ def test_our_classifier_and_translator(sentiment, translation):
     assert not isinstance(translation.adapter, ClassifierAdapter)
 
 
+def test_our_language_model(lm_dir):
+    check(LanguageModelPipeline.from_pretrained(str(lm_dir)).adapter, CausalLMAdapter)
+
+
 def test_transformers_classifier_and_translator(hf_dirs):
     bert, marian = hf_dirs
     check(SentimentPipeline.from_pretrained(str(bert)).adapter, ClassifierAdapter)
@@ -73,6 +77,7 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     for cls, names in (
         (SentimentPipeline, {"explain", "faithfulness", "head_table"}),
         (TranslationPipeline, {"explain", "faithfulness", "head_table", "score"}),
+        (LanguageModelPipeline, {"explain", "faithfulness", "head_table"}),
     ):
         declared = {n for n in dir(cls) if declared_runs_model(cls, n)}
         assert names <= declared, f"{cls.__name__}: {names - declared} not declared @runs_model"

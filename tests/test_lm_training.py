@@ -8,7 +8,7 @@ import torch
 from tiny_models import read_jsonl
 
 from training.cli import main as train_main
-from training.lm import CORPUS, cut, induction_scores
+from training.lm import CORPUS, cut
 from transformer import CausalLM
 
 TINY_LM = (
@@ -65,28 +65,6 @@ def test_resume_reads_the_kept_corpus_and_continues(imdb_dir, tmp_path):
 def test_a_review_is_cut_into_pieces_that_open_with_bos_and_end_with_eos():
     pieces = cut(list(range(10, 17)), 3)  # 7 ids + </s> = 8 tokens: pieces of 3 after <s>
     assert pieces == [[1, 10, 11, 12], [1, 13, 14, 15], [1, 16, 2]]
-
-
-def test_induction_score_finds_a_head_that_looks_at_the_token_after_the_first_occurrence():
-    """A stand-in model whose head 1 of layer 0 is a perfect induction head and head 0 a previous-token head."""
-
-    class Fake(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.p = torch.nn.Parameter(torch.zeros(1))
-
-        def forward(self, ids, need_weights=False):
-            B, T = ids.shape
-            n = (T - 1) // 2
-            maps = torch.zeros(B, 2, T, T)
-            for q in range(T):
-                maps[:, 0, q, max(q - 1, 0)] = 1.0
-                maps[:, 1, q, q - n + 1 if q > n else 0] = 1.0
-            return type("Out", (), {"attentions": [maps]})()
-
-    scores = induction_scores(Fake(), vocab_size=100, n=10, batch=2)
-    assert scores.shape == (1, 2)
-    assert scores[0, 1] == 1.0 and scores[0, 0] == 0.0
 
 
 def test_evaluate_reports_perplexity_per_token_and_per_word(imdb_dir, tmp_path, capsys):

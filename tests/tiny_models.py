@@ -6,7 +6,14 @@ from pathlib import Path
 import torch
 
 from pipelines.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
-from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
+from transformer import (
+    CausalLM,
+    CausalLMConfig,
+    ClassifierConfig,
+    Seq2SeqConfig,
+    Seq2SeqTransformer,
+    TransformerClassifier,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -66,6 +73,29 @@ def make_translation_dir(folder: Path) -> Path:
     model.save_pretrained(folder)
     save_tokenizer(tok, folder, model_max_length=64)
     (folder / "preprocessing.json").write_text(json.dumps({"beam_size": 2, "alpha": 0.6}))
+    return folder
+
+
+def make_lm_dir(folder: Path, max_len: int = 64) -> Path:
+    """A tiny random CausalLM (grouped key/value heads, rotary positions) with a BPE trained on the fixture reviews, in
+    our folder format (preprocessing.json {"task": "lm"}). Its weights are drawn wider than training's start (std
+    0.2, not 0.02), so that its heads attend unevenly and its next-token distributions are not flat."""
+    from pipelines.common import save_folder
+
+    torch.manual_seed(0)
+    texts = [r["text"] for r in read_jsonl("imdb_tiny.jsonl")]
+    tok = train_bpe(texts * 3, vocab_size=300, lowercase=False, strip_html_breaks=True)
+    cfg = CausalLMConfig(
+        vocab_size=tok.get_vocab_size(), d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_len=max_len,
+        pad_id=PAD, bos_id=BOS, eos_id=EOS,
+    )  # fmt: skip
+    model = CausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0.0, 0.2)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_folder(model, tok, folder, max_len, {"task": "lm"})
     return folder
 
 

@@ -90,8 +90,9 @@ class AttentionDemoPreTrainedModel(PreTrainedModel):
     main_input_name = "input_ids"
 
     def _init_weights(self, module):
-        """Only the fixed sinusoidal position tables and rotary frequencies, which are not saved (non-persistent buffers), so
-        `transformers` leaves them empty: every weight comes from the checkpoint or the modules' own init."""
+        """Only the fixed sinusoidal position tables and rotary frequencies, which are not saved (non-persistent
+        buffers), so `transformers` leaves them empty: every weight comes from the checkpoint or the modules' own
+        init."""
         if isinstance(module, Positions) and not isinstance(module.table, torch.nn.Parameter):
             init.copy_(module.table, sinusoidal_table(*module.table.shape))
         elif isinstance(module, Rotary):

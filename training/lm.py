@@ -20,6 +20,7 @@ from tokenizers import Tokenizer
 
 from pipelines.batching import pad
 from pipelines.common import save_folder
+from pipelines.head_roles import induction_scores
 from pipelines.tokenizers_io import BOS, EOS, PAD, train_bpe
 from transformer import CausalLM, CausalLMConfig
 
@@ -27,24 +28,6 @@ from .batching import bucketed_batches
 from .data import DataError, load_splits
 
 CORPUS = "corpus"  # in --out: tokenizer.json, train.npy and val.npy (uint16 ids, pieces separated by offsets)
-
-
-def induction_scores(model, vocab_size: int, n: int = 50, batch: int = 8, seed: int = 0) -> torch.Tensor:
-    """(L, H) each head's induction score (Olsson et al. 2022; TransformerLens' recipe): on <s> + n random tokens
-    repeated once, the mean attention from a token of the second copy to the token after its first occurrence."""
-    n = min(n, (getattr(getattr(model, "config", None), "max_len", 2 * n + 1) - 1) // 2)  # within the positions
-    g = torch.Generator().manual_seed(seed)
-    first = torch.randint(4, vocab_size, (batch, n), generator=g)  # no special tokens
-    ids = torch.cat([torch.full((batch, 1), BOS), first, first], dim=1)  # (B, 1 + 2n)
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
-        maps = model(ids.to(device), need_weights=True).attentions  # per layer (B, H, T, T)
-    model.train(was_training)
-    q = torch.arange(n + 1, 2 * n + 1)  # the second copy's positions
-    k = q - n + 1  # the token after the same token's first occurrence
-    return torch.stack([a[:, :, q, k].float().mean(dim=(0, 2)).cpu() for a in maps])  # (L, H)
 
 
 class LMTask:
@@ -118,7 +101,7 @@ class LMTask:
             targets = batch[:, 1:]
             total += float(F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD, reduction="sum"))
             n += int((targets != PAD).sum())
-        scores = induction_scores(model, self.tokenizer.get_vocab_size())
+        scores = induction_scores(model)
         model.train(was_training)
         ll = -total / max(n, 1)
         return {

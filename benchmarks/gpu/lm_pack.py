@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save
 
-from training.lm import induction_scores
+from pipelines.head_roles import induction_scores
 from transformer import CausalLM
 from transformer.quantize import quantize_int8
 
@@ -40,8 +40,7 @@ def induction(run: Path) -> dict:
     out = {}
     for folder in sorted(run.glob("snapshots/step-*"), key=lambda p: int(p.name.split("-")[1])) + [run / "best"]:
         model = CausalLM.from_pretrained(folder).to("cuda" if torch.cuda.is_available() else "cpu")
-        vocab = model.config.vocab_size
-        out[folder.name] = induction_scores(model, vocab, batch=16).tolist()
+        out[folder.name] = induction_scores(model, batch=16).tolist()
     return out
 
 

@@ -1,10 +1,10 @@
-"""Explanations: which input tokens drove an output, for either task and any registered method.
+"""Explanations: which input tokens drove an output, for every task and any registered method.
 
 registry.py      methods by name (label, signed, attribute), the defaults the benchmark chose
 methods.py       the built-in methods, one registered class each
-run.py           explain_review / explain_translation: a method's scores as one Explanation
-result.py        Explanation (both tasks), FaithfulnessReport
-faithfulness.py  ERASER comprehensiveness and sufficiency against random rankings, both tasks
+run.py           explain_review / explain_translation / explain_next_token: a method's scores as one Explanation
+result.py        Explanation (every task), FaithfulnessReport
+faithfulness.py  ERASER comprehensiveness and sufficiency against random rankings, every task
 """
 
 from . import methods  # noqa: F401  (registers the built-in methods)
@@ -22,7 +22,7 @@ from .registry import (
     register,
 )
 from .result import Explanation
-from .run import explain_review, explain_translation
+from .run import explain_next_token, explain_review, explain_translation
 
 __all__ = [
     "DEFAULTS_FILE",
@@ -32,6 +32,7 @@ __all__ = [
     "Method",
     "choices",
     "default_method",
+    "explain_next_token",
     "explain_review",
     "explain_translation",
     "faithfulness",

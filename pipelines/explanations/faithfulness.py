@@ -5,7 +5,8 @@ Comprehensiveness = mean over levels of p(target | input) - p(target | input wit
 higher is better (the tokens named matter). Sufficiency = mean of p(target | input) - p(target | only the
 top tokens): lower is better (the tokens named are enough). Deleting a token removes it from the
 sequence; the variants of every ranking are scored together in batched forward passes. A review is scored on
-the label's probability; a translation step by step (teacher-forced), over the source tokens.
+the label's probability; a translation step by step (teacher-forced), over the source tokens; a language model's
+next token on its probability, over the prompt's tokens.
 """
 
 import time
@@ -17,6 +18,7 @@ import torch
 
 from ..batching import pad, sorted_batches
 from ..microbatch import pause_point
+from .methods import next_token_log_probs
 
 LEVELS = (1, 5, 10, 20, 50)  # percent of tokens deleted or kept
 N_RANDOM = 3  # random rankings averaged for the baseline
@@ -149,14 +151,27 @@ def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 8)
     return out
 
 
-def review_faithfulness(pipe, expl, seed: int = 0, max_steps=None) -> tuple[Faithfulness, Faithfulness, None, None]:
-    """Over the review's own tokens (special tokens stay in place, never ranked)."""
-    t = expl.output_ids[0]
-    a, b = expl.n_prefix, len(expl.ids) - expl.n_suffix  # the review's own tokens: ids[a:b]
-    head, body, tail = expl.ids[:a], expl.ids[a:b], expl.ids[b:]
+def own_tokens_faithfulness(expl, prob_fn: ProbFn, seed: int = 0) -> tuple[Faithfulness, Faithfulness, None, None]:
+    """Over the input's own tokens, ids[n_prefix : len(ids) - n_suffix]: the special tokens around them (and a
+    language model's tokens generated before the step, prefix_ids) stay in place, never ranked. prob_fn: the
+    target's probability of whole id lists."""
+    a, b = expl.n_prefix, len(expl.ids) - expl.n_suffix  # the input's own tokens: ids[a:b]
+    head, body, tail = expl.ids[:a], expl.ids[a:b], expl.ids[b:] + list(expl.prefix_ids)
     scores = np.asarray(expl.scores)[a:b]
-    ours, rand = faithfulness(lambda b: target_probs(pipe, [head + s + tail for s in b], t), body, scores, seed)
+    ours, rand = faithfulness(lambda batch: prob_fn([head + s + tail for s in batch]), body, scores, seed)
     return ours, rand, None, None
+
+
+def review_faithfulness(pipe, expl, seed: int = 0, max_steps=None) -> tuple[Faithfulness, Faithfulness, None, None]:
+    """Over the review's own tokens, on the label's calibrated probability."""
+    return own_tokens_faithfulness(expl, lambda batch: target_probs(pipe, batch, expl.output_ids[0]), seed)
+
+
+def next_token_faithfulness(pipe, expl, seed: int = 0, max_steps=None):
+    """Over the prompt's own tokens (<s> and a chat template's tokens stay in place, and the tokens generated before
+    the step), on the probability of the next token explained."""
+    prob = lambda batch: np.exp(next_token_log_probs(pipe.adapter, batch, expl.output_ids[0]))  # noqa: E731
+    return own_tokens_faithfulness(expl, prob, seed)
 
 
 def step_probs(pipe, queries: list[tuple[list[int], int, int]], tgt_in: list[int], batch_size: int = 128):
@@ -246,11 +261,11 @@ def translation_faithfulness(pipe, expl, seed: int = 0, max_steps: int | None = 
     return ours, rand, per_step, steps
 
 
-TASKS = {"sentiment": review_faithfulness, "translation": translation_faithfulness}
+TASKS = {"sentiment": review_faithfulness, "translation": translation_faithfulness, "lm": next_token_faithfulness}
 
 
 def measure(pipe, expl, seed: int = 0, max_steps: int | None = None):
-    """The FaithfulnessReport of an explanation (either task) on its own input; a translation on at most
+    """The FaithfulnessReport of an explanation (any task) on its own input; a translation on at most
     max_steps of its steps, evenly spaced (None: all)."""
     start = time.perf_counter()
     ours, rand, per_step, steps = TASKS[expl.task](pipe, expl, seed, max_steps)

@@ -3,9 +3,10 @@
 Classifier: every method scores each token toward a target label, its log-odds log p / (1 - p), so with two
 labels an attribution toward one label is exactly minus the attribution toward the other. Translator: the
 objective of step t is log p(y_t | y_<t, x), or log p(y_t) - log p(alt) for a contrastive step; each step is one
-row, a few steps per call. Captum computes gradient x input and integrated gradients at the embedding
-output (pipelines.adapter: embed / forward from embeddings); attention and rollout are read from the forward
-pass and are unsigned (they say where the model looks, not which way a token pushes).
+row, a few steps per call. Language model: log p(t | context), one next token t after the whole context. Captum
+computes gradient x input and integrated gradients at the embedding output (pipelines.adapter: embed / forward from
+embeddings); attention and rollout are read from the forward pass and are unsigned (they say where the model looks,
+not which way a token pushes).
 
 Integrated gradients' baseline: every embedding vector zero, with the same tokens present (same padding mask,
 same positions). It removes only what each token says; an all-padding baseline would instead hide the tokens
@@ -50,6 +51,27 @@ def attention_rollout(attentions: list[np.ndarray]) -> np.ndarray:
 def _review_fn(adapter):
     """f(emb, ids) -> (B, C) log-odds: what captum differentiates (it picks the target column)."""
     return lambda emb, ids: log_odds(adapter.logits_from_embeddings(emb, ids))
+
+
+def _next_fn(adapter):
+    """f(emb) -> (B, V) log-probabilities of the token after the last position: what captum differentiates."""
+    return lambda emb: adapter.logits_from_embeddings(emb)[:, -1].float().log_softmax(-1)
+
+
+def next_token_log_probs(adapter, seqs: list[list[int]], target: int, batch_size: int = 8) -> np.ndarray:
+    """(N,) log p(target | seq) after the last token of each id list (an empty one reads as one padding token),
+    batched by length (right padding: a causal model's positions never read what comes after them), with a pause
+    point between batches."""
+    from ..batching import sorted_batches
+    from ..microbatch import pause_point
+
+    seqs = [s or [adapter.pad_id] for s in seqs]
+    out = np.zeros(len(seqs), dtype=np.float64)
+    with torch.no_grad():
+        for rows, x in sorted_batches(seqs, batch_size, adapter.pad_id, adapter.device):
+            pause_point()  # as a background call, the waiting calls of this model run first (pipelines.microbatch)
+            out[rows] = _numpy(adapter.next_log_probs(x, [len(seqs[r]) for r in rows])[:, target])
+    return out
 
 
 def _step_fn(adapter):
@@ -126,10 +148,17 @@ class AttentionMethod(Method):
     def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
         return _source_only(np.mean([a.mean(0) for a in cross], axis=0), produced)  # (Tt, Ts)
 
+    @torch.no_grad()
+    def next_token(self, adapter, ids, target, words, progress=None):
+        """Language model: the last position's row (the one that predicts), averaged over every layer and head."""
+        maps = adapter.forward(ids, need_weights=True).attentions  # per layer (1, H, T, T)
+        return _shares(np.mean([_numpy(a[0, :, -1]).mean(0) for a in maps], axis=0))  # (T,)
+
 
 @register
 class RolloutMethod(Method):
-    """The classifier's reading weights traced back to the input through every layer (attention rollout)."""
+    """The classifier's reading weights (a language model: its last position) traced back to the input through
+    every layer (attention rollout)."""
 
     name = "rollout"
     label = "Attention rollout"
@@ -139,6 +168,12 @@ class RolloutMethod(Method):
     def review(self, adapter, ids, target, words, progress=None):
         out = adapter.forward(ids, need_weights=True)
         return _shares(_numpy(out.token_weights[0]) @ attention_rollout([_numpy(a[0]) for a in out.attentions]))
+
+    @torch.no_grad()
+    def next_token(self, adapter, ids, target, words, progress=None):
+        """Language model: the rollout's last row, what the predicting position draws on."""
+        maps = adapter.forward(ids, need_weights=True).attentions  # per layer (1, H, T, T)
+        return _shares(attention_rollout([_numpy(a[0]) for a in maps])[-1])  # (T,)
 
 
 def _reads_first_token(adapter) -> bool:
@@ -151,7 +186,8 @@ class AttentionNorm(Method):
     """Attention weighted by what it carries (Kobayashi et al. 2020): the norm of each token's weighted value
     vectors, summed over the last layer's heads and projected, ||sum_h w^h_ij v^h_j W_O^h||. Classifier: mixed
     over the positions the classifier reads (its pooling weights, or [CLS]). Translator: cross-attention, the
-    mean over the decoder's layers. Read from the one forward pass, as attention."""
+    mean over the decoder's layers. Language model: the last layer's predicting row. Read from the one forward
+    pass, as attention."""
 
     name = "attention_norm"
     label = "Attention norm (weight × what the value carries)"
@@ -182,6 +218,20 @@ class AttentionNorm(Method):
         maps = [inside_head.combined_norms(ki, p, layer, eye) for layer, p in enumerate(parts)]  # (Tt, Ts) each
         return _source_only(torch.stack(maps).mean(0).numpy(), produced)
 
+    @torch.no_grad()
+    def next_token(self, adapter, ids, target, words, progress=None):
+        """Language model: the last layer's row of the last position, ||sum_h w^h_j v^h_j W_O^h|| for each key j
+        (grouped key/value heads: each query head reads its key/value head's values)."""
+        from ..inside_head import _w_o
+
+        run = adapter.forward(ids, need_weights=True, need_hidden=True)
+        last = len(run.attentions) - 1
+        v = adapter.value_vectors(run.hidden[last], last)[0].float()  # (H, T, hs)
+        parts = adapter.attention_parts()["causal"][last]
+        carried = v @ _w_o(parts, v.size(0)).to(v.device)  # (H, T, D): v_j^h W_O^h
+        w = run.attentions[last][0, :, -1].float()  # (H, T) the predicting row of every head
+        return _shares(_numpy(torch.einsum("hk,hkd->kd", w, carried).norm(dim=-1)))  # (T,)
+
 
 @register
 class GradientXInput(Method):
@@ -208,6 +258,12 @@ class GradientXInput(Method):
 
         src_a, tgt_a, _ = _by_steps(attribute, *_step_inputs(adapter, src, tgt_in, produced, alts), progress)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a))
+
+    def next_token(self, adapter, ids, target, words, progress=None):
+        from captum.attr import InputXGradient
+
+        emb = adapter.embed(ids).detach().requires_grad_()  # (1, T, D)
+        return Attribution(_token_sums(InputXGradient(_next_fn(adapter)).attribute(emb, target=target))[0])
 
 
 @register
@@ -254,11 +310,25 @@ class IntegratedGradients(Method):
         deltas = _numpy(delta).astype(np.float32)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a), steps=self.n_steps, deltas=deltas)
 
+    def next_token(self, adapter, ids, target, words, progress=None):
+        from captum.attr import IntegratedGradients as IG
+
+        emb = adapter.embed(ids).detach()  # (1, T, D)
+        attr, delta = IG(_next_fn(adapter)).attribute(
+            emb,
+            baselines=torch.zeros_like(emb),
+            target=target,
+            n_steps=self.n_steps,
+            internal_batch_size=IG_BATCH,
+            return_convergence_delta=True,
+        )
+        return Attribution(_token_sums(attr)[0], steps=self.n_steps, delta=float(delta[0]))
+
 
 @register
 class Occlusion(Method):
     """The drop in the label's log-odds when a word's tokens are replaced by padding (masked out of attention
-    and pooling), shared evenly by the word's pieces."""
+    and pooling), shared evenly by the word's pieces; a language model's next token: deleted from the context."""
 
     name = "occlusion"
     label = "Occlusion (leave one word out)"
@@ -284,3 +354,15 @@ class Occlusion(Method):
                 progress(stop, n_words)
         pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
         return Attribution((drops[words] / pieces).astype(np.float32))
+
+    def next_token(self, adapter, ids, target, words, progress=None):
+        """Language model: the drop in log p(target) when a word's tokens are deleted from the context (a causal
+        model has no padding mask to hide them with), shared evenly by the word's pieces."""
+        seq, words = ids[0].tolist(), np.asarray(words)
+        n_words = int(words.max()) + 1
+        seqs = [seq] + [[t for t, w in zip(seq, words) if w != k] for k in range(n_words)]  # intact, then without k
+        logp = next_token_log_probs(adapter, seqs, target)
+        if progress is not None:
+            progress(n_words, n_words)
+        pieces = np.bincount(words)[words]  # (T,)
+        return Attribution(((logp[0] - logp[1:])[words] / pieces).astype(np.float32))

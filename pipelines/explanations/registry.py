@@ -2,7 +2,8 @@
 
 Adding a method is adding one registered class (see methods.py): the app's choices, the pipelines' `explain`
 and `explanation_methods`, and the faithfulness benchmark all read this registry. A method serves a task when
-it implements that task's function: `review` (a classifier's label) or `steps` (every step of a translation).
+it implements that task's function: `review` (a classifier's label), `steps` (every step of a translation) or
+`next_token` (one token a language model may produce next).
 """
 
 import json
@@ -13,17 +14,17 @@ from typing import ClassVar
 import numpy as np
 
 DEFAULTS_FILE = Path(__file__).with_name("default_methods.json")
-TASK_FUNCTIONS = {"sentiment": "review", "translation": "steps"}  # task -> the Method function it needs
+TASK_FUNCTIONS = {"sentiment": "review", "translation": "steps", "lm": "next_token"}  # task -> the function it needs
 
 
 @dataclass
 class Attribution:
     """What a method returns: scores over the input tokens, and how they were computed."""
 
-    scores: np.ndarray  # review: (T,) toward the target label; steps: (Tt, Ts), one row per produced token
+    scores: np.ndarray  # review, next_token: (T,) toward the target; steps: (Tt, Ts), one row per produced token
     prefix: np.ndarray | None = None  # steps: (Tt, Tt) to <s> and the earlier outputs (column j = input j)
     steps: int | None = None  # integrated gradients: interpolation steps
-    delta: float | None = None  # review: convergence delta (completeness error)
+    delta: float | None = None  # review, next_token: convergence delta (completeness error)
     deltas: np.ndarray | None = None  # steps: (Tt,) convergence delta of each step
 
 
@@ -47,6 +48,12 @@ class Method:
         """src (1, Ts), tgt_in (1, Tt) = <s> + produced[:-1]; alts[t] >= 0 makes step t contrastive (log p(tok)
         - log p(alt)); cross: per layer (H, Tt, Ts) cross-attention of this output -> (Tt, Ts) scores;
         progress(steps done, steps) as a slow method goes (a method may leave this parameter out)."""
+        raise NotImplementedError
+
+    def next_token(self, adapter, ids, target: int, words: np.ndarray, progress=None) -> Attribution:
+        """ids (1, T) of a language-model adapter (the context: prompt and the tokens generated before the step)
+        -> (T,) scores toward the next token `target`, its log-probability after the last position; words (T,)
+        word ids; progress(done, total) as a slow method goes (a method may leave this parameter out)."""
         raise NotImplementedError
 
     @classmethod
@@ -106,10 +113,10 @@ MODEL_DEFAULT = "explanation_default"  # the key of a model's own measured defau
 
 
 def default_method(task: str, metrics: dict | None = None) -> dict:
-    """{'method': name, 'why': one sentence} for 'sentiment' or 'translation'. metrics: a model's metrics.json
-    (None: the project's default, as benchmarks/faithfulness.py wrote it for the bundled model). A model whose
-    metrics record a default measured on it (MODEL_DEFAULT) gets that; any other model gets the project's method
-    with a 'why' that says it was not measured on this model, never the bundled model's numbers."""
+    """{'method': name, 'why': one sentence} for a task ('sentiment', 'translation', 'lm'). metrics: a model's
+    metrics.json (None: the project's default, as benchmarks/faithfulness.py wrote it for the bundled model). A model
+    whose metrics record a default measured on it (MODEL_DEFAULT) gets that; any other model gets the project's
+    method with a 'why' that says it was not measured on this model, never the bundled model's numbers."""
     project = json.loads(DEFAULTS_FILE.read_text())[task]
     if metrics is None:
         return project

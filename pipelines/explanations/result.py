@@ -16,13 +16,21 @@ EXPORTED = {
         "produced": "output_ids",
         **{name: name for name in ("prefix_scores", "head_agreement", "translation", "contrast", "steps", "deltas")},
     },
+    "lm": {
+        "prompt_tokens": "tokens",
+        "prompt_ids": "ids",
+        **{name: name for name in ("target", "at_step", "probability", "prefix_ids", "prefix_scores", "words")},
+        **{name: name for name in ("steps", "delta")},
+    },
 }
 
 
 @dataclass
 class Explanation:
     """Which input tokens drove each output. A classifier has one output (the label explained), so `scores` is
-    (T,); a translator has one output per produced token, so `scores` is (Tt, Ts), row t = step t."""
+    (T,); a translator has one output per produced token, so `scores` is (Tt, Ts), row t = step t. A language
+    model's is one next token (at step at_step): `scores` (T,) over the prompt's tokens as read, `prefix_scores`
+    (at_step,) over the tokens it generated before that step (the rest of what it read)."""
 
     task: str  # the task explained: a key of EXPORTED (pipelines.tasks names the tasks)
     method: str  # a registered method's name (pipelines.explanations.registry)
@@ -35,16 +43,19 @@ class Explanation:
     seconds: float  # time to compute the scores
     n_prefix: int = 0  # special tokens at the start of `tokens` ([CLS]: never ranked for faithfulness)
     n_suffix: int = 0  # special tokens at the end ([SEP])
-    probability: float | None = None  # classifier: p(target | review), calibrated
+    probability: float | None = None  # classifier: p(target | review), calibrated; language model: p(token | context)
     words: np.ndarray | None = None  # classifier: (T,) the word index of each token
-    prefix_scores: np.ndarray | None = None  # translator: (Tt, Tt) to <s> and earlier outputs (column j = input j)
+    prefix_scores: np.ndarray | None = None  # translator: (Tt, Tt) to <s> and earlier outputs (column j = input j);
+    # language model: (at_step,) to the tokens generated before the step explained
+    prefix_ids: list[int] = field(default_factory=list)  # language model: those generated tokens' ids
+    at_step: int | None = None  # language model: the step explained (0 = the first token after the prompt)
     head_agreement: np.ndarray | None = None  # translator: (L, H) each cross head's rank corr. with |scores|
     translation: str = ""
     contrast: dict[int, str] = field(default_factory=dict)  # step (0-based) -> the alternative explained against
     # step -> an alternative asked for but not explained against: the method reads attention (registry.contrastive)
     contrast_not_applied: dict[int, str] = field(default_factory=dict)
     steps: int | None = None  # integrated gradients: interpolation steps
-    delta: float | None = None  # classifier, integrated gradients: convergence delta (completeness error)
+    delta: float | None = None  # classifier, language model, integrated gradients: convergence delta
     deltas: np.ndarray | None = None  # translator, integrated gradients: (Tt,) convergence delta per step
 
     def as_dict(self) -> dict:
@@ -53,7 +64,7 @@ class Explanation:
         return common | {name: getattr(self, attr) for name, attr in EXPORTED[self.task].items()}
 
     # The names each task's views use.
-    target = property(lambda self: self.outputs[0])  # a classifier's: the label explained
+    target = property(lambda self: self.outputs[0])  # a classifier's: the label explained; a language model's token
     source_tokens = property(lambda self: self.tokens)  # a translator's
     target_tokens = property(lambda self: self.outputs)
     src_ids = property(lambda self: self.ids)

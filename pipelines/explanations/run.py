@@ -1,4 +1,4 @@
-"""explain(pipe, ...) for either task: the registered method's scores, wrapped in one Explanation.
+"""explain(pipe, ...) for every task: the registered method's scores, wrapped in one Explanation.
 
 A translation is explained on a TranslationResult (the decoding on screen, reused: no new decoding); the
 agreement of every cross-attention head with the scores uses the one rank correlation (head_stats.agreement).
@@ -121,4 +121,62 @@ def explain_translation(
         contrast_not_applied={int(t): pipe.token_text(a) for t, (a, b) in enumerate(zip(asked, alts)) if a != b},
         steps=attr.steps,
         deltas=attr.deltas,
+    )
+
+
+def _next_token_target(result, step: int, token) -> int:
+    """The id explained at `step` of a LanguageModelResult: the token chosen (token None), an id, or the text of one
+    of that step's top-k tokens."""
+    if not 0 <= step < len(result.steps):
+        raise ValueError(f"step {step} is outside the {len(result.steps)} generated steps (0-based)")
+    chosen = result.steps[step]
+    if token is None:
+        return chosen.token_id
+    if isinstance(token, int):
+        return token
+    match = [i for (text, _), i in zip(chosen.top_k, chosen.top_ids) if text == token]
+    if not match:
+        raise ValueError(f"{token!r} is not one of the top-{len(chosen.top_k)} tokens at step {step}")
+    return match[0]
+
+
+def explain_next_token(pipe, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None):
+    """Attribute the probability of one next token of a language model: at `step` of `result` (a LanguageModelResult
+    of `prompt`; None: generate step + 1 tokens greedily now), the token chosen there, or `token` (an id, or the text
+    of one of that step's top-k). Scores over the prompt's tokens (its special tokens at 0) and, as prefix_scores,
+    over the tokens generated before the step; progress(done, total) as a slow method goes."""
+    m = registry.get("lm", method or pipe.default_explanation["method"])
+    result = result or pipe(prompt, max_new_tokens=step + 1)
+    target = _next_token_target(result, step, token)
+    a, Tp = pipe.adapter, len(result.tokens)
+    context = result.prompt_ids + result.generated_ids[:step]
+    x = torch.tensor([context], device=a.device)  # (1, T)
+    words = word_ids(result.tokens)  # the prompt's words, then each generated token a word of its own
+    words = np.concatenate([words, int(words.max()) + 1 + np.arange(step)]) if step else words
+    start = time.perf_counter()
+    attr = _with_progress(m.next_token, a, x, target, words, progress=progress)
+    scores = np.array(attr.scores, dtype=np.float32)  # (T,)
+    prompt_scores = scores[:Tp].copy()
+    prompt_scores[: result.n_prefix] = prompt_scores[Tp - result.n_suffix :] = 0.0  # <s>, the template: not the prompt
+    with torch.no_grad():
+        probability = float(a.next_log_probs(x, [len(context)])[0, target].exp())
+    return Explanation(
+        task="lm",
+        method=m.name,
+        signed=m.signed,
+        tokens=result.tokens,
+        ids=result.prompt_ids,
+        outputs=[a.token_text(target)],
+        output_ids=[target],
+        scores=prompt_scores,
+        seconds=time.perf_counter() - start,
+        n_prefix=result.n_prefix,
+        n_suffix=result.n_suffix,
+        probability=probability,
+        words=words[:Tp],
+        prefix_scores=scores[Tp:],
+        prefix_ids=result.generated_ids[:step],
+        at_step=step,
+        steps=attr.steps,
+        delta=attr.delta,
     )

@@ -1,0 +1,362 @@
+"""LanguageModelPipeline: a prompt -> its continuation, token by token, with each step's top-k next tokens and every
+layer's causal self-attention over the whole sequence.
+
+The model is a transformer.CausalLM: ours (a folder with preprocessing.json {"task": "lm"}), Llama-architecture
+weights (a folder or Hub repo with `transformers`' names: SmolLM2, TinyLlama) or a GGUF file (pipelines/gguf.py).
+"""
+
+import dataclasses
+import functools
+import numbers
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer
+from torch import nn
+
+from transformer import CausalLM, CheckpointError, resolve_checkpoint
+
+from . import explanations, heads
+from .adapter import KindMasks, OurCausalLM
+from .attention_maps import AttentionMaps, lm_maps, token_texts
+from .chat_template import TemplateError, read_chat_template, split_template
+from .common import (
+    CONFIG,
+    TOKENIZER,
+    WEIGHTS,
+    AdapterBacked,
+    BatchRunner,
+    TokenSpan,
+    guarded,
+    load_folder,
+    require_finite,
+    runs_model,
+    serving_device,
+    wrap_spans,
+)
+from .head_roles import induction_scores
+from .heads import HeadKey
+from .hf_adapter import is_transformers_config, read_config
+from .text import clean_text
+from .tokenizers_io import special_ids
+
+MAX_NEW_TOKENS = 64  # new tokens one call may ask for
+TOP_K = 10  # next tokens each step shows
+FINITE_FIELDS = ("attentions", "steps")  # what a result may never hold a NaN or an infinity in (pipelines.common)
+GGUF = ".gguf"
+
+
+class PromptError(ValueError):
+    """A prompt or a decoding option the language model cannot take; the message says which and why."""
+
+
+@dataclass
+class NextToken:
+    """One generation step: the token chosen, and the model's most likely next tokens."""
+
+    token: str  # the token chosen, as the views label it
+    token_id: int
+    probability: float  # the model's p(token) at this step: softmax of its logits (temperature 1, no top-p)
+    top_k: list[tuple[str, float]]  # the TOP_K most likely next tokens and their probabilities, as `probability`
+    top_ids: list[int]  # their ids
+
+
+@dataclass
+class PromptInput:
+    """What the model reads before it generates: <s> (where the model wants it), a chat template's opening, the
+    prompt's own tokens, the template's closing."""
+
+    ids: list[int]
+    tokens: list[TokenSpan]  # one per id; the prompt's with offsets into it, the others cover no characters
+    n_prefix: int  # tokens before the prompt's own: <s> and the template's opening
+    n_suffix: int  # tokens after them: the template's closing
+    bos: bool  # ids[0] is <s>
+
+
+@dataclass
+class LanguageModelResult:
+    """A prompt and its continuation. The maps are those of ONE forward pass over the final sequence (the prompt's
+    tokens and the generated ones but the last, which no position has read yet), with every head's weights: since
+    attention is causal, row i reads positions 0..i only, so what the model read at step s (when it had the prompt's
+    Tp tokens and s generated ones) is the top-left (Tp + s) x (Tp + s) block of these maps (step_attentions)."""
+
+    prompt: str  # as given
+    tokens: list[TokenSpan]  # what the model read before generating (PromptInput.tokens)
+    generated_ids: list[int]  # the new tokens, the end-of-text token included when it came
+    continuation: str  # the new text, special tokens left out
+    steps: list[NextToken]  # one per generated token
+    attentions: list[torch.Tensor]  # per layer (H, T, T) on the CPU, T = len(sequence_ids); [] while streaming
+    finished: bool = False  # it stopped at the model's end-of-text token
+    n_prefix: int = 0  # see PromptInput
+    n_suffix: int = 0
+    bos: bool = False
+    complete: bool = True  # False: a partial result of stream(), without maps
+    chat: bool = False  # the prompt went through the chat template
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return [t.id for t in self.tokens]
+
+    @property
+    def generated_tokens(self) -> list[str]:
+        return [s.token for s in self.steps]
+
+    @property
+    def template_positions(self) -> list[int]:
+        """The positions in `tokens` that the chat template added (<s> is not one of them)."""
+        Tp = len(self.tokens)
+        return list(range(int(self.bos), self.n_prefix)) + list(range(Tp - self.n_suffix, Tp))
+
+    @property
+    def sequence_ids(self) -> list[int]:
+        """The ids of the maps' rows and columns: the prompt's, then the generated ones but the last."""
+        return self.prompt_ids + self.generated_ids[:-1]
+
+    @property
+    def sequence_texts(self) -> list[str]:
+        return token_texts(self.tokens) + self.generated_tokens[:-1]
+
+    def step_attentions(self, step: int) -> list[torch.Tensor]:
+        """Per layer (H, Tp + step, Tp + step): what the model had read when it chose generated token `step`; its
+        last row is that step's own attention (causal: the top-left block of the final maps)."""
+        n = len(self.tokens) + step
+        return [a[:, :n, :n] for a in self.attentions]
+
+    def attention_maps(self) -> AttentionMaps:
+        """Every map by kind ("causal"), layer and head: (L, H, T, T), with the tokens (a complete result)."""
+        return lm_maps(self)
+
+
+def check_options(n_prompt: int, max_new_tokens: int, temperature: float, top_p: float, max_len: int) -> None:
+    """PromptError for decoding options out of range, or a prompt that leaves no room for max_new_tokens."""
+    whole = isinstance(max_new_tokens, numbers.Real) and float(max_new_tokens).is_integer()  # 20.0 from a slider too
+    if not whole or not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
+        raise PromptError(f"max_new_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}, got {max_new_tokens!r}")
+    if not temperature >= 0:  # NaN too
+        raise PromptError(f"temperature must be 0 (greedy) or more, got {temperature!r}")
+    if not 0 < top_p <= 1:
+        raise PromptError(f"top_p must be above 0 and at most 1, got {top_p!r}")
+    if n_prompt + max_new_tokens > max_len:
+        raise PromptError(
+            f"the prompt is {n_prompt} tokens: with {max_new_tokens} new ones that is more than the model reads "
+            f"({max_len}); shorten the prompt or ask for fewer tokens"
+        )
+
+
+def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
+    """The NextToken of a transformer.generation.LMStep."""
+    probs = step.logits.float().softmax(-1)  # (V,)
+    top_p, top_i = probs.topk(min(top_k, probs.numel()))  # (k,) each
+    ids = [int(i) for i in top_i]
+    return NextToken(
+        adapter.token_text(step.token),
+        int(step.token),
+        float(probs[step.token]),
+        [(adapter.token_text(i), float(p)) for i, p in zip(ids, top_p)],
+        ids,
+    )
+
+
+class LanguageModelPipeline(AdapterBacked, BatchRunner):
+    """A decoder-only language model behind its adapter (pipelines.adapter.OurCausalLM), from our folder, a Llama
+    folder or repo id, or a GGUF file."""
+
+    def __init__(self, model, tokenizer=None, add_bos: bool = True, chat_template: str | None = None):
+        # model: a CausalLM (with its tokenizer) or a ready adapter (tokenizer None)
+        self.adapter = OurCausalLM(model, tokenizer) if isinstance(model, nn.Module) else model
+        self.add_bos = add_bos  # <s> before every prompt: ours were trained so; others as their tokenizer does
+        self.chat_template = chat_template  # Jinja (pipelines.chat_template); None: chat=True is refused
+        self.metrics: dict = {}  # metrics.json of our model folder
+        self.source, self.revision = None, None  # which model made a result (export)
+
+    @classmethod
+    def from_pretrained(
+        cls, name_or_path: str, device: str | None = None, chat_template: str | None = None
+    ) -> "LanguageModelPipeline":
+        """Our model folder or repo (preprocessing.json's task "lm"), a Llama-architecture folder or Hub repo id
+        (config.json with a model_type, safetensors, tokenizer.json), or a .gguf file. device: where the model runs
+        (common.serving_device); chat_template: Jinja, in place of the model's own. CheckpointError when it does
+        not load (a repo id offline and not in the cache among the causes)."""
+        name = str(name_or_path)
+        gguf = name.lower().endswith(GGUF)
+        config = None if gguf else read_config(name)
+        load = _from_gguf if gguf else _from_llama if config and is_transformers_config(config) else _from_ours
+        pipe = load(cls, name, device)
+        pipe.chat_template = chat_template or pipe.chat_template
+        pipe.source = name
+        return pipe
+
+    def save_pretrained(self, folder) -> None:
+        """Our folder format (config.json, weights, tokenizer, preprocessing.json with the task and the template)."""
+        prep = {"task": "lm"} | ({"chat_template": self.chat_template} if self.chat_template else {})
+        self.adapter.save(Path(folder), prep)
+
+    def template_ids(self, chat: bool) -> tuple[list[int], list[int]]:
+        """(ids before, ids after) the prompt's own that the chat template adds; ([], []) without chat."""
+        if not chat:
+            return [], []
+        if self.chat_template is None:
+            raise PromptError("this model has no chat template: run it with chat=False")
+        tok = self.adapter.tokenizer
+        try:
+            before, after = split_template(self.chat_template, eos_token=tok.id_to_token(self.adapter.eos_id) or "")
+        except TemplateError as e:
+            raise PromptError(str(e)) from e
+        return self.adapter.tokenize(before)[0] if before else [], self.adapter.tokenize(after)[0] if after else []
+
+    def encode(self, prompt: str, chat: bool = False) -> PromptInput:
+        """What the model reads for `prompt`; PromptError for an empty prompt or one without tokens."""
+        text = clean_text(prompt)
+        if not text.strip():
+            raise PromptError("the prompt is empty: type a few words")
+        ids, toks = self.adapter.tokenize(text)
+        if not ids:
+            raise PromptError("the prompt has no tokens")
+        before, after = self.template_ids(chat)
+        before = [self.adapter.bos_id] * self.add_bos + before
+        spans = wrap_spans(before, toks, after, len(text), self.adapter.token_text)
+        return PromptInput(before + ids + after, spans, len(before), len(after), self.add_bos)
+
+    def head_masks(self, head_mask: dict[HeadKey, float] | None) -> KindMasks | None:
+        """{("causal", layer, head): multiplier} -> {"causal": (L, H)} (ValueError for a head the model lacks)."""
+        return heads.mask_tensors(head_mask, self.head_layers, self.n_heads, self.adapter.device)
+
+    def stream(
+        self,
+        prompt: str,
+        max_new_tokens: int = 20,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        chat: bool = False,
+    ):
+        """Yield a partial LanguageModelResult (complete=False, no maps) after each generated token, then the complete
+        one, with the maps of one pass over the final sequence. Options as __call__; PromptError before anything
+        runs for a bad prompt or option."""
+        read = self.encode(prompt, chat)
+        check_options(len(read.ids), max_new_tokens, temperature, top_p, self.adapter.max_len)
+        max_new_tokens, seed = int(max_new_tokens), None if seed is None else int(seed)
+        masks = self.head_masks(head_mask)
+        result = LanguageModelResult(
+            prompt, read.tokens, [], "", [], [], False, read.n_prefix, read.n_suffix, read.bos, complete=False,
+            chat=chat, temperature=temperature, top_p=top_p, seed=seed,
+        )  # fmt: skip
+        for step in self.adapter.steps(read.ids, max_new_tokens, temperature, top_p, seed, masks):
+            result = self._extended(result, next_token_info(self.adapter, step))
+            yield result
+        yield self._complete(result, masks)
+
+    def _extended(self, result: LanguageModelResult, step: NextToken) -> LanguageModelResult:
+        """result with one more generated token (NonFiniteOutput for a step whose probabilities are not finite)."""
+        require_finite("lm", {"steps": step})
+        ids = result.generated_ids + [step.token_id]
+        return dataclasses.replace(
+            result,
+            generated_ids=ids,
+            continuation=self.adapter.detokenize(ids),
+            steps=result.steps + [step],
+            finished=step.token_id == self.adapter.eos_id,
+        )
+
+    @torch.no_grad()
+    def _complete(self, result: LanguageModelResult, masks: KindMasks | None) -> LanguageModelResult:
+        """result with the maps of one forward pass (need_weights) over its final sequence, guarded."""
+        x = torch.tensor([result.sequence_ids], device=self.adapter.device)  # (1, T)
+        run = self.adapter.forward(x, need_weights=True, head_mask=masks)
+        maps = [a[0].to("cpu", copy=True) for a in run.attentions]  # per layer (H, T, T)
+        done = guarded([dataclasses.replace(result, attentions=maps, complete=True)], "lm", FINITE_FIELDS)[0]
+        if isinstance(done, Exception):
+            raise done
+        return done
+
+    def __call__(
+        self,
+        prompt: str,
+        max_new_tokens: int = 20,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        chat: bool = False,
+    ) -> LanguageModelResult:
+        """Continue `prompt` by up to max_new_tokens (1..MAX_NEW_TOKENS) tokens, stopping at the end-of-text token:
+        greedy at temperature 0, else sampled (nucleus top_p) with a generator seeded by `seed` (the same seed, the
+        same continuation). head_mask: {("causal", layer, head): multiplier}, 0 switches a head off for this call
+        (decoding and the maps both run with it). chat: the prompt as a user message in the chat template.
+        PromptError (a ValueError) for an empty prompt, one without tokens, options out of range, or a prompt too
+        long for max_new_tokens more; NonFiniteOutput where the model computes NaN."""
+        *_, result = self.stream(prompt, max_new_tokens, temperature, top_p, seed, head_mask, chat)
+        return result
+
+    @functools.cached_property
+    def induction(self) -> torch.Tensor:
+        """(L, H) each head's induction score on repeated random tokens (pipelines.head_roles), measured once."""
+        return induction_scores(self.model)
+
+    @runs_model(background=True)
+    def head_table(self, prompt: str, result: LanguageModelResult | None = None, **decoding) -> list[dict]:
+        """One dict per head (kind "causal", layer, head from 0): attention statistics and roles (sink, previous,
+        duplicate, induction) on this prompt's result, and the effect of switching that head alone off: the change
+        of the first generated token's log-probability. result: a complete result of `prompt` to reuse (None: run
+        it now with the options of __call__ in `decoding`)."""
+        return heads.lm_head_table(self, result or self(prompt, **decoding), self.induction)
+
+    @property
+    def default_explanation(self) -> dict:
+        """{'method', 'why'}: the default explanation for this model (explanations.default_method)."""
+        return explanations.default_method("lm", self.metrics)
+
+    @property
+    def explanation_methods(self) -> tuple[str, ...]:
+        """The registered methods that explain a next token (pipelines.explanations.registry)."""
+        return explanations.names("lm")
+
+    @runs_model
+    def explain(self, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None):
+        """Attribution of one next token's probability at `step` (0-based) to the prompt's tokens (and to the tokens
+        generated before it, as prefix_scores): the token chosen there, or `token` (an id, or the text of one of
+        the step's top-k). result: a LanguageModelResult of `prompt` (None: greedy, now). Returns an Explanation."""
+        return explanations.explain_next_token(self, prompt, method, step, token, result, progress)
+
+    @runs_model(background=True)
+    def faithfulness(self, explanation):
+        """Comprehensiveness and sufficiency over the prompt's tokens, beside random rankings."""
+        return explanations.faithfulness(self, explanation)
+
+
+def _from_ours(cls, name: str, device: str | None) -> LanguageModelPipeline:
+    model, tok, prep, metrics = load_folder(CausalLM, name, device)
+    if prep.get("task", "lm") != "lm":
+        raise CheckpointError(f"{name}: preprocessing.json is for the task {prep['task']!r}, not a language model")
+    pipe = cls(model, tok, add_bos=True, chat_template=prep.get("chat_template"))
+    pipe.metrics = metrics
+    return pipe
+
+
+def _from_llama(cls, name: str, device: str | None) -> LanguageModelPipeline:
+    """A Llama-architecture folder or repo: <s> before a prompt where its tokenizer adds one (SmolLM2's adds none)."""
+    device = serving_device(device)
+    folder = resolve_checkpoint(name, required=(CONFIG, WEIGHTS, TOKENIZER))
+    model = CausalLM.from_llama(str(folder))
+    tok = _tokenizer(folder / TOKENIZER, name)
+    return cls(model.to(device), tok, add_bos=bool(special_ids(tok)[0]), chat_template=read_chat_template(folder))
+
+
+def _from_gguf(cls, path: str, device: str | None) -> LanguageModelPipeline:
+    from .gguf import load_gguf  # the GGUF reader is loaded only for a GGUF file
+
+    device = serving_device(device)
+    model, tok, template = load_gguf(path)
+    return cls(model.to(device), tok, add_bos=bool(special_ids(tok)[0]), chat_template=template)
+
+
+def _tokenizer(path: Path, name: str) -> Tokenizer:
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:
+        raise CheckpointError(f"{name}: tokenizer does not load: {e}") from e
