@@ -307,3 +307,25 @@ def test_bundled_models_through_transformers_equal_the_pipelines(tmp_path):
     early = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation"), revision="step-653")
     early.beam_size = 1
     assert check_translator(branch) == [early(t).translation for t in GERMAN]
+
+
+def test_the_next_word_model_publishes_with_a_card_whose_snippet_runs(lm_dir, tmp_path):
+    """`python -m training.publish lm --dry-run`: the folder, its card and its `transformers` snippet, which loads
+    the model with the Auto class and writes what our greedy decoding writes."""
+    from pipelines.language_model import LanguageModelPipeline
+
+    folder = published("lm", lm_dir, tmp_path / "lm")
+    card = (folder / "README.md").read_text()
+    assert "decoder-only transformer" in card and "Perplexity" not in card  # no metrics.json: no scores claimed
+    section = card[card.index("### With `transformers`") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    assert "AutoModelForCausalLM.from_pretrained(" in code and "trust_remote_code=True" in code
+    scope: dict = {}
+    exec(code.replace("alice/demo-lm", str(folder)), scope)
+    out, model, ids = scope["out"], scope["model"], scope["ids"]
+    assert len(out.attentions) == model.config.n_layers
+    pipe = LanguageModelPipeline.from_pretrained(str(lm_dir))
+    prompt_ids = scope["batch"].input_ids[0].tolist()
+    assert (
+        ids[0, len(prompt_ids) :].tolist()[:20] == generate(pipe.model, prompt_ids, 20)[: ids.size(1) - len(prompt_ids)]
+    )

@@ -160,3 +160,24 @@ def _printable(text: str, font) -> str:
 def _text_size(font, text: str) -> tuple[int, int]:
     box = font.getbbox(text or " ")
     return box[2] - box[0], box[3]
+
+
+LM_EXAMPLE = "This movie was not bad at all, I actually"
+
+
+def lm_figure(pipe, text: str = LM_EXAMPLE) -> AttentionFigure:
+    """Causal self-attention of the last layer, its most focused head, over `text` and the tokens it wrote."""
+    res = pipe(text, max_new_tokens=8)
+    layer = len(res.attentions) - 1
+    attn = res.attentions[layer][:, :MAX_TOKENS, :MAX_TOKENS]  # (H, T, T)
+    head = focused_head(attn)
+    labels = res.sequence_texts[:MAX_TOKENS]
+    return AttentionFigure(
+        weights=attn[head],
+        row_labels=labels,
+        col_labels=labels,
+        title=f"Causal self-attention, layer {layer + 1} of {len(res.attentions)}, head {head + 1}",
+        caption=f"Causal self-attention of layer {layer + 1}, head {head + 1} of this model reading "
+        f'"{text}" and writing "{_shorten(res.continuation)}". Row = the token that looks, column = the token it '
+        "looks at (only earlier ones); darker = more weight.",
+    )

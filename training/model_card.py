@@ -132,6 +132,44 @@ TASKS = {
         "and without a key/value cache. With `num_beams` it ranks beams by `transformers`' length penalty, "
         "not the pipeline's ((5 + length) / 6) ^ alpha, so beam results can differ from the pipeline's.",
     ),
+    "lm": TaskInfo(
+        pipeline_tag="text-generation",
+        language=["en"],
+        dataset_id="stanfordnlp/imdb",
+        dataset_name="IMDB (review text)",
+        tags=["text-generation", "imdb", "decoder-only"],
+        metrics=[
+            ("perplexity_per_token", "perplexity", "Perplexity per token"),
+            ("perplexity_per_word", "perplexity", "Perplexity per word"),
+        ],
+        pipeline_class="LanguageModelPipeline",
+        summary="continues English movie-review text token by token, returning each step's most likely next tokens "
+        "and the causal self-attention of every layer and head",
+        intended=[
+            "Seeing how a small decoder-only transformer attends while it writes: first-token sinks, previous-token "
+            "heads, in the project's interactive demo.",
+            "Teaching and experiments: the model (grouped key/value heads, rotary positions, RMSNorm, SwiGLU), its "
+            "tokenizer and its training code are small and readable.",
+        ],
+        not_for=[
+            "Writing anything that matters: it is a 6M-parameter model trained from scratch on movie reviews only; "
+            "it repeats itself, invents, and knows nothing outside IMDB's reviews.",
+            "Facts: it has read no encyclopedia, only opinions about films.",
+            "Explanations: attention weights show where the model looked, not why it chose a word.",
+        ],
+        example='result = pipe("This movie was", max_new_tokens=20)\n'
+        "print(result.continuation)\n"
+        "result.attentions[-1]  # the last layer's attention: (heads, tokens, tokens)",
+        auto_model="AutoModelForCausalLM",
+        transformers_example='batch = tokenizer(["<s>This movie was"], return_tensors="pt", add_special_tokens=False)\n'
+        "with torch.no_grad():\n"
+        "    ids = model.generate(**batch, max_new_tokens=20)  # greedy\n"
+        "    out = model(ids, output_attentions=True)\n"
+        "print(tokenizer.decode(ids[0, batch.input_ids.size(1):], skip_special_tokens=True))\n"
+        "out.attentions[-1]  # the last layer's attention: (batch, heads, tokens, tokens)",
+        transformers_note="The model reads <s> first, as it was trained (the pipeline adds it). `generate()` decodes "
+        "greedily by default and without a key/value cache; one prompt at a time (rows are read unpadded).",
+    ),
 }
 
 
@@ -328,7 +366,17 @@ def _provenance(metrics: dict | None) -> tuple[str, str]:
 POOLING_WORDS = {"attention": "a learned attention pooling", "cls": "BERT's tanh pooler over [CLS]"}
 
 
+def _decoder_only(c: dict) -> str:
+    kv = c.get("n_kv_heads") or c["n_heads"]
+    return (
+        f"decoder-only transformer ({c['n_layers']} layers, {c['d_model']} wide, {c['n_heads']} query heads sharing "
+        f"{kv} key/value heads, rotary positions, RMSNorm, SwiGLU)"
+    )
+
+
 def _architecture(task: str, c: dict) -> str:
+    if task == "lm":
+        return _decoder_only(c)
     if task == "sentiment":
         pooling = POOLING_WORDS.get(c.get("pooling"), "mean pooling")
         ngrams = (

@@ -80,7 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
         "4 no token, 5 offline or Hub unreachable, 6 permission denied, 7 other Hub error.",
     )
     sub = parser.add_subparsers(dest="task", required=True)
-    for task, what in (("sentiment", "the sentiment classifier"), ("translation", "the German-English translator")):
+    models = (
+        ("sentiment", "the sentiment classifier"),
+        ("translation", "the German-English translator"),
+        ("lm", "the next-word model"),
+    )
+    for task, what in models:
         p = sub.add_parser(task, help=f"publish {what} as a model repo")
         p.add_argument("--model", required=True, type=Path, help="the model folder, e.g. assets/" + task)
         _common(p)
@@ -211,7 +216,7 @@ def build_model_folder(
     branches the card lists and snapshots.json indexes."""
     from dataclasses import asdict
 
-    from .attention_figure import sentiment_figure, translation_figure
+    from .attention_figure import lm_figure, sentiment_figure, translation_figure
     from .hf_export import export
     from .model_card import FIGURE, model_card
 
@@ -220,7 +225,8 @@ def build_model_folder(
         if (model_dir / name).is_file():
             shutil.copy2(model_dir / name, folder / name)
     export(task, folder)
-    figure = (sentiment_figure if task == "sentiment" else translation_figure)(pipe)
+    figures = {"sentiment": sentiment_figure, "translation": translation_figure, "lm": lm_figure}
+    figure = figures[task](pipe)
     figure.image().save(folder / FIGURE)
     n_params = sum(p.numel() for p in pipe.model.parameters())
     card = model_card(task, repo_id, asdict(pipe.model.config), n_params, metrics, figure.caption, snapshots)
