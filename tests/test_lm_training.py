@@ -86,3 +86,28 @@ def test_evaluate_reports_perplexity_per_token_and_per_word(imdb_dir, tmp_path, 
         abs(scores["perplexity_per_word"] - scores["perplexity_per_token"] ** ratio)
         < 1e-6 * scores["perplexity_per_word"]
     )
+
+
+def test_batched_scoring_equals_one_piece_at_a_time_and_keeps_to_its_token_budget():
+    """The test split's windows are scored in length-sorted batches of at most batch_tokens (padded) tokens: a
+    budget once overrun by a batch sized on a short piece took 24 GB."""
+    import torch.nn.functional as F
+
+    from training.lm_eval import summed_nll
+    from transformer import CausalLMConfig
+
+    model = CausalLM(CausalLMConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=16, n_layers=1, max_len=12)).eval()
+    pieces = [[1] + torch.randint(4, 30, (n,)).tolist() for n in (1, 3, 11, 5, 11, 2, 7, 1, 1)]
+    with torch.no_grad():
+        one = sum(
+            float(F.cross_entropy(model(torch.tensor([p[:-1]])).logits[0], torch.tensor(p[1:]), reduction="sum"))
+            for p in pieces
+        )
+    shapes = []
+    forward = model.forward
+    model.forward = lambda ids, **kw: shapes.append(tuple(ids.shape)) or forward(ids, **kw)
+    for budget in (1, 12, 30, 10_000):
+        shapes.clear()
+        assert abs(summed_nll(model, pieces, budget) - one) < 1e-4 * one
+        assert sum(b for b, _ in shapes) == len(pieces)
+        assert all(b * (t + 1) <= max(budget, t + 1) for b, t in shapes)

@@ -55,15 +55,15 @@ def windows(model, ids: list[int], start: int) -> list[list[int]]:
 def summed_nll(model, pieces: list[list[int]], batch_tokens: int = 16384) -> float:
     """Summed negative log-likelihood of every piece's tokens after its first, in length-sorted padded batches (the
     padding comes after a piece's tokens, where a causal model's earlier positions never look)."""
-    order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))
+    order = sorted(range(len(pieces)), key=lambda i: len(pieces[i]))  # ascending: a batch's last is its longest
     total, i = 0.0, 0
     while i < len(order):
-        longest = len(pieces[order[min(i + 1, len(order)) - 1]])
-        size = max(1, batch_tokens // max(len(pieces[order[min(i + 64, len(order)) - 1]]), longest))
-        rows = [pieces[j] for j in order[i : i + size]]
-        i += len(rows)
-        T = max(len(r) for r in rows)
-        batch = torch.full((len(rows), T), -100, dtype=torch.long)
+        end = i + 1
+        while end < len(order) and (end + 1 - i) * len(pieces[order[end]]) <= batch_tokens:
+            end += 1
+        rows = [pieces[j] for j in order[i:end]]
+        i = end
+        batch = torch.full((len(rows), len(rows[-1])), -100, dtype=torch.long)  # (B, T)
         for b, r in enumerate(rows):
             batch[b, : len(r)] = torch.tensor(r)
         inputs = batch[:, :-1].clamp(min=0)  # (B, T - 1): padding read as token 0, after the real tokens
