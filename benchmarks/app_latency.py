@@ -1,6 +1,6 @@
 """Seconds from clicking the button to a drawn heatmap, in headless chromium, on the bundled models.
 
-    python benchmarks/app_latency.py [--runs 5] [--screenshots assets/]
+    python -m benchmarks.app_latency [--runs 5] [--screenshots assets/]
 
 Models come from $SENTIMENT_MODEL / $TRANSLATION_MODEL (Hub repo id or folder), else assets/sentiment and
 assets/translation. Each task is timed on a one-sentence review, a ~300-word review and a 15-word German sentence:
@@ -25,7 +25,6 @@ from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE, LANDING  # noqa: E402

@@ -1,6 +1,6 @@
 """The sentiment forward that returns attention maps, beside Hugging Face's BERT of the same size.
 
-    python benchmarks/attention_forward.py [--lengths 64 512] [--batch 1] [--repeats 30] [--threads 1]
+    python -m benchmarks.attention_forward [--lengths 64 512] [--batch 1] [--repeats 30] [--threads 1]
 
 Our TransformerClassifier (the bundled model's config: layers, heads, widths, vocabulary; its hashed n-gram
 embedding included) runs with need_weights=True; transformers' BertForSequenceClassification of the same
@@ -11,12 +11,10 @@ milliseconds of each and the ratio (> 1: ours is faster). The weights are random
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 

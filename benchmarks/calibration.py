@@ -1,9 +1,9 @@
 """Calibration and out-of-domain flags of a model folder, measured on labelled data and the hand-written OOD sets.
 
-    python benchmarks/calibration.py sentiment --model assets/sentiment \\
+    python -m benchmarks.calibration sentiment --model assets/sentiment \\
         --data ../shared/data/sst2/validation.parquet ../shared/data/imdb/test.parquet \\
         --diagram assets/reliability-sentiment.png
-    python benchmarks/calibration.py translation --model assets/translation --data ../shared/data/multi30k/test.parquet
+    python -m benchmarks.calibration translation --model assets/translation --data ../shared/data/multi30k/test.parquet
 
 Prints, per data file, accuracy and the ECE (10 equal-width bins over 0.5-1) of the raw probabilities
 (temperature 1) and of the calibrated ones (sentiment), and the share flagged out of domain; then the share
@@ -18,7 +18,6 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def sample(ds, n: int | None, seed: int = 0):

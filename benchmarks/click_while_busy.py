@@ -1,6 +1,6 @@
 """Seconds a visitor's next click waits while the app still works on their last one, in headless chromium.
 
-    python benchmarks/click_while_busy.py [--runs 5] [--after 1.5]
+    python -m benchmarks.click_while_busy [--runs 5] [--after 1.5]
 
 After a review is analysed, the app goes on with work no one waits on: the default explanation's faithfulness and the
 head table (@runs_model(background=True): pipelines.microbatch serves them after every other waiting call, of any
@@ -16,13 +16,11 @@ medians.
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
 from benchmarks.app_latency import wait_quiet  # noqa: E402

@@ -1,7 +1,7 @@
 """Calls beside a head table, as the app serves a sentiment model: does each give the result it gives alone?
 
-    python benchmarks/concurrent_calls.py                          # assets/sentiment, 3 rounds
-    python benchmarks/concurrent_calls.py --model assets/sentiment-scratch --rounds 5
+    python -m benchmarks.concurrent_calls                          # assets/sentiment, 3 rounds
+    python -m benchmarks.concurrent_calls --model assets/sentiment-scratch --rounds 5
 
 The app runs the sentiment model in the server's process behind one MicroBatcher (two models at once, one torch
 thread each). A head table is a background call whose passes run two at a time (pipelines.passes); calls of the
@@ -12,7 +12,6 @@ line, the calls that failed and those whose numbers differ (tests/test_thread_ho
 """
 
 import argparse
-import sys
 import threading
 import time
 from pathlib import Path
@@ -21,7 +20,6 @@ import numpy as np
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from pipelines import SentimentPipeline  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402

@@ -1,8 +1,8 @@
 """Faithfulness of every explanation method on held-out data: ERASER comprehensiveness and sufficiency
 (AOPC over the top 1, 5, 10, 20, 50% of tokens) against random rankings of the same tokens.
 
-    python benchmarks/faithfulness.py --task sentiment --n 500
-    python benchmarks/faithfulness.py --task translation --n 200
+    python -m benchmarks.faithfulness --task sentiment --n 500
+    python -m benchmarks.faithfulness --task translation --n 200
 
 A fixed, seeded sample of the test split (IMDB test reviews; Multi30k test 2016 sentences) from
 ../shared/data. Prints per method the mean comprehensiveness and sufficiency with 95% intervals (mean
@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from pipelines.explanations import DEFAULTS_FILE, default_method  # noqa: E402
 from pipelines.explanations.faithfulness import (  # noqa: E402
@@ -225,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nseconds per method on the app's {long['words']}-word {unit} (median):")
     print("  " + ", ".join(f"{m} {s:.3f}" for m, s in long["seconds"].items()))
     if args.write_default:
-        command = f"python benchmarks/faithfulness.py --task {args.task} --n {args.n}"
+        command = f"python -m benchmarks.faithfulness --task {args.task} --n {args.n}"
         model = Path(args.model or ROOT / SOURCES[args.task][0])
         budget = args.budget_s if args.task == "sentiment" else float("inf")
         out["default"] = write_default(args.task, out["summary"], out["n"], command, long["seconds"], budget, model)

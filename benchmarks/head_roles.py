@@ -1,6 +1,6 @@
 """What kinds of heads a sentiment model has: counts of heads by the role their attention plays, per model.
 
-    python benchmarks/head_roles.py assets/sentiment assets/sentiment-scratch [--n 50]
+    python -m benchmarks.head_roles assets/sentiment assets/sentiment-scratch [--n 50]
 
 For each model, every head's attention is averaged over a seeded sample of IMDB test reviews (the pipeline's own
 maps, pipelines.head_stats where it defines the statistic) and each head is given the role whose share of its
@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from pipelines.head_stats import punctuation_keys  # noqa: E402
 

@@ -1,7 +1,7 @@
 """What each head does over a seeded test sample, and how many heads the model can lose.
 
-    python benchmarks/heads.py --task sentiment --n 300
-    python benchmarks/heads.py --task translation --n 300 [--beam 4]
+    python -m benchmarks.heads --task sentiment --n 300
+    python -m benchmarks.heads --task translation --n 300 [--beam 4]
 
 For every sampled input the pipeline's head table is measured (pipelines.heads: each head's attention
 statistics and its effect when switched off alone). Prints, per head, the mean and spread of the effect and
@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 DEFAULTS = {
     "sentiment": ("assets/sentiment", "../shared/data/imdb/test.parquet", ("text", "label")),

@@ -1,7 +1,7 @@
 """What each head does at each training snapshot of a model: attention forming, in numbers.
 
-    python benchmarks/heads_through_training.py --task translation --model assets/translation --n 50
-    python benchmarks/heads_through_training.py --task sentiment --model runs/sentiment --n 50
+    python -m benchmarks.heads_through_training --task translation --model assets/translation --n 50
+    python -m benchmarks.heads_through_training --task sentiment --model runs/sentiment --n 50
 
 For every snapshot of the model (its snapshots/step-<N>/ folders, or a Hub repo's step-<N> branches:
 pipelines/snapshots.py) and for the final model, loads it with `from_pretrained(model, revision=...)`,
@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.heads import DEFAULTS, head_tables, model_and_sample  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Milliseconds from a token choice to the drawn "Inside one head" view, on the bundled models.
 
-    python benchmarks/inside_head.py [--runs 9]
+    python -m benchmarks.inside_head [--runs 9]
 
 The view records every head once, when its accordion is opened (one model run, timed apart); after that a token, layer,
 head, kind or step choice only redraws from the recording: viz.attention.inside_head_panel.figures (the steps' HTML and
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from pipelines.model_registry import ModelRegistry  # noqa: E402
 from viz import handlers  # noqa: E402

@@ -1,8 +1,8 @@
 """Load test: start the app (python app.py) on a free port and drive both public endpoints from many clients.
 
-    python benchmarks/load.py --clients 32 --seconds 300       # the hosting check (about 7 minutes)
-    python benchmarks/load.py --quick                           # a short run, as CI does (tests/test_load.py)
-    python benchmarks/load.py --burst 200                       # 200 requests at once from 200 clients
+    python -m benchmarks.load --clients 32 --seconds 300       # the hosting check (about 7 minutes)
+    python -m benchmarks.load --quick                           # a short run, as CI does (tests/test_load.py)
+    python -m benchmarks.load --burst 200                       # 200 requests at once from 200 clients
 
 Phases: warm-up (each input once, sequentially: the reference answers), --sequential calls one after another
 (a new session each), one client for --single-seconds (the one-client rate), then --clients clients for
@@ -32,7 +32,6 @@ from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.browser import free_port  # noqa: E402
 from viz.examples import BENCH_GERMAN, LONG_REVIEW  # noqa: E402

@@ -1,6 +1,6 @@
 """Our masked-language pre-training beside a reference implementation, on the same data, masks and optimizer.
 
-    python benchmarks/mlm_reference.py --steps 3000 --d-model 128 --n-layers 2 --n-heads 2
+    python -m benchmarks.mlm_reference --steps 3000 --d-model 128 --n-layers 2 --n-heads 2
 
 Question: does this project's encoder, as `python -m training pretrain` trains it, learn masked tokens as fast
 as a standard BERT (Hugging Face `BertForMaskedLM`, its own initialisation) of the same size? Both read the
@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import random
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -31,7 +30,6 @@ import torch
 import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.attention_forward import bert_config  # noqa: E402
 from pipelines.batching import pad  # noqa: E402

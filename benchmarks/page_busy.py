@@ -1,6 +1,6 @@
 """Seconds the app stays busy after one click on the longest input it accepts, in headless chromium.
 
-    python benchmarks/page_busy.py [--tasks sentiment translation]
+    python -m benchmarks.page_busy [--tasks sentiment translation]
 
 From the button's click until the server has had nothing queued or running for 0.5 s (the prediction, the
 plots, the default explanation and its faithfulness, the head table), with a review of MAX_REVIEW_CHARS
@@ -9,13 +9,11 @@ the first heatmap was drawn. The page is loaded and ready before the click.
 """
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
 from benchmarks.app_latency import wait_quiet  # noqa: E402

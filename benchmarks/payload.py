@@ -1,6 +1,6 @@
 """Bytes of figure JSON the app sends for one result, on the bundled models (what a page has to download).
 
-    python benchmarks/payload.py [--review-words 300]
+    python -m benchmarks.payload [--review-words 300]
 
 Prints, for the ~300-word benchmark review and the 15-word German sentence, the size of every figure the
 first draw sends (plotly JSON, as gr.Plot serializes it) and the total per task, with the token list of token focus.
@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from viz import handlers  # noqa: E402
 from viz.attention import view_handlers  # noqa: E402

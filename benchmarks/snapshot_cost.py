@@ -1,6 +1,6 @@
 """What --snapshots costs a training run: measured on a tiny run, and per snapshot at the shipped models' sizes.
 
-    python benchmarks/snapshot_cost.py [--snapshots 8] [--epochs 40]
+    python -m benchmarks.snapshot_cost [--snapshots 8] [--epochs 40]
 
 1. A tiny translation run on the test fixtures (tests/fixtures/multi30k_tiny.jsonl, the tests' tiny model sizes),
    once without and once with --snapshots N, same seed: training seconds, the seconds spent on snapshots (the loop
@@ -17,14 +17,11 @@ Nothing here reads the real data or trains a real model.
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 TINY = "--vocab-size 300 --d-model 32 --n-heads 4 --n-layers 1 --d-ff 64 --batch-size 8 --threads 1".split()
 TINY += "--bleu-sample 8 --beam 2 --average-last 0 --patience 1000".split()

@@ -1,6 +1,6 @@
 """Do int8 snapshots show the same attention as fp16 ones? Measured before bundling them int8.
 
-    python benchmarks/snapshot_quantization.py --task translation --model runs/translation-snap --n 50 \
+    python -m benchmarks.snapshot_quantization --task translation --model runs/translation-snap --n 50 \
         [--dtype int8-delta]
 
 For each snapshot of the model folder (its snapshots/step-<N>/, e.g. a training run's fp32 ones; --steps picks
@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.heads import sample  # noqa: E402
 

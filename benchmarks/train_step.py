@@ -4,22 +4,19 @@ Both models get the same batches, optimizer and loss; their steps are interleave
 that any background load on the machine slows both alike, and the median step time of each is reported.
 On a GPU (the default when there is one) the steps run as `python -m training` runs them: bf16 autocast, TF32.
 
-    python benchmarks/train_step.py [--steps 30] [--d-model 256] [--layers 3] [--batch 128] [--len 16] [--device cuda]
+    python -m benchmarks.train_step [--steps 30] [--d-model 256] [--layers 3] [--batch 128] [--len 16] [--device cuda]
 """
 
 import argparse
 import json
 import math
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from training.device import Precision, describe_device  # noqa: E402
 from transformer import Seq2SeqConfig, Seq2SeqTransformer  # noqa: E402
 from transformer.embeddings import sinusoidal_table  # noqa: E402

@@ -1,7 +1,7 @@
 """The README's picture of the training-step slider: the bundled translator's cross-attention for one sentence at
 three steps of its training, side by side, in headless chromium.
 
-    python benchmarks/training_step_screenshot.py [--positions 0,3,5] [--out assets/screenshot-training-steps.png]
+    python -m benchmarks.training_step_screenshot [--positions 0,3,5] [--out assets/screenshot-training-steps.png]
 
 Serves the app on the bundled models, translates --sentence with greedy decoding, then moves the translation
 tab's training-step slider (`#translation-training-step`) to each of --positions (0: step 0, the untrained
@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks import browser  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Seconds each slow view takes on the longest input the app accepts, on the bundled models (CPU).
 
-    python benchmarks/view_times.py [--runs 1] [--inputs longest|budget] [--views all|head-table]
+    python -m benchmarks.view_times [--runs 1] [--inputs longest|budget] [--views all|head-table]
 
 Sentiment: a review of MAX_REVIEW_CHARS characters (the model reads its first and last tokens, max_len in all):
 every explanation method, its faithfulness, the head table. Translation: a German input near MAX_GERMAN_CHARS:
@@ -13,12 +13,10 @@ idle (pipelines.passes): with --threads 1 on 2 cores, two at once (--passes 1: o
 """
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 

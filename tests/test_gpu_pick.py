@@ -35,8 +35,8 @@ def test_the_script_scores_each_runs_examples_and_prints_the_chosen_folder(senti
         shutil.copytree(sentiment_dir, tmp_path / name / "best")
         (tmp_path / name / "summary.json").write_text(json.dumps({"best_epoch": 1, "best_accuracy": accuracy}))
     (tmp_path / "c").mkdir()
-    argv = [sys.executable, str(ROOT / "benchmarks" / "gpu" / "pick.py"), *(str(tmp_path / n) for n in "abc")]
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=tmp_path).stdout.splitlines()
+    argv = [sys.executable, "-m", "benchmarks.gpu.pick", *(str(tmp_path / n) for n in "abc")]
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT).stdout.splitlines()
     rows = [json.loads(line) for line in out[:-1]]
     assert [Path(r["run"]).name for r in rows] == ["a", "b", "c"]
     assert rows[0]["examples_right"] == rows[1]["examples_right"] and 0 <= rows[0]["examples_right"] <= 10

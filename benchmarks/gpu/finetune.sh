@@ -23,7 +23,7 @@ if [ -d .whl ]; then
   export PYTHONPATH=/tmp/site
 fi
 stamp start; nvidia-smi -L 2>/dev/null; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available()); import datasets, accelerate; print(datasets.__version__, accelerate.__version__)" || exit 1
-$PY benchmarks/gpu/unpack.py .gpu "$W" || exit 1
+$PY -m benchmarks.gpu.unpack .gpu "$W" || exit 1
 FP16_SHA=$($PY -c "from training.bert_init import MINILM_FP16; print(MINILM_FP16.sha256)") || exit 1
 COMMON=(--init-from-bert "$W/minilm" --bert-sha256 $FP16_SHA --data-dir "$W/imdb" --sst2-dir "$W/sst2"
         --sst2-holdout sentences --pooling mean --max-len 512 --head 128 --warmup 0.06 --batch-size 32
@@ -52,7 +52,7 @@ wait "${pids[@]}"  # (a bare wait would wait for the tee above too)
 # the epochs' scores and the summary (the whole logs, progress bars included, go back in extras.tar.xz)
 for name in a b c; do echo "--- run $name (${CONFIG[$name]})"; grep -a -E '^(epoch [0-9]+:|\{|Traceback|[A-Za-z]*Error)' "$W/train-$name.log"; done
 stamp picking
-CHOSEN=$($PY benchmarks/gpu/pick.py "$W"/runs/a "$W"/runs/b "$W"/runs/c | tee "$W/pick.txt" | tail -n 1)
+CHOSEN=$($PY -m benchmarks.gpu.pick "$W"/runs/a "$W"/runs/b "$W"/runs/c | tee "$W/pick.txt" | tail -n 1)
 cat "$W/pick.txt"
 [ -d "$CHOSEN/best" ] || { echo "no model to ship"; exit 1; }
 stamp "calibrating $CHOSEN"

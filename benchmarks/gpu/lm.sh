@@ -26,5 +26,5 @@ stamp training
 $PY -m training lm "${ARGS[@]}" > "$W/train.log" 2>&1
 echo "exit $?"; tr '\r' '\n' < "$W/train.log" | grep -a -E '^(epoch [0-9]+:|\{|Traceback|[A-Za-z]*Error|  File|CausalLM|training on)' | tail -60
 stamp packing
-PYTHONPATH=. $PY benchmarks/gpu/lm_pack.py "$W/run" "$OUT"
+$PY -m benchmarks.gpu.lm_pack "$W/run" "$OUT"
 stamp done; ls -la "$OUT"

@@ -2,7 +2,7 @@
 16 MiB, 64 MiB together): the best model's weights in fp16, each snapshot's in int8 (transformer/quantize.py), every
 head's induction score at every snapshot (induction.json), and the run's small files, in tar parts of 15 MiB.
 
-    python benchmarks/gpu/lm_pack.py RUN OUT      (benchmarks/gpu/lm_unpack.py PARTS... RUN undoes it)
+    python -m benchmarks.gpu.lm_pack RUN OUT      (benchmarks/gpu/lm_unpack.py PARTS... RUN undoes it)
 """
 
 import io

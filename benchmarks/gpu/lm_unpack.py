@@ -1,7 +1,7 @@
 """Here, after benchmarks/gpu/lm.sh: the run folder rebuilt from the parts lm_pack.py wrote (the best model in fp16, the
 snapshots in int8, each snapshot given the best model's tokenizer back).
 
-    python benchmarks/gpu/lm_unpack.py /work/.device/N/run.tar.* runs/lm-gpu
+    python -m benchmarks.gpu.lm_unpack /work/.device/N/run.tar.* runs/lm-gpu
 """
 
 import io

@@ -1,6 +1,6 @@
 """Here, before a lent GPU run: the payload benchmarks/gpu/finetune.sh needs, in .gpu/ (git-ignored; carried).
 
-    python benchmarks/gpu/pack.py --data-dir ../shared/data --out .gpu
+    python -m benchmarks.gpu.pack --data-dir ../shared/data --out .gpu
 
 A working tree may take 64 MiB on the GPU machine, so everything travels small: all-MiniLM-L6-v2 as its fp16 copy
 (training.bert_init.write_fp16_copy, xz), IMDB train and test as xz'd JSON (text, label), SST-2 as Parquet, and
@@ -19,7 +19,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 from training.bert_init import load_tokenizer, resolve_source, write_fp16_copy  # noqa: E402
 from training.calibrate import save_general_counts  # noqa: E402

@@ -3,7 +3,7 @@ SST-2 held-out rows together, the `best_accuracy` of each run's summary.json) is
 run that gets the most of the app's built-in example reviews right (issue 32 asks for every one), then the best
 held-out validation. Prints one line per run and, last, the chosen run folder.
 
-    python3 benchmarks/gpu/pick.py RUN [RUN ...]
+    python3 -m benchmarks.gpu.pick RUN [RUN ...]
 """
 
 import json
@@ -51,5 +51,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repo root: pipelines, training, viz
     sys.exit(main())

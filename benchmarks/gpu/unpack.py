@@ -1,6 +1,6 @@
 """There, first: .gpu/ (benchmarks/gpu/pack.py) into plain folders: DEST/minilm, DEST/imdb, DEST/sst2.
 
-python3 benchmarks/gpu/unpack.py .gpu /tmp/gpu
+python3 -m benchmarks.gpu.unpack .gpu /tmp/gpu
 """
 
 import json
