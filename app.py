@@ -1,7 +1,9 @@
-"""The Gradio app: sentiment and translation, with every attention head one click away.
+"""The Gradio app: sentiment, translation and the next word, with every attention head one click away.
 
 Run `python app.py`. Models load once at start from $SENTIMENT_MODEL / $TRANSLATION_MODEL (a Hub repo id
-or a local folder), else from assets/sentiment and assets/translation. The logic lives in viz/.
+or a local folder), else from assets/sentiment and assets/translation; the language model from $LM_MODEL (a folder,
+repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it. The
+logic lives in viz/.
 """
 
 import os
@@ -14,15 +16,16 @@ import gradio as gr  # noqa: E402
 from pipelines import budget  # noqa: E402
 from pipelines.memory import tame_malloc  # noqa: E402
 from pipelines.microbatch import MicroBatcher  # noqa: E402
-from pipelines.serving import served  # noqa: E402
+from pipelines.serving import serve  # noqa: E402
 from viz import handlers  # noqa: E402
 from viz.attention import inside_head_panel, views_panel  # noqa: E402
 from viz.compare.model_compare import model_compare_panel  # noqa: E402
 from viz.examples import GERMAN, LANDING, REVIEWS  # noqa: E402
 from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
+from viz.lm_tab import lm_tab  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
-from viz.models.loading import redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
 from viz.page import theme  # noqa: E402
 from viz.server import hosting  # noqa: E402
 from viz.server.events import FOLLOW_UP  # noqa: E402
@@ -40,8 +43,9 @@ PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of t
 PRESS = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last")
 INTRO = """\
 # How transformers pay attention
-Type a movie review or a German sentence and run the model, then pick a **layer** and a **head** to see where each
-token looks. Changing layer, head or step only redraws: the model does not run again.
+Three tasks, three transformers: classify a movie review, translate a German sentence, or let a language model
+write the next words of a prompt. Run the model, then pick a **layer** and a **head** to see where each token looks.
+Changing layer, head or step only redraws: the model does not run again.
 Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
 """
 
@@ -55,7 +59,7 @@ def _unavailable(what: str, env_var: str, error: str | None) -> None:
     """The tab of a model that did not load: why, and how to fix it. Its API endpoint answers the same."""
     reason = f"It could not be loaded: `{redact_paths(error or 'no model given')}`"
     fix = f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app."
-    gr.Markdown(f"### The {what} model is not available\n\n{reason}\n\n{fix} The other tab works independently.")
+    gr.Markdown(f"### The {what} model is not available\n\n{reason}\n\n{fix} The other tabs work independently.")
     MISSING_ENDPOINTS[what](f"⚠️ The {what} model is not available. {reason}. {fix}")
 
 
@@ -77,7 +81,22 @@ def _missing_translation(status: str) -> None:
     hosting.api_endpoint(translate, inputs, [gr.Textbox(visible=False), gr.Markdown("", visible=False)], "translate")
 
 
-MISSING_ENDPOINTS = {"sentiment": _missing_sentiment, "translation": _missing_translation}
+def _missing_lm(status: str) -> None:
+    def generate(prompt: str, max_new_tokens=None, decoding=None, temperature=None, top_p=None, seed=None):
+        """Continue a prompt: (continuation, the first step's top next tokens, status)."""
+        return "", None, status
+
+    inputs = [gr.Textbox(visible=False), gr.Number(visible=False), gr.Radio(["greedy", "sampled"], visible=False)]
+    inputs += [gr.Number(visible=False) for _ in range(3)]
+    outputs = [gr.Textbox(visible=False), gr.Label(visible=False), gr.Markdown("", visible=False)]
+    hosting.api_endpoint(generate, inputs, outputs, "generate")
+
+
+MISSING_ENDPOINTS = {
+    "sentiment": _missing_sentiment,
+    "translation": _missing_translation,
+    "language model": _missing_lm,
+}
 
 
 def _choices(n: int) -> list[tuple[str, int]]:
@@ -278,75 +297,97 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     )  # fmt: skip
 
 
+# The tabs in the page's order: (task, tab title, the tab builder, what an unavailable model is called, its env var).
+TABS = [
+    ("sentiment", "Sentiment", sentiment_tab, "sentiment", "SENTIMENT_MODEL"),
+    ("translation", "Translation (German → English)", translation_tab, "translation", "TRANSLATION_MODEL"),
+    ("lm", "Next word", lm_tab, "language model", "LM_MODEL"),
+]
+
+
+def _registries(batcher, pipes: dict, own_process, sentiment_compare, sentiment_models, lm_models) -> dict:
+    """Each task's ModelRegistry over its served default (None where the default is missing)."""
+    served_pipes = {task: serve(task, pipe, batcher, own_process) for task, pipe in pipes.items()}
+    wrap = {task: (lambda t: lambda p: serve(t, p, batcher))(task) for task in pipes}
+    builders = {
+        "sentiment": lambda p: sentiment_registry(
+            p, wrap["sentiment"], serve("sentiment", sentiment_compare, batcher), list(sentiment_models)
+        ),
+        "translation": lambda p: translation_registry(p, wrap["translation"]),
+        "lm": lambda p: lm_registry(p, wrap["lm"], list(lm_models)),
+    }
+    return {task: None if p is None else builders[task](p) for task, p in served_pipes.items()}
+
+
 def build_demo(
     sentiment=None,
     translation=None,
+    lm=None,
     *,
     sentiment_error=None,
     translation_error=None,
+    lm_error=None,
     own_process=(),
     sentiment_compare=None,
     sentiment_models: tuple[str, ...] = (),
+    lm_models: tuple[str, ...] = (),
     landing: bool = False,
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
     own_process: the tasks whose requests run in a process of their own (pipelines.processes; python app.py
     sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
-    same review ($SENTIMENT_COMPARE_MODEL). sentiment_models: more sentiment model folders or repo ids the tab's
-    model choice offers, loaded on first use (`python app.py`: the bundled from-scratch model beside the default,
-    when $SENTIMENT_MODEL is not set). landing: each tab opens on a worked example (LANDING) when the address is
-    not a link (`python app.py` turns it on; the tests leave it off but for their own). Launch it with
-    hosting.launch_options(demo)."""
+    same review ($SENTIMENT_COMPARE_MODEL). sentiment_models / lm_models: more model folders or repo ids the tab's
+    model choice offers, loaded on first use (`python app.py`: the bundled from-scratch sentiment model beside the
+    default, when $SENTIMENT_MODEL is not set; our language model beside SmolLM2). landing: each tab opens on a
+    worked example (LANDING) when the address is not a link (`python app.py` turns it on; the tests leave it off but
+    for their own). Launch it with hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
-    sentiment, translation = served(sentiment, translation, batcher, own_process)
-    processes = [p.process for p in (sentiment, translation) if p is not None and p.process is not None]
-    if sentiment is not None:
-        other = served(sentiment_compare, None, batcher)[0]
-        sentiment = sentiment_registry(sentiment, lambda p: served(p, None, batcher)[0], other, list(sentiment_models))
-    if translation is not None:  # the default translator and its training snapshots (loaded on first use)
-        translation = translation_registry(translation, lambda p: served(None, p, batcher)[1])
+    pipes = {"sentiment": sentiment, "translation": translation, "lm": lm}
+    errors = {"sentiment": sentiment_error, "translation": translation_error, "lm": lm_error}
+    models = _registries(batcher, pipes, own_process, sentiment_compare, sentiment_models, lm_models)
+    processes = [m.get().process for m in models.values() if m is not None and m.get().process is not None]
     with gr.Blocks(
-        title="How transformers pay attention", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
+        title="How transformers pay attention: three tasks", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
     ) as demo:
         gr.Markdown(INTRO)
+        pages = {}
         with gr.Tabs():
-            with gr.Tab("Sentiment", id="sentiment", elem_id="tab-sentiment") as sentiment_page:
-                if sentiment is None:
-                    _unavailable("sentiment", "SENTIMENT_MODEL", sentiment_error)
-                else:
-                    sentiment_tab(sentiment, demo)
-            with gr.Tab("Translation (German → English)", id="translation", elem_id="tab-translation") as german_page:
-                if translation is None:
-                    _unavailable("translation", "TRANSLATION_MODEL", translation_error)
-                else:
-                    translation_tab(translation, demo)
+            for task, title, build, what, env_var in TABS:
+                with gr.Tab(title, id=task, elem_id=f"tab-{task}") as pages[task]:
+                    if models[task] is None:
+                        _unavailable(what, env_var, errors[task])
+                    else:
+                        build(models[task], demo)
         share_ui.select_tab_on_load(demo)
         if landing:
-            pages = {"sentiment": (sentiment_page, sentiment), "translation": (german_page, translation)}
-            share_ui.land_on_examples(demo, {t: (tab, LANDING[t]) for t, (tab, models) in pages.items() if models})
+            share_ui.land_on_examples(demo, {t: (pages[t], LANDING[t]) for t in pages if models[t] is not None})
     hosting.progress_on_one_component(demo)
-    theme.skip_off_screen(demo, keep=("sentiment-attention", "translation-attention"))  # each tab's first view
+    theme.skip_off_screen(demo, keep=[f"{task}-attention" for task, *_ in TABS])  # each tab's first view
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
-    pipes = [models.get() for models in (sentiment, translation) if models is not None]  # the tabs' defaults
-    demo.sessions = budget.sessions([budget.ModelSize.of(p) for p in pipes])  # hosting.launch_options
-    downloads.size_for(pipes)
+    defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
+    demo.sessions = budget.sessions([budget.ModelSize.of(p) for p in defaults])  # hosting.launch_options
+    downloads.size_for(defaults)
     demo.model_processes = processes
     return demo
 
 
 def main() -> None:
-    from viz.models.loading import alternative_sources, load_compare_model, load_models
+    from viz.models.loading import alternative_sources, load_compare_model, load_lm, load_models
 
     tame_malloc()
     hosting.set_torch_threads()
     sentiment, translation = load_models()
+    lm, lm_models = load_lm()
     demo = build_demo(
         sentiment.pipeline,
         translation.pipeline,
+        lm.pipeline,
         sentiment_error=sentiment.error,
         translation_error=translation.error,
+        lm_error=lm.error,
+        lm_models=tuple(lm_models),
         own_process=hosting.OWN_PROCESS,
         sentiment_compare=load_compare_model(),
         sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),

@@ -25,6 +25,9 @@ class Budget:
 
 
 BUDGET = Budget()
+# A language model's maps: a prompt the app takes (2,000 characters: a few hundred tokens) and 64 new tokens; its
+# context (SmolLM2's 8,192) would size every session for maps no prompt reaches
+LM_TOKENS = 640
 KEPT_COPIES = 2  # a session's results beside its views' maps: about as much again (session_bytes)
 
 
@@ -38,8 +41,10 @@ class ModelSize:
 
     @classmethod
     def of(cls, pipe) -> "ModelSize":
-        """A pipeline's size (a classifier reads max_len tokens; a translator max_src on either side)."""
-        tokens = getattr(pipe, "max_len", None) or pipe.max_src
+        """A pipeline's size (a classifier reads max_len tokens; a translator max_src on either side; a language
+        model its context, at most LM_TOKENS)."""
+        tokens = getattr(pipe, "max_len", None) or getattr(pipe, "max_src", None)
+        tokens = tokens or min(pipe.adapter.max_len, LM_TOKENS)
         return cls(sum(pipe.head_layers.values()), pipe.n_heads, int(tokens))
 
     def maps_bytes(self, itemsize: int = 2, tokens: int | None = None) -> int:

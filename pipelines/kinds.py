@@ -29,6 +29,7 @@ class Kind:
     k_shift: int = 0  # the first k_shift columns are no token (the decoder's start token)
     heatmap: str = ""  # the large heatmap's title (format: layer, head); "" = "<title>, layer {layer}, head {head}"
     overview: str = ""  # the small multiples' title (format: layer); "" = "<title>, layer {layer}: every head"
+    causal: bool = False  # row i reads keys up to its own position only: the cells above the diagonal are no weight
 
     @property
     def heatmap_title(self) -> str:
@@ -47,14 +48,14 @@ ENCODER = Kind("encoder", "Encoder self-attention", "encoder", "encoder self-att
 # the decoder reads the start token, then what it produced before: column j is the output of step j - 1
 DECODER = Kind(
     "decoder", "Decoder self-attention", "decoder", "decoder self-attention", "decoder", TGT, TGT, k_shift=1,
-    heatmap="Decoder self-attention, layer {layer}, head {head} (causal)",
+    heatmap="Decoder self-attention, layer {layer}, head {head} (causal)", causal=True,
 )  # fmt: skip
 CROSS = Kind("cross", "Cross-attention", "cross", "cross-attention", "attention", TGT, SRC, "English", "German")
 # a decoder-only model's self-attention: rows and columns are one sequence, the prompt then what it generated (the
 # last token produced is read by no row); causal, so row i sees columns 0..i only
 CAUSAL = Kind(
     "causal", "Causal self-attention", "causal", "causal self-attention", "attention",
-    heatmap="Layer {layer}, head {head} (causal)", overview="Layer {layer}: every head (causal)",
+    heatmap="Layer {layer}, head {head} (causal)", overview="Layer {layer}: every head (causal)", causal=True,
 )  # fmt: skip
 
 KINDS: dict[str, Kind] = {k.name: k for k in (SELF, ENCODER, DECODER, CROSS, CAUSAL)}  # the models' order

@@ -9,6 +9,8 @@ to the model's one runner, pipe.run_batch, in the model's own process where it h
 
 import functools
 import logging
+import queue
+import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -115,20 +117,78 @@ class ServedTranslation(_Served):
         )
 
 
-def served(sentiment, translation, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) -> tuple:
-    """(sentiment, translation) stand-ins sharing one batcher (None stays None): each model one batch at a time.
-    own_process: the tasks ("sentiment", "translation") whose batches run in a ModelProcess of their own."""
+class ServedLM(_Served):
+    """A LanguageModelPipeline whose runs go through the batcher one at a time (a generation is a loop of its own,
+    no batch); stream() runs the decoding in the batcher's worker and hands each partial result over as it comes."""
 
-    def process(task: str, pipe) -> ModelProcess | None:
-        if task not in own_process:
-            return None
+    batch_method = "__call__"
+
+    def __call__(self, prompt: str, *args, **kwargs):
+        return self._one("__call__", prompt, *args, **kwargs)
+
+    def stream(self, prompt: str, *args, **kwargs):
+        """pipe.stream's results, decoded in a batcher worker (fair between clients, like every other call). Closing
+        the generator (a Stop button, a closed page) stops the decoding at the next token."""
+        results: queue.Queue = queue.Queue()
+        stopped = threading.Event()
+        client = current_client()
+
+        def decode(*a, **kw):
+            for result in self.pipe.stream(*a, **kw):
+                results.put(result)
+                if stopped.is_set():
+                    break
+
+        def run() -> None:
+            try:
+                self.batcher.submit(self._stream_runner(decode), ((prompt, *args), kwargs), client=client, max_batch=1)
+                results.put(StopIteration())
+            except Exception as e:  # the caller raises it
+                results.put(e)
+
+        threading.Thread(target=run, name="lm-stream", daemon=True).start()
         try:
-            return ModelProcess(pipe, name=task).start()
+            while not isinstance(item := results.get(), StopIteration):
+                if isinstance(item, Exception):
+                    raise item
+                yield item
+        finally:
+            stopped.set()
+
+    @staticmethod
+    def _stream_runner(decode):
+        """A runner (run_batch's protocol) for one stream: its (args, kwargs) item decoded, partial results handed
+        over by `decode` as they come. A runner of its own: two streams may decode side by side (parallel_models)."""
+
+        def stream_batch(items: list, **_):
+            out = []
+            for args, kwargs in items:
+                try:
+                    out.append(decode(*args, **kwargs))
+                except Exception as e:
+                    out.append(e)
+            return out
+
+        return stream_batch
+
+
+SERVED = {"sentiment": ServedSentiment, "translation": ServedTranslation, "lm": ServedLM}  # task -> its stand-in
+
+
+def serve(task: str, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = ()):
+    """The stand-in of one task's pipeline (None stays None) on the shared batcher: each model one batch at a time.
+    own_process: the tasks whose batches run in a ModelProcess of their own."""
+    if pipe is None:
+        return None
+    process = None
+    if task in own_process:
+        try:
+            process = ModelProcess(pipe, name=task).start()
         except Exception:  # the app still works, with this model in the server's own process
             log.exception("could not start the %s model's process; it runs in this one", task)
-            return None
+    return SERVED[task](pipe, batcher, process)
 
-    return (
-        None if sentiment is None else ServedSentiment(sentiment, batcher, process("sentiment", sentiment)),
-        None if translation is None else ServedTranslation(translation, batcher, process("translation", translation)),
-    )
+
+def served(sentiment, translation, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) -> tuple:
+    """(sentiment, translation) stand-ins sharing one batcher (serve)."""
+    return serve("sentiment", sentiment, batcher, own_process), serve("translation", translation, batcher, own_process)

@@ -21,9 +21,9 @@ def client(sentiment_dir, translation_dir, tmp_path_factory):
         demo.close()
 
 
-def test_only_the_two_model_endpoints_are_public(client):
+def test_only_the_model_endpoints_are_public(client):
     endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
-    assert set(endpoints) == {"/sentiment", "/translate"}
+    assert set(endpoints) == {"/sentiment", "/translate", "/generate"}  # /generate: no language model given here
     assert [p["parameter_name"] for p in endpoints["/translate"]["parameters"]] == [
         "german_text",
         "decoding",

@@ -101,7 +101,21 @@ GERMAN: list[str] = [
 
 # What each tab opens on when the address is not a link (app.build_demo(landing=True)): the sentence whose misreading
 # by the first model started the pre-trained one (issue 32), and the first German example.
-LANDING: dict[str, str] = {"sentiment": "Not bad at all, I actually enjoyed it.", "translation": GERMAN[0]}
+# The next-word tab's examples: (button label, prompt, through the chat template). The random words written twice
+# show induction heads at work: the second time, each word is read off the token after its first copy.
+LM_EXAMPLES: list[tuple[str, str, bool]] = [
+    ("A repeated name", "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that they were "
+     "perfectly normal, thank you very much. Mr. Dursley was the director of a firm. Mr.", False),
+    ("Random words, twice (induction)", "lamp violet seven harbor quietly mango ribbon planet cold dancer. "
+     "lamp violet seven harbor quietly mango ribbon", False),
+    ("A review opening", "This movie was", False),
+    ("A question (chat template, instruct model)", "What is the capital of France?", True),
+]  # fmt: skip
+LANDING: dict[str, str] = {
+    "sentiment": "Not bad at all, I actually enjoyed it.",
+    "translation": GERMAN[0],
+    "lm": LM_EXAMPLES[0][1],
+}
 
 # Fixed inputs for the latency benchmark: a ~300-word review and a 15-word German sentence.
 BENCH_REVIEW = LONG_REVIEW

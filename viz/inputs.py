@@ -10,6 +10,7 @@ from pipelines.text import CONTROL_CHARS, HTML_BREAK, clean_text
 
 MAX_REVIEW_CHARS = 20_000
 MAX_GERMAN_CHARS = 1_000
+MAX_PROMPT_CHARS = 2_000  # a prompt: the models read at most a few hundred tokens (ours 256, with the new ones)
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _TAG = re.compile(r"<\s*/?\s*[A-Za-z][^<>]*>")

@@ -6,11 +6,16 @@ of testing names.
 
 from dataclasses import dataclass
 
-from pipelines.tasks import SENTIMENT, TRANSLATION, Task
+from pipelines.tasks import LM, SENTIMENT, TRANSLATION, Task
 
-from .inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
+from .inputs import MAX_GERMAN_CHARS, MAX_PROMPT_CHARS, MAX_REVIEW_CHARS
 
 GERMAN_PLACEHOLDER = "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang."
+_ROLES = (
+    " Roles: *sink*: the share on the first token (where a head parks attention it does not need); *on duplicates*: "
+    "on earlier copies of the query's own token; *induction*: measured once on random tokens written twice, the "
+    "share on the token after the earlier copy of the current one (what lets a model continue a repeated sequence)."
+)
 _COLUMNS = (
     "Entropy in nats (0 = all weight on one token); distance in tokens{cross}; *on …*: the average share of "
     "attention on the previous token, on the token itself, on the end ({end}) and on punctuation."
@@ -75,6 +80,16 @@ TASKS: dict[str, TaskUI] = {
             InputBox(
                 "German sentence", "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.", 2, 6
             ),
+        ),
+        TaskUI(
+            LM,
+            "prompt",
+            "prompts",
+            MAX_PROMPT_CHARS,
+            "Each head of the language model, measured on this prompt and its continuation. **Effect**: how much the "
+            "log-probability of the first generated token changes when that head alone is switched off.",
+            _COLUMNS.format(cross="", end="the first token, as *sink*") + _ROLES,
+            InputBox("Prompt", "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that", 3, 10),
         ),
     )
 }

@@ -185,10 +185,12 @@ def attention_heatmap(
     scale: av.ColorScale | None = None,
     shapes: tuple[list, list] = ([], []),
     meta: dict | None = None,
+    blank: np.ndarray | None = None,
 ) -> go.Figure:
     """One head: weights (Tq, Tk), rows = queries. Drag to zoom into long inputs, double-click to reset.
     scale: the colour scale (linear when None); shapes: (shapes, annotations) from marks(); meta: kept on the
-    trace for the page's click handlers (which token a row or column is); axes: the words for rows and columns."""
+    trace for the page's click handlers (which token a row or column is); axes: the words for rows and columns;
+    blank: (Tq, Tk) True where a cell is no weight at all (a causal map's future keys): left empty, no hover."""
     query, key = axes
     Tq, Tk = weights.shape
     assert (len(q_labels), len(k_labels)) == (Tq, Tk), "one label per row and column"
@@ -210,7 +212,14 @@ def attention_heatmap(
         annotations=shapes[1],
     )
     trace = _scaled_heatmap(weights, k_labels, q_labels, _hover(query, key), scale, hoverongaps=False, meta=meta)
+    if blank is not None and blank.any():
+        trace.z = blanked(trace.z, blank)
     return go.Figure(trace, layout)
+
+
+def blanked(z, blank: np.ndarray) -> list[list]:
+    """z (an array or nested lists) with None (a gap plotly leaves empty) where blank is True."""
+    return [[None if b else v for v, b in zip(row, brow)] for row, brow in zip(np.asarray(z).tolist(), blank.tolist())]
 
 
 def pool_blocks(weights: np.ndarray, labels_q: list[str], labels_k: list[str], max_cells: int):

@@ -133,6 +133,14 @@ def focus_positions(km: KindMaps, s: Shown, token) -> tuple[int | None, int | No
     return _drawn_at(km.q_ids, s.kept_q, token), _drawn_at(km.k_ids, s.kept_k, token)
 
 
+def future(km: KindMaps, s: Shown) -> np.ndarray | None:
+    """(Tq', Tk') True where a causal kind's row cannot read the column (a later position): no weight, drawn blank;
+    None for a kind that reads every key."""
+    if not KINDS[km.kind].causal:
+        return None
+    return s.kept_k[None, :] > s.kept_q[:, None]
+
+
 def _hidden_note(s: Shown) -> str:
     return " · punctuation and special tokens hidden, rows renormalised" if s.hidden else ""
 
@@ -148,7 +156,15 @@ def heatmap(km: KindMaps, layer: int, head: int, title: str, scale="linear", hid
     meta = dict(kind=km.kind, q=km.q_side, k=km.k_side)
     title = title.format(layer=layer + 1, head=head + 1)
     fig = figures.attention_heatmap(
-        s.maps[head], s.q_labels, s.k_labels, title, (km.query, km.key), av.color_scale(scale), shapes, meta
+        s.maps[head],
+        s.q_labels,
+        s.k_labels,
+        title,
+        (km.query, km.key),
+        av.color_scale(scale),
+        shapes,
+        meta,
+        future(km, s),
     )
     if s.hidden:
         fig.layout.title.subtitle.text += _hidden_note(s)

@@ -48,7 +48,7 @@ VIEWS_JS = """
   const bind = e => {
     const gd = e.target.closest && e.target.closest('.js-plotly-plot');
     if (!gd || gd.__viewsBound || typeof gd.on !== 'function') return;
-    const host = gd.closest('[id^="sentiment-"], [id^="translation-"]');
+    const host = gd.closest(__HOSTS__);
     if (!host) return;
     gd.__viewsBound = true;
     gd.on('plotly_click', ev => onClick(host.id, ev));
@@ -56,7 +56,7 @@ VIEWS_JS = """
   document.addEventListener('pointerdown', bind, true);
   document.addEventListener('mousedown', bind, true);
 })();
-"""
+""".replace("__HOSTS__", repr(", ".join(f'[id^="{t}-"]' for t in TASKS)))
 LARGE_PLOT = {kind: f"{t.name}-{KINDS[kind].plot}" for t in TASKS.values() for kind in t.shown}  # kind -> elem_id
 SCROLL_JS = (  # the thumbnail's head opens in its large plot: bring that plot into view
     "(value) => { const k = String(value || '').split(':')[2]; const p = %s[k]; "

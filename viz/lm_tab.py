@@ -1,0 +1,189 @@
+"""The Next word tab (task "lm"): a prompt continued token by token, streamed, with a step slider over what the
+model read at each step, its top-10 next tokens, and the shared views and heads panel for its causal attention.
+Every elem_id starts with "lm-". The handlers are in viz.language_model."""
+
+from types import SimpleNamespace
+
+import gradio as gr
+
+from pipelines.language_model import MAX_NEW_TOKENS
+
+from . import handlers
+from . import language_model as lm
+from .attention import views_panel
+from .examples import LM_EXAMPLES
+from .heads.panel import heads_panel
+from .models import model_choice, training_step
+from .models.loading import GET_SMOLLM2, SMOLLM2_NAME
+from .server import hosting
+from .server.events import FOLLOW_UP
+from .share import downloads, share_ui
+from .tasks import TASKS
+
+PRIVATE = dict(api_visibility="private")
+MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
+CHAT_LABEL = "chat template: the prompt goes in as a user message, wrapped in the model's chat template"
+STEP_HELP = (
+    "### Step by step\nAt step *s* the model had read the prompt and the *s − 1* tokens it wrote before, and chose "
+    "token *s*. Move the slider: the top-10 and every attention view show what it read then (causal: a token reads "
+    "only what came before it, so the cells above the diagonal are empty)."
+)
+_stops: set = set()  # the clients who pressed Stop during their running generation
+
+
+def _inputs(models) -> SimpleNamespace:
+    """The prompt box, the chat checkbox, the decoding options, the buttons and the examples."""
+    box = TASKS["lm"].box
+    prompt = gr.Textbox(label=box.label, placeholder=box.placeholder, lines=box.lines, max_lines=box.max_lines,
+                        elem_id="lm-input")  # fmt: skip
+    chat = gr.Checkbox(False, label=CHAT_LABEL, elem_id="lm-chat")
+    with gr.Row():
+        decoding = gr.Radio(lm.DECODINGS, value="greedy", label="Decoding", elem_id="lm-decoding")
+        max_new = gr.Slider(1, MAX_NEW_TOKENS, value=lm.DEFAULT_NEW_TOKENS, step=1, label="Max new tokens",
+                            elem_id="lm-max-new-tokens")  # fmt: skip
+    with gr.Row():
+        temperature = gr.Slider(0.05, 2.0, value=lm.DEFAULT_TEMPERATURE, step=0.05, label="Temperature (sampled)",
+                                elem_id="lm-temperature")  # fmt: skip
+        top_p = gr.Slider(0.05, 1.0, value=lm.DEFAULT_TOP_P, step=0.05, label="Top-p (sampled)", elem_id="lm-top-p")
+        seed = gr.Number(None, label="Seed (sampled; empty: a new one, shown in the status)", precision=0,
+                         elem_id="lm-seed")  # fmt: skip
+    with gr.Row():
+        submit = gr.Button("Generate", variant="primary", elem_id="lm-submit")
+        stop = gr.Button("Stop", variant="stop", elem_id="lm-stop")
+    examples = gr.Examples(
+        examples=[[text, chat_on] for _, text, chat_on in LM_EXAMPLES], inputs=[prompt, chat],
+        example_labels=[name for name, _, _ in LM_EXAMPLES], label="Examples", elem_id="lm-examples", **PRIVATE,
+    )  # fmt: skip
+    share_ui.press_after(examples.load_input_event, "lm", prompt)
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "box")})
+
+
+def _notes(models) -> str:
+    """What the model choice offers, and how to get SmolLM2 when it is not here."""
+    if SMOLLM2_NAME in models.names:
+        return (
+            "SmolLM2 is instruction-tuned: tick *chat template* for a question. Ours was trained here on IMDB reviews."
+        )
+    return f"{SMOLLM2_NAME} is not installed; to offer it: `{GET_SMOLLM2}` and restart the app."
+
+
+def _views(models) -> SimpleNamespace:
+    """The step slider, the top-10, layer and head, the heatmap and the shared views."""
+    gr.Markdown(STEP_HELP)
+    step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="lm-step")
+    next_plot = gr.Plot(show_label=False, elem_id="lm-next")
+    gr.Markdown("### Causal self-attention")
+    pipe = models.get()
+    with gr.Row():
+        choices = [(str(i + 1), i) for i in range(pipe.n_layers)]
+        layer = gr.Radio(choices, value=0, label="Layer", elem_id="lm-layer")
+        choices = [(str(i + 1), i) for i in range(pipe.n_heads)]
+        head = gr.Radio(choices, value=0, label="Head (large plot)", elem_id="lm-head")
+    scale, hide = views_panel.options("lm")
+    single = gr.Plot(show_label=False, elem_id="lm-attention")
+    views = views_panel.focus_and_model("lm", scale, hide)
+    overview = gr.Plot(show_label=False, elem_id="lm-overview")
+    snapshot = training_step.build(models, "lm")
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe", "choices")})
+
+
+def _download(models, inputs) -> None:
+    """The JSON download of this prompt's continuation (pipelines.export.lm_record)."""
+    gr.HTML("", js_on_load=downloads.PLOTLY_JS, container=False, padding=False, elem_classes=["plot-dl"])
+    button = gr.Button("⬇ Download data (JSON)", size="sm", elem_id="lm-download")
+    file = gr.Textbox(visible=False, elem_id="lm-download-file")
+
+    def download(prompt, decoding, temperature, top_p, seed, max_new, chat, name, position):
+        chosen, error = lm.decoding_options(decoding, temperature, top_p, seed, max_new)
+        pipe, _ = model_choice.resolve(models, training_step.chosen(models, name, position))
+        path, message = (None, error) if error else downloads.download("lm", pipe, prompt, chat=bool(chat),
+                                                                      **chosen.options())  # fmt: skip
+        if path is None:
+            gr.Warning(message or "Nothing to download.")
+            return ""
+        return downloads.export_url(path)
+
+    button.click(download, inputs, [file], **PRIVATE).then(
+        None, [file], None, js=downloads.CLICK_DOWNLOAD_JS, **PRIVATE
+    )
+
+
+def _stop(request: gr.Request = None) -> None:
+    """Stop: the running generation of this client ends at its next token (viz.language_model.generate)."""
+    _stops.add(hosting.client_key(request))
+
+
+def _run(models):
+    """The button's handler: streams (state, continuation, status, top-10, heatmap, step, layer, head)."""
+
+    def run(prompt, decoding, temperature, top_p, seed, max_new, chat, name, position, layer, head, scale, hide,
+            request: gr.Request = None):  # fmt: skip
+        """Generate: the text token by token, then the maps, the step slider at the last step and the heatmap."""
+        key = hosting.client_key(request)
+        _stops.discard(key)
+        chosen, name = model_choice.resolve(models, training_step.chosen(models, name, position))
+        if chosen is None:
+            yield None, "", name, None, None, gr.skip(), gr.skip(), gr.skip()
+            return
+        options = (decoding, temperature, top_p, seed, max_new, chat, name, lambda: key in _stops)
+        # the model calls are queued as this request's client's (pipelines.serving.client_source)
+        for view, text, status, bar in lm.generate(chosen, prompt, *options):
+            if view is None and status.startswith("Generating"):
+                yield gr.skip(), text, status, bar, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                continue
+            _stops.discard(key)
+            asked, (layer, head) = (layer, head), handlers.clamp_layer_head(chosen, layer, head)
+            heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
+            status = training_step.noted(models, name, status)
+            step = gr.Slider(**lm.step_slider_value(view))
+            yield view, text, status, bar, heatmap, step, *model_choice.sized(chosen, layer, head, asked)
+
+    return run
+
+
+def _api(models, state) -> None:
+    """/generate on the default model; hidden inputs, checked by the handler (viz.language_model)."""
+    pipe = models.get()
+
+    def generate(prompt: str, max_new_tokens=None, decoding=None, temperature=None, top_p=None, seed=None,
+                 request: gr.Request = None):  # fmt: skip
+        """Continue a prompt: (continuation, the first step's top next tokens, status). null: the default (greedy,
+        20 new tokens; sampled: temperature 0.8, top-p 0.95, a new seed, named in the status)."""
+        return hosting.run_as(request, lm.api_generate, pipe, prompt, max_new_tokens, decoding, temperature, top_p,
+                              seed)  # fmt: skip
+
+    inputs = [gr.Textbox(visible=False), gr.Number(visible=False), gr.Radio(lm.DECODINGS, visible=False)]
+    inputs += [gr.Number(visible=False) for _ in range(3)]
+    outputs = [gr.Textbox(visible=False), gr.Label(visible=False), gr.Markdown("", visible=False)]
+    hosting.api_endpoint(generate, inputs, outputs, "generate", **MODEL_EVENTS)
+
+
+def lm_tab(models, demo: gr.Blocks) -> None:
+    """The Next word tab over a ModelRegistry (viz.models.loading.lm_registry): the model choice and the training
+    step pick which model the run and every panel use; the API serves the default."""
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
+    with gr.Row():
+        with gr.Column(scale=3):
+            i = _inputs(models)
+        with gr.Column(scale=2):
+            choice = model_choice.choice(models, "lm")
+            gr.Markdown(_notes(models), elem_id="lm-model-notes")
+            output = gr.Textbox(label="Continuation", interactive=False, lines=4, elem_id="lm-output")
+            status = gr.Markdown(label="Status", elem_id="lm-status")
+            options = [i.prompt, i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
+    v = _views(models)
+    _download(models, [*options, choice, v.snapshot.slider])
+    run_inputs = [*options, choice, v.snapshot.slider, v.layer, v.head, v.scale, v.hide]
+    outputs = [state, output, status, v.next_plot, v.single, v.step, v.layer, v.head]
+    generated = i.submit.click(_run(models), run_inputs, outputs, **MODEL_EVENTS, **PRIVATE,
+                               trigger_mode="always_last", **hosting.first_view(status))  # fmt: skip
+    i.stop.click(_stop, None, None, concurrency_limit=None, **PRIVATE)
+    training_step.wire(v.snapshot, models, "lm", choice)
+    painted = hosting.after_paint(generated, status)
+    drawn = views_panel.wire(v.views, "lm", state, v.layer, v.head, [v.single], v.overview, painted)
+    step_io = ([state, v.layer, v.head, v.step, v.scale, v.hide], [v.single, v.next_plot])
+    stepped = v.step.input(lm.show_step, *step_io, trigger_mode="always_last", **PRIVATE)
+    stepped.then(handlers.overview, [state, v.layer, v.scale, v.hide], [v.overview], **FOLLOW_UP)
+    hosting.watch_for_expiry(state, v.layer, v.head, v.step)
+    _api(models, state)
+    heads_panel(models, "lm", state, drawn, [i.prompt])
