@@ -13,10 +13,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from pipelines import budget  # noqa: E402
-from pipelines.memory import tame_malloc  # noqa: E402
-from pipelines.microbatch import MicroBatcher  # noqa: E402
-from pipelines.serving import serve  # noqa: E402
+from pipelines.hosting import budget  # noqa: E402
+from pipelines.hosting.memory import tame_malloc  # noqa: E402
+from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
+from pipelines.hosting.serving import serve  # noqa: E402
 from viz import handlers  # noqa: E402
 from viz.attention import inside_head_panel, views_panel  # noqa: E402
 from viz.compare.model_compare import model_compare_panel  # noqa: E402
@@ -136,7 +136,7 @@ def _sentiment_inputs():
 
 
 def sentiment_tab(models, demo: gr.Blocks) -> None:
-    """The sentiment tab over a ModelRegistry (pipelines.model_registry): the model choice picks which of its
+    """The sentiment tab over a ModelRegistry (pipelines.models.model_registry): the model choice picks which of its
     models the run, the panels, compare and downloads use; the API serves the default."""
     pipe = models.get()  # the default: it sizes the controls until a run with another model resizes them
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
@@ -334,7 +334,7 @@ def build_demo(
     landing: bool = False,
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
-    own_process: the tasks whose requests run in a process of their own (pipelines.processes; python app.py
+    own_process: the tasks whose requests run in a process of their own (pipelines.hosting.processes; python app.py
     sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
     same review ($SENTIMENT_COMPARE_MODEL). sentiment_models / lm_models: more model folders or repo ids the tab's
     model choice offers, loaded on first use (`python app.py`: the bundled from-scratch sentiment model beside the

@@ -17,7 +17,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from training.bert_init import load_tokenizer, provenance, resolve_source  # noqa: E402
+from training.tasks.bert_init import load_tokenizer, provenance, resolve_source  # noqa: E402
 from transformer import TransformerClassifier  # noqa: E402
 from viz.examples import BENCH_REVIEW, REVIEWS  # noqa: E402
 

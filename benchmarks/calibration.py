@@ -28,8 +28,8 @@ def sentiment_rows(pipe, files: list[str], n: int | None, batch_size: int) -> tu
     """(table rows, reliability data per file) on labelled files."""
     import torch
 
-    from pipelines.calibration import reliability
-    from training.data import load_table
+    from pipelines.trust.calibration import reliability
+    from training.engine.data import load_table
 
     rows, diagrams = [], []
     for path in files:
@@ -48,7 +48,7 @@ def sentiment_rows(pipe, files: list[str], n: int | None, batch_size: int) -> tu
 
 
 def translation_rows(pipe, files: list[str], n: int | None, batch_size: int) -> list:
-    from training.data import load_table
+    from training.engine.data import load_table
 
     rows = []
     for path in files:

@@ -3,8 +3,8 @@
     python -m benchmarks.click_while_busy [--runs 5] [--after 1.5]
 
 After a review is analysed, the app goes on with work no one waits on: the default explanation's faithfulness and the
-head table (@runs_model(background=True): pipelines.microbatch serves them after every other waiting call, of any
-client, and runs the calls that come for the same model at their pause points, between passes). This times, on the
+head table (@runs_model(background=True): pipelines.hosting.microbatch serves them after every other waiting call, of
+any client, and runs the calls that come for the same model at their pause points, between passes). This times, on the
 bundled models served as app.py serves them, what a visitor does next, `--after` seconds after the ~300-word
 benchmark review's heatmap is drawn (viz/examples.py BENCH_REVIEW):
   - next review: a one-sentence review's click to its drawn heatmap;

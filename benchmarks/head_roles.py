@@ -3,7 +3,7 @@
     python -m benchmarks.head_roles assets/sentiment assets/sentiment-scratch [--n 50]
 
 For each model, every head's attention is averaged over a seeded sample of IMDB test reviews (the pipeline's own
-maps, pipelines.head_stats where it defines the statistic) and each head is given the role whose share of its
+maps, pipelines.attention.head_stats where it defines the statistic) and each head is given the role whose share of its
 attention passes --share (default 0.5): the previous token, the next token, itself, the first token ([CLS] for a
 BERT-family model), the last token ([SEP]), punctuation; a head with none of these is "broad" when the mean
 entropy of its rows is at least 60% of the uniform row's, else "mixed". Prints one line per model: the counts
@@ -19,7 +19,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from pipelines.head_stats import punctuation_keys  # noqa: E402
+from pipelines.attention.head_stats import punctuation_keys  # noqa: E402
 
 ROLES = ("previous", "next", "itself", "first", "last", "punctuation")
 

@@ -3,7 +3,7 @@
     python -m benchmarks.heads --task sentiment --n 300
     python -m benchmarks.heads --task translation --n 300 [--beam 4]
 
-For every sampled input the pipeline's head table is measured (pipelines.heads: each head's attention
+For every sampled input the pipeline's head table is measured (pipelines.attention.heads: each head's attention
 statistics and its effect when switched off alone). Prints, per head, the mean and spread of the effect and
 the entropy, and the mean of the other statistics; then switches off the k heads with the smallest mean
 |effect| (k = 1, 2, 4, ... up to every head) and scores the sample again: accuracy for sentiment, BLEU
@@ -112,7 +112,7 @@ def print_heads(summary: list[dict], task: str) -> None:
 
 def prune(task: str, pipe, data: dict, summary: list[dict], beam: int | None) -> list[dict]:
     """Score with the k least effective heads off, for k = 0, 1, 2, 4, ... every head."""
-    from pipelines.heads import least_effective
+    from pipelines.attention.heads import least_effective
 
     metric = "accuracy %" if task == "sentiment" else "BLEU"
     results, prev = [], 0
@@ -128,7 +128,7 @@ def prune(task: str, pipe, data: dict, summary: list[dict], beam: int | None) ->
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipelines.heads import summarize_tables
+    from pipelines.attention.heads import summarize_tables
     from pipelines.tasks import TASKS
 
     model, data = model_and_sample(args)

@@ -4,9 +4,9 @@
     python -m benchmarks.heads_through_training --task sentiment --model runs/sentiment --n 50
 
 For every snapshot of the model (its snapshots/step-<N>/ folders, or a Hub repo's step-<N> branches:
-pipelines/snapshots.py) and for the final model, loads it with `from_pretrained(model, revision=...)`,
-measures the head table (pipelines/heads.py, statistics from pipelines/head_stats.py) on a seeded sample of
-inputs, and prints one table per statistic with a row per head and a column per snapshot: the mean entropy
+pipelines/models/snapshots.py) and for the final model, loads it with `from_pretrained(model, revision=...)`,
+measures the head table (pipelines/attention/heads.py, statistics from pipelines/attention/head_stats.py) on a seeded
+sample of inputs, and prints one table per statistic with a row per head and a column per snapshot: the mean entropy
 (nats), the mean attention distance (tokens; for cross-attention the distance from the diagonal, so a
 monotone alignment scores near 0), the share on the previous token (self-attention) and the mean |effect| of
 switching the head off. The first lines give each snapshot's step and validation score. --json FILE writes it all;
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from benchmarks.heads import DEFAULTS, head_tables, model_and_sample  # noqa: E402
 
-# (title, key of a head's row in pipelines.heads.summarize_tables)
+# (title, key of a head's row in pipelines.attention.heads.summarize_tables)
 TABLES = [
     ("entropy (nats): how spread a head's attention is", "entropy_mean"),
     ("distance (tokens); cross-attention: distance from the diagonal", "distance_mean"),
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def measure(args, model: str, revisions: list, data: dict) -> list[dict]:
     """For each (revision, snapshot or None for the final model): its head summary over the sample."""
-    from pipelines.heads import summarize_tables
+    from pipelines.attention.heads import summarize_tables
     from pipelines.tasks import TASKS
 
     cls = TASKS[args.task].pipeline
@@ -124,7 +124,7 @@ def plot(results: list[dict], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipelines.snapshots import list_snapshots
+    from pipelines.models.snapshots import list_snapshots
     from transformer.hub import weight_files
 
     model, data = model_and_sample(args)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from pipelines.model_registry import ModelRegistry  # noqa: E402
+from pipelines.models.model_registry import ModelRegistry  # noqa: E402
 from viz import handlers  # noqa: E402
 from viz.attention import inside_head_panel as panel  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from pipelines.head_roles import induction_scores
+from pipelines.attention.head_roles import induction_scores
 
 
 def roles(model, vocab: int, start: int) -> dict:
@@ -65,7 +65,7 @@ def main() -> None:
     a = p.parse_args()
     report = {"ours": ours(a.model)}
     if not a.no_smollm2:
-        from pipelines.gguf import installed_smollm2, read_gguf
+        from pipelines.models.gguf import installed_smollm2, read_gguf
         from transformer import CausalLM
         from transformer.llama import from_state
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from training.lm_eval import load_lm, perplexity
+from training.tasks.lm_eval import load_lm, perplexity
 
 
 def main() -> None:
-    from pipelines.gguf import installed_smollm2
+    from pipelines.models.gguf import installed_smollm2
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", required=True, help="IMDB test.parquet")

@@ -5,8 +5,8 @@
 Question: does this project's encoder, as `python -m training pretrain` trains it, learn masked tokens as fast
 as a standard BERT (Hugging Face `BertForMaskedLM`, its own initialisation) of the same size? Both read the
 same byte-level BPE pieces (IMDB's unlabelled reviews and SST-2 train, lowercased), the same batches and the
-same masks (`training.objectives.mask_tokens`), with AdamW, warm-up then cosine decay and clipping as in
-`training/loop.py`. Every `--eval-every` steps each model's masked-token accuracy on 200 fixed held-out
+same masks (`training.tasks.objectives.mask_tokens`), with AdamW, warm-up then cosine decay and clipping as in
+`training/engine/loop.py`. Every `--eval-every` steps each model's masked-token accuracy on 200 fixed held-out
 pieces is printed; the last line is one JSON object with both curves. Architectural differences are the
 models' own: ours is pre-norm with ReLU and sinusoidal positions and a tied output layer; BERT is post-norm
 with GELU and learned positions. On the 2-core CPU, 2 x 128 takes about 0.1 s a step per model.
@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from benchmarks.attention_forward import bert_config  # noqa: E402
 from pipelines.batching import pad  # noqa: E402
+from pipelines.models.tokenizers_io import PAD, train_bpe  # noqa: E402
 from pipelines.text import clean_text  # noqa: E402
-from pipelines.tokenizers_io import PAD, train_bpe  # noqa: E402
-from training.objectives import MaskedLM, mask_tokens  # noqa: E402
-from training.pretrain import chunks  # noqa: E402
+from training.tasks.objectives import MaskedLM, mask_tokens  # noqa: E402
+from training.tasks.pretrain import chunks  # noqa: E402
 from transformer import ClassifierConfig, TransformerClassifier  # noqa: E402
 from transformer.attention import AttentionOutput, MultiHeadAttention  # noqa: E402
 

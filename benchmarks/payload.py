@@ -74,7 +74,7 @@ def inside_head_report(pipe, view, kind: str, token: str) -> None:
     """What the inside-one-head view sends once opened, for one token of one kind (the first layer and head)."""
     import gradio as gr
 
-    from pipelines.model_registry import ModelRegistry
+    from pipelines.models.model_registry import ModelRegistry
     from viz.attention import inside_head_panel
 
     internals = inside_head_panel.record(ModelRegistry.of(pipe), view)

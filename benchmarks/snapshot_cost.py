@@ -78,8 +78,8 @@ def per_snapshot(task: str, tmp: Path) -> dict:
     from tiny_models import read_jsonl
 
     from pipelines.translation import TranslationPipeline
-    from training.snapshots import write_snapshot
-    from training.translation import translate_on_device
+    from training.engine.snapshots import write_snapshot
+    from training.tasks.translation import translate_on_device
     from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
 
     folder = ROOT / "assets" / task

@@ -70,9 +70,9 @@ def compare(read, half, int8, texts: list[str]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from pipelines.snapshots import list_snapshots
+    from pipelines.models.snapshots import list_snapshots
     from pipelines.tasks import TASKS
-    from training.loop import BEST
+    from training.engine.loop import BEST
     from training.ship import copy_model
     from transformer.hub import weight_files
 

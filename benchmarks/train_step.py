@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from training.device import Precision, describe_device  # noqa: E402
+from training.engine.device import Precision, describe_device  # noqa: E402
 from transformer import Seq2SeqConfig, Seq2SeqTransformer  # noqa: E402
 from transformer.embeddings import sinusoidal_table  # noqa: E402
 

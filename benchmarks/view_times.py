@@ -9,7 +9,7 @@ the translation, each explanation method, its faithfulness and the head table. P
 asked) must stay under 3 s. `--inputs budget` times the inputs the budgets name instead (the ~300-word review and
 the 15-word German sentence of benchmarks/app_latency.py; the head table: < 5 s), after one untimed call;
 `--views head-table` times the head tables alone. The head-effect passes run on the cores torch's threads leave
-idle (pipelines.passes): with --threads 1 on 2 cores, two at once (--passes 1: one).
+idle (pipelines.attention.passes): with --threads 1 on 2 cores, two at once (--passes 1: one).
 """
 
 import argparse
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import torch  # noqa: E402
 
-from pipelines import passes  # noqa: E402
+from pipelines.attention import passes  # noqa: E402
 from pipelines.explanations import default_method  # noqa: E402
 from pipelines.sentiment import SentimentPipeline  # noqa: E402
 from pipelines.translation import TranslationPipeline  # noqa: E402

@@ -1,9 +1,9 @@
 """Inference pipelines shared by the app, the evaluation commands and the benchmarks."""
 
-from .common import TokenSpan
-from .language_model import LanguageModelPipeline, LanguageModelResult, NextToken, PromptError
-from .sentiment import SentimentPipeline, SentimentResult
-from .translation import DecodingStep, TranslationPipeline, TranslationResult
+from pipelines.common import TokenSpan
+from pipelines.language_model import LanguageModelPipeline, LanguageModelResult, NextToken, PromptError
+from pipelines.sentiment import SentimentPipeline, SentimentResult
+from pipelines.translation import DecodingStep, TranslationPipeline, TranslationResult
 
 __all__ = [
     "DecodingStep",

@@ -121,7 +121,7 @@ def check_weights_hash(folder: Path, name_or_path: str, metrics: dict) -> None:
 
 def save_folder(model, tokenizer, folder: Path, model_max_length: int, preprocessing: dict) -> None:
     """What load_folder reads: config.json and weights, the tokenizer, preprocessing.json."""
-    from .tokenizers_io import save_tokenizer
+    from pipelines.models.tokenizers_io import save_tokenizer
 
     model.save_pretrained(folder)
     save_tokenizer(tokenizer, folder, model_max_length=model_max_length)
@@ -141,7 +141,7 @@ def spans(encoding, text: str) -> list[TokenSpan]:
 
 
 class AdapterBacked:
-    """A pipeline that reaches its model only through `self.adapter` (pipelines/adapter.py, hf_adapter.py)."""
+    """A pipeline that reaches its model only through `self.adapter` (pipelines/models/adapter.py, hf_adapter.py)."""
 
     @property
     def model(self):
@@ -170,10 +170,10 @@ class AdapterBacked:
 
 def runs_model(method=None, *, background: bool = False):
     """Declares a pipeline method that runs the model: a server runs each call as a batch of its own on the
-    model's one runner (pipelines.serving), in the model's process where it has one. Declared where the method is
-    defined, so a new one cannot be forgotten in a list elsewhere. `@runs_model(background=True)`: a long analysis
+    model's one runner (pipelines.hosting.serving), in the model's process where it has one. Declared where the method
+    is defined, so a new one cannot be forgotten in a list elsewhere. `@runs_model(background=True)`: a long analysis
     the page starts after a response and no click waits on (the head table, faithfulness); the server runs every
-    other waiting call first (pipelines.microbatch)."""
+    other waiting call first (pipelines.hosting.microbatch)."""
 
     def declare(fn):
         fn.runs_model, fn.runs_in_background = True, background
@@ -193,7 +193,8 @@ def declared_background(cls, name: str) -> bool:
 
 
 class BatchRunner:
-    """The one entry the served path runs a pipeline by (pipelines.serving), in this process or a model process."""
+    """The one entry the served path runs a pipeline by (pipelines.hosting.serving), in this process or a model
+    process."""
 
     def run_batch(self, items: list, name: str, **options) -> list:
         """self.<name> on the items: a batch method (analyze_many, explain_many) takes every item at once; any

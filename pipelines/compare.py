@@ -4,7 +4,7 @@ An alignment walks both token sequences in order: a shared token pairs position 
 B; a token only in A is deleted (j is None), a token only in B is inserted (i is None). Attention maps of
 A and B are compared only where both the query and the key token are shared: elsewhere there is nothing
 to subtract, and the diff holds NaN there (drawn as a gap, its row or column labelled as deleted/inserted).
-Maps and token texts come from each result's AttentionMaps (pipelines.attention_maps), so any model (ours or a
+Maps and token texts come from each result's AttentionMaps (pipelines.attention.attention_maps), so any model (ours or a
 `transformers` one) is compared the same way; tokens are aligned on their ids.
 """
 
@@ -14,10 +14,10 @@ from difflib import SequenceMatcher
 
 import numpy as np
 
-from .attention_maps import AttentionMaps
-from .language_model import LanguageModelResult
-from .sentiment import SentimentResult
-from .translation import TranslationResult
+from pipelines.attention.attention_maps import AttentionMaps
+from pipelines.language_model import LanguageModelResult
+from pipelines.sentiment import SentimentResult
+from pipelines.translation import TranslationResult
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The adapter contract in code: what a pipeline may ask of a model, as `typing.Protocol`s.
 
-pipelines/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq, OurCausalLM),
-pipelines/hf_adapter.py for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds them all to
-them (every member present, every method with the parameters named here). A new kind of model is one class that
+pipelines/models/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq, OurCausalLM),
+pipelines/models/hf_adapter.py for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds them
+all to them (every member present, every method with the parameters named here). A new kind of model is one class that
 satisfies one of them.
 """
 
@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from .common import TokenSpan
+from pipelines.common import TokenSpan
 
 
 @runtime_checkable

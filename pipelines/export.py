@@ -12,9 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from pipelines.common import weights_sha256
 from transformer.hub import weight_files
-
-from .common import weights_sha256
 
 SCHEMA_VERSION = 1
 DECIMALS = 6  # attention weights and probabilities are rounded to this many decimals

@@ -2,7 +2,7 @@
 layer's causal self-attention over the whole sequence.
 
 The model is a transformer.CausalLM: ours (a folder with preprocessing.json {"task": "lm"}), Llama-architecture
-weights (a folder or Hub repo with `transformers`' names: SmolLM2, TinyLlama) or a GGUF file (pipelines/gguf.py).
+weights (a folder or Hub repo with `transformers`' names: SmolLM2, TinyLlama) or a GGUF file (pipelines/models/gguf.py).
 """
 
 import dataclasses
@@ -15,13 +15,12 @@ import torch
 from tokenizers import Tokenizer
 from torch import nn
 
-from transformer import CausalLM, CheckpointError, resolve_checkpoint
-
-from . import explanations, heads
-from .adapter import KindMasks, OurCausalLM
-from .attention_maps import AttentionMaps, lm_maps, token_texts
-from .chat_template import TemplateError, read_chat_template, split_template
-from .common import (
+from pipelines import explanations
+from pipelines.attention import heads
+from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_texts
+from pipelines.attention.head_roles import induction_scores
+from pipelines.attention.heads import HeadKey
+from pipelines.common import (
     CONFIG,
     TOKENIZER,
     WEIGHTS,
@@ -35,11 +34,12 @@ from .common import (
     serving_device,
     wrap_spans,
 )
-from .head_roles import induction_scores
-from .heads import HeadKey
-from .hf_adapter import is_transformers_config, read_config
-from .text import clean_text
-from .tokenizers_io import special_ids
+from pipelines.models.adapter import KindMasks, OurCausalLM
+from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
+from pipelines.models.hf_adapter import is_transformers_config, read_config
+from pipelines.models.tokenizers_io import special_ids
+from pipelines.text import clean_text
+from transformer import CausalLM, CheckpointError, resolve_checkpoint
 
 MAX_NEW_TOKENS = 64  # new tokens one call may ask for
 TOP_K = 10  # next tokens each step shows
@@ -162,14 +162,14 @@ def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
 
 
 class LanguageModelPipeline(AdapterBacked, BatchRunner):
-    """A decoder-only language model behind its adapter (pipelines.adapter.OurCausalLM), from our folder, a Llama
+    """A decoder-only language model behind its adapter (pipelines.models.adapter.OurCausalLM), from our folder, a Llama
     folder or repo id, or a GGUF file."""
 
     def __init__(self, model, tokenizer=None, add_bos: bool = True, chat_template: str | None = None):
         # model: a CausalLM (with its tokenizer) or a ready adapter (tokenizer None)
         self.adapter = OurCausalLM(model, tokenizer) if isinstance(model, nn.Module) else model
         self.add_bos = add_bos  # <s> before every prompt: ours were trained so; others as their tokenizer does
-        self.chat_template = chat_template  # Jinja (pipelines.chat_template); None: chat=True is refused
+        self.chat_template = chat_template  # Jinja (pipelines.models.chat_template); None: chat=True is refused
         self.metrics: dict = {}  # metrics.json of our model folder
         self.source, self.revision = None, None  # which model made a result (export)
 
@@ -295,7 +295,8 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
 
     @functools.cached_property
     def induction(self) -> torch.Tensor:
-        """(L, H) each head's induction score on repeated random tokens (pipelines.head_roles), measured once."""
+        """(L, H) each head's induction score on repeated random tokens (pipelines.attention.head_roles), measured
+        once."""
         return induction_scores(self.model)
 
     @runs_model(background=True)
@@ -348,7 +349,7 @@ def _from_llama(cls, name: str, device: str | None) -> LanguageModelPipeline:
 
 
 def _from_gguf(cls, path: str, device: str | None) -> LanguageModelPipeline:
-    from .gguf import load_gguf  # the GGUF reader is loaded only for a GGUF file
+    from pipelines.models.gguf import load_gguf  # the GGUF reader is loaded only for a GGUF file
 
     device = serving_device(device)
     model, tok, template = load_gguf(path)

@@ -5,19 +5,20 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from pipelines import explanations
+from pipelines.attention import heads, inside_head
+from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
+from pipelines.attention.heads import HeadKey
+from pipelines.batching import pad, sorted_batches
+from pipelines.common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite, runs_model
+from pipelines.models import hf_adapter
+from pipelines.models.adapter import OurClassifier
+from pipelines.models.snapshots import at_revision, no_hub_revision
+from pipelines.text import clean_text, head_tail, kept_positions
+from pipelines.trust.calibration import Temperature
+from pipelines.trust.domain import DomainModel, load_domain
+from pipelines.trust.weak_spots import WeakSpot, contrast_scores, find_weak_spots
 from transformer import TransformerClassifier
-
-from . import explanations, heads, hf_adapter, inside_head
-from .adapter import OurClassifier
-from .attention_maps import AttentionMaps, sentiment_maps
-from .batching import pad, sorted_batches
-from .calibration import Temperature
-from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite, runs_model
-from .domain import DomainModel, load_domain
-from .heads import HeadKey
-from .snapshots import at_revision, no_hub_revision
-from .text import clean_text, head_tail, kept_positions
-from .weak_spots import WeakSpot, contrast_scores, find_weak_spots
 
 
 @dataclass
@@ -30,9 +31,9 @@ class SentimentResult:
     truncated: bool  # True when the review was longer than the model reads
     n_tokens: int  # tokens in the whole review before cutting
     # per layer (H, T): ||v_j W_O^h||, each value vector through its head's slice of the output projection (with
-    # the maps; pipelines.inside_head): the maps weighted by what each value carries are attentions * these
+    # the maps; pipelines.attention.inside_head): the maps weighted by what each value carries are attentions * these
     value_norms: list[torch.Tensor] = field(default_factory=list)
-    # Out of domain: the text does not look like the English reviews the model learned from (pipelines/domain.py).
+    # Out of domain: the text does not look like the English reviews the model learned from (pipelines/trust/domain.py).
     # domain_score is the share of held-out in-domain texts that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
@@ -53,8 +54,8 @@ def _uniform(T: int) -> torch.Tensor:
 
 
 class SentimentPipeline(AdapterBacked, BatchRunner):
-    """A classifier behind a model adapter (pipelines.adapter): ours (a TransformerClassifier with its tokenizer)
-    or a `transformers` sequence classifier (pipelines.hf_adapter), from a local folder or a Hub repo id."""
+    """A classifier behind a model adapter (pipelines.models.adapter): ours (a TransformerClassifier with its tokenizer)
+    or a `transformers` sequence classifier (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
 
     def __init__(
         self,
@@ -73,7 +74,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         self.head_tokens = head_tokens  # a long review keeps its first head_tokens and last max_len - head_tokens
         self.calibration = calibration or Temperature()  # applied to every probability the pipeline returns
         self.domain = domain
-        # {kind: (pairs flipped, pairs)} on the contrast set, from metrics.json (pipelines/weak_spots.py)
+        # {kind: (pairs flipped, pairs)} on the contrast set, from metrics.json (pipelines/trust/weak_spots.py)
         self.contrast = contrast or {}
         self.metrics: dict = {}  # metrics.json of the model folder, when it has one (from_pretrained)
 
@@ -84,7 +85,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         """Ours (a folder or repo with our config.json) or a transformers sequence classifier (model id or folder):
         its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting.
         device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
-        revision: a training snapshot "step-<N>" (pipelines/snapshots.py), or any Hub revision of a repo id."""
+        revision: a training snapshot "step-<N>" (pipelines/models/snapshots.py), or any Hub revision of a repo id."""
         name_or_path, hub_revision = at_revision(name_or_path, revision)
         if hf_adapter.is_transformers_model(name_or_path):
             return cls.from_transformers(no_hub_revision(name_or_path, hub_revision), device)
@@ -214,7 +215,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
     @runs_model(background=True)
     def head_table(self, text: str) -> list[dict]:
         """One dict per head (kind, layer, head from 0): attention statistics on this text and the effect of
-        switching that head alone off (change of the predicted label's probability). See pipelines.heads."""
+        switching that head alone off (change of the predicted label's probability). See pipelines.attention.heads."""
         return heads.sentiment_head_table(self, text)
 
     @property
@@ -238,14 +239,14 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
 
     @runs_model
     def internals(self, text: str):
-        """What every head read and wrote on this review (pipelines.inside_head.AttentionInternals), from the same
-        forward pass that makes the result's maps: queries, keys, values, outputs, projections, value norms."""
+        """What every head read and wrote on this review (pipelines.attention.inside_head.AttentionInternals), from the
+        same forward pass that makes the result's maps: queries, keys, values, outputs, projections, value norms."""
         return inside_head.sentiment_internals(self, text)
 
     @runs_model
     def inside_head(self, text: str, layer: int, head: int, query: int, kind: str = "self"):
-        """One row of one head, step by step (pipelines.inside_head.HeadInternals): q, every k and v, the scores,
-        scaled, masked, the softmax weights (== result.attentions[layer][head, query]), the weighted values, the
+        """One row of one head, step by step (pipelines.attention.inside_head.HeadInternals): q, every k and v, the
+        scores, scaled, masked, the softmax weights (== result.attentions[layer][head, query]), the weighted values, the
         head's output and its projection through the head's slice of W_O."""
         return self.internals(text).head(kind, layer, head, query)
 

@@ -6,11 +6,11 @@ here by name, instead of testing names; a third task (docs/adding-a-task.md) is 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import compare, export
-from .kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
-from .language_model import LanguageModelPipeline
-from .sentiment import SentimentPipeline
-from .translation import TranslationPipeline
+from pipelines import compare, export
+from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
+from pipelines.language_model import LanguageModelPipeline
+from pipelines.sentiment import SentimentPipeline
+from pipelines.translation import TranslationPipeline
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,19 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from pipelines import explanations
+from pipelines.attention import heads, inside_head
+from pipelines.attention.attention_maps import AttentionMaps, translation_maps
+from pipelines.attention.heads import HeadKey
+from pipelines.batching import pad, sorted_batches
+from pipelines.common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, runs_model
+from pipelines.explanations.faithfulness import QUICK_STEPS
+from pipelines.models import hf_adapter
+from pipelines.models.adapter import KindMasks, OurSeq2Seq
+from pipelines.models.snapshots import at_revision, no_hub_revision
+from pipelines.text import clean_text
+from pipelines.trust.domain import DomainModel, load_domain
 from transformer import Hypothesis, Seq2SeqTransformer
-
-from . import explanations, heads, hf_adapter, inside_head
-from .adapter import KindMasks, OurSeq2Seq
-from .attention_maps import AttentionMaps, translation_maps
-from .batching import pad, sorted_batches
-from .common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, runs_model
-from .domain import DomainModel, load_domain
-from .explanations.faithfulness import QUICK_STEPS
-from .heads import HeadKey
-from .snapshots import at_revision, no_hub_revision
-from .text import clean_text
 
 # What a translation may never hold a NaN or an infinity in (pipelines.common).
 FINITE_FIELDS = ("encoder_attentions", "decoder_attentions", "cross_attentions", "steps", "score", "mean_logprob")
@@ -43,13 +44,14 @@ class TranslationResult:
     truncated: bool  # the source was cut to fit the model
     target_ids: list[int] = field(default_factory=list)  # the produced token ids, one per step
     mean_logprob: float = 0.0  # score per produced token (EOS included): the model's confidence in its output
-    # Out of domain: the sentence is unlike the image captions the model learned from (pipelines/domain.py).
+    # Out of domain: the sentence is unlike the image captions the model learned from (pipelines/trust/domain.py).
     # domain_score is the share of held-out captions that looked at most as typical (None: not fitted).
     out_of_domain: bool = False
     domain_score: float | None = None
     domain_reason: str | None = None  # the least typical signal ("words", "output_logprob", "repeats")
     # kind -> per layer (H, Tk): ||v_j W_O^h||, each value vector through its head's slice of the output projection
-    # (pipelines.inside_head): the maps weighted by what each value carries are the maps * these, column by column
+    # (pipelines.attention.inside_head): the maps weighted by what each value carries are the maps * these, column by
+    # column
     value_norms: dict[str, list[torch.Tensor]] = field(default_factory=dict)
     text: str = ""  # the sentence as given
     beam_size: int | None = None  # the beam width it was decoded with (1 = greedy)
@@ -65,8 +67,8 @@ def keys(Ts: int, Tt: int) -> list[tuple[str, int]]:
 
 
 class TranslationPipeline(AdapterBacked, BatchRunner):
-    """A translator behind a model adapter (pipelines.adapter): ours (a Seq2SeqTransformer with its tokenizer)
-    or a `transformers` seq2seq model (pipelines.hf_adapter), from a local folder or a Hub repo id."""
+    """A translator behind a model adapter (pipelines.models.adapter): ours (a Seq2SeqTransformer with its tokenizer)
+    or a `transformers` seq2seq model (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
 
     def __init__(
         self,
@@ -91,7 +93,7 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
     ) -> "TranslationPipeline":
         """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder).
         device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
-        revision: a training snapshot "step-<N>" (pipelines/snapshots.py), or any Hub revision of a repo id."""
+        revision: a training snapshot "step-<N>" (pipelines/models/snapshots.py), or any Hub revision of a repo id."""
         name_or_path, hub_revision = at_revision(name_or_path, revision)
         if hf_adapter.is_transformers_model(name_or_path):
             return cls.from_transformers(no_hub_revision(name_or_path, hub_revision), device)
@@ -170,16 +172,16 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
 
     @runs_model
     def internals(self, text: str, target_ids: list[int] | None = None):
-        """What every head read and wrote (pipelines.inside_head.AttentionInternals, kinds "encoder", "decoder",
-        "cross") on this sentence and its output ids (TranslationResult.target_ids; None: translate it now), from
-        the same teacher-forced pass that makes the result's maps."""
+        """What every head read and wrote (pipelines.attention.inside_head.AttentionInternals, kinds "encoder",
+        "decoder", "cross") on this sentence and its output ids (TranslationResult.target_ids; None: translate it now),
+        from the same teacher-forced pass that makes the result's maps."""
         target_ids = self(text).target_ids if target_ids is None else target_ids
         return inside_head.translation_internals(self, text, target_ids)
 
     @runs_model
     def inside_head(self, text: str, kind: str, layer: int, head: int, query: int, target_ids=None):
-        """One row of one head, step by step (pipelines.inside_head.HeadInternals); query: a source position for
-        "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
+        """One row of one head, step by step (pipelines.attention.inside_head.HeadInternals); query: a source position
+        for "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
         return self.internals(text, target_ids).head(kind, layer, head, query)
 
     @runs_model(background=True)

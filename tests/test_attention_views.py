@@ -1,4 +1,4 @@
-"""The numbers behind the attention views (pipelines.attention_views): colour scales, the cut marker of a long
+"""The numbers behind the attention views (pipelines.attention.attention_views): colour scales, the cut marker of a long
 review, hidden tokens with renormalised rows, ticks, token focus and thumbnails."""
 
 import html
@@ -6,7 +6,7 @@ import html
 import numpy as np
 import pytest
 
-from pipelines import attention_views as av
+from pipelines.attention import attention_views as av
 from pipelines.text import kept_positions
 
 
@@ -231,7 +231,7 @@ def test_maps_in_float16_are_numpys_rounding_bit_for_bit():
     """AttentionMaps.astype converts float32 to float16 through torch (numpy is slow on float16's subnormal range,
     where a third of a long review's weights fall): every value, tiny, huge, signed zero, inf and NaN included,
     rounds as numpy's astype does."""
-    from pipelines.attention_maps import AttentionMaps
+    from pipelines.attention.attention_maps import AttentionMaps
 
     rng = np.random.default_rng(0)
     weights = rng.dirichlet(np.full(300, 0.05), size=(2, 3, 300)).astype(np.float32)  # (L, H, T, T), many tiny

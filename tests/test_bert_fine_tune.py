@@ -8,8 +8,8 @@ import torch
 from test_training import imdb_dir  # noqa: F401  (the tiny IMDB folder fixture)
 from tiny_hf_models import make_bert_dir
 
-from training.bert_init import load_tokenizer, package_folder, provenance, resolve_source, write_fp16_copy
 from training.cli import main as train_main
+from training.tasks.bert_init import load_tokenizer, package_folder, provenance, resolve_source, write_fp16_copy
 from transformer import CheckpointError
 from transformer.bert import file_sha256
 
@@ -60,7 +60,7 @@ def test_sources_folder_package_and_missing(bert_dir):
 
 
 def test_known_weights_are_named_with_their_license(bert_dir, monkeypatch):
-    from training import bert_init
+    from training.tasks import bert_init
 
     sha = file_sha256(bert_dir / "model.safetensors")
     monkeypatch.setattr(bert_init, "KNOWN", {sha: bert_init.MINILM})
@@ -72,7 +72,7 @@ def test_known_weights_are_named_with_their_license(bert_dir, monkeypatch):
 def test_an_fp16_copy_is_the_same_model_half_the_size_and_named_as_derived(bert_dir, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from training import bert_init
+    from training.tasks import bert_init
     from transformer import TransformerClassifier
 
     sha = write_fp16_copy(bert_dir, tmp_path / "a")
@@ -206,7 +206,7 @@ def test_continued_runs_count_the_data_orders_of_every_run_behind_the_model(tmp_
     a run stopped inside its first epoch (epochs_run 0) still used one."""
     from types import SimpleNamespace
 
-    from training.sentiment import continued_provenance
+    from training.tasks.sentiment import continued_provenance
 
     (tmp_path / "preprocessing.json").write_text(json.dumps({"max_len": 24, "head": 8}))
     source = {"name": "tiny-bert", **({"continued_from": {"data_orders": earlier}} if earlier else {})}
@@ -216,7 +216,7 @@ def test_continued_runs_count_the_data_orders_of_every_run_behind_the_model(tmp_
     (tmp_path / "metrics.json").write_text(json.dumps(metrics))
     provenance, n = continued_provenance(tmp_path, SimpleNamespace(max_len=24, head=8, seed=0))
     assert n == orders and provenance["continued_from"]["data_orders"] == orders
-    # what the next run checks of this one (training.lineage): its command and its hold-out
+    # what the next run checks of this one (training.tasks.lineage): its command and its hold-out
     assert provenance["continued_from"]["command"] == command and provenance["continued_from"]["held_out"] == held
     # the runs behind the folder's model stay in the record, nested
     assert provenance["continued_from"].get("continued_from") == source.get("continued_from")

@@ -9,7 +9,7 @@ import torch
 from tiny_models import make_sentiment_dir
 
 from benchmarks import browser
-from pipelines.tokenizers_io import PAD
+from pipelines.models.tokenizers_io import PAD
 from transformer import ClassifierConfig, TransformerClassifier
 
 pytestmark = [

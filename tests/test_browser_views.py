@@ -10,8 +10,8 @@ import torch
 from tiny_models import make_sentiment_dir
 
 from benchmarks import browser
-from pipelines import attention_views as av
-from pipelines.tokenizers_io import PAD
+from pipelines.attention import attention_views as av
+from pipelines.models.tokenizers_io import PAD
 from transformer import ClassifierConfig, TransformerClassifier
 from viz import handlers
 from viz.examples import BENCH_GERMAN, LONG_REVIEW

@@ -1,7 +1,7 @@
 """Limits from the model: sessions kept, long-review batches, head-effect rows and the exports' cap follow from one
 memory budget and the models' layers x heads x tokens."""
 
-from pipelines.budget import (
+from pipelines.hosting.budget import (
     BUDGET,
     Budget,
     ModelSize,

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from pipelines import SentimentPipeline
-from pipelines.calibration import Temperature
 from pipelines.explanations.faithfulness import target_probs
+from pipelines.trust.calibration import Temperature
 
 REVIEW = "I expected to hate this film, but by the end I was completely won over. The cast is superb."
 

@@ -9,14 +9,14 @@ import torch
 from tiny_models import read_jsonl
 
 from pipelines import SentimentPipeline
-from pipelines.calibration import (
+from pipelines.trust.calibration import (
     Temperature,
     expected_calibration_error,
     fit_length_temperature,
     fit_temperature,
     reliability,
 )
-from pipelines.domain import DomainModel, quantiles
+from pipelines.trust.domain import DomainModel, quantiles
 
 REVIEWS = read_jsonl("imdb_tiny.jsonl")
 
@@ -81,7 +81,7 @@ def test_temperature_scaling_lowers_ece_and_keeps_every_prediction(overconfident
 
 
 def _domain(pipe, seed: int = 0) -> DomainModel:
-    from pipelines.domain import piece_letters
+    from pipelines.trust.domain import piece_letters
 
     V = pipe.model.config.vocab_size
     g = torch.Generator().manual_seed(seed)
@@ -141,7 +141,7 @@ def test_evaluate_reports_ece_and_reads_an_sst2_style_sentence_column(sentiment_
 
 
 def test_model_card_shows_ece_and_the_calibration_record():
-    from training.model_card import model_card
+    from training.release.model_card import model_card
 
     metrics = {
         "task": "sentiment",

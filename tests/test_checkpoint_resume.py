@@ -8,8 +8,8 @@ import torch
 from test_training import TINY_SENTIMENT
 from test_training import imdb_dir as imdb_dir  # noqa: F401  (a fixture)
 
-from training.checkpoint import DamagedCheckpoint, load_state
 from training.cli import main as train_main
+from training.engine.checkpoint import DamagedCheckpoint, load_state
 
 
 @pytest.fixture(scope="module")

@@ -71,8 +71,8 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     import functools
 
     from pipelines.common import declared_background, declared_runs_model
-    from pipelines.microbatch import MicroBatcher
-    from pipelines.serving import ServedSentiment
+    from pipelines.hosting.microbatch import MicroBatcher
+    from pipelines.hosting.serving import ServedSentiment
 
     for cls, names in (
         (SentimentPipeline, {"explain", "faithfulness", "head_table"}),

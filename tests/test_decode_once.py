@@ -7,8 +7,8 @@ import pytest
 
 from benchmarks import browser
 from pipelines import TranslationPipeline
-from pipelines.microbatch import MicroBatcher
-from pipelines.serving import served
+from pipelines.hosting.microbatch import MicroBatcher
+from pipelines.hosting.serving import served
 from viz import handlers
 from viz.explanations import translation_explanation_panel as panel
 from viz.heads import handlers as heads

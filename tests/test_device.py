@@ -139,7 +139,7 @@ def test_translation_step_and_evaluation_follow_the_model_device(multi30k_dir): 
 
 @pytest.mark.parametrize("task_name", ["sentiment", "pretrain", "translation"])
 def test_each_task_steps_and_evaluates_under_bf16_autocast(imdb_dir, multi30k_dir, task_name):  # noqa: F811
-    """What a CUDA run does (training.device.Precision "bf16"), with the CPU's bf16 autocast: no dtype clash."""
+    """What a CUDA run does (training.engine.device.Precision "bf16"), with the CPU's bf16 autocast: no dtype clash."""
     tiny = {"sentiment": TINY_SENTIMENT, "pretrain": TINY_PRETRAIN, "translation": TINY_TRANSLATION}[task_name]
     task, model = task_for([task_name, *tiny], multi30k_dir if task_name == "translation" else imdb_dir)
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -11,7 +11,7 @@ import pytest
 from tiny_models import read_jsonl
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.domain import (
+from pipelines.trust.domain import (
     REPEAT_MIN,
     choose_threshold,
     decode_f16,
@@ -96,7 +96,7 @@ def test_general_counts_saved_here_calibrate_alike_and_only_for_their_tokenizer(
     out-of-domain statistics as wordfreq itself, and are refused for another vocabulary or size."""
     from training.calibrate import main as calibrate
     from training.calibrate import read_general_counts, save_general_counts
-    from training.data import DataError
+    from training.engine.data import DataError
 
     pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
     tok, V = pipe.tokenizer, pipe.model.config.vocab_size
@@ -120,7 +120,7 @@ def test_temperature_fitted_on_the_temperature_data_only(calibrated_sentiment, t
     is not independent of its training rows); every --data file is still reported and read for the domain."""
     import torch
 
-    from pipelines.calibration import fit_temperature
+    from pipelines.trust.calibration import fit_temperature
     from training.calibrate import main as calibrate
 
     train = str(calibrated_sentiment.parent / "train.jsonl")
@@ -209,7 +209,7 @@ def test_one_word_piece_over_and_over_is_flagged_though_it_looks_typical(calibra
 
 
 def test_piece_length_is_the_mean_letters_of_the_word_pieces():
-    from pipelines.domain import DomainModel
+    from pipelines.trust.domain import DomainModel
 
     letters = np.array([0, 0, 5, 2, 1, 0])  # ids 0, 1, 5: special tokens, digits, punctuation
     domain = DomainModel(np.zeros(6, dtype=np.float32), letters, {}, 0.0, {})
@@ -226,7 +226,7 @@ def _random_effects_texts(rng, lengths, mean=4.0, between=0.04, within=4.0) -> l
 
 
 def test_spread_fit_recovers_how_text_means_vary():
-    from pipelines.domain import Spread
+    from pipelines.trust.domain import Spread
 
     rng = np.random.default_rng(0)
     spread = Spread.fit(_random_effects_texts(rng, rng.integers(3, 300, 4000)) + [np.array([])])
@@ -240,7 +240,7 @@ def test_spread_fit_recovers_how_text_means_vary():
 def test_a_length_aware_signal_flags_short_and_long_texts_alike():
     """The mean of 3 pieces strays further by chance than that of 300: with raw means a threshold fitted on
     texts of every length flags mostly the short ones; standardized for length, every length about alike."""
-    from pipelines.domain import Spread
+    from pipelines.trust.domain import Spread
 
     rng = np.random.default_rng(1)
     lengths = np.concatenate([rng.integers(3, 8, 1500), rng.integers(150, 300, 1500)])
@@ -265,7 +265,7 @@ def test_a_length_aware_signal_flags_short_and_long_texts_alike():
 def test_length_aware_statistics_round_trip_and_older_ones_stay_raw(calibrated_sentiment):
     """preprocessing.json keeps each length-aware signal's spread; statistics written before it have none, and
     their signals are the raw means they were fitted on."""
-    from pipelines.domain import DomainModel, Spread
+    from pipelines.trust.domain import DomainModel, Spread
 
     pipe = SentimentPipeline.from_pretrained(str(calibrated_sentiment))
     assert set(pipe.domain.length_aware) == {"piece_length"}  # what training.calibrate fits for sentiment

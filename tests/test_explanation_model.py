@@ -9,7 +9,7 @@ import gradio as gr
 import torch
 from tiny_models import make_sentiment_dir
 
-from pipelines.tokenizers_io import PAD
+from pipelines.models.tokenizers_io import PAD
 from transformer import ClassifierConfig, TransformerClassifier
 from viz.explanations import explanation_panel
 from viz.models.loading import sentiment_registry

@@ -141,11 +141,11 @@ def test_to_jsonable_handles_what_results_hold():
 
 
 def test_the_served_app_exports_its_explanations(sentiment, translation):
-    """The app serves its pipelines through the batcher (pipelines.serving): there explain(text, method=...) failed
-    ("_one() got multiple values for argument 'method'"), and every download carried that error instead of the
+    """The app serves its pipelines through the batcher (pipelines.hosting.serving): there explain(text, method=...)
+    failed ("_one() got multiple values for argument 'method'"), and every download carried that error instead of the
     explanation shown."""
-    from pipelines.microbatch import MicroBatcher
-    from pipelines.serving import served
+    from pipelines.hosting.microbatch import MicroBatcher
+    from pipelines.hosting.serving import served
 
     sent, trans = served(sentiment, translation, MicroBatcher(4))
     data = load(downloads.sentiment_download(sent, "Good film.", "occlusion")[0])

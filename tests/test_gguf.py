@@ -1,7 +1,7 @@
-"""GGUF files (llama.cpp's format) in our CausalLM (pipelines/gguf.py): a tiny random Llama written as llama.cpp's
-converter writes it (query and key rows permuted, F32 / F16 / Q8_0 tensors) reads back equal to `transformers` on the
-original weights; the permutation, the sha256 and a wrong architecture are checked. The real SmolLM2 file:
-benchmarks/smollm2_equality.py."""
+"""GGUF files (llama.cpp's format) in our CausalLM (pipelines/models/gguf.py): a tiny random Llama written as
+llama.cpp's converter writes it (query and key rows permuted, F32 / F16 / Q8_0 tensors) reads back equal to
+`transformers` on the original weights; the permutation, the sha256 and a wrong architecture are checked. The real
+SmolLM2 file: benchmarks/smollm2_equality.py."""
 
 import numpy as np
 import pytest
@@ -13,7 +13,7 @@ from transformer.llama import from_state
 gguf = pytest.importorskip("gguf")
 transformers = pytest.importorskip("transformers")
 
-from pipelines.gguf import read_gguf, unpermute  # noqa: E402
+from pipelines.models.gguf import read_gguf, unpermute  # noqa: E402
 
 N_HEADS, N_KV = 4, 2
 LAYER = {v: k for k, v in {
@@ -114,7 +114,7 @@ def test_a_file_read_without_unpermuting_differs(llama, tmp_path, monkeypatch):
     """The test above would catch a reader that forgets the permutation."""
     path = tmp_path / "tiny.gguf"
     write_gguf(path, llama, gguf.GGMLQuantizationType.F32)
-    monkeypatch.setattr("pipelines.gguf.unpermute", lambda w, n: w)
+    monkeypatch.setattr("pipelines.models.gguf.unpermute", lambda w, n: w)
     hf, state = read_gguf(path)
     with torch.no_grad():
         diff = (from_state(CausalLM, hf, state)(IDS).logits - llama(IDS).logits).abs().max()

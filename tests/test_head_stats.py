@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from pipelines.head_stats import (
+from pipelines.attention.head_stats import (
     agreement,
     entropy,
     head_statistics,
@@ -79,7 +79,7 @@ def test_punctuation_tokens():
 
 def test_one_punctuation_for_the_views_and_the_head_table():
     """A symbol ("$") is hidden as punctuation in the views and counted as punctuation in the head table alike."""
-    from pipelines import attention_views, head_stats
+    from pipelines.attention import attention_views, head_stats
 
     tokens = ["It", "cost", "$", "5", "+", "tax", "."]
     assert attention_views.hidden_positions(tokens).tolist() == head_stats.punctuation_keys(tokens).tolist()

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pipelines.heads import translation_head_table
+from pipelines.attention.heads import translation_head_table
 
 REVIEW = "A warm, funny film. The acting is great, but the plot drags!"
 GERMAN = "Ein Mann fährt Fahrrad."
@@ -26,7 +26,7 @@ def test_sentiment_head_table_effect_is_the_pipeline_with_that_head_off(sentimen
 
 
 def test_head_effects_measured_passes_at_once_are_the_same(sentiment, translation, monkeypatch):
-    import pipelines.heads as heads
+    import pipelines.attention.heads as heads
 
     ids = [t.id for t in sentiment(REVIEW).tokens]
     monkeypatch.setattr(heads, "at_once", lambda device: 1)
@@ -44,7 +44,7 @@ def test_head_effects_measured_passes_at_once_are_the_same(sentiment, translatio
 
 
 def test_head_batches_are_even_and_keep_to_one_layer(sentiment, monkeypatch):
-    import pipelines.heads as heads
+    import pipelines.attention.heads as heads
 
     keys = heads.head_keys({"self": 2}, 5)
     monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once=1: 3)

@@ -19,7 +19,7 @@ from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequence
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.batching import pad
 from training import publish
-from training.hf_export import EXPORTS, MODELING, export
+from training.release.hf_export import EXPORTS, MODELING, export
 from transformer import (
     CausalLM,
     CausalLMConfig,

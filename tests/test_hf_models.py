@@ -1,4 +1,4 @@
-"""transformers models behind the adapter (pipelines/hf_adapter.py), on tiny random BERT, DistilBERT, RoBERTa and
+"""transformers models behind the adapter (pipelines/models/hf_adapter.py), on tiny random BERT, DistilBERT, RoBERTa and
 Marian models built here: the pipeline's attention equals the model's own output_attentions for every layer and
 head; switching a head off equals zeroing that head's slice of the output projection's input by hand; the
 forward passes from embeddings equal the model's; every explanation method and faithfulness run; the app's
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines import attention_views as av
-from pipelines.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
+from pipelines.attention import attention_views as av
+from pipelines.models.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
 from viz import handlers
 from viz.attention import view_handlers as views
 from viz.explanations import explanation_panel as review_panel
@@ -283,7 +283,7 @@ def test_translator_model_view_and_token_focus_read_the_models_own_attention(tra
 def test_translator_runs_in_a_model_process(translator):
     """A model process gets the pipeline pickled; a transformers model loads again there (unpickled as it is, it
     returned no attention weights in the child)."""
-    from pipelines.processes import ModelProcess
+    from pipelines.hosting.processes import ModelProcess
 
     here = translator(GERMAN, beam_size=1)
     process = ModelProcess(translator).start()

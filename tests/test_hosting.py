@@ -10,7 +10,7 @@ from gradio_client import Client
 
 from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.memory import tame_malloc
+from pipelines.hosting.memory import tame_malloc
 from viz.server import hosting
 
 

@@ -1,5 +1,5 @@
-"""Inside one head (pipelines/inside_head.py), for every model kind the adapter knows (ours and transformers' BERT,
-DistilBERT, RoBERTa and Marian, all tiny and offline): q, k and v computed here by hand from the layer's own
+"""Inside one head (pipelines/attention/inside_head.py), for every model kind the adapter knows (ours and transformers'
+BERT, DistilBERT, RoBERTa and Marian, all tiny and offline): q, k and v computed here by hand from the layer's own
 weights and the block's input, then every step (scores, scaled, mask, softmax, weighted values, the head's output,
 its projection through the head's slice of W_O) checked; the softmax weights are exactly the result's heatmap row."""
 
@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines import attention_views as av
-from pipelines.inside_head import AttentionInternals
-from pipelines.model_registry import ModelRegistry
+from pipelines.attention import attention_views as av
+from pipelines.attention.inside_head import AttentionInternals
+from pipelines.models.model_registry import ModelRegistry
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
@@ -139,8 +139,8 @@ def test_norm_maps_are_the_weights_times_what_each_value_carries(sentiment):
 
 
 def test_a_served_pipeline_records_through_the_batcher(sentiment):
-    from pipelines.microbatch import MicroBatcher
-    from pipelines.serving import served
+    from pipelines.hosting.microbatch import MicroBatcher
+    from pipelines.hosting.serving import served
 
     batcher = MicroBatcher(4)
     pipe = served(sentiment, None, batcher)[0]

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from pipelines import LanguageModelPipeline, PromptError
-from pipelines import head_roles as roles
-from pipelines.chat_template import CHATML, read_chat_template
+from pipelines.attention import head_roles as roles
 from pipelines.common import NonFiniteOutput
 from pipelines.language_model import MAX_NEW_TOKENS, TOP_K
+from pipelines.models.chat_template import CHATML, read_chat_template
 from transformer import CausalLM, CheckpointError
 from transformer.generation import lm_steps
 
@@ -368,7 +368,7 @@ def test_a_gguf_file_goes_to_the_gguf_reader(lm_dir, monkeypatch):
         model = CausalLM.from_pretrained(lm_dir)
         return model, Tokenizer.from_file(str(lm_dir / "tokenizer.json")), CHATML
 
-    monkeypatch.setitem(sys.modules, "pipelines.gguf", types.SimpleNamespace(load_gguf=load_gguf))
+    monkeypatch.setitem(sys.modules, "pipelines.models.gguf", types.SimpleNamespace(load_gguf=load_gguf))
     pipe = LanguageModelPipeline.from_pretrained("/models/SmolLM2-135M.Q8_0.GGUF")
     assert calls == ["/models/SmolLM2-135M.Q8_0.GGUF"]
     assert pipe.chat_template == CHATML and not pipe.add_bos and pipe.source.endswith(".GGUF")

@@ -8,7 +8,7 @@ import torch
 from tiny_models import read_jsonl
 
 from training.cli import main as train_main
-from training.lm import CORPUS, cut
+from training.tasks.lm import CORPUS, cut
 from transformer import CausalLM
 
 TINY_LM = (
@@ -69,7 +69,7 @@ def test_a_review_is_cut_into_pieces_that_open_with_bos_and_end_with_eos():
 
 def test_evaluate_reports_perplexity_per_token_and_per_word(imdb_dir, tmp_path, capsys):
     from training.evaluate import main as evaluate_main
-    from training.lm_eval import clean
+    from training.tasks.lm_eval import clean
 
     out = tmp_path / "lm"
     assert train_main(["lm", "--data-dir", str(imdb_dir), "--out", str(out), "--epochs", "1", *TINY_LM]) == 0
@@ -93,7 +93,7 @@ def test_batched_scoring_equals_one_piece_at_a_time_and_keeps_to_its_token_budge
     budget once overrun by a batch sized on a short piece took 24 GB."""
     import torch.nn.functional as F
 
-    from training.lm_eval import summed_nll
+    from training.tasks.lm_eval import summed_nll
     from transformer import CausalLMConfig
 
     model = CausalLM(CausalLMConfig(vocab_size=30, d_model=16, n_heads=2, d_ff=16, n_layers=1, max_len=12)).eval()

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from training.checkpoint import state_checksum
-from training.device import Precision
-from training.loop import LoopConfig, LoopState, NonFiniteLoss, train
+from training.engine.checkpoint import state_checksum
+from training.engine.device import Precision
+from training.engine.loop import LoopConfig, LoopState, NonFiniteLoss, train
 
 
 class ToyTask:

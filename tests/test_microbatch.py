@@ -6,8 +6,8 @@ import time
 import pytest
 import torch
 
-from pipelines.microbatch import MicroBatcher, TooManyRequests, pause_point
-from pipelines.passes import run_passes
+from pipelines.attention.passes import run_passes
+from pipelines.hosting.microbatch import MicroBatcher, TooManyRequests, pause_point
 
 TEXTS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", "Wow", ""]
 GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", "Ja", ""]
@@ -160,7 +160,7 @@ def once_started(order: list, submit):
 @pytest.mark.parametrize("passes", [1, 2])
 def test_a_call_waiting_for_the_model_runs_at_a_background_calls_next_pause_point(passes):
     """A click that comes while a long background call of the same model runs does not wait for all of it: it runs
-    at the next pause point (pipelines.passes runs one before each pass, on the pool's threads too)."""
+    at the next pause point (pipelines.attention.passes runs one before each pass, on the pool's threads too)."""
     order = []
     runner, batcher = long_runner(order, passes), MicroBatcher(max_batch_size=4)
     out = run_threads(

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from pipelines.model_registry import ModelEntry, ModelRegistry
+from pipelines.models.model_registry import ModelEntry, ModelRegistry
 
 
 def registry(keep=2):

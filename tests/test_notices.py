@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.domain import DomainModel, piece_letters, quantiles
+from pipelines.trust.domain import DomainModel, piece_letters, quantiles
 from viz import handlers, notices
 
 
@@ -75,7 +75,7 @@ def test_english_in_the_translation_tab_is_called_english(translation_dir, thres
      ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", False), ("Hallo", False), ("", False)],
 )  # fmt: skip
 def test_looks_english(text, english):
-    from pipelines.domain import looks_english
+    from pipelines.trust.domain import looks_english
 
     assert looks_english(text) is english
 
@@ -112,7 +112,7 @@ def test_a_translator_that_reads_emoji_as_unknown_says_so(tmp_path):
 def test_unknown_token_of_each_kind_of_tokenizer(sentiment, translation):
     from tokenizers import Tokenizer, models
 
-    from pipelines.tokenizers_io import unknown_token
+    from pipelines.models.tokenizers_io import unknown_token
 
     word_piece = Tokenizer(models.WordPiece({"[UNK]": 0, "film": 1}, unk_token="[UNK]"))
     assert unknown_token(word_piece) == (0, "[UNK]")

@@ -1,10 +1,10 @@
-"""Pre-training objectives (training/objectives.py): ELECTRA's generator and detector, and the registry that the
+"""Pre-training objectives (training/tasks/objectives.py): ELECTRA's generator and detector, and the registry that the
 `pretrain --objective` choices come from."""
 
 import torch
 
 from training.cli import build_parser
-from training.objectives import OBJECTIVES, ReplacedTokenDetection, ReplacedTokenObjective, mask_tokens
+from training.tasks.objectives import OBJECTIVES, ReplacedTokenDetection, ReplacedTokenObjective, mask_tokens
 from transformer import ClassifierConfig, TransformerClassifier
 
 VOCAB = 40

@@ -113,7 +113,7 @@ def test_a_saved_model_loads_from_the_installed_wheel(wheel, tmp_path, sentiment
 def test_model_cards_say_how_to_install_the_code(task):
     from dataclasses import asdict
 
-    from training.model_card import model_card
+    from training.release.model_card import model_card
     from transformer import ClassifierConfig, Seq2SeqConfig
 
     config = asdict((ClassifierConfig if task == "sentiment" else Seq2SeqConfig)(vocab_size=100))

@@ -1,10 +1,11 @@
-"""Independent model passes at once (pipelines.passes): same results, same order, no autograd in the threads."""
+"""Independent model passes at once (pipelines.attention.passes): same results, same order, no autograd in the
+threads."""
 
 import threading
 
 import torch
 
-from pipelines import passes
+from pipelines.attention import passes
 
 
 def test_passes_at_once_give_the_results_in_order_without_grad():

@@ -1,4 +1,4 @@
-"""A pipeline in a process of its own (pipelines.processes): same results as in this process, errors come back
+"""A pipeline in a process of its own (pipelines.hosting.processes): same results as in this process, errors come back
 as errors, a child that dies is replaced, and the served app uses it."""
 
 import functools
@@ -7,9 +7,9 @@ import os
 import pytest
 import torch
 
-from pipelines.microbatch import MicroBatcher
-from pipelines.processes import ModelProcess
-from pipelines.serving import served
+from pipelines.hosting.microbatch import MicroBatcher
+from pipelines.hosting.processes import ModelProcess
+from pipelines.hosting.serving import served
 
 GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", ""]
 REVIEWS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", ""]

@@ -19,8 +19,8 @@ from PIL import Image
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from training import publish
-from training.attention_figure import heat, render_heatmap
-from training.hf_export import GENERATION_CONFIG, remote_code
+from training.release.attention_figure import heat, render_heatmap
+from training.release.hf_export import GENERATION_CONFIG, remote_code
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_REPO_FILES = {
@@ -255,7 +255,7 @@ def test_card_of_a_model_from_public_weights_names_them_and_their_license(sentim
 
 
 def test_card_says_when_the_weights_started_from_are_a_rounded_copy(sentiment_dir, tmp_path, capsys):
-    """Weights read from an fp16 copy of the public file (training.bert_init.write_fp16_copy): the card names the
+    """Weights read from an fp16 copy of the public file (training.tasks.bert_init.write_fp16_copy): the card names the
     original file and says the hash is the copy's."""
     source = {"name": "sentence-transformers/all-MiniLM-L6-v2", "revision": "1110a243", "sha256": "e0d20df3",
               "license": "apache-2.0", "derived": "every float tensor rounded to fp16"}  # fmt: skip

@@ -1,22 +1,31 @@
-"""README's "What is where" matches the tree: every folder is described, every file it names exists,
-and every module of the library (`transformer/`, `pipelines/`) is named."""
+"""README's "What is where" is a short tree of the repository: every top-level folder and every subpackage of the
+project's packages has its line, and every path it names exists."""
 
 import re
 import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("transformer", "pipelines", "training", "viz")
 
 
-def table() -> list[tuple[str, str]]:
-    """(path cell, description cell) of each row of the section's table."""
-    text = (ROOT / "README.md").read_text().split("## What is where", 1)[1].split("\n## ", 1)[0]
-    rows = [line.split("|")[1:3] for line in text.splitlines() if line.startswith("| `")]
-    return [(path.strip(), what.strip()) for path, what in rows]
+def tree() -> str:
+    section = (ROOT / "README.md").read_text().split("## What is where", 1)[1].split("\n## ", 1)[0]
+    return section.split("```", 2)[1]
 
 
-def names(cell: str) -> list[str]:
-    return re.findall(r"`([^`]+)`", cell)
+def named_folders() -> set[str]:
+    """Folder paths the tree names: a top-level `name/`, or an indented `sub/` under the last top-level one."""
+    names, top = set(), None
+    for line in tree().splitlines():
+        head = line.split("  ")[0] if not line.startswith(" ") else line.strip().split("   ")[0]
+        for item in re.findall(r"([\w.]+/)", head):
+            if not line.startswith(" "):
+                top = item.rstrip("/")
+                names.add(top)
+            elif top:
+                names.add(f"{top}/{item.rstrip('/')}")
+    return names
 
 
 def tracked_top_level() -> set[str]:
@@ -26,23 +35,18 @@ def tracked_top_level() -> set[str]:
     return {f.split("/")[0] for f in files if not f.startswith(".")}
 
 
-def test_every_folder_is_described_and_every_named_path_exists():
-    rows = table()
-    described = {n.rstrip("/") for path, _ in rows for n in names(path)}
-    missing = {p for p in tracked_top_level() if (ROOT / p).is_dir()} - described
-    assert not missing, f"folders the README's 'What is where' does not describe: {sorted(missing)}"
-    for path, what in rows:
-        folders = [n for n in names(path) if n.endswith("/")]
-        for n in names(path):
-            assert any((ROOT).glob(n.rstrip("/"))), f"README names {n}, which is not in the tree"
-        for f in (n for n in names(what) if re.fullmatch(r"[\w.-]+\.(py|txt|jsonl|json)", n)):
-            found = any(any((ROOT / d).rglob(f)) for d in folders) if folders else (ROOT / f).exists()
-            assert found, f"README names {f} under {path}, which is not there"
+def test_every_folder_and_subpackage_has_a_line():
+    named = named_folders()
+    folders = {p for p in tracked_top_level() if (ROOT / p).is_dir()}
+    assert folders <= named, f"folders the README's tree does not show: {sorted(folders - named)}"
+    subpackages = {
+        f"{pkg}/{d.name}" for pkg in PACKAGES for d in (ROOT / pkg).iterdir() if (d / "__init__.py").is_file()
+    }
+    assert subpackages <= named, f"subpackages the README's tree does not show: {sorted(subpackages - named)}"
 
 
-def test_every_library_module_is_named():
-    rows = dict(table())
-    for folder in ("transformer", "pipelines"):
-        named = set(names(rows[f"`{folder}/`"]))
-        modules = {p.name for p in (ROOT / folder).glob("*.py") if p.name != "__init__.py"}
-        assert modules <= named, f"{folder}/ modules the README does not name: {sorted(modules - named)}"
+def test_every_named_path_exists():
+    for folder in named_folders():
+        assert (ROOT / folder).is_dir(), f"the README's tree names {folder}/, which is not in the tree"
+    for name in re.findall(r"\b([\w]+\.py)\b", tree()):
+        assert list(ROOT.glob(f"**/{name}")), f"the README's tree names {name}, which is not in the tree"

@@ -25,8 +25,8 @@ from gradio_client import Client
 from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.common import NonFiniteOutput
-from pipelines.microbatch import TooManyRequests
-from pipelines.processes import ModelProcessDied
+from pipelines.hosting.microbatch import TooManyRequests
+from pipelines.hosting.processes import ModelProcessDied
 from viz import handlers
 from viz.models.loading import load_pipeline
 from viz.server import failures, guard
@@ -424,7 +424,7 @@ def test_failures_say_what_happened_not_blame_the_text(error, message):
 def test_a_model_process_that_dies_mid_call_reads_as_restarting():
     import functools
 
-    from pipelines.processes import ModelProcess
+    from pipelines.hosting.processes import ModelProcess
 
     process = ModelProcess(functools.partial(os._exit, 3), name="translation")  # the child exits during the call
     try:

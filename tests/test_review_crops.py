@@ -1,4 +1,4 @@
-"""--review-crops: short crops of the training reviews, labelled as their review (training/crops.py)."""
+"""--review-crops: short crops of the training reviews, labelled as their review (training/tasks/crops.py)."""
 
 import random
 from types import SimpleNamespace
@@ -8,8 +8,8 @@ import pytest
 from tiny_models import read_jsonl
 
 from training.cli import build_parser
-from training.crops import review_crop, review_crops, sentences
-from training.sentiment import SentimentTask, encode
+from training.tasks.crops import review_crop, review_crops, sentences
+from training.tasks.sentiment import SentimentTask, encode
 
 REVIEW = (
     "I rented this on a whim. The cast is good, the sets are cheap!<br /><br />Why did anyone make it? "

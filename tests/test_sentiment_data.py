@@ -10,7 +10,7 @@ from tiny_models import read_jsonl
 
 from training.cli import main as train_main
 from training.contrast import PAIRS, load_pairs, score_pairs
-from training.pretrain import MASK, N_SPECIAL, mask_tokens
+from training.tasks.pretrain import MASK, N_SPECIAL, mask_tokens
 
 TINY = "--vocab-size 300 --d-model 32 --n-heads 4 --n-layers 1 --d-ff 64 --threads 1 --ngram-buckets 101".split()
 TINY += "--ngram-dim 8 --val-size 8 --sst2-val-size 6".split()
@@ -90,7 +90,7 @@ def test_pretrain_then_finetune_on_imdb_and_sst2(data_dirs, tmp_path):
 
 
 def test_model_card_reports_the_contrast_set():
-    from training.model_card import _evaluation
+    from training.release.model_card import _evaluation
 
     metrics = {
         "test": {"accuracy": 0.9, "n": 10, "split": "test"},
@@ -118,7 +118,7 @@ def test_model_card_reports_the_contrast_set():
 def test_model_card_limits_name_what_the_contrast_set_measures(bundle, limit):
     """Each bundled model's card: its limits name what that model misreads and point at the contrast-set scores
     that follow; its data is IMDB and SST-2, not IMDB alone."""
-    from training.model_card import model_card
+    from training.release.model_card import model_card
 
     folder = Path(__file__).resolve().parents[1] / "assets" / bundle
     config, metrics = (json.loads((folder / name).read_text()) for name in ("config.json", "metrics.json"))
@@ -153,7 +153,7 @@ def test_soft_targets_match_hard_labels_and_pull_towards_the_teacher():
     """0/1 soft targets give the hard-label loss exactly; a teacher's 0.5 is minimised at equal logits."""
     from types import SimpleNamespace
 
-    from training.sentiment import SentimentTask
+    from training.tasks.sentiment import SentimentTask
 
     task = SentimentTask.__new__(SentimentTask)
     task.args = SimpleNamespace(label_smoothing=0.1)
@@ -178,7 +178,7 @@ def test_sst2_repeat_reads_each_phrase_n_times_and_holds_out_the_same_rows(data_
     data sets stay as they were."""
     from types import SimpleNamespace
 
-    from training.sentiment import SentimentTask, held_out_split
+    from training.tasks.sentiment import SentimentTask, held_out_split
 
     imdb, sst2 = (pd.read_parquet(d / "train.parquet") for d in data_dirs)
     splits = {"train": imdb, "sst2_train": sst2}
@@ -197,7 +197,7 @@ def test_sst2_holds_out_whole_sentences_and_every_part_of_them():
     default) is the old row split."""
     from types import SimpleNamespace
 
-    from training.sentiment import held_out_split, split_indices
+    from training.tasks.sentiment import held_out_split, split_indices
 
     roots = [f"the {a} film was {b}" for a in ("first", "second", "third", "last", "new") for b in ("good", "bad")]
     parts = ["film was good", "film was bad", "good", "bad", "the first film", "was", "was", "film  was good"]
@@ -233,8 +233,8 @@ def _record(command: str, **more) -> dict:
 def test_continue_from_refuses_another_sst2_holdout():
     """A model is only continued with the SST-2 hold-out it was trained with: its metrics.json's record, or for a
     model from before --sst2-holdout, 2,000 random rows (phrases); runs without SST-2 are not asked."""
-    from training.data import DataError
-    from training.lineage import check_held_out
+    from training.engine.data import DataError
+    from training.tasks.lineage import check_held_out
 
     old = _record("--sst2-dir s --seed 0")
     with pytest.raises(DataError, match="--sst2-holdout phrases --sst2-val-size 2000"):
@@ -257,15 +257,15 @@ def test_continue_from_refuses_another_sst2_holdout():
 )
 def test_recorded_commands_are_read_as_they_ran(recorded, fix):
     """The recorded command is parsed by the training parser, so every spelling argparse accepts is read."""
-    from training.data import DataError
-    from training.lineage import check_held_out
+    from training.engine.data import DataError
+    from training.tasks.lineage import check_held_out
 
     with pytest.raises(DataError, match=fix):
         check_held_out(_record(recorded), _args("--sst2-dir", "s"), "m")
 
 
 def test_a_recorded_command_reads_without_its_out_and_a_foreign_one_is_not_read():
-    from training.lineage import recorded_args
+    from training.tasks.lineage import recorded_args
 
     assert recorded_args("python -m training sentiment --sst2-d s --seed 3").seed == 3
     assert recorded_args("python -m training sentiment --sst2-d s --seed 3").sst2_dir == "s"
@@ -277,8 +277,8 @@ def test_a_recorded_command_reads_without_its_out_and_a_foreign_one_is_not_read(
 def test_a_command_that_cannot_be_read_is_refused_and_limit_counts_where_it_cuts_first():
     """What a recorded command held out must be known: one this version cannot read is refused, not skipped.
     --limit cuts the sentiment data before the held-out rows are drawn (other rows), pre-training's after."""
-    from training.data import DataError
-    from training.lineage import check_held_out
+    from training.engine.data import DataError
+    from training.tasks.lineage import check_held_out
 
     with pytest.raises(DataError, match="cannot read"):
         check_held_out(_record("--pooling nonsense"), _args(), "m")
@@ -295,8 +295,8 @@ def test_a_command_that_cannot_be_read_is_refused_and_limit_counts_where_it_cuts
 
 def test_the_whole_chain_of_runs_behind_a_model_is_checked():
     """A run without SST-2 between two with it does not hide the first one's hold-out."""
-    from training.data import DataError
-    from training.lineage import check_held_out
+    from training.engine.data import DataError
+    from training.tasks.lineage import check_held_out
 
     first = _record("--sst2-dir s")  # phrases, 2,000
     middle = _record("--continue-from m1", source_weights={"continued_from": first})
@@ -308,8 +308,8 @@ def test_the_whole_chain_of_runs_behind_a_model_is_checked():
 def test_the_pretraining_run_behind_an_encoder_is_checked_through_a_run_without_sst2(tmp_path):
     """pre-training read SST-2 less its held-out rows; a sentiment run started from that encoder without SST-2, then
     continued with another SST-2 hold-out, would train on sentences the encoder read: refused."""
-    from training.data import DataError
-    from training.lineage import check_held_out
+    from training.engine.data import DataError
+    from training.tasks.lineage import check_held_out
 
     pre = tmp_path / "pre"
     (pre / "best").mkdir(parents=True)
@@ -326,8 +326,8 @@ def test_a_runs_best_folder_and_resume_read_the_runs_start_record(tmp_path):
     """best/ has no metrics.json with a command (training.calibrate may leave one with its calibration alone): the
     last start record of the run's metrics.jsonl says how it was made (a folder used again holds an older one too).
     --resume with another --seed or hold-out is refused before it trains."""
-    from training.data import DataError
-    from training.lineage import check_runs_behind, run_record
+    from training.engine.data import DataError
+    from training.tasks.lineage import check_runs_behind, run_record
 
     run = tmp_path / "run"
     (run / "best").mkdir(parents=True)
@@ -350,8 +350,8 @@ def test_pretraining_skips_the_held_out_sentences_and_their_parts():
     """Pre-training reads SST-2 less exactly the rows the sentiment task holds out, in either --sst2-holdout."""
     from types import SimpleNamespace
 
-    from training.pretrain import pretraining_texts
-    from training.sentiment import labelled_sets
+    from training.tasks.pretrain import pretraining_texts
+    from training.tasks.sentiment import labelled_sets
 
     roots = [f"the {a} film was {b}" for a in ("first", "second", "third", "last", "new") for b in ("good", "bad")]
     phrases = roots + ["film was good", "good", "bad", "was"]

@@ -6,7 +6,7 @@ import re
 import shlex
 from pathlib import Path
 
-from training.space import SPACE_REQUIREMENTS, TORCH_CPU_INDEX
+from training.release.space import SPACE_REQUIREMENTS, TORCH_CPU_INDEX
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -1,5 +1,5 @@
-"""Snapshots during training (training/snapshots.py): the schedule, what a snapshot holds, that taking them leaves
-training unchanged, resuming, and loading one by its revision (pipelines/snapshots.py)."""
+"""Snapshots during training (training/engine/snapshots.py): the schedule, what a snapshot holds, that taking them
+leaves training unchanged, resuming, and loading one by its revision (pipelines/models/snapshots.py)."""
 
 import json
 
@@ -11,8 +11,8 @@ from test_training import imdb_dir as imdb_dir  # noqa: F401
 from test_training import multi30k_dir as multi30k_dir  # noqa: F401
 from torch import nn
 
-from training.loop import LoopConfig, train
-from training.snapshots import schedule, snapshot_folder
+from training.engine.loop import LoopConfig, train
+from training.engine.snapshots import schedule, snapshot_folder
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -120,7 +120,7 @@ def test_every_task_writes_snapshots_its_pipeline_loads(task, imdb_dir, multi30k
     from test_training import TINY_PRETRAIN, TINY_SENTIMENT, TINY_TRANSLATION
 
     from pipelines import SentimentPipeline, TranslationPipeline
-    from pipelines.snapshots import list_snapshots
+    from pipelines.models.snapshots import list_snapshots
     from training.cli import main as train_main
 
     tiny = {"sentiment": TINY_SENTIMENT, "translation": TINY_TRANSLATION, "pretrain": TINY_PRETRAIN}[task]
@@ -226,7 +226,7 @@ def test_unknown_revisions_are_refused_with_what_there_is(sentiment_with_snapsho
 
 
 def test_list_snapshots_of_a_folder(sentiment_with_snapshots, sentiment_dir, tmp_path):
-    from pipelines.snapshots import Snapshot, list_snapshots
+    from pipelines.models.snapshots import Snapshot, list_snapshots
 
     snaps = list_snapshots(sentiment_with_snapshots)
     assert [s.revision for s in snaps] == ["step-0", "step-3", "step-40"]  # by step, not by name
@@ -260,7 +260,7 @@ def test_a_hub_revision_goes_to_the_download(sentiment_with_snapshots, monkeypat
 
 def test_a_hub_repo_offline_says_so(monkeypatch):
     from pipelines import SentimentPipeline
-    from pipelines.snapshots import list_snapshots
+    from pipelines.models.snapshots import list_snapshots
     from transformer import CheckpointError
 
     with pytest.raises(CheckpointError, match="offline"):
@@ -292,7 +292,7 @@ def test_ship_carries_the_snapshots_in_fp16_or_fewer_of_them(tmp_path, translati
     from safetensors.torch import load_file
     from tiny_models import FIXTURES
 
-    from pipelines.snapshots import list_snapshots
+    from pipelines.models.snapshots import list_snapshots
     from training.ship import main as ship_main
 
     run = fake_translation_run(tmp_path, translation_dir, [0, 1, 3, 8, 20])
@@ -485,7 +485,7 @@ def test_publish_dry_run_lays_out_one_folder_per_branch(sentiment_with_snapshots
 
 
 def test_the_card_of_a_model_fine_tuned_from_public_weights_says_what_step_0_is(sentiment_dir):
-    from training.model_card import model_card
+    from training.release.model_card import model_card
 
     snapshots = [
         {"step": 0, "metric": "accuracy", "accuracy": 0.53},
@@ -577,7 +577,7 @@ def test_the_bundled_translator_has_its_snapshots_within_the_budget():
     """What a fresh clone's slider shows: the shipped translator's snapshots from step 0, int8, within 40 MiB."""
     from pathlib import Path
 
-    from pipelines.snapshots import list_snapshots
+    from pipelines.models.snapshots import list_snapshots
     from pipelines.translation import TranslationPipeline
     from training.ship import MAX_SNAPSHOTS_MB
 

@@ -1,7 +1,8 @@
-"""Hooks on a model every thread shares keep to the thread that set them (pipelines.thread_hooks): the server runs a
-head table's passes on two threads and a waiting call of the same model at one's pause point (pipelines.passes,
-pipelines.microbatch), so a run on one thread must neither be recorded by, nor have heads switched off by, another
-thread's hooks. Each test runs the other thread's pass to its end while the hooks are set: no timing involved."""
+"""Hooks on a model every thread shares keep to the thread that set them (pipelines.attention.thread_hooks): the server
+runs a head table's passes on two threads and a waiting call of the same model at one's pause point
+(pipelines.attention.passes, pipelines.hosting.microbatch), so a run on one thread must neither be recorded by, nor
+have heads switched off by, another thread's hooks. Each test runs the other thread's pass to its end while the hooks
+are set: no timing involved."""
 
 import threading
 
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from pipelines import SentimentPipeline, heads, inside_head
-from pipelines.hf_adapter import heads_off
+from pipelines import SentimentPipeline
+from pipelines.attention import heads, inside_head
+from pipelines.models.hf_adapter import heads_off
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 
@@ -94,8 +96,8 @@ def test_calls_beside_a_head_table_in_the_server_give_their_solo_results(sentime
     (a background call, its passes two at a time) with explanations and recorded runs arriving while it runs. The
     waiting calls run at its pause points, beside its other pass; each result must equal the call made alone. On
     the shipped model before 24acced, one attention-norm explanation a round failed ("ran twice")."""
-    from pipelines.microbatch import MicroBatcher
-    from pipelines.serving import served
+    from pipelines.hosting.microbatch import MicroBatcher
+    from pipelines.hosting.serving import served
 
     monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once: 1)  # a pass a head: many pause points
     monkeypatch.setattr(heads, "at_once", lambda device: 2)

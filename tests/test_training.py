@@ -78,7 +78,7 @@ def test_anneal_by_time_ends_the_schedule_with_the_time_budget(imdb_dir, tmp_pat
     """--anneal-by-time: a run that its time budget stops ends on a decayed learning rate, not mid-schedule."""
     from types import SimpleNamespace
 
-    from training.loop import LoopConfig, Run
+    from training.engine.loop import LoopConfig, Run
 
     run = SimpleNamespace(cfg=LoopConfig(out=tmp_path, max_minutes=10, anneal_by_time=True), total=1000, elapsed=300)
     assert Run.schedule_step(run, 100) == 500  # half the time spent: half the schedule, though 10% of the steps
@@ -293,7 +293,7 @@ def test_push_to_hub_fails_before_training_when_offline(imdb_dir, tmp_path, caps
 
 def test_param_groups_by_module_type():
     """Linear weights decay; embedding tables get their own decay; biases, norms, positions, pool query none."""
-    from training.loop import param_groups
+    from training.engine.loop import param_groups
     from transformer import ClassifierConfig, Seq2SeqConfig, Seq2SeqTransformer, TransformerClassifier
 
     model = TransformerClassifier(ClassifierConfig(vocab_size=50, d_model=16, n_layers=1, ngram_buckets=31))
@@ -321,7 +321,7 @@ def test_pretrain_then_fine_tune_a_plain_encoder_without_ngrams(imdb_dir, tmp_pa
     same plain encoder (the sentiment command's own n-gram default does not bring the table back), its embeddings
     and encoder start from the pre-trained weights, its tokenizer is the pre-trained one."""
     from pipelines import SentimentPipeline
-    from training.sentiment import from_pretrained_encoder
+    from training.tasks.sentiment import from_pretrained_encoder
     from transformer import ClassifierConfig, TransformerClassifier
 
     pre = tmp_path / "pre"
@@ -370,8 +370,8 @@ def test_pretraining_never_reads_the_sentiment_validation_rows_even_with_limit(i
     """--limit counts texts after the held-out rows go: cutting a split first would draw another held-out set
     (split_indices on fewer rows), and a later full fine-tuning run would validate on pre-trained rows."""
     from training.cli import build_parser, load_task_data
-    from training.pretrain import pretraining_texts
-    from training.sentiment import labelled_sets
+    from training.tasks.pretrain import pretraining_texts
+    from training.tasks.sentiment import labelled_sets
 
     full = build_parser().parse_args(["sentiment", "--data-dir", str(imdb_dir), "--out", "x", *TINY_SENTIMENT])
     held_out = set(labelled_sets(load_task_data(full), full)["imdb"]["validation"][0])
@@ -395,7 +395,7 @@ def test_shipped_metrics_record_device_precision_and_tokens_per_second(imdb_dir,
     assert metrics["tokens_per_s"] == summary["tokens_per_s"] > 0
     assert (metrics["device"], metrics["precision"], metrics["processes"]) == ("cpu", "fp32", 1)
     from training.cli import build_parser, load_task_data
-    from training.sentiment import SentimentTask
+    from training.tasks.sentiment import SentimentTask
 
     args = build_parser().parse_args(["sentiment", "--data-dir", str(imdb_dir), "--out", str(run), *TINY_SENTIMENT])
     real_tokens = sum(SentimentTask(args, load_task_data(args), log=lambda *a: None).lengths)

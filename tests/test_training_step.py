@@ -10,8 +10,8 @@ import pytest
 from tiny_models import add_snapshots
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.model_registry import ModelEntry, ModelRegistry
-from pipelines.snapshots import Snapshot
+from pipelines.models.model_registry import ModelEntry, ModelRegistry
+from pipelines.models.snapshots import Snapshot
 from transformer import CheckpointError, Seq2SeqTransformer, TransformerClassifier
 from viz import handlers
 from viz.attention import inside_head_panel
@@ -105,7 +105,7 @@ def test_the_score_beside_the_slider(translators):
 def test_step_0_of_a_model_started_from_public_weights_says_so():
     """Step 0 of the shipped sentiment model is MiniLM before fine-tuning, not an untrained model; the registry
     entry reads that from the folder's metrics.json (source_weights), and its snapshots carry it."""
-    from pipelines.snapshots import starting_point
+    from pipelines.models.snapshots import starting_point
     from viz.models import loading
 
     shipped = loading.entry(str(ROOT / "assets" / "sentiment"))

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from pipelines import TranslationPipeline
+from pipelines.attention.head_stats import spearman
 from pipelines.explanations.run import head_agreement
-from pipelines.head_stats import spearman
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
 

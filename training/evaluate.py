@@ -42,7 +42,7 @@ def sentiment_scores(pipe, texts: list[str], labels: list[int], batch_size: int 
     """Accuracy, ECE and out-of-domain rate of a SentimentPipeline (as it is calibrated) on labelled texts."""
     import torch
 
-    from pipelines.calibration import expected_calibration_error
+    from pipelines.trust.calibration import expected_calibration_error
 
     probs = []
     for part in tqdm(chunks(len(texts), 512), desc="sentiment", unit="chunk", file=sys.stderr):
@@ -70,8 +70,7 @@ def evaluate_translation(
     model: str, ds, batch_size: int = 64, beam: int | None = None, alpha: float | None = None, output=None
 ) -> dict:
     from pipelines import TranslationPipeline
-
-    from .translation import corpus_scores
+    from training.tasks.translation import corpus_scores
 
     pipe = TranslationPipeline.from_pretrained(model)
     beam = pipe.beam_size if beam is None else beam
@@ -90,7 +89,7 @@ def evaluate_translation(
 
 
 def evaluate_next_word(model: str, ds, batch_size: int = 64) -> dict:
-    from .lm_eval import evaluate_lm
+    from training.tasks.lm_eval import evaluate_lm
 
     return evaluate_lm(model, ds, batch_size)
 
@@ -106,12 +105,12 @@ SCORERS = {
 def evaluate(task: str, model: str, data: str, limit: int | None = None, **options) -> dict:
     """Scores of `model` (folder or repo id) on the file `data`: accuracy, ece and n (sentiment), or BLEU,
     chrF, n, beam and alpha (translation), and out_of_domain_rate when the model has out-of-domain statistics, or
-    perplexity per token and per word (lm: training/lm_eval.py). `options`: batch_size, and for translation beam,
+    perplexity per token and per word (lm: training/tasks/lm_eval.py). `options`: batch_size, and for translation beam,
     alpha, output.
 
     Raises DataError for a bad file and CheckpointError for a model that does not load.
     """
-    from .data import DataError, load_table
+    from training.engine.data import DataError, load_table
 
     columns, scorer = SCORERS[task]
     ds = load_table(data, columns, {"text": "sentence"})
@@ -126,9 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import torch
 
+    from training.engine.data import DataError
     from transformer import CheckpointError
-
-    from .data import DataError
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -19,7 +19,7 @@ import random
 import sys
 from pathlib import Path
 
-from .sentiment import full_sentences, split_indices
+from training.tasks.sentiment import full_sentences, split_indices
 
 
 def main(argv: list[str] | None = None) -> int:

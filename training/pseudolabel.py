@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .checkpoint import atomic_write_text
+from training.engine.checkpoint import atomic_write_text
 
 
 def soft_labels(predict, texts: list[str], chunk: int = 512) -> list[float]:
@@ -42,9 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from pipelines import SentimentPipeline
+    from training.engine.data import DataError, load_table
     from transformer import CheckpointError
-
-    from .data import DataError, load_table
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -8,13 +8,13 @@
 Everything that can be checked here is checked before the first request: the repo id, the model folder
 (it must load with its pipeline), offline mode and the token. Then the repo folder is assembled (weights,
 config, tokenizer, preprocessing.json, metrics.json, a model card with an attention figure, and the code that
-lets `transformers` load it with trust_remote_code=True: training/hf_export.py), the repo is
+lets `transformers` load it with trust_remote_code=True: training/release/hf_export.py), the repo is
 created if needed, and the folder goes up in one commit, so the repo ends up either fully updated or
 unchanged. `--dry-run` stops after assembling the folder.
 
-A model folder with training snapshots (snapshots/step-<N>/, training/snapshots.py and training.ship) becomes one
+A model folder with training snapshots (snapshots/step-<N>/, training/engine/snapshots.py and training.ship) becomes one
 branch per snapshot, step-<N>, each a model folder of its own, and the final model on main, whose card lists
-the snapshots with their scores and whose snapshots.json indexes them (pipelines/snapshots.py). The folder then
+the snapshots with their scores and whose snapshots.json indexes them (pipelines/models/snapshots.py). The folder then
 holds one sub-folder per branch (main/, step-<N>/); the branches go up first and main last, so main never
 lists a branch that is not there.
 """
@@ -29,7 +29,8 @@ from pathlib import Path
 
 from pipelines.common import METRICS, MODEL_FILES, model_file_names
 from pipelines.common import read_metrics as pipeline_metrics
-from pipelines.snapshots import INDEX, read_infos
+from pipelines.models.snapshots import INDEX, read_infos
+from training.release.space import copy_space_sources, gradio_version, is_bundled, missing_sources
 from transformer.hub import (
     REPO_ID,
     SNAPSHOT_INFO,
@@ -40,8 +41,6 @@ from transformer.hub import (
     snapshot_revision,
     weight_files,
 )
-
-from .space import copy_space_sources, gradio_version, is_bundled, missing_sources
 
 # Exit codes, one per kind of failure (argparse also exits with 2 on bad arguments).
 EXIT_OK = 0
@@ -216,9 +215,9 @@ def build_model_folder(
     branches the card lists and snapshots.json indexes."""
     from dataclasses import asdict
 
-    from .attention_figure import lm_figure, sentiment_figure, translation_figure
-    from .hf_export import export
-    from .model_card import FIGURE, model_card
+    from training.release.attention_figure import lm_figure, sentiment_figure, translation_figure
+    from training.release.hf_export import export
+    from training.release.model_card import FIGURE, model_card
 
     metrics = read_metrics(task, model_dir)
     for name in (*model_file_names(model_dir), METRICS):
@@ -253,9 +252,9 @@ def build_snapshot_folder(task: str, snapshot_dir: Path, repo_id: str, info: dic
     """One snapshot's branch: its model files and snapshot.json, the code `transformers` loads it with, a short card.
     Its weights go up as they are, but int8 ones (a bundle's snapshots) in fp16: the Hub has room, and
     `transformers` reads fp16."""
-    from .hf_export import export
-    from .model_card import snapshot_card
-    from .ship import write_weights
+    from training.release.hf_export import export
+    from training.release.model_card import snapshot_card
+    from training.ship import write_weights
 
     int8 = _int8_weights(snapshot_dir)
     weights = {f.name for f in weight_files(snapshot_dir)} | {WEIGHTS_INDEX} if int8 else set()
@@ -291,7 +290,7 @@ def snapshot_branches(task: str, model_dir: Path, repo_id: str, out: Path) -> di
 
 def build_space_folder(folder: Path, variables: dict[str, str], root: Path | None = None) -> list[str]:
     """The Space: app.py, the packages it imports, requirements.txt, README.md, and bundled models if any."""
-    from .model_card import space_card
+    from training.release.model_card import space_card
 
     root = root or PROJECT_ROOT
     missing = missing_sources(root)

@@ -11,7 +11,7 @@ int8-delta: int8 differences from the bundled model's weights, transformer/quant
 (each with its snapshot.json: the step's loss and validation score); `--snapshots K` keeps K of them (the first
 and the last among them, the rest spread over the schedule), `--snapshot-steps A,B,..` those steps, `--snapshots
 0` none; together they must stay within --snapshots-max-mb.
-`from_pretrained(bundle, revision="step-<N>")` loads one (pipelines/snapshots.py).
+`from_pretrained(bundle, revision="step-<N>")` loads one (pipelines/models/snapshots.py).
 """
 
 import argparse
@@ -27,7 +27,9 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from pipelines.common import TOKENIZER, WEIGHTS
-from pipelines.snapshots import read_infos
+from pipelines.models.snapshots import read_infos
+from training.engine.checkpoint import atomic_folder
+from training.engine.loop import BEST, METRICS_LOG, SUMMARY, start_record
 from transformer.hub import (
     DELTA_BASE,
     DELTA_BASE_SHA256,
@@ -39,9 +41,6 @@ from transformer.hub import (
     weights_sha256,
 )
 from transformer.quantize import quantize_int8
-
-from .checkpoint import atomic_folder
-from .loop import BEST, METRICS_LOG, SUMMARY, start_record
 
 MAX_FILE_BYTES = 25 * 1024 * 1024
 MAX_SNAPSHOTS_MB = 40.0  # all the bundled snapshots together (MiB)
@@ -166,10 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def score_bundle(task: str, folder: Path, test_data: str) -> dict:
     """The one score on the test split, of the files in `folder` (the fp16 bundle, as the app loads it)."""
+    from training.engine.data import DataError
+    from training.evaluate import evaluate
     from transformer import CheckpointError
-
-    from .data import DataError
-    from .evaluate import evaluate
 
     t0 = time.time()
     try:
@@ -293,7 +291,7 @@ def write_bundle(a, folder: Path) -> dict:
     for name, path in (item.split("=", 1) for item in a.also):
         metrics[name] = {**score_bundle(a.task, folder, path), "split": name}
     if a.task == "sentiment":
-        from .contrast import PAIRS, evaluate_model
+        from training.contrast import PAIRS, evaluate_model
 
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}
     if snapshots:

@@ -19,15 +19,15 @@ WEIGHTS = "model.safetensors"
 # the layout of huggingface_hub.save_torch_state_dict and transformers: {"weight_map": {tensor name: file}}.
 WEIGHTS_INDEX = "model.safetensors.index.json"
 CONFIG = "config.json"
-# What a folder exported for `transformers` (training/hf_export.py) adds to config.json; the model ignores it.
+# What a folder exported for `transformers` (training/release/hf_export.py) adds to config.json; the model ignores it.
 TRANSFORMERS_KEYS = frozenset(
     {"model_type", "architectures", "auto_map", "id2label", "label2id", "transformers_version"}
 )
 # Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; no '-' or '.' at either end; 96 characters at most.
 _NAME = r"(?!.*(?:--|\.\.))[A-Za-z0-9](?:[\w.-]{0,94}[A-Za-z0-9_])?"
 REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
-# Snapshots taken during training (training/snapshots.py): a model folder keeps them in snapshots/step-<N>/, each a
-# model folder of its own with snapshot.json (step, loss, validation score); a Hub repo keeps them as branches
+# Snapshots taken during training (training/engine/snapshots.py): a model folder keeps them in snapshots/step-<N>/,
+# each a model folder of its own with snapshot.json (step, loss, validation score); a Hub repo keeps them as branches
 # step-<N>. revision="step-<N>" loads one from either.
 SNAPSHOTS = "snapshots"
 SNAPSHOT_INFO = "snapshot.json"

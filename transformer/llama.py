@@ -2,8 +2,8 @@
 
 A Llama layer is our pre-norm block with RMSNorm, grouped key/value heads, rotary positions over the two halves of
 each head (`rotate_half`) and a SwiGLU feed-forward, no biases. The names are `transformers`' (LlamaForCausalLM);
-a GGUF file is read into the same names outside this package (pipelines/gguf.py). tests/test_llama.py checks logits,
-hidden states and every head's attention against `transformers`.
+a GGUF file is read into the same names outside this package (pipelines/models/gguf.py). tests/test_llama.py checks
+logits, hidden states and every head's attention against `transformers`.
 """
 
 import torch

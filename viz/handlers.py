@@ -13,11 +13,11 @@ from typing import ClassVar
 import gradio as gr
 import numpy as np
 
-from pipelines.attention_maps import AttentionMaps
+from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.common import NonFiniteOutput, non_finite
 from pipelines.kinds import CROSS, KINDS
+from pipelines.models.tokenizers_io import unknown_token
 from pipelines.tasks import SENTIMENT, TASKS, TRANSLATION, Task
-from pipelines.tokenizers_io import unknown_token
 
 from . import notices as notices_
 from .attention import figures

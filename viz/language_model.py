@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from pipelines.attention_maps import AttentionMaps
+from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.language_model import MAX_NEW_TOKENS, PromptError
 from pipelines.tasks import LM, Task
 

@@ -126,7 +126,7 @@ def _run(models):
             yield None, "", name, None, None, gr.skip(), gr.skip(), gr.skip()
             return
         options = (decoding, temperature, top_p, seed, max_new, chat, name, lambda: key in _stops)
-        # the model calls are queued as this request's client's (pipelines.serving.client_source)
+        # the model calls are queued as this request's client's (pipelines.hosting.serving.client_source)
         for view, text, status, bar in lm.generate(chosen, prompt, *options):
             if view is None and status.startswith("Generating"):
                 yield gr.skip(), text, status, bar, gr.skip(), gr.skip(), gr.skip(), gr.skip()

@@ -3,9 +3,9 @@
 import math
 import unicodedata
 
-from pipelines.calibration import confidence_words
-from pipelines.domain import looks_english
-from pipelines.snapshots import is_snapshot
+from pipelines.models.snapshots import is_snapshot
+from pipelines.trust.calibration import confidence_words
+from pipelines.trust.domain import looks_english
 
 from .examples import built_in_example
 
@@ -38,7 +38,7 @@ def sentiment_summary(label: str, confidence: float, n_tokens: int) -> str:
     return f"**{label}** ({confidence:.1%}) · {confidence_words(confidence)} · {plural(n_tokens, 'token')} read"
 
 
-# Why an input looked unlike the training data, by the signal that made it least typical (pipelines.domain)
+# Why an input looked unlike the training data, by the signal that made it least typical (pipelines.trust.domain)
 DOMAIN_REASONS = {
     "words": "its words are ones movie reviews use rarely",
     "piece_length": "it falls apart into short word pieces, as another language or code does",
@@ -93,7 +93,7 @@ def example_notice(text: str, label: str) -> str | None:
 
 
 def weak_spot_notice(spots) -> str | None:
-    """For a review that holds a construction the model is measured to misread (pipelines/weak_spots.py): which,
+    """For a review that holds a construction the model is measured to misread (pipelines/trust/weak_spots.py): which,
     the words, and how often the model reads minimal pairs of that kind right. None when there is none."""
     if not spots:
         return None

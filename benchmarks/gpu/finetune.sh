@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On a lent GPU machine (device tool), in the repo root, with .gpu/ carried (benchmarks/gpu/pack.py):
 # fine-tune all-MiniLM-L6-v2 (its fp16 copy) on IMDB + SST-2 in three settings at once (the shipped model's, and the
-# same with 1 or 2 short crops of each training review: --review-crops, training/crops.py), pick one by held-out
+# same with 1 or 2 short crops of each training review: --review-crops, training/tasks/crops.py), pick one by held-out
 # validation and the built-in examples (pick.py), calibrate and ship it, and put what comes back under $OUT (at most
 # 8 files, 16 MiB each).
 #   MINUTES  training minutes of each run (they run side by side on the one GPU); default 4.5
@@ -24,7 +24,7 @@ if [ -d .whl ]; then
 fi
 stamp start; nvidia-smi -L 2>/dev/null; $PY -c "import torch; print(torch.__version__, torch.cuda.is_available()); import datasets, accelerate; print(datasets.__version__, accelerate.__version__)" || exit 1
 $PY -m benchmarks.gpu.unpack .gpu "$W" || exit 1
-FP16_SHA=$($PY -c "from training.bert_init import MINILM_FP16; print(MINILM_FP16.sha256)") || exit 1
+FP16_SHA=$($PY -c "from training.tasks.bert_init import MINILM_FP16; print(MINILM_FP16.sha256)") || exit 1
 COMMON=(--init-from-bert "$W/minilm" --bert-sha256 $FP16_SHA --data-dir "$W/imdb" --sst2-dir "$W/sst2"
         --sst2-holdout sentences --pooling mean --max-len 512 --head 128 --warmup 0.06 --batch-size 32
         --max-tokens 16384 --epochs 3 --max-minutes "$MINUTES" --anneal-by-time --snapshots 2 --threads 4)

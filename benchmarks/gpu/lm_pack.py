@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import save
 
-from pipelines.head_roles import induction_scores
+from pipelines.attention.head_roles import induction_scores
 from transformer import CausalLM
 from transformer.quantize import quantize_int8
 

@@ -3,7 +3,7 @@
     python -m benchmarks.gpu.pack --data-dir ../shared/data --out .gpu
 
 A working tree may take 64 MiB on the GPU machine, so everything travels small: all-MiniLM-L6-v2 as its fp16 copy
-(training.bert_init.write_fp16_copy, xz), IMDB train and test as xz'd JSON (text, label), SST-2 as Parquet, and
+(training.tasks.bert_init.write_fp16_copy, xz), IMDB train and test as xz'd JSON (text, label), SST-2 as Parquet, and
 the general-text token counts training.calibrate takes from wordfreq (not installed there), computed here for the
 MiniLM tokenizer (save_general_counts; read there with --general-counts). Move assets/ out of the working tree
 while the run is sent (it is 140 MB); put it back after.
@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from training.bert_init import load_tokenizer, resolve_source, write_fp16_copy  # noqa: E402
 from training.calibrate import save_general_counts  # noqa: E402
+from training.tasks.bert_init import load_tokenizer, resolve_source, write_fp16_copy  # noqa: E402
 
 LANGUAGE, TOP_N = "en", 200_000
 

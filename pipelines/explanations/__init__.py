@@ -7,10 +7,10 @@ result.py        Explanation (every task), FaithfulnessReport
 faithfulness.py  ERASER comprehensiveness and sufficiency against random rankings, every task
 """
 
-from . import methods  # noqa: F401  (registers the built-in methods)
-from .faithfulness import FaithfulnessReport
-from .faithfulness import measure as faithfulness
-from .registry import (
+from pipelines.explanations import methods  # noqa: F401  (registers the built-in methods)
+from pipelines.explanations.faithfulness import FaithfulnessReport
+from pipelines.explanations.faithfulness import measure as faithfulness
+from pipelines.explanations.registry import (
     DEFAULTS_FILE,
     Attribution,
     Method,
@@ -21,8 +21,8 @@ from .registry import (
     names,
     register,
 )
-from .result import Explanation
-from .run import explain_next_token, explain_review, explain_translation
+from pipelines.explanations.result import Explanation
+from pipelines.explanations.run import explain_next_token, explain_review, explain_translation
 
 __all__ = [
     "DEFAULTS_FILE",

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..batching import pad, sorted_batches
-from ..microbatch import pause_point
-from .methods import next_token_log_probs
+from pipelines.batching import pad, sorted_batches
+from pipelines.explanations.methods import next_token_log_probs
+from pipelines.hosting.microbatch import pause_point
 
 LEVELS = (1, 5, 10, 20, 50)  # percent of tokens deleted or kept
 N_RANDOM = 3  # random rankings averaged for the baseline
@@ -145,7 +145,8 @@ def target_probs(pipe, batch: list[list[int]], target: int, batch_size: int = 8)
     out = np.zeros(len(ids), dtype=np.float64)
     with torch.no_grad():
         for rows, x in sorted_batches(ids, batch_size, pad, pipe.adapter.device):
-            pause_point()  # as a background call, the waiting calls of this model run first (pipelines.microbatch)
+            # as a background call, the waiting calls of this model run first (pipelines.hosting.microbatch)
+            pause_point()
             probs = pipe.calibrated(pipe.adapter.forward(x).logits, [len(batch[r]) for r in rows])  # (B, C)
             out[rows] = probs[:, target].double().cpu().numpy()
     return out

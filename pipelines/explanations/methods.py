@@ -4,8 +4,8 @@ Classifier: every method scores each token toward a target label, its log-odds l
 labels an attribution toward one label is exactly minus the attribution toward the other. Translator: the
 objective of step t is log p(y_t | y_<t, x), or log p(y_t) - log p(alt) for a contrastive step; each step is one
 row, a few steps per call. Language model: log p(t | context), one next token t after the whole context. Captum
-computes gradient x input and integrated gradients at the embedding output (pipelines.adapter: embed / forward from
-embeddings); attention and rollout are read from the forward pass and are unsigned (they say where the model looks,
+computes gradient x input and integrated gradients at the embedding output (pipelines.models.adapter: embed / forward
+from embeddings); attention and rollout are read from the forward pass and are unsigned (they say where the model looks,
 not which way a token pushes).
 
 Integrated gradients' baseline: every embedding vector zero, with the same tokens present (same padding mask,
@@ -16,7 +16,7 @@ from attention, which is not a neutral input. The convergence delta is reported 
 import numpy as np
 import torch
 
-from .registry import Attribution, Method, register
+from pipelines.explanations.registry import Attribution, Method, register
 
 IG_STEPS = 32  # Gauss-Legendre points
 IG_BATCH = 16  # classifier: interpolation points per forward pass (memory stays small for long reviews)
@@ -62,14 +62,15 @@ def next_token_log_probs(adapter, seqs: list[list[int]], target: int, batch_size
     """(N,) log p(target | seq) after the last token of each id list (an empty one reads as one padding token),
     batched by length (right padding: a causal model's positions never read what comes after them), with a pause
     point between batches."""
-    from ..batching import sorted_batches
-    from ..microbatch import pause_point
+    from pipelines.batching import sorted_batches
+    from pipelines.hosting.microbatch import pause_point
 
     seqs = [s or [adapter.pad_id] for s in seqs]
     out = np.zeros(len(seqs), dtype=np.float64)
     with torch.no_grad():
         for rows, x in sorted_batches(seqs, batch_size, adapter.pad_id, adapter.device):
-            pause_point()  # as a background call, the waiting calls of this model run first (pipelines.microbatch)
+            # as a background call, the waiting calls of this model run first (pipelines.hosting.microbatch)
+            pause_point()
             out[rows] = _numpy(adapter.next_log_probs(x, [len(seqs[r]) for r in rows])[:, target])
     return out
 
@@ -195,7 +196,7 @@ class AttentionNorm(Method):
 
     @torch.no_grad()
     def review(self, adapter, ids, target, words, progress=None):
-        from .. import inside_head
+        from pipelines.attention import inside_head
 
         run = {}
         internals = inside_head.record(adapter, lambda: run.setdefault("out", adapter.forward(ids, need_weights=True)))
@@ -210,7 +211,7 @@ class AttentionNorm(Method):
 
     @torch.no_grad()
     def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
-        from .. import inside_head
+        from pipelines.attention import inside_head
 
         internals = inside_head.record(adapter, lambda: adapter.forward(src, tgt_in, need_weights=True))
         ki, parts = internals.kinds["cross"], adapter.attention_parts()["cross"]
@@ -222,7 +223,7 @@ class AttentionNorm(Method):
     def next_token(self, adapter, ids, target, words, progress=None):
         """Language model: the last layer's row of the last position, ||sum_h w^h_j v^h_j W_O^h|| for each key j
         (grouped key/value heads: each query head reads its key/value head's values)."""
-        from ..inside_head import _w_o
+        from pipelines.attention.inside_head import _w_o
 
         run = adapter.forward(ids, need_weights=True, need_hidden=True)
         last = len(run.attentions) - 1

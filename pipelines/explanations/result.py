@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..common import TokenSpan
+from pipelines.common import TokenSpan
 
 # What a download holds of an explanation, by task: {the name in the file: the field or property}, in order.
 EXPORTED = {

@@ -10,10 +10,10 @@ import time
 import numpy as np
 import torch
 
-from ..head_stats import agreement
-from ..words import word_ids
-from . import registry
-from .result import Explanation
+from pipelines.attention.head_stats import agreement
+from pipelines.explanations import registry
+from pipelines.explanations.result import Explanation
+from pipelines.explanations.words import word_ids
 
 
 def _with_progress(fn, *args, progress=None):

@@ -19,9 +19,9 @@ from typing import Protocol
 import torch
 from tqdm.auto import tqdm
 
-from .checkpoint import atomic_folder, atomic_torch_save, load_state, restore, with_checksum
-from .device import Precision, describe_device, to_device
-from .snapshots import schedule, snapshot_folder, take_snapshot
+from training.engine.checkpoint import atomic_folder, atomic_torch_save, load_state, restore, with_checksum
+from training.engine.device import Precision, describe_device, to_device
+from training.engine.snapshots import schedule, snapshot_folder, take_snapshot
 
 # The files of a run folder (--out).
 CHECKPOINT = "checkpoint.pt"  # what --resume needs
@@ -51,7 +51,7 @@ class LoopConfig:
     max_steps: int | None = None  # stop cleanly after this many steps (the schedule still spans all epochs)
     average_last: int = 0  # average the weights of the last N epochs into the final model
     precision: str = "auto"  # "auto" (bf16 autocast on CUDA, fp32 on a CPU) | "bf16" | "fp32"
-    snapshots: int = 0  # keep this many snapshots, step 0 to the end, in out/snapshots/ (training/snapshots.py)
+    snapshots: int = 0  # keep this many snapshots, step 0 to the end, in out/snapshots/ (training/engine/snapshots.py)
 
 
 class NonFiniteLoss(RuntimeError):
@@ -66,7 +66,7 @@ class Task(Protocol):
     def evaluate(self, model) -> dict: ...
     def export(self, model, folder: Path) -> None: ...  # save_pretrained + tokenizer
 
-    # optional: snapshot_evaluate(model) -> dict, a cheaper evaluate() for snapshots (training/snapshots.py)
+    # optional: snapshot_evaluate(model) -> dict, a cheaper evaluate() for snapshots (training/engine/snapshots.py)
 
 
 def lr_factor(step: int, total: int, warmup: int, schedule: str) -> float:

@@ -6,9 +6,9 @@ folder, the task's own export (weights, config, tokenizer, preprocessing.json), 
 snapshot.json: the step, the epochs done, the mean training loss of the steps since the previous snapshot and the
 validation scores at that step.
 
-Atomic like the checkpoints (training/checkpoint.py: atomic_folder), and resumable: the schedule depends only on
+Atomic like the checkpoints (training/engine/checkpoint.py: atomic_folder), and resumable: the schedule depends only on
 N and the run's planned steps, so a resumed run continues it; a snapshot taken after the last checkpoint is
-written again, identically, when the resumed run passes its step. Loading one: pipelines/snapshots.py.
+written again, identically, when the resumed run passes its step. Loading one: pipelines/models/snapshots.py.
 """
 
 import json
@@ -17,10 +17,9 @@ from pathlib import Path
 
 import torch
 
+from training.engine.checkpoint import atomic_folder
+from training.engine.device import to_device
 from transformer.hub import SNAPSHOT_INFO, SNAPSHOTS, snapshot_revision
-
-from .checkpoint import atomic_folder
-from .device import to_device
 
 
 def schedule(total: int, n: int) -> list[int]:

@@ -1,7 +1,7 @@
 """Make a model folder loadable by `transformers` with trust_remote_code=True, its weights untouched.
 
 training.publish calls export() on the folder it assembles for the Hub. The folder gets the wrapper classes
-(training/hf_modeling.py, as modeling_attention_demo.py) and the `transformer/` files they import (copied as
+(training/release/hf_modeling.py, as modeling_attention_demo.py) and the `transformer/` files they import (copied as
 they are: their imports are relative already); config.json gets `auto_map`, `model_type` and `architectures`
 (and the classifier's label names); the translator gets a generation_config.json. model.safetensors,
 tokenizer.json and preprocessing.json stay as they were, so the app loads the folder as before.
@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.common import PREPROCESSING
-from transformer.config import CausalLMConfig, Seq2SeqConfig
-from transformer.hub import CONFIG
-
-from .hf_modeling import (
+from training.release.hf_modeling import (
     AttentionDemoForCausalLM,
     AttentionDemoForConditionalGeneration,
     AttentionDemoForSequenceClassification,
 )
+from transformer.config import CausalLMConfig, Seq2SeqConfig
+from transformer.hub import CONFIG
 
-PACKAGE = Path(__file__).resolve().parents[1] / "transformer"
+PACKAGE = Path(__file__).resolve().parents[2] / "transformer"
 WRAPPER = Path(__file__).resolve().with_name("hf_modeling.py")
 MODELING = "modeling_attention_demo.py"  # the name the wrapper takes in the folder
 GENERATION_CONFIG = "generation_config.json"

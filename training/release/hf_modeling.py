@@ -1,6 +1,6 @@
 """Our models as `transformers` models, for `trust_remote_code=True`.
 
-training/hf_export.py copies this file into a published model folder as modeling_attention_demo.py, beside the
+training/release/hf_export.py copies this file into a published model folder as modeling_attention_demo.py, beside the
 `transformer/` files it imports (with `from transformer.x import` rewritten to `from .x import`), and points
 config.json's `auto_map` here. The folder then loads with `pip install transformers torch` and nothing of
 this project:

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, SpaceCard, SpaceCardData
 
-from pipelines.snapshots import starting_point
+from pipelines.models.snapshots import starting_point
+from training.release.space import is_bundled
 from transformer.hub import HUB_KWARGS
-
-from .space import is_bundled
 
 FIGURE = "attention.png"
 
@@ -30,7 +29,7 @@ class TaskInfo:
     intended: list[str]
     not_for: list[str]
     example: str  # after `pipe = <pipeline_class>.from_pretrained(repo)`
-    auto_model: str  # the transformers Auto class that loads the repo (training/hf_export.py)
+    auto_model: str  # the transformers Auto class that loads the repo (training/release/hf_export.py)
     transformers_example: str  # after `tokenizer = ...` and `model = <auto_model>.from_pretrained(...)`
     transformers_note: str
     not_for_fine_tuned: list[str] | None = None  # in place of not_for for a model fine-tuned from public weights
@@ -240,7 +239,7 @@ def model_card(
 
 def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None, started: str = "") -> str:
     """The training snapshots section: one branch each, with its step, loss and validation score; `started`: what
-    its step 0 is (pipelines.snapshots.starting_point), "" for a model trained from random weights."""
+    its step 0 is (pipelines.models.snapshots.starting_point), "" for a model trained from random weights."""
     if not snapshots:
         return ""
     start = started or "the untrained start"

@@ -14,11 +14,10 @@ from tokenizers import Regex, Tokenizer, normalizers
 
 from pipelines.common import TOKENIZER
 from pipelines.text import HTML_BREAK
+from training.cli import MINILM_SHA256
 from transformer import CheckpointError
 from transformer.bert import file_sha256
 from transformer.hub import WEIGHTS, looks_like_repo_id, resolve_checkpoint
-
-from .cli import MINILM_SHA256
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ MINILM_FP16 = Source(
     **{
         **asdict(MINILM),
         "sha256": "e0d20df3bf952fe167a1d822e435f1d8d7a63f13e1f8c33cc3881ae1d707dfb0",
-        "derived": "every float tensor rounded to fp16 (training.bert_init.write_fp16_copy)",
+        "derived": "every float tensor rounded to fp16 (training.tasks.bert_init.write_fp16_copy)",
     }
 )
 KNOWN = {s.sha256: s for s in (MINILM, MINILM_FP16)}
@@ -102,7 +101,7 @@ def write_fp16_copy(src: Path, dst: Path) -> str:
 
     from safetensors.torch import load_file, save_file
 
-    from .ship import STORAGES
+    from training.ship import STORAGES
 
     dst.mkdir(parents=True, exist_ok=True)
     for name in ("config.json", TOKENIZER, "vocab.txt"):

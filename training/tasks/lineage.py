@@ -17,8 +17,8 @@ import json
 import shlex
 from pathlib import Path
 
-from .data import DataError
-from .loop import start_record
+from training.engine.data import DataError
+from training.engine.loop import start_record
 
 SST2_VAL_SIZE = {"sentences": 1000, "phrases": 2000}  # --sst2-val-size when not given
 
@@ -34,7 +34,7 @@ def held_out_rows(args) -> dict:
     """What decides the rows a sentiment or pre-training run holds out: {"seed", "imdb_val_size", "sst2", "limit"},
     sst2 None when the run reads no SST-2; limit (--limit) only where the task cuts the data before holding rows out
     (sentiment; pre-training cuts after: applies_limit)."""
-    from .cli import task_class
+    from training.cli import task_class
 
     cuts_first = getattr(args, "limit", None) and not getattr(task_class(args.task), "applies_limit", False)
     return {
@@ -48,7 +48,7 @@ def held_out_rows(args) -> dict:
 def recorded_args(command: str | None):
     """The arguments of a recorded `python -m training TASK ...` command, parsed as it ran; None if it is not one
     (or no longer parses)."""
-    from .cli import build_parser
+    from training.cli import build_parser
 
     try:
         words = shlex.split(command or "")

@@ -18,14 +18,13 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
 
+from pipelines.attention.head_roles import induction_scores
 from pipelines.batching import pad
 from pipelines.common import save_folder
-from pipelines.head_roles import induction_scores
-from pipelines.tokenizers_io import BOS, EOS, PAD, train_bpe
+from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
+from training.engine.batching import bucketed_batches
+from training.engine.data import DataError, load_splits
 from transformer import CausalLM, CausalLMConfig
-
-from .batching import bucketed_batches
-from .data import DataError, load_splits
 
 CORPUS = "corpus"  # in --out: tokenizer.json, train.npy and val.npy (uint16 ids, pieces separated by offsets)
 

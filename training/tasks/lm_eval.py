@@ -33,7 +33,7 @@ def load_lm(name: str):
     from transformer import CausalLM
 
     if str(name).endswith(".gguf"):
-        from pipelines.gguf import load_gguf
+        from pipelines.models.gguf import load_gguf
 
         model, tok, _ = load_gguf(name)
         return model, tok, 0  # SmolLM2's <|endoftext|>, which separates its training documents

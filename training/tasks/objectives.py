@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pipelines.tokenizers_io import PAD, UNK
+from pipelines.models.tokenizers_io import PAD, UNK
 from transformer import TransformerClassifier
 from transformer.masks import padding_mask
 

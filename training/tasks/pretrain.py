@@ -1,5 +1,5 @@
 """Pre-training of the sentiment encoder on unlabelled text: BERT's masked-language model, or ELECTRA's
-replaced-token detection (`--objective`, training/objectives.py).
+replaced-token detection (`--objective`, training/tasks/objectives.py).
 
 `python -m training pretrain --data-dir ../shared/data/imdb --sst2-dir ../shared/data/sst2 --out runs/pretrain`
 reads IMDB's unlabelled and training reviews (minus the reviews the sentiment task holds out for validation)
@@ -17,16 +17,15 @@ from torch import nn
 
 from pipelines.batching import pad
 from pipelines.common import save_folder
+from pipelines.models.tokenizers_io import PAD, train_bpe
 from pipelines.text import clean_text
-from pipelines.tokenizers_io import PAD, train_bpe
+from training.engine.batching import bucketed_batches
+from training.engine.device import model_device
+from training.tasks.layer_options import encoder_config
+from training.tasks.lineage import check_runs_behind, sst2_holdout
+from training.tasks.objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
+from training.tasks.sentiment import LABELS, held_out_split
 from transformer import TransformerClassifier
-
-from .batching import bucketed_batches
-from .device import model_device
-from .layer_options import encoder_config
-from .lineage import check_runs_behind, sst2_holdout
-from .objectives import MASK, N_SPECIAL, OBJECTIVES, MaskedLM, mask_tokens
-from .sentiment import LABELS, held_out_split
 
 __all__ = ["MASK", "N_SPECIAL", "MaskedLM", "PretrainTask", "chunks", "mask_tokens", "pretraining_texts"]
 

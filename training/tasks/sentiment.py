@@ -4,7 +4,7 @@ One TransformerClassifier reads both. Each data set keeps a validation part held
 split; the validation score is the mean of the per-data-set accuracies, so the short SST-2 phrases
 (67k of them) do not drown the 22.5k reviews. `--init-from` starts from a pre-trained encoder
 (`python -m training pretrain`), whose tokenizer is then reused; `--init-from-bert` from public BERT-architecture
-weights (training/bert_init.py), with their WordPiece tokenizer. `--pseudo-labels` adds unlabelled texts with a
+weights (training/tasks/bert_init.py), with their WordPiece tokenizer. `--pseudo-labels` adds unlabelled texts with a
 teacher's probabilities as soft targets (`python -m training.pseudolabel`: self-training).
 """
 
@@ -19,17 +19,16 @@ from tokenizers import Tokenizer
 
 from pipelines.batching import pad, sorted_batches
 from pipelines.common import TOKENIZER, save_folder
+from pipelines.models.tokenizers_io import PAD, special_ids, train_bpe
 from pipelines.text import clean_text, head_tail
-from pipelines.tokenizers_io import PAD, special_ids, train_bpe
+from training.engine.batching import bucketed_batches
+from training.engine.data import DataError
+from training.engine.device import model_device
+from training.tasks.crops import review_crops
+from training.tasks.layer_options import encoder_config
+from training.tasks.lineage import check_runs_behind, run_record, sst2_holdout
 from transformer import ClassifierConfig, TransformerClassifier
 from transformer.bert import file_sha256
-
-from .batching import bucketed_batches
-from .crops import review_crops
-from .data import DataError
-from .device import model_device
-from .layer_options import encoder_config
-from .lineage import check_runs_behind, run_record, sst2_holdout
 
 LABELS = ["negative", "positive"]
 # A snapshot (--snapshots) is scored on this many validation texts of each data set: a fixed random sample (the
@@ -111,7 +110,7 @@ def labelled_sets(splits: dict, args) -> dict[str, dict[str, tuple[list[str], li
 
 def read_pseudo_labels(path: str, limit: int | None = None) -> tuple[list[str], list[float]]:
     """(texts, P(positive)) from the JSON lines `python -m training.pseudolabel` writes."""
-    from .data import load_table
+    from training.engine.data import load_table
 
     rows = load_table(path, ("text", "p_positive"))[:limit]
     return list(rows["text"]), [float(p) for p in rows["p_positive"]]
@@ -130,7 +129,7 @@ class SentimentTask:
         t0 = time.time()
         self.provenance, self.epoch_offset = {}, 0
         if getattr(args, "init_from_bert", None):
-            from . import bert_init
+            from training.tasks import bert_init
 
             self.bert_folder = bert_init.resolve_source(args.init_from_bert)
             self.provenance = bert_init.provenance(self.bert_folder, args.bert_sha256 or None, args.init_from_bert)
@@ -167,7 +166,8 @@ class SentimentTask:
         self.lengths = [len(s) for s in self.train_ids]
 
     def add_review_crops(self) -> None:
-        """--review-crops N: N short crops of each IMDB training review join the training rows (training/crops.py)."""
+        """--review-crops N: N short crops of each IMDB training review join the training rows
+        (training/tasks/crops.py)."""
         n = getattr(self.args, "review_crops", 0)
         if not n or "imdb" not in self.sets:
             return
@@ -266,7 +266,7 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
 
     The folder must cut long reviews as this run does (the same --head; --max-len may change within its positions,
     to read more of a review than it was trained on); the rows every run behind it held out are checked by
-    training.lineage."""
+    training.tasks.lineage."""
     prep = json.loads((folder / "preprocessing.json").read_text())
     if prep.get("head") != args.head:
         raise DataError(f"{folder} reads --head {prep.get('head')}; this run was asked for --head {args.head}")
@@ -284,7 +284,7 @@ def continued_provenance(folder: Path, args) -> tuple[dict, int]:
         "folder": str(folder),
         "max_len": prep.get("max_len"),
         "command": metrics.get("command"),
-        **({"held_out": metrics["held_out"]} if metrics.get("held_out") else {}),  # read by training.lineage
+        **({"held_out": metrics["held_out"]} if metrics.get("held_out") else {}),  # read by training.tasks.lineage
         "train_seconds": metrics.get("train_seconds"),
         "sha256": {w.name: file_sha256(w) for w in sorted(folder.glob("*.safetensors"))},
         "data_orders": data_orders,

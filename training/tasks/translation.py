@@ -9,14 +9,13 @@ import torch.nn.functional as F
 
 from pipelines.batching import pad, sorted_batches
 from pipelines.common import save_folder
+from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
 from pipelines.text import clean_text
-from pipelines.tokenizers_io import BOS, EOS, PAD, train_bpe
 from pipelines.translation import TranslationPipeline
+from training.engine.batching import bucketed_batches
+from training.engine.device import model_device
+from training.tasks.layer_options import layer_options
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
-
-from .batching import bucketed_batches
-from .device import model_device
-from .layer_options import layer_options
 
 
 def corpus_scores(hyps: list[str], refs: list[str]) -> dict:

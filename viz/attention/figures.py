@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from pipelines import attention_views as av
+from pipelines.attention import attention_views as av
 
 COLORSCALE = "Blues"
 FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)
@@ -80,8 +80,9 @@ SCALE_STEPS = 250  # colour positions of a non-linear scale travel as 0..250: on
 
 def colors(weights: np.ndarray, scale: av.ColorScale, hover: str) -> tuple[dict, dict]:
     """(trace keywords: z, zmin, zmax, hovertemplate and, for a non-linear scale, customdata; its colour bar).
-    Linear: z holds the weights in thousandths. Otherwise (pipelines.attention_views) z holds each cell's colour
-    position and customdata its weight in thousandths, for the hover. One call for several maps shares a scale."""
+    Linear: z holds the weights in thousandths. Otherwise (pipelines.attention.attention_views) z holds each cell's
+    colour position and customdata its weight in thousandths, for the hover. One call for several maps shares a
+    scale."""
     weights = as_float32(weights)
     if scale.linear:
         top = _top(weights)
@@ -223,9 +224,9 @@ def blanked(z, blank: np.ndarray) -> list[list]:
 
 
 def pool_blocks(weights: np.ndarray, labels_q: list[str], labels_k: list[str], max_cells: int):
-    """Shrink (H, Tq, Tk) maps to at most max_cells per side by token blocks (pipelines.attention_views.pool_blocks)
-    for small multiples of long inputs. Returns (weights, row labels, column labels); the labels name each block's
-    first token."""
+    """Shrink (H, Tq, Tk) maps to at most max_cells per side by token blocks
+    (pipelines.attention.attention_views.pool_blocks) for small multiples of long inputs. Returns (weights, row labels,
+    column labels); the labels name each block's first token."""
     pooled, starts_q, starts_k = av.pool_blocks(weights, max_cells)
     if pooled.shape[-2:] == weights.shape[-2:]:
         return weights, labels_q, labels_k

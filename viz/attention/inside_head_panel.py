@@ -1,5 +1,5 @@
 """The "Inside one head" accordion of a tab: closed until asked for (nothing is sent before), then one model run
-records every head (pipelines.inside_head), kept in a session state; the chosen token (token focus's), layer,
+records every head (pipelines.attention.inside_head), kept in a session state; the chosen token (token focus's), layer,
 head, kind of attention and decoding step redraw from that state without running the model again."""
 
 import html

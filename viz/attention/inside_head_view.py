@@ -2,7 +2,7 @@
 head's numbers, the query and the top keys as small coloured vectors, the top keys' arithmetic written out, the
 weighted sum; and the layer's heads assembled (each head's projected output for that query, as a bar of norms).
 
-The numbers come from pipelines.inside_head (an AttentionInternals recorded in the run that makes the maps);
+The numbers come from pipelines.attention.inside_head (an AttentionInternals recorded in the run that makes the maps);
 this module only writes HTML and draws. Tokens are escaped: nothing typed is rendered as HTML."""
 
 import html
@@ -10,7 +10,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from pipelines.inside_head import AttentionInternals, HeadInternals
+from pipelines.attention.inside_head import AttentionInternals, HeadInternals
 
 from .figures import _layout
 

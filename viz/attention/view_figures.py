@@ -1,12 +1,12 @@
 """Figures of the model view (every layer x head as thumbnails on one colour scale) and of token focus (one
 token in every head of a layer: where it looks, what looks at it). The numbers come from
-pipelines.attention_views; this module only draws."""
+pipelines.attention.attention_views; this module only draws."""
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from pipelines import attention_views as av
+from pipelines.attention import attention_views as av
 
 from .figures import COLORSCALE, HIGHLIGHT, MARGIN_TOP, _hover, _layout, _ticks, colors
 

@@ -2,8 +2,8 @@
 its colour scale, hidden tokens, cut marker and focused token; the small multiples of a layer; token focus; the
 model view.
 
-Every map and token comes from one source, a result's AttentionMaps (pipelines.attention_maps), whichever model
-made it (ours or a `transformers` one); `kinds_of` turns it into KindMaps, one per kind. Tokens are named
+Every map and token comes from one source, a result's AttentionMaps (pipelines.attention.attention_maps), whichever
+model made it (ours or a `transformers` one); `kinds_of` turns it into KindMaps, one per kind. Tokens are named
 "side:position" with side "src" (the input: the review, the German sentence) or "tgt" (the English output): the
 token produced at step position. A row or column of a map is that token, or none (the decoder's start token).
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines import attention_views as av
-from pipelines.attention_maps import AttentionMaps
+from pipelines.attention import attention_views as av
+from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.kinds import KINDS, SIDE_NAMES, SIDES
 
 from .. import explain
@@ -98,7 +98,7 @@ class Shown:
 
 def layer_maps(km: KindMaps, layer: int, scale=None) -> np.ndarray:
     """(H, Tq, Tk) float32: the layer's weights, or, for the norm scale, each row's shares of ||w_ij v_j W_O^h||
-    (pipelines.attention_views.norm_shares)."""
+    (pipelines.attention.attention_views.norm_shares)."""
     maps = figures.as_float32(km.maps[layer])
     if av.color_scale(scale).weighs_values and km.carried is not None:
         maps = av.norm_shares(maps, km.carried[layer])

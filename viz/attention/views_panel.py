@@ -11,7 +11,7 @@ from functools import partial, wraps
 
 import gradio as gr
 
-from pipelines import attention_views as av
+from pipelines.attention import attention_views as av
 from pipelines.kinds import KINDS
 from pipelines.tasks import TASKS
 

@@ -7,7 +7,7 @@ import logging
 
 import gradio as gr
 
-from pipelines.attention_maps import AttentionMaps
+from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.compare import compare_classifiers
 
 from .. import explain

@@ -1,7 +1,7 @@
 """Drawing signed attributions: words shaded on a diverging scale with a legend, the faithfulness numbers
 beside them, and the deletion curve. Everything typed by the user goes through html.escape.
 
-Subword pieces are merged into words (pipelines.words: pieces with nothing between them that join letters,
+Subword pieces are merged into words (pipelines.explanations.words: pieces with nothing between them that join letters,
 digits or apostrophes); a word's score is the sum of its pieces' scores, since attributions add up.
 """
 
@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from pipelines.explanations import is_signed, label
-from pipelines.words import word_scores
+from pipelines.explanations.words import word_scores
 
 from ..attention.figures import FONT
 from ..explain import _gap, display_token

@@ -22,7 +22,7 @@ from ..numbers import decimals_for, largest, number, points
 from ..tasks import TASKS
 
 log = logging.getLogger(__name__)
-AGREEMENT = "cross"  # the kind whose heads are ranked against the explanation (pipelines.heads)
+AGREEMENT = "cross"  # the kind whose heads are ranked against the explanation (pipelines.attention.heads)
 SHARES = ("previous", "itself", "end", "punctuation", "agreement", "sink", "duplicate", "induction")
 COLUMNS = {  # row key -> table header
     "kind": "attention",
@@ -36,7 +36,7 @@ COLUMNS = {  # row key -> table header
     "end": "on end",
     "punctuation": "on punctuation",
     "agreement": "agreement",
-    "sink": "sink",  # a language model's roles (pipelines.head_roles)
+    "sink": "sink",  # a language model's roles (pipelines.attention.head_roles)
     "duplicate": "on duplicates",
     "induction": "induction",
 }
@@ -118,7 +118,7 @@ class HeadTable:
     """The head table as the page shows it: column headers and, for each head, its cells' text and colour (CSS).
     The page gets it as HTML (html()), not as a gr.Dataframe: gradio's page copies the value of every component an
     event has ever updated at the start and end of each later event, and a coloured Dataframe of 72 rows made that
-    copy 20-50 ms, several times per click (benchmarks/RESULTS.md, "Tenth session"). Its headers sort it in the
+    copy 20-50 ms, several times per click (benchmarks/RESULTS.md, "Click to drawn heatmap"). Its headers sort it in the
     browser (SORT_JS)."""
 
     columns: list[str]

@@ -104,8 +104,8 @@ def entry_name(source: str) -> str:
 def entry(source: str, pipe=None):
     """The registry entry of a model: its name, the note its metrics.json records (what it is, what its heads
     do, measured) and what its training started from."""
-    from pipelines.model_registry import ModelEntry
-    from pipelines.snapshots import starting_point
+    from pipelines.models.model_registry import ModelEntry
+    from pipelines.models.snapshots import starting_point
 
     metrics = getattr(pipe, "metrics", None) or folder_metrics(source)
     name = display_name(pipe, source) if pipe is not None else entry_name(source)
@@ -117,7 +117,7 @@ def task_registry(task: str, default, wrap, compare=None, sources: list[str] = (
     (`compare`), then `sources`, loaded on first use, and the training snapshots of each. wrap: the server's
     stand-in for each pipeline as it loads. name(source, pipe or None): what the choice calls a model (display_name
     by default)."""
-    from pipelines.model_registry import ModelRegistry
+    from pipelines.models.model_registry import ModelRegistry
     from pipelines.tasks import TASKS
 
     name = name or (lambda source, pipe: display_name(pipe, source) if pipe is not None else entry_name(source))
@@ -201,7 +201,7 @@ def smollm2_source() -> str | None:
     """The instruct model: $LM_MODEL (a folder, repo id or .gguf path), else the installed GGUF (None: neither)."""
     if os.environ.get("LM_MODEL", "").strip():
         return model_source("LM_MODEL")
-    from pipelines.gguf import installed_smollm2
+    from pipelines.models.gguf import installed_smollm2
 
     path = installed_smollm2()
     return None if path is None else str(path)

@@ -1,4 +1,4 @@
-"""The model choice of a tab (`elem_id` "<task>-model"): which of the tab's models (a pipelines.model_registry
+"""The model choice of a tab (`elem_id` "<task>-model"): which of the tab's models (a pipelines.models.model_registry
 ModelRegistry) the run and every panel use. Shown when the registry has more than one model; choosing another
 model runs the review in the box again (viz/training_step.wire, which also resets the training-step slider), so the
 same review is read by each model in turn."""

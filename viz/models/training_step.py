@@ -1,5 +1,5 @@
 """The training-step slider of a tab (`elem_id` "<task>-training-step"): when the tab's model has training
-snapshots (entries "<model>@step-<N>" of the tab's pipelines.model_registry ModelRegistry), which of them the run
+snapshots (entries "<model>@step-<N>" of the tab's pipelines.models.model_registry ModelRegistry), which of them the run
 and every panel use, with that step's validation score beside it. The slider's right end is the trained model
 itself. Moving it reads the input in the box again with that snapshot, as a click on the tab's button would, so
 the label or translation, the heatmaps and the head table all follow; the API keeps the default model. Hidden for

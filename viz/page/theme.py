@@ -154,7 +154,7 @@ def skip_off_screen(demo: gr.Blocks, keep: Iterable[str]) -> None:
     """Call once every plot of `demo` is laid out: each plot but those whose elem_id is in `keep` (a tab's first
     heatmap) gets the class OFF_SCREEN, whose layout and paint the browser skips while it is off screen. Plotly
     still draws it when its figure comes; the frame that shows a click's first heatmap no longer also lays out
-    and paints the dozen plots nobody sees yet (benchmarks/RESULTS.md, "Thirteenth session")."""
+    and paints the dozen plots nobody sees yet (benchmarks/RESULTS.md, "Click to drawn heatmap")."""
     keep = set(keep)
     for block in demo.blocks.values():
         if isinstance(block, gr.Plot) and block.elem_id not in keep:

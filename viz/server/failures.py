@@ -8,8 +8,8 @@ import errno
 import logging
 
 from pipelines.common import NonFiniteOutput
-from pipelines.microbatch import TooManyRequests
-from pipelines.processes import ModelProcessDied
+from pipelines.hosting.microbatch import TooManyRequests
+from pipelines.hosting.processes import ModelProcessDied
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import gradio as gr
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
 
-from pipelines import serving
-from pipelines.serving import calling_client
+from pipelines.hosting import serving
+from pipelines.hosting.serving import calling_client
 
 from ..page import head as page
 from ..page import theme
@@ -22,7 +22,7 @@ MAX_BATCH = 8  # model calls run together at most (16 was no faster under load a
 # second thread sped one translation up by 4% and one review by 5%, while the two models in parallel use both
 # cores (benchmarks/load.py; benchmarks/RESULTS.md "Hosting").
 PARALLEL_MODELS = 2
-# Translation runs in a process of its own (pipelines.processes): beam search gives the GIL up and takes it back
+# Translation runs in a process of its own (pipelines.hosting.processes): beam search gives the GIL up and takes it back
 # thousands of times a batch, and in the server's process it waited for it more than it computed (sentence p95
 # under 32 clients: 2.5 s in the server's process, 1.1-1.4 s in its own; benchmarks/RESULTS.md "Hosting").
 OWN_PROCESS = ("translation",)
@@ -55,7 +55,7 @@ class RefuseUploads:
 
 def launch_options(demo) -> dict:
     """Keyword arguments for demo.launch() of a demo built by app.build_demo: results of at most demo.sessions
-    sessions are kept (pipelines.budget.sessions, from the size of its models), so memory stays flat."""
+    sessions are kept (pipelines.hosting.budget.sessions, from the size of its models), so memory stays flat."""
     return dict(
         css=page.CSS + theme.CSS,
         theme=page.theme(),
@@ -77,7 +77,7 @@ def client_key(request: gr.Request | None):
 
 
 def _request_client():
-    """client_key of the gradio request this thread is serving (pipelines.serving.client_source)."""
+    """client_key of the gradio request this thread is serving (pipelines.hosting.serving.client_source)."""
     from gradio.context import LocalContext
 
     return client_key(LocalContext.request.get(None))
@@ -87,7 +87,7 @@ serving.client_source = _request_client  # model calls of every event are queued
 
 
 def run_as(request: gr.Request | None, handler, *args):
-    """handler(*args) with its model calls queued as this request's client's (see pipelines.serving)."""
+    """handler(*args) with its model calls queued as this request's client's (see pipelines.hosting.serving)."""
     with calling_client(client_key(request)):
         return handler(*args)
 
@@ -105,8 +105,8 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
 # A tab's button shows no gradio progress: with it (even show_progress="minimal"), every output of the event went
 # "pending" and gradio's page redrew and timed each one while the model ran, on the cores that run the model and
 # draw the heatmap. Without it, a one-sentence review's click to drawn heatmap took 395 ms on average instead of
-# 459 (24 clicks each, alternating blocks; a small gain on this noisy machine: benchmarks/RESULTS.md, "Eleventh
-# session"). Instead the output the new result replaces (the prediction, the translation) is marked aria-busy from
+# 459 (24 clicks each, alternating blocks; a small gain on this noisy machine: benchmarks/RESULTS.md, "Click to
+# drawn heatmap"). Instead the output the new result replaces (the prediction, the translation) is marked aria-busy from
 # the click, and dimmed by viz.page.head.CSS, until after_paint's steps clear it.
 _MARK_BUSY_JS = """(...inputs) => {
   document.getElementById(%s)?.setAttribute('aria-busy', 'true');
@@ -149,7 +149,7 @@ def after_paint(event, busy: gr.components.Component):
 # is never a target here). A page load and one review with its follow-up work (small multiples, explanation, head
 # table, inside one head) made 25 such components, each handed its status several times per click; with one target
 # per event, 6. A one-sentence click to drawn heatmap took 52 ms less at the median (36 clicks each, alternating
-# blocks; benchmarks/RESULTS.md, "Twelfth session").
+# blocks; benchmarks/RESULTS.md, "Click to drawn heatmap").
 def progress_on_one_component(demo: gr.Blocks) -> None:
     """Call once every event of `demo` is wired: each event shows gradio's progress on one component at most, the
     one it names with show_progress_on, else its first output that is not a gr.State; one that shows no progress

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from starlette.responses import FileResponse, PlainTextResponse
 
-from pipelines.budget import ModelSize, export_bytes
+from pipelines.hosting.budget import ModelSize, export_bytes
 from pipelines.tasks import SENTIMENT, TRANSLATION
 
 from ..inputs import beam_width, check_text

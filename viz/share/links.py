@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode
 
-from pipelines.attention_views import COLOR_SCALES
+from pipelines.attention.attention_views import COLOR_SCALES
 
 from ..inputs import whole_number
 
@@ -42,7 +42,7 @@ class ViewLink:
     beam: int | None = None  # translation: beam size
     method: str | None = None  # sentiment: how tokens are highlighted / explained
     scale: str | None = (
-        None  # the attention views' colour scale (pipelines.attention_views.COLOR_SCALES), None = linear
+        None  # the attention views' colour scale (pipelines.attention.attention_views.COLOR_SCALES), None = linear
     )
     hide: bool = False  # the attention views without special tokens and punctuation (rows renormalised)
     model: str | None = None  # the model choice's name, None = the tab's default model

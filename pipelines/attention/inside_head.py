@@ -20,10 +20,9 @@ from dataclasses import dataclass
 
 import torch
 
+from pipelines.attention.thread_hooks import this_thread_only
+from pipelines.models.adapter import AttentionParts
 from transformer.masks import causal_mask
-
-from .adapter import AttentionParts
-from .thread_hooks import this_thread_only
 
 
 @dataclass
@@ -184,7 +183,7 @@ def record(adapter, forward: Callable[[], object]) -> AttentionInternals:
 
 def sentiment_internals(pipe, text: str) -> AttentionInternals:
     """Every head of the classifier on one review, from the run SentimentPipeline.__call__ makes."""
-    from .batching import pad
+    from pipelines.batching import pad
 
     ids, _, _ = pipe.encode(text)
     if not ids:
@@ -197,7 +196,7 @@ def sentiment_internals(pipe, text: str) -> AttentionInternals:
 def translation_internals(pipe, text: str, target_ids: list[int]) -> AttentionInternals:
     """Every head of the translator on one sentence and its output ids (TranslationResult.target_ids),
     teacher-forced as TranslationPipeline.__call__ runs it for the maps."""
-    from .batching import pad
+    from pipelines.batching import pad
 
     ids, _, _ = pipe.encode_source([text])
     if len(ids[0]) <= 1:

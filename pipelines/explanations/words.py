@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .common import TokenSpan
+from pipelines.common import TokenSpan
 
 
 def _joins(prev: TokenSpan, tok: TokenSpan) -> bool:

@@ -8,7 +8,7 @@ returns one number per leading index. Only `induction_scores` runs a model, to m
 import numpy as np
 import torch
 
-from .head_stats import diagonal_share
+from pipelines.attention.head_stats import diagonal_share
 
 
 def _float(attn) -> np.ndarray:

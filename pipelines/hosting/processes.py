@@ -7,7 +7,7 @@ for nothing. The child holds a copy of the pipeline; `ModelProcess.call(method, 
 and returns what it returned (or raises what it raised). One call at a time: the caller (the MicroBatcher)
 already runs one batch of a model at a time.
 
-The child is `python -m pipelines.worker`, not multiprocessing's spawn (which would import the app's `__main__`,
+The child is `python -m pipelines.hosting.worker`, not multiprocessing's spawn (which would import the app's `__main__`,
 gradio and all, into it); messages are pickles over a socket pair, tensors as numpy arrays (torch's own pickling of a
 4 MB attention map is five times slower). A child that dies is started again at the next call.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]  # where `pipelines` can be imported from
+ROOT = Path(__file__).resolve().parents[2]  # where `pipelines` can be imported from
 log = logging.getLogger(__name__)
 
 
@@ -141,7 +141,7 @@ class ModelProcess:
         self._conn, child_end = multiprocessing.Pipe()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
         fd = child_end.fileno()
-        argv = [sys.executable, "-m", "pipelines.worker", str(fd), str(self.threads)]
+        argv = [sys.executable, "-m", "pipelines.hosting.worker", str(fd), str(self.threads)]
         self._proc = subprocess.Popen(argv, pass_fds=(fd,), env=env, stdin=subprocess.DEVNULL)
         child_end.close()
         self._conn.send_bytes(dumps(self.pipe))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from .text import HTML_BREAK
+from pipelines.text import HTML_BREAK
 
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>"]  # ids 0, 1, 2, 3 = pad, bos, eos, unk
 PAD, BOS, EOS, UNK = range(4)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from .budget import ModelSize, review_batch
-from .common import declared_background, declared_runs_model
-from .microbatch import MicroBatcher
-from .processes import ModelProcess, remote
+from pipelines.common import declared_background, declared_runs_model
+from pipelines.hosting.budget import ModelSize, review_batch
+from pipelines.hosting.microbatch import MicroBatcher
+from pipelines.hosting.processes import ModelProcess, remote
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)

@@ -78,7 +78,8 @@ def review_batch(size: ModelSize, budget: Budget = BUDGET) -> int:
 
 def head_rows(size: ModelSize, tokens: int, budget: Budget = BUDGET, at_once: int = 1) -> int:
     """Rows of one batched head-effect pass on an input of `tokens` (row n: the input with head n off), with
-    `at_once` such passes running together (pipelines.passes): no head-effect pass keeps its maps (pass_bytes)."""
+    `at_once` such passes running together (pipelines.attention.passes): no head-effect pass keeps its maps
+    (pass_bytes)."""
     return max(1, budget.bytes(budget.heads) // at_once // size.pass_bytes(tokens))
 
 

@@ -1,4 +1,4 @@
-"""The model adapter (pipelines/adapter.py) for Hugging Face `transformers` models: sequence classifiers
+"""The model adapter (pipelines/models/adapter.py) for Hugging Face `transformers` models: sequence classifiers
 (AutoModelForSequenceClassification: BERT, DistilBERT, RoBERTa, ...) and seq2seq translators
 (AutoModelForSeq2SeqLM: Marian, ...), loaded from a model id or a folder.
 
@@ -15,12 +15,11 @@ from pathlib import Path
 
 import torch
 
+from pipelines.attention.thread_hooks import this_thread_only
+from pipelines.common import TokenSpan, serving_device, wrap_spans
+from pipelines.kinds import CROSS, DECODER, ENCODER, SELF
+from pipelines.models.adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
 from transformer.generation import Hypothesis
-
-from .adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
-from .common import TokenSpan, serving_device, wrap_spans
-from .kinds import CROSS, DECODER, ENCODER, SELF
-from .thread_hooks import this_thread_only
 
 TRANSLATION_KINDS = (ENCODER.name, DECODER.name, CROSS.name)  # a seq2seq model's, in its order
 
@@ -360,7 +359,7 @@ class HFSeq2Seq(ModelDevice, DecodingMixin, _HFTokenizing):
         return hyps
 
     def _score(self, src: torch.Tensor, hyps: list[Hypothesis], head_mask: KindMasks | None) -> None:
-        from .batching import pad
+        from pipelines.batching import pad
 
         produced = [h.tokens + ([self.eos_id] if h.finished else []) for h in hyps]
         if not any(produced):

@@ -1,8 +1,9 @@
-"""The child side of pipelines.processes: `python -m pipelines.worker FD THREADS`.
+"""The child side of pipelines.hosting.processes: `python -m pipelines.hosting.worker FD THREADS`.
 
 Reads a pickled pipeline, answers (True, None) once it is loaded, then for each (method, args, kwargs) answers
 (True, result) or (False, error) until its parent closes the connection (a socket it inherited). A callback among
-the arguments (progress) is a stand-in that sends each of its calls to the parent (pipelines.processes.loads_call).
+the arguments (progress) is a stand-in that sends each of its calls to the parent
+(pipelines.hosting.processes.loads_call).
 """
 
 import pickle
@@ -11,8 +12,8 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from pipelines.memory import tame_malloc
-from pipelines.processes import dumps, loads_call, portable_error
+from pipelines.hosting.memory import tame_malloc
+from pipelines.hosting.processes import dumps, loads_call, portable_error
 
 
 def serve(link: Connection) -> None:

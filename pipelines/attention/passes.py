@@ -14,10 +14,10 @@ from typing import TypeVar
 
 import torch
 
-from .microbatch import pause_point
+from pipelines.hosting.microbatch import pause_point
 
 T, R = TypeVar("T"), TypeVar("R")
-MAX_AT_ONCE = 4  # passes at once at most, however many cores: each holds its own activations (pipelines.budget)
+MAX_AT_ONCE = 4  # passes at once at most, however many cores: each holds its own activations (pipelines.hosting.budget)
 
 
 def cores() -> int:
@@ -37,10 +37,10 @@ def at_once(device="cpu", limit: int | None = None) -> int:
 
 def run_passes(fn: Callable[[T], R], items: Sequence[T], passes: int = 1) -> list[R]:
     """[fn(item) for item in items] in that order, `passes` at once (each under torch.no_grad), with a pause point
-    before each (pipelines.microbatch.pause_point)."""
+    before each (pipelines.hosting.microbatch.pause_point)."""
 
     def one(item: T) -> R:
-        pause_point()  # a background call lets the waiting calls of its model run first (pipelines.microbatch)
+        pause_point()  # a background call lets the waiting calls of its model run first (pipelines.hosting.microbatch)
         with torch.no_grad():
             return fn(item)
 

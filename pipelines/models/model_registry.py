@@ -5,7 +5,7 @@ run, the panels, compare, downloads) asks the same registry with the name the ru
 model the user chose. The first entry is the default (what the API serves) and stays loaded; the others load when
 first asked for, and the least recently used is dropped when more than `keep` of them are loaded.
 
-A model with training snapshots (pipelines/snapshots.py) also has an entry for each, "<model>@step-<N>" with the
+A model with training snapshots (pipelines/models/snapshots.py) also has an entry for each, "<model>@step-<N>" with the
 snapshot's revision: the training-step slider chooses among them as the model choice chooses among the models, and
 they load and leave memory the same way (at most `keep` besides the default).
 """
@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .snapshots import Snapshot, list_snapshots
+from pipelines.models.snapshots import Snapshot, list_snapshots
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class ModelRegistry:
 
     def add_snapshots(self, lister: Callable | None = None) -> "ModelRegistry":
         """An entry for each training snapshot of each model (lister(source) -> [Snapshot], by default
-        pipelines.snapshots.list_snapshots); a model whose snapshots cannot be listed (an unreachable Hub repo)
+        pipelines.models.snapshots.list_snapshots); a model whose snapshots cannot be listed (an unreachable Hub repo)
         gets none. Returns self."""
         lister = lister or list_snapshots
         for model in self.names:

@@ -12,11 +12,11 @@ from itertools import groupby
 import numpy as np
 import torch
 
-from .budget import ModelSize, head_rows
-from .common import require_finite
-from .head_stats import agreement as rank_agreement
-from .head_stats import punctuation_keys, stats_rows
-from .passes import at_once, run_passes
+from pipelines.attention.head_stats import agreement as rank_agreement
+from pipelines.attention.head_stats import punctuation_keys, stats_rows
+from pipelines.attention.passes import at_once, run_passes
+from pipelines.common import require_finite
+from pipelines.hosting.budget import ModelSize, head_rows
 
 HeadKey = tuple[str, int, int]
 
@@ -65,7 +65,8 @@ def single_head_off(
 
 def _chunks(adapter, keys: list[HeadKey], tokens: int, by_layer: bool = False, passes: int = 1) -> list[list[HeadKey]]:
     """The heads in batches as large as the memory budget allows for this model and input with `passes` batches
-    running at once (pipelines.budget), as even as that allows; by_layer: a batch holds heads of one (kind, layer)."""
+    running at once (pipelines.hosting.budget), as even as that allows; by_layer: a batch holds heads of one (kind,
+    layer)."""
     size = ModelSize(sum(adapter.head_layers.values()), adapter.n_heads, tokens)
     rows = head_rows(size, tokens, at_once=passes)
     groups = [list(g) for _, g in groupby(keys, key=lambda k: k[:2])] if by_layer else [keys]
@@ -253,7 +254,7 @@ def lm_head_table(pipe, result, induction=None) -> list[dict]:
     earlier occurrences of the same token; induction: on repeated random tokens, from `induction` (L, H), None:
     left out) and its effect: the change of the first generated token's log-probability when that head alone is
     off (at the first step: the prompt alone is read)."""
-    from .head_roles import duplicate_share, sink_share
+    from pipelines.attention.head_roles import duplicate_share, sink_share
 
     if not result.generated_ids:
         raise ValueError("the result generated no token: there is no next token to measure a head's effect on")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .text import is_punctuation
+from pipelines.text import is_punctuation
 
 SPECIAL_TOKENS = frozenset({"<s>", "</s>", "<pad>", "<unk>", "[CLS]", "[SEP]", "[PAD]", "␣", ""})
 

@@ -1,4 +1,4 @@
-"""The snapshots a model has: the same model at a few steps of its training (training/snapshots.py writes them).
+"""The snapshots a model has: the same model at a few steps of its training (training/engine/snapshots.py writes them).
 
 A local model folder keeps them in snapshots/step-<N>/ (each a model folder with snapshot.json: step, epoch,
 training loss, validation scores); a Hub repo keeps them as branches step-<N>, listed in snapshots.json on main

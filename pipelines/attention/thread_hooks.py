@@ -1,10 +1,11 @@
 """Module hooks that act for one thread only.
 
 A hook is registered on a module every thread shares: the server's model runs passes of a head table on several
-threads at once (pipelines.passes), and a waiting call of the same model runs at one of their pause points
-(pipelines.microbatch). A recording (pipelines.inside_head) or heads switched off (pipelines.hf_adapter) for one
-run must not reach the runs of the other threads: measured, a recording raised "ran twice" when a head table's
-pass ran beside it, and heads switched off for one pass would have been off in the others too.
+threads at once (pipelines.attention.passes), and a waiting call of the same model runs at one of their pause points
+(pipelines.hosting.microbatch). A recording (pipelines.attention.inside_head) or heads switched off
+(pipelines.models.hf_adapter) for one run must not reach the runs of the other threads: measured, a recording raised
+"ran twice" when a head table's pass ran beside it, and heads switched off for one pass would have been off in the
+others too.
 """
 
 import functools

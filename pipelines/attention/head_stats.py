@@ -6,7 +6,7 @@ the app share one definition of each statistic.
 
 import numpy as np
 
-from .text import is_punctuation
+from pipelines.text import is_punctuation
 
 STAT_NAMES = ("entropy", "distance", "previous", "itself", "end", "punctuation")
 

@@ -1,12 +1,12 @@
 """The model adapter: the one small interface the pipelines use to reach a model, and its implementation for the
-from-scratch models of transformer/. pipelines/hf_adapter.py implements it for `transformers` models.
+from-scratch models of transformer/. pipelines/models/hf_adapter.py implements it for `transformers` models.
 
 What a pipeline may ask of a model: its device (where every tensor fed to it must be), tokenize with character
 offsets, add the special tokens, embed ids, run forward from embeddings (what attribution differentiates),
 return attention weights by kind, layer and head, switch heads off for one call, and (seq2seq) generate.
 Nothing else of a model's internals.
 
-Head masks come in one form everywhere: {kind: (L, H) or (L, B, H) multipliers}, 0 = head off (pipelines.heads
+Head masks come in one form everywhere: {kind: (L, H) or (L, B, H) multipliers}, 0 = head off (pipelines.attention.heads
 builds them from {(kind, layer, head): multiplier}).
 """
 
@@ -17,13 +17,12 @@ from typing import NamedTuple
 
 import torch
 
+from pipelines.common import TokenSpan, save_folder, spans, wrap_spans
+from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
+from pipelines.models.tokenizers_io import special_ids
 from transformer import CausalLM, HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
 from transformer.generation import Hypothesis, lm_steps, row_limits
 from transformer.masks import padding_mask
-
-from .common import TokenSpan, save_folder, spans, wrap_spans
-from .kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
-from .tokenizers_io import special_ids
 
 KindMasks = dict[str, torch.Tensor]  # kind -> (L, H) or (L, B, H) multipliers on the heads' outputs
 
@@ -34,7 +33,7 @@ def _config_field(name: str) -> property:
 
 
 class AttentionParts(NamedTuple):
-    """The four projections of one attention block (pipelines.inside_head hooks them): out(concat(heads)) with
+    """The four projections of one attention block (pipelines.attention.inside_head hooks them): out(concat(heads)) with
     head h = softmax(q(x) k(y)^T / sqrt(hs)) v(y) on its own hs-wide slice of q, k and v."""
 
     q: torch.nn.Linear
