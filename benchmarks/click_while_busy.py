@@ -22,8 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from benchmarks import browser  # noqa: E402
 from benchmarks.app_latency import wait_quiet  # noqa: E402
+from tests import browser  # noqa: E402
 from viz.examples import BENCH_REVIEW  # noqa: E402
 
 SENTENCES = [

@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from training.engine.data import seeded_sample  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 
 DEFAULTS = {
@@ -38,16 +40,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def sample(path: str, columns: tuple[str, ...], n: int, seed: int) -> dict[str, list]:
-    """A seeded sample of n rows of a test file, as lists per column."""
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(path, columns=list(columns))
-    rows = np.random.default_rng(seed).permutation(table.num_rows)[: min(n, table.num_rows)]
-    return {c: [table.column(c)[int(i)].as_py() for i in rows] for c in columns}
-
-
 def model_and_sample(args) -> tuple[str, dict[str, list]]:
     """What a run over --task reads (here and in heads_through_training.py): the model (--model, or the bundled
     one) and the seeded sample of --data (or the test split); sets --threads first."""
@@ -57,7 +49,7 @@ def model_and_sample(args) -> tuple[str, dict[str, list]]:
         torch.set_num_threads(args.threads)
     default_model, data_path, columns = DEFAULTS[args.task]
     model = args.model or str(ROOT / default_model)
-    return model, sample(args.data or str(ROOT / data_path), columns, args.n, args.seed)
+    return model, seeded_sample(args.data or str(ROOT / data_path), columns, args.n, args.seed)
 
 
 def k_values(n_heads: int) -> list[int]:

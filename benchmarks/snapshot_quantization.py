@@ -20,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from benchmarks.heads import sample  # noqa: E402
+from training.engine.data import seeded_sample as sample  # noqa: E402
 
 DATA = {  # the validation split each task reads, and its input column
     "sentiment": ("../shared/data/sst2/validation.parquet", "sentence"),

@@ -58,7 +58,8 @@ def translation(translation_dir):
 @pytest.fixture(scope="module")
 def app_url(sentiment_dir, translation_dir):
     """The app on the tiny models, served on a free port, for the browser tests."""
-    from benchmarks import browser
+    import browser
+
     from pipelines import SentimentPipeline, TranslationPipeline
 
     sentiment = SentimentPipeline.from_pretrained(str(sentiment_dir))
@@ -69,7 +70,7 @@ def app_url(sentiment_dir, translation_dir):
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     """One headless chromium page per test module."""
-    from benchmarks import browser
+    import browser
 
     with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
         yield page

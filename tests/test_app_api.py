@@ -1,9 +1,9 @@
 """The app's public API, served on the tiny models and called with gradio_client as a user would."""
 
 import pytest
+from browser import serve
 from gradio_client import Client
 
-from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
 
 

@@ -4,9 +4,9 @@ Times from click to drawn heatmap are measured and reported (record_property, an
 never asserted: the CPU here is shared.
 """
 
+import browser
 import pytest
 
-from benchmarks import browser
 from viz.examples import BENCH_GERMAN, LONG_REVIEW, REVIEW_LABELS, REVIEWS
 
 pytestmark = [

@@ -1,9 +1,8 @@
 """The heads panel in a real headless chromium, on the tiny models: head table and grid after a run, a click
 on a grid cell opens that head's map, the table sorts by a column, and heads are switched off."""
 
+import browser
 import pytest
-
-from benchmarks import browser
 
 pytestmark = [
     pytest.mark.browser,

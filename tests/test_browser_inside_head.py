@@ -3,11 +3,11 @@ accordion is opened; then the softmax weights the view prints equal the large he
 picked by a click, and follow the next click and the head; the norm colour scale changes the large map; on a
 phone (390x844) the view fits the screen."""
 
+import browser
 import gradio as gr
 import numpy as np
 import pytest
 
-from benchmarks import browser
 from viz.attention import inside_head_panel
 from viz.examples import BENCH_GERMAN
 from viz.server import hosting

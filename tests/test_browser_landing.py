@@ -3,9 +3,9 @@ example, run as a click runs it, instead of a page of empty plots; a link's own 
 
 from urllib.parse import urlencode
 
+import browser
 import pytest
 
-from benchmarks import browser
 from viz.examples import LANDING
 
 pytestmark = [

@@ -1,9 +1,9 @@
 """The Next word tab in a real headless chromium, on the tiny models: an example generated, the continuation and
 the causal heatmap drawn, the step slider moved."""
 
+import browser
 import pytest
 
-from benchmarks import browser
 from viz.examples import LM_EXAMPLES
 
 pytestmark = [

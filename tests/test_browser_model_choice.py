@@ -4,11 +4,11 @@ compare-models panel puts both side by side."""
 
 import json
 
+import browser
 import pytest
 import torch
 from tiny_models import make_sentiment_dir
 
-from benchmarks import browser
 from pipelines.models.tokenizers_io import PAD
 from transformer import ClassifierConfig, TransformerClassifier
 

@@ -3,9 +3,8 @@ is drawn in the body's font, Analyse leaves the second review alone (issue 25, i
 below the first heatmap are drawn only near the screen.
 Times are printed, never asserted: the CPU here is shared."""
 
+import browser
 import pytest
-
-from benchmarks import browser
 
 pytestmark = [
     pytest.mark.browser,

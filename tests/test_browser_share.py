@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from urllib.parse import urlencode
 
+import browser
 import pytest
 from gradio_client import Client
 
-from benchmarks import browser
 from viz.examples import contrast_pairs
 
 pytestmark = [

@@ -7,10 +7,10 @@ import json
 import shutil
 from pathlib import Path
 
+import browser
 import pytest
 from tiny_models import add_snapshots
 
-from benchmarks import browser
 from transformer import Seq2SeqTransformer
 
 pytestmark = [

@@ -3,9 +3,8 @@
 chromium: the BERT model's heads are drawn (the large head, the head table), the two models are compared on one
 review, and the Marian model translates in its own process, its cross-attention drawn."""
 
+import browser
 import pytest
-
-from benchmarks import browser
 
 pytestmark = [
     pytest.mark.browser,

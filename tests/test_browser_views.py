@@ -4,12 +4,12 @@ them, and a phone-sized dark page where no two plots draw over each other."""
 
 import json
 
+import browser
 import numpy as np
 import pytest
 import torch
 from tiny_models import make_sentiment_dir
 
-from benchmarks import browser
 from pipelines.attention import attention_views as av
 from pipelines.models.tokenizers_io import PAD
 from transformer import ClassifierConfig, TransformerClassifier

@@ -3,9 +3,9 @@ in the tab's state; and every call that runs a model goes through the served pat
 one runner), none around it. (Before: three decodes per click, and explain / head_table / faithfulness ran on
 the pipeline in the server's threads, beside the batcher.)"""
 
+import browser
 import pytest
 
-from benchmarks import browser
 from pipelines import TranslationPipeline
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.serving import served

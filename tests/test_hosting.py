@@ -6,9 +6,9 @@ import uuid
 
 import httpx
 import pytest
+from browser import serve
 from gradio_client import Client
 
-from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.hosting.memory import tame_malloc
 from viz.server import hosting
@@ -71,7 +71,7 @@ def test_a_burst_of_130_requests_is_admitted_and_batched(app):
     (gradio_client's threads would take the CPU the app in this process needs)."""
     import asyncio
 
-    from benchmarks.load import HttpClient
+    from load_client import HttpClient
 
     demo, url = app
     runs_before = demo.batcher.batches_run
@@ -101,7 +101,7 @@ def test_tame_malloc_hands_freed_memory_back_to_the_system():
     import sys
     import time
 
-    from benchmarks.load import rss_mb
+    from load_client import rss_mb
 
     if not sys.platform.startswith("linux"):
         pytest.skip("glibc only")

@@ -3,9 +3,9 @@
 import math
 
 import pytest
+from browser import serve
 from gradio_client import Client
 
-from benchmarks.browser import serve
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 
 

@@ -101,10 +101,10 @@ def test_served_translation_runs_its_batches_in_the_process(translation, one_thr
 
 
 def test_the_app_serves_translation_from_its_own_process(sentiment_dir, translation_dir):
+    from browser import serve
     from gradio_client import Client
 
     from app import build_demo
-    from benchmarks.browser import serve
     from pipelines import SentimentPipeline, TranslationPipeline
 
     demo = build_demo(

@@ -20,9 +20,9 @@ from urllib.parse import urlparse
 import httpx
 import pytest
 import torch
+from browser import serve
 from gradio_client import Client
 
-from benchmarks.browser import serve
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.common import NonFiniteOutput
 from pipelines.hosting.microbatch import TooManyRequests
@@ -195,7 +195,7 @@ def test_the_load_benchmarks_burst_loses_none(app):
     sends 200; 100 keep this test under half a minute on a shared machine)."""
     from functools import partial
 
-    from benchmarks.load import HttpClient, api_defaults, burst, outcome, report_burst
+    from load_client import HttpClient, api_defaults, burst, outcome, report_burst
 
     demo, url = app
     seconds, problems, _ = burst(partial(HttpClient, url, api_defaults(url)), 100, {})

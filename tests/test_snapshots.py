@@ -2,6 +2,9 @@
 leaves training unchanged, resuming, and loading one by its revision (pipelines/models/snapshots.py)."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +16,8 @@ from torch import nn
 
 from training.engine.loop import LoopConfig, train
 from training.engine.snapshots import schedule, snapshot_folder
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # conftest.py
 
@@ -547,17 +552,18 @@ def test_heads_through_training_prints_each_snapshots_score_and_head_statistics(
 ):
     import numpy as np
 
-    from benchmarks import heads_through_training as bench
-    from benchmarks.heads import sample
     from pipelines import TranslationPipeline
+    from training.engine.data import seeded_sample as sample
 
     data = str(multi30k_dir / "test.parquet")
     out = tmp_path / "heads.json"
     argv = ["--task", "translation", "--model", str(translation_with_snapshots), "--data", data, "--n", "3"]
     png = tmp_path / "heads.png"
-    assert bench.main([*argv, "--beam", "1", "--json", str(out), "--plot", str(png)]) == 0
+    command = [sys.executable, "-m", "benchmarks.heads_through_training", *argv, "--beam", "1"]
+    run = subprocess.run([*command, "--json", str(out), "--plot", str(png)], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
-    printed = capsys.readouterr().out
+    printed = run.stdout
     assert "| step-5 | 5 | 1.000 | bleu 0.51 |" in printed  # its snapshot.json: loss 2 / 2, score 0.5 + 1 / 100
     assert "| head | step-0 | step-5 | step-60 | main |" in printed
     assert "| cross L2 H4 |" in printed and "distance from the diagonal" in printed

@@ -1,7 +1,7 @@
 """The run to ship among several, never by a test score: among the runs whose held-out validation accuracy (IMDB and
 SST-2 held-out rows together, the `best_accuracy` of each run's summary.json) is within LEVEL of the best one, the
-run that gets the most of the app's built-in example reviews right (issue 32 asks for every one), then the best
-held-out validation. Prints one line per run and, last, the chosen run folder.
+run that gets the most of the app's built-in example reviews right, then the best held-out validation
+(training.contrast.choose_run). Prints one line per run and, last, the chosen run folder.
 
     python3 -m benchmarks.gpu.pick RUN [RUN ...]
 """
@@ -10,18 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-# Held-out validation this close to the best run's counts as level: the seventh session's three learning rates
-# spread 0.04 points (1 review in 2,500), and a run 0.3 points behind is 8 reviews of 2,500.
-LEVEL = 0.003
-
-
-def choose(runs: list[dict]) -> dict | None:
-    """runs: [{"run", "best_accuracy", "examples_right"}] of the runs with a validated best model; the one to ship."""
-    if not runs:
-        return None
-    top = max(r["best_accuracy"] for r in runs)
-    level = [r for r in runs if r["best_accuracy"] >= top - LEVEL]
-    return max(level, key=lambda r: (r["examples_right"], r["best_accuracy"]))
+from training.contrast import choose_run as choose
 
 
 def examples_right(model: Path) -> int:

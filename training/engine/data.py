@@ -104,3 +104,13 @@ def load_table(path: str, columns: tuple[str, ...], aliases: dict[str, str] | No
     if len(ds) == 0:
         raise DataError(f"{path}: no rows")
     return ds
+
+
+def seeded_sample(path: str, columns: tuple[str, ...], n: int, seed: int) -> dict[str, list]:
+    """A seeded sample of n rows of a Parquet file, as lists per column (the benchmarks' inputs)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=list(columns))
+    rows = np.random.default_rng(seed).permutation(table.num_rows)[: min(n, table.num_rows)]
+    return {c: [table.column(c)[int(i)].as_py() for i in rows] for c in columns}
