@@ -26,12 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from pipelines.explanations import DEFAULTS_FILE, default_method  # noqa: E402
 from pipelines.explanations.faithfulness import (  # noqa: E402
-    compare_rankings,
-    evaluate_rankings,
-    mean_faithfulness,
-    random_rankings,
-    ranking,
-    target_probs,
+    sentiment_input,
+    timed,
+    translation_input,
 )
 from pipelines.explanations.registry import MODEL_DEFAULT  # noqa: E402
 
@@ -49,40 +46,6 @@ def sample(path: Path, column: str, n: int, seed: int) -> list[str]:
     texts = pq.read_table(path, columns=[column]).column(column).to_pylist()
     rows = np.random.default_rng(seed).choice(len(texts), size=min(n, len(texts)), replace=False)
     return [texts[i] for i in sorted(rows)]
-
-
-def timed(fn, *args, **kwargs):
-    start = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - start
-
-
-def sentiment_input(pipe, text: str, seed: int) -> dict:
-    """Every method on one review, and all rankings (+ random) scored in one batched pass."""
-    expls, secs = {}, {}
-    for m in pipe.explanation_methods:
-        expls[m], secs[m] = timed(pipe.explain, text, m)
-    first = next(iter(expls.values()))
-    t = pipe.labels.index(first.target)
-    a, b = first.n_prefix, len(first.ids) - first.n_suffix  # the review's own tokens (not [CLS], [SEP])
-    body, wrap = first.ids[a:b], lambda seq: first.ids[:a] + seq + first.ids[b:]
-    orders = [ranking(e.scores[a:b]) for e in expls.values()] + random_rankings(len(body), seed=seed)
-    res = evaluate_rankings(lambda batch: target_probs(pipe, [wrap(s) for s in batch], t), body, orders)
-    n = len(expls)
-    return {"methods": dict(zip(expls, res[:n])), "random": mean_faithfulness(res[n:]), "seconds": secs}
-
-
-def translation_input(pipe, text: str, seed: int) -> dict:
-    """Every method on one sentence (one decoding shared by all), scored step by step in one batched pass."""
-    result, decode_s = timed(pipe, text)
-    expls, secs = {}, {}
-    for m in pipe.explanation_methods:
-        expls[m], secs[m] = timed(pipe.explain, text, m, result=result)
-        secs[m] += decode_s
-    first = next(iter(expls.values()))
-    res, rand, _, _ = compare_rankings(pipe, first.src_ids, first.produced, [e.scores for e in expls.values()], seed)
-    agreement = expls.get("integrated_gradients", first).head_agreement
-    return {"methods": dict(zip(expls, res)), "random": rand, "seconds": secs, "agreement": agreement}
 
 
 def interval(values: list[float]) -> tuple[float, float]:

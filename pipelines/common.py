@@ -135,6 +135,25 @@ def wrap_spans(prefix: list[int], toks: list[TokenSpan], suffix: list[int], end:
     return before + list(toks) + [TokenSpan(i, "", end, end, name(i)) for i in suffix]
 
 
+class SpecialTokensAround:
+    """An adapter whose tokenizer puts special tokens around a text's own: `prefix` and `suffix` ids, and
+    `special_name(id)` for their names ("[CLS]")."""
+
+    prefix: list[int]
+    suffix: list[int]
+
+    def special_name(self, token_id: int) -> str:
+        raise NotImplementedError
+
+    def wrap(self, ids: list[int]) -> list[int]:
+        """The ids the model reads for the text's own ids: the special tokens around them, if any."""
+        return [*self.prefix, *ids, *self.suffix]
+
+    def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
+        """The special tokens as spans that cover no characters, at the start and the end of the text."""
+        return wrap_spans(self.prefix, toks, self.suffix, len(text), self.special_name)
+
+
 def spans(encoding, text: str) -> list[TokenSpan]:
     """TokenSpans of a tokenizers Encoding over `text`."""
     return [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(encoding.ids, encoding.offsets)]

@@ -328,10 +328,10 @@ def test_calibration_where_fitted(tmp_path):
 
 
 def test_faithfulness_benchmark_on_a_transformers_classifier(classifier):
-    """benchmarks/faithfulness.py ranks the review's own tokens: [CLS] and [SEP] stay in place."""
-    from test_explanation_registry import benchmark
+    """The faithfulness benchmark's scoring ranks the review's own tokens: [CLS] and [SEP] stay in place."""
+    from pipelines.explanations.faithfulness import sentiment_input
 
-    row = benchmark().sentiment_input(classifier, REVIEW, seed=0)
+    row = sentiment_input(classifier, REVIEW, seed=0)
     assert set(row["methods"]) == set(classifier.explanation_methods)
     assert all(np.isfinite(f.comprehensiveness) for f in row["methods"].values())
 

@@ -271,3 +271,40 @@ def measure(pipe, expl, seed: int = 0, max_steps: int | None = None):
     start = time.perf_counter()
     ours, rand, per_step, steps = TASKS[expl.task](pipe, expl, seed, max_steps)
     return FaithfulnessReport(ours, rand, time.perf_counter() - start, per_step, steps)
+
+
+# Every method on one input, against random rankings of the same tokens (benchmarks/faithfulness.py, the tests).
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - start
+
+
+def sentiment_input(pipe, text: str, seed: int) -> dict:
+    """Every method on one review, and all rankings (+ random) scored in one batched pass."""
+    expls, secs = {}, {}
+    for m in pipe.explanation_methods:
+        expls[m], secs[m] = timed(pipe.explain, text, m)
+    first = next(iter(expls.values()))
+    t = pipe.labels.index(first.target)
+    a, b = first.n_prefix, len(first.ids) - first.n_suffix  # the review's own tokens (not [CLS], [SEP])
+    body, wrap = first.ids[a:b], lambda seq: first.ids[:a] + seq + first.ids[b:]
+    orders = [ranking(e.scores[a:b]) for e in expls.values()] + random_rankings(len(body), seed=seed)
+    res = evaluate_rankings(lambda batch: target_probs(pipe, [wrap(s) for s in batch], t), body, orders)
+    n = len(expls)
+    return {"methods": dict(zip(expls, res[:n])), "random": mean_faithfulness(res[n:]), "seconds": secs}
+
+
+def translation_input(pipe, text: str, seed: int) -> dict:
+    """Every method on one sentence (one decoding shared by all), scored step by step in one batched pass."""
+    result, decode_s = timed(pipe, text)
+    expls, secs = {}, {}
+    for m in pipe.explanation_methods:
+        expls[m], secs[m] = timed(pipe.explain, text, m, result=result)
+        secs[m] += decode_s
+    first = next(iter(expls.values()))
+    res, rand, _, _ = compare_rankings(pipe, first.src_ids, first.produced, [e.scores for e in expls.values()], seed)
+    agreement = expls.get("integrated_gradients", first).head_agreement
+    return {"methods": dict(zip(expls, res)), "random": rand, "seconds": secs, "agreement": agreement}

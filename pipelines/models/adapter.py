@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import torch
 
-from pipelines.common import TokenSpan, save_folder, spans, wrap_spans
+from pipelines.common import SpecialTokensAround, TokenSpan, save_folder, spans
 from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
 from pipelines.models.tokenizers_io import special_ids
 from transformer import CausalLM, HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
@@ -116,7 +116,7 @@ class DecodingMixin:
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
 
-class OurClassifier(ModelDevice, TokenizerMixin):
+class OurClassifier(ModelDevice, TokenizerMixin, SpecialTokensAround):
     """The adapter for transformer.TransformerClassifier with a tokenizers.Tokenizer."""
 
     kind = "ours"
@@ -140,13 +140,8 @@ class OurClassifier(ModelDevice, TokenizerMixin):
     def config_dict(self) -> dict:
         return dataclasses.asdict(self.model.config)
 
-    def wrap(self, ids: list[int]) -> list[int]:
-        """The ids the model reads for the text's own ids: the special tokens around them, if any."""
-        return [*self.prefix, *ids, *self.suffix]
-
-    def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
-        """The special tokens as spans that cover no characters, at the start and the end of the text."""
-        return wrap_spans(self.prefix, toks, self.suffix, len(text), self.tokenizer.id_to_token)
+    def special_name(self, token_id: int) -> str:
+        return self.tokenizer.id_to_token(token_id)
 
     def forward(
         self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from pipelines.attention.thread_hooks import this_thread_only
-from pipelines.common import TokenSpan, serving_device, wrap_spans
+from pipelines.common import SpecialTokensAround, TokenSpan, serving_device
 from pipelines.kinds import CROSS, DECODER, ENCODER, SELF
 from pipelines.models.adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
 from transformer.generation import Hypothesis
@@ -182,7 +182,7 @@ def _eager(cls, name_or_path: str, device: str | None):
     return cls.from_pretrained(name_or_path, attn_implementation="eager").to(device).eval()
 
 
-class HFClassifier(ModelDevice, _HFTokenizing):
+class HFClassifier(ModelDevice, _HFTokenizing, SpecialTokensAround):
     """The adapter for a transformers sequence classifier."""
 
     kind = "transformers"
@@ -222,12 +222,8 @@ class HFClassifier(ModelDevice, _HFTokenizing):
     def config_dict(self) -> dict:
         return self.model.config.to_dict()
 
-    def wrap(self, ids: list[int]) -> list[int]:
-        return [*self.prefix, *ids, *self.suffix]
-
-    def wrap_spans(self, toks: list[TokenSpan], text: str) -> list[TokenSpan]:
-        """The special tokens as spans that cover no characters, at the start and the end of the text."""
-        return wrap_spans(self.prefix, toks, self.suffix, len(text), self.tokenizer.convert_ids_to_tokens)
+    def special_name(self, token_id: int) -> str:
+        return self.tokenizer.convert_ids_to_tokens(token_id)
 
     def forward(
         self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False
