@@ -546,7 +546,10 @@ def test_space_dry_run_folder(project, tmp_path, capsys):
     card = SpaceCard.load(out / "README.md")
     assert card.data.sdk == "gradio" and card.data.sdk_version == "6.31.0"
     assert card.data.python_version == "3.11" and card.data.app_file == "app.py"
-    assert card.data.models == ["alice/attention-demo-sentiment", "alice/attention-demo-translation"]
+    # the next-word tab's pre-trained model comes from the Hub (LM_MODEL, --lm-hub-model)
+    assert card.data.models == sorted(
+        ["alice/attention-demo-sentiment", "alice/attention-demo-translation", publish.SMOLLM2_REPO]
+    )
     assert len(card.data.short_description) <= 60 and "model_hub_mixin" not in card.data.tags
     assert "SENTIMENT_MODEL=alice/attention-demo-sentiment" in stdout
     assert "TRANSLATION_MODEL=alice/attention-demo-translation" in stdout
@@ -562,7 +565,28 @@ def test_space_without_model_repos_bundles_the_assets(project, sentiment_dir, tr
     for task in ("sentiment", "translation"):
         assert {f"assets/{task}/{f}" for f in publish.MODEL_FILES} <= files
     assert "SENTIMENT_MODEL=assets/sentiment" in stdout
-    assert SpaceCard.load(out / "README.md").data.models is None
+    assert SpaceCard.load(out / "README.md").data.models == [publish.SMOLLM2_REPO]  # the one model not bundled
+    argv = ["space", "--repo-id", "alice/demo", "--dry-run", "--out", tmp_path / "s2", "--lm-hub-model", ""]
+    code, _, err = run(argv, capsys)
+    assert code == 0, err
+    assert SpaceCard.load(tmp_path / "s2" / "README.md").data.models is None
+
+
+def test_space_bundles_our_next_word_model_and_the_alternatives_the_app_offers(
+    project, sentiment_dir, translation_dir, lm_dir, tmp_path, capsys
+):
+    """Everything a tab offers is in the Space: assets/lm (LM_OURS_MODEL) and the from-scratch sentiment model the
+    sentiment tab offers beside the default (viz.models.loading.BUNDLED_ALTERNATIVES)."""
+    for name, src in (("sentiment", sentiment_dir), ("sentiment-scratch", sentiment_dir), ("translation",
+                      translation_dir), ("lm", lm_dir)):  # fmt: skip
+        shutil.copytree(src, project / "assets" / name)
+    out = tmp_path / "space"
+    code, stdout, err = run(["space", "--repo-id", "alice/demo", "--dry-run", "--out", out], capsys)
+    assert code == 0, err
+    files = set(publish.list_files(out))
+    for name in ("sentiment", "sentiment-scratch", "translation", "lm"):
+        assert f"assets/{name}/config.json" in files, name
+    assert "LM_OURS_MODEL=assets/lm" in stdout and f"LM_MODEL={publish.SMOLLM2_REPO}" in stdout
 
 
 def test_space_without_app_or_models_fails_clearly(project, tmp_path, capsys):
@@ -585,7 +609,9 @@ def test_space_publish_sets_the_variables_and_uploads_one_commit(project, online
         "whoami",
         "repo_exists",
         "repo_exists",
+        "repo_exists",
         "create_repo",
+        "add_space_variable",
         "add_space_variable",
         "add_space_variable",
         "upload_folder",
@@ -594,7 +620,7 @@ def test_space_publish_sets_the_variables_and_uploads_one_commit(project, online
     assert args == ("alice/demo",)
     assert kwargs == {"repo_type": "space", "private": None, "exist_ok": True, "space_sdk": "gradio"}
     variables = {c[1][1]: c[1][2] for c in api.calls if c[0] == "add_space_variable"}
-    assert variables == {"SENTIMENT_MODEL": "alice/s", "TRANSLATION_MODEL": "alice/t"}
+    assert variables == {"SENTIMENT_MODEL": "alice/s", "TRANSLATION_MODEL": "alice/t", "LM_MODEL": publish.SMOLLM2_REPO}
     assert {c[1][0] for c in api.calls if c[0] == "add_space_variable"} == {"alice/demo"}
     _, up = api.call("upload_folder")
     assert up["repo_type"] == "space" and set(api.uploaded_files) == expected_space_files(project)
@@ -624,4 +650,4 @@ def test_space_upload_failure_says_which_variables_were_set(project, online, cap
     code, _, err = run(argv, capsys, api)
     assert code == publish.EXIT_OFFLINE and "cannot reach" in err
     assert "spaces/alice/demo exists, but nothing was uploaded" in err
-    assert "SENTIMENT_MODEL, TRANSLATION_MODEL were set" in err
+    assert "SENTIMENT_MODEL, TRANSLATION_MODEL, LM_MODEL were set" in err

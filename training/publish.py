@@ -52,7 +52,11 @@ EXIT_DENIED = 6  # the Hub refused the token (401) or the write (403)
 EXIT_HUB = 7  # any other answer from the Hub
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SPACE_VARIABLES = {"sentiment": "SENTIMENT_MODEL", "translation": "TRANSLATION_MODEL"}
+SPACE_VARIABLES = {"sentiment": "SENTIMENT_MODEL", "translation": "TRANSLATION_MODEL", "lm": "LM_OURS_MODEL"}
+# Models the Space loads from the Hub, not from a folder of ours (a Space reaches the Hub): the next-word tab's
+# pre-trained model. `--lm-hub-model ''` leaves it out (the tab then offers ours alone).
+SMOLLM2_REPO = "HuggingFaceTB/SmolLM2-135M-Instruct"
+OPTIONAL_IN_SPACE = ("lm",)  # tasks whose model of ours the Space may lack: the Hub model (LM_MODEL) serves alone
 SPACE_TITLE = "How transformers pay attention"
 
 
@@ -91,6 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("space", help="publish the Gradio app as a Space")
     s.add_argument("--sentiment-repo", metavar="USER/NAME", help="model repo the Space loads (SENTIMENT_MODEL)")
     s.add_argument("--translation-repo", metavar="USER/NAME", help="model repo the Space loads (TRANSLATION_MODEL)")
+    s.add_argument("--lm-repo", metavar="USER/NAME", help="our next-word model's repo the Space loads (LM_OURS_MODEL)")
+    s.add_argument(
+        "--lm-hub-model",
+        default=SMOLLM2_REPO,
+        metavar="USER/NAME",
+        help="the pre-trained next-word model the Space loads from the Hub (LM_MODEL; '' for none; default "
+        "%(default)s)",
+    )
     _common(s)
     return parser
 
@@ -302,23 +314,30 @@ def build_space_folder(folder: Path, variables: dict[str, str], root: Path | Non
 
 
 def space_variables(args, root: Path | None = None) -> dict[str, str]:
-    """SENTIMENT_MODEL / TRANSLATION_MODEL: the given model repo, else the project's assets/<task> folder."""
+    """SENTIMENT_MODEL / TRANSLATION_MODEL / LM_OURS_MODEL: the given model repo, else the project's assets/<task>
+    folder; LM_MODEL: the pre-trained next-word model's Hub repo (--lm-hub-model)."""
     root = root or PROJECT_ROOT
     variables = {}
     for task, var in SPACE_VARIABLES.items():
-        repo = getattr(args, f"{task}_repo")
+        repo = getattr(args, f"{task}_repo", None)
         if repo:
             check_repo_id(repo, f"--{task}-repo")
             variables[var] = repo
         elif (root / "assets" / task).is_dir() and not missing_files(root / "assets" / task, MODEL_FILES):
             variables[var] = f"assets/{task}"
             print(f"note: no --{task}-repo, so the Space bundles assets/{task} and loads it from there")
+        elif task in OPTIONAL_IN_SPACE:
+            print(f"note: no --{task}-repo and no assets/{task}: the Space's {task} tab offers the Hub model alone")
         else:
             raise PublishError(
                 EXIT_INPUT,
                 f"the Space needs a {task} model: pass --{task}-repo USER/NAME (publish the model first), "
                 f"or put a complete model folder in {root / 'assets' / task}",
             )
+    hub_lm = getattr(args, "lm_hub_model", "")
+    if hub_lm:
+        check_repo_id(hub_lm, "--lm-hub-model")
+        variables["LM_MODEL"] = hub_lm
     return variables
 
 

@@ -298,7 +298,8 @@ def _number(value) -> str:
 def space_card(title: str, sdk_version: str, variables: dict[str, str], python_version: str = "3.11") -> SpaceCard:
     """The README.md of the Space: the YAML front matter the Hub builds it from, and a short text.
 
-    `variables` maps SENTIMENT_MODEL / TRANSLATION_MODEL to a Hub repo id or a folder bundled in the Space.
+    `variables` maps SENTIMENT_MODEL / TRANSLATION_MODEL / LM_OURS_MODEL / LM_MODEL to a Hub repo id or a folder
+    bundled in the Space.
     """
     bundled = {v for v in variables.values() if is_bundled(v)}  # folders inside the Space
     data = SpaceCardData(
@@ -325,9 +326,10 @@ def space_card(title: str, sdk_version: str, variables: dict[str, str], python_v
     body = "\n\n".join(
         [
             f"# {title}",
-            "An interactive demo of attention in transformers: a sentiment classifier (English movie reviews) "
-            "and a German-to-English translator, both written from scratch in PyTorch and trained from "
-            "scratch. Type a sentence and see, for every layer and head, which tokens each token attends to.",
+            "An interactive demo of attention in transformers: a sentiment classifier (English movie reviews), "
+            "a German-to-English translator and a next-word model, written from scratch in PyTorch, trained "
+            "here or loaded from public weights (all-MiniLM-L6-v2, SmolLM2-135M-Instruct). Type a text and see, "
+            "for every layer and head, which tokens each token attends to.",
             "The app loads its models from the Space variables (Settings, Variables and secrets), which take a "
             "Hub repo id or a folder in the Space:\n\n" + where,
         ]

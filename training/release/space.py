@@ -15,6 +15,14 @@ def is_bundled(value: str) -> bool:
     return value.startswith("assets/")
 
 
+def bundled_alternatives(variables: dict[str, str]) -> list[str]:
+    """The model folders the app offers beside a variable's model (viz.models.loading.BUNDLED_ALTERNATIVES: the
+    from-scratch sentiment model one click from the pre-trained one), for the variables the Space sets."""
+    from viz.models.loading import BUNDLED_ALTERNATIVES
+
+    return [folder for var in variables for folder in BUNDLED_ALTERNATIVES.get(var, [])]
+
+
 def missing_sources(root: Path) -> list[str]:
     """The files the Space cannot do without that `root` lacks."""
     needed = ("app.py", "transformer", "pipelines", *SPACE_REQUIREMENTS)
@@ -37,8 +45,8 @@ def copy_space_sources(root: Path, folder: Path, variables: dict[str, str]) -> s
             shutil.copytree(root / name, folder / name, ignore=_SKIP)
         elif (root / name).is_file():
             shutil.copy2(root / name, folder / name)
-    for value in variables.values():
-        if is_bundled(value):
+    for value in [*variables.values(), *bundled_alternatives(variables)]:
+        if is_bundled(value) and (root / value).is_dir() and not (folder / value).exists():
             shutil.copytree(root / value, folder / value, ignore=_SKIP)
     requirements = space_requirements(root)
     (folder / "requirements.txt").write_text(requirements)
