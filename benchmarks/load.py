@@ -1,4 +1,4 @@
-"""Load test: start the app (python app.py) on a free port and drive both public endpoints from many clients.
+"""Load test: start the app (python app.py) on a free port and drive the three public endpoints from many clients.
 
     python -m benchmarks.load --clients 32 --seconds 300       # the hosting check (about 7 minutes)
     python -m benchmarks.load --quick                           # a short run, as CI does (tests/test_load.py)
@@ -6,15 +6,15 @@
 
 Phases: warm-up (each input once, sequentially: the reference answers), --sequential calls one after another
 (a new session each), one client for --single-seconds (the one-client rate), then --clients clients for
---seconds, half on /sentiment (reviews of about 300 words) and half on /translate (15-word German sentences,
-default decoding). Prints requests, failures (errors, warnings, answers that differ from the sequential
+--seconds, a third each on /sentiment (reviews of about 300 words), /translate (15-word German sentences, default
+decoding) and /generate (three prompts, 20 greedy tokens). Prints requests, failures (errors, warnings, answers that differ from the sequential
 reference), p50/p95 per endpoint, throughput, and the memory of the app (the server and its model processes
 together: resident, and proportional, which counts shared pages once) at start, after warm-up, after the
 sequential calls, at the end of the load and --settle seconds later, with the peak.
---burst N: after the warm-up, N requests at once, each from a client of its own (half on each endpoint), then
+--burst N: after the warm-up, N requests at once, each from a client of its own (spread over the endpoints), then
 nothing else: each must be answered (as the sequential reference) or told to retry (busy, queue full); any other
 outcome counts as lost.
-Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL or assets/.
+Models: $SENTIMENT_MODEL / $TRANSLATION_MODEL / $LM_MODEL, $LM_OURS_MODEL or assets/ (SmolLM2 when installed).
 """
 
 import argparse

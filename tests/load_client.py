@@ -23,7 +23,12 @@ GERMAN = [
     "Zwei junge Frauen in bunten Kleidern tanzen auf einer Straße vor einem kleinen roten Café.",
     "Ein Junge mit einer roten Mütze spielt mit seinem Hund im Schnee vor dem Haus.",
 ]
-TASKS = {"/sentiment": REVIEWS, "/translate": GERMAN}
+PROMPTS = [
+    "This movie was",
+    "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that they were perfectly normal. Mr.",
+    "The best part of the film is",
+]
+TASKS = {"/sentiment": REVIEWS, "/translate": GERMAN, "/generate": PROMPTS}
 
 
 @dataclass
@@ -100,7 +105,8 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 300) -> None:
 
 
 def answer(result) -> str:
-    """What must not change between a call under load and the same call alone: the label or the English."""
+    """What must not change between a call under load and the same call alone: the label, the English or the
+    continuation."""
     first = result[0]
     return first.get("label", "") if isinstance(first, dict) else str(first)
 

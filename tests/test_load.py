@@ -22,7 +22,7 @@ def test_quick_load_run_reports_no_failures_and_memory():
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     out = run.stdout
     rows = re.findall(r"^\| (/\w+) \| (\d+) \| (\d+) \|", out, re.M)
-    assert {api for api, _, _ in rows} == {"/sentiment", "/translate"}
+    assert {api for api, _, _ in rows} == {"/sentiment", "/translate", "/generate"}
     assert all(int(n) > 0 and int(failed) == 0 for _, n, failed in rows), out
     assert "throughput with 4 clients" in out
     memory = dict(re.findall(r"(start|after warm-up|end) (\d+)", out.split("resident memory", 1)[1]))
