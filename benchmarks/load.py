@@ -8,9 +8,9 @@ Phases: warm-up (each input once, sequentially: the reference answers), --sequen
 (a new session each), one client for --single-seconds (the one-client rate), then --clients clients for
 --seconds, a third each on /sentiment (reviews of about 300 words), /translate (15-word German sentences, default
 decoding) and /generate (three prompts, 20 greedy tokens). Prints requests, failures (errors, warnings, answers
-that differ from the sequential reference), p50/p95 per endpoint, throughput, and the memory of the app (the server and its model processes
-together: resident, and proportional, which counts shared pages once) at start, after warm-up, after the
-sequential calls, at the end of the load and --settle seconds later, with the peak.
+that differ from the sequential reference), p50/p95 per endpoint, throughput, and the memory of the app (the
+server and its model processes together: resident, and proportional, which counts shared pages once) at start,
+after warm-up, after the sequential calls, at the end of the load and --settle seconds later, with the peak.
 --burst N: after the warm-up, N requests at once, each from a client of its own (spread over the endpoints), then
 nothing else: each must be answered (as the sequential reference) or told to retry (busy, queue full); any other
 outcome counts as lost.
