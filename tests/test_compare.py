@@ -141,3 +141,38 @@ def test_the_text_diff_shows_whole_words_not_word_pieces(sentiment, translation)
     german = out.split('class="compare-tokens"')[1]
     assert "<del>Hunde</del> <ins>Katzen</ins>" in german and "Kat " not in german
     assert compare_view.words("Isn't it 3.5 times better?") == ["Isn't", "it", "3", ".", "5", "times", "better", "?"]
+
+
+@pytest.fixture(scope="module")
+def lm_pipe(lm_dir):
+    from pipelines import LanguageModelPipeline
+
+    return LanguageModelPipeline.from_pretrained(str(lm_dir))
+
+
+def test_two_prompts_are_continued_alike_and_their_causal_maps_diffed(lm_pipe):
+    view, out, fig = compare_view.compare_prompts(lm_pipe, "This movie was", "This <b>film</b> was", max_new_tokens=3)
+    a, b = lm_pipe("This movie was", max_new_tokens=3), lm_pipe("This <b>film</b> was", max_new_tokens=3)
+    assert out.count('class="compare-label"') == 2 and "<b>film" not in out  # markup escaped
+    assert f"at {a.steps[0].probability:.1%}" in out and f"at {b.steps[0].probability:.1%}" in out
+    assert "<del>movie</del>" in out and "Continuations" in out
+    assert view.kind == "causal" and [t.b_index for t in view.rows if t.b_index is not None] == list(
+        range(len(b.sequence_ids))
+    )  # the sequences, prompt and new tokens but the last, as the maps are
+    assert "Causal" in fig.layout.title.text and "layer 1, head 1" in fig.layout.title.text
+    assert "layer 2, head 4" in compare_view.diff_figure(view, 1, 3).layout.title.text
+
+
+def test_two_prompts_sampled_with_one_seed_are_each_repeatable(lm_pipe):
+    first = compare_view.compare_prompts(lm_pipe, "A", "B", "sampled", 1.0, 0.9, 11, 4)[1]
+    again = compare_view.compare_prompts(lm_pipe, "A", "B", "sampled", 1.0, 0.9, 11, 4)[1]
+    assert first == again
+
+
+def test_prompt_comparison_answers_bad_input_with_a_message(lm_pipe):
+    view, message, fig = compare_view.compare_prompts(lm_pipe, "This movie was", "  ")
+    assert view is None and fig is None and "second prompt" in message and "empty" in message
+    view, message, fig = compare_view.compare_prompts(lm_pipe, "A", "B", decoding="beam search")
+    assert view is None and "“greedy” or “sampled”" in message
+    view, message, fig = compare_view.compare_prompts(lm_pipe, "word " * 400, "B", max_new_tokens=64)
+    assert view is None and "shorten the prompt" in message and message.startswith("⚠️ The prompt")

@@ -105,3 +105,29 @@ def test_the_model_and_the_training_step_travel_and_defaults_are_left_out():
         broken = from_query(f"text=Fine+film&training_step={raw}")
         assert broken.training_step is None and broken.ignored == ["training step"]
     assert len(from_query("text=x&model=" + "m" * 500).model) == 120  # a name, not a payload
+
+
+def test_a_next_word_link_carries_the_prompt_decoding_seed_and_step():
+    link = ViewLink(
+        "lm", "Mr. and Mrs. Dursley „wunderbar“ <b>", layer=1, head=3, step=4, decoding="sampled", method="occlusion",
+        temperature=0.7, top_p=0.9, seed=1234, max_new_tokens=12, chat=True, model="ours (6 × 8 heads)",
+    )  # fmt: skip
+    assert round_trip(link) == link
+    query = to_query(link)
+    assert "tab=lm" in query and "seed=1234" in query and "max_new=12" in query and "chat=1" in query
+    assert "step=5" in query and "temperature=0.7" in query and "top_p=0.9" in query
+    plain = to_query(ViewLink("lm", "This movie was", decoding="greedy"))
+    assert not any(name in plain for name in ("temperature", "top_p", "seed", "max_new", "chat"))
+
+
+def test_next_word_decodings_are_the_tabs_own():
+    assert from_query("tab=lm&text=Hi&decoding=sampled").decoding == "sampled"
+    assert from_query("tab=translation&text=Hi&decoding=sampled").decoding is None  # the translator does not sample
+    assert from_query("tab=lm&text=Hi&decoding=beam+search").decoding is None
+
+
+def test_broken_next_word_options_fall_back_and_are_named():
+    link = from_query("tab=lm&text=Hi&temperature=nan&top_p=2&seed=-4&max_new=0&chat=0")
+    assert (link.temperature, link.top_p, link.seed, link.max_new_tokens, link.chat) == (None, None, None, None, False)
+    assert link.ignored == ["temperature", "top-p", "seed", "number of new tokens"]
+    assert from_query("tab=lm&text=Hi&seed=+7+&temperature=1e-9").seed == 7

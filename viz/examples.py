@@ -111,6 +111,13 @@ LM_EXAMPLES: list[tuple[str, str, bool]] = [
     ("A review opening", "This movie was", False),
     ("A question (chat template, instruct model)", "What is the capital of France?", True),
 ]  # fmt: skip
+# The Next word tab's compare pairs (first prompt, second, button label): one word changed, the continuations and the
+# attention over the words both share compared.
+LM_PAIRS: list[tuple[str, str, str]] = [
+    ("This movie was great, and", "This movie was terrible, and", "great → terrible"),
+    ("The capital of France is", "The capital of Germany is", "France → Germany"),
+    ("lamp violet seven harbor. lamp violet", "lamp violet seven harbor. lamp", "a shorter repeat"),
+]
 LANDING: dict[str, str] = {
     "sentiment": "Not bad at all, I actually enjoyed it.",
     "translation": GERMAN[0],

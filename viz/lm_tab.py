@@ -1,6 +1,8 @@
 """The Next word tab (task "lm"): a prompt continued token by token, streamed, with a step slider over what the
-model read at each step, its top-10 next tokens, and the shared views and heads panel for its causal attention.
-Every elem_id starts with "lm-". The handlers are in viz.language_model."""
+model read at each step, its top-10 next tokens, what drives the first new token (the shared explanation panel,
+with its faithfulness), the shared views and heads panel for its causal attention, a share link, the download and a
+second prompt to compare. Every elem_id starts with "lm-". The handlers are in viz.language_model and
+viz.share.lm_share."""
 
 from types import SimpleNamespace
 
@@ -12,12 +14,13 @@ from . import handlers
 from . import language_model as lm
 from .attention import views_panel
 from .examples import LM_EXAMPLES
+from .explanations import explanation_panel
 from .heads.panel import heads_panel
 from .models import model_choice, training_step
 from .models.loading import GET_SMOLLM2, SMOLLM2_NAME
 from .server import hosting
 from .server.events import FOLLOW_UP
-from .share import downloads, share_ui
+from .share import lm_share, share_ui
 from .tasks import TASKS
 
 PRIVATE = dict(api_visibility="private")
@@ -87,27 +90,6 @@ def _views(models) -> SimpleNamespace:
     return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe", "choices")})
 
 
-def _download(models, inputs) -> None:
-    """The JSON download of this prompt's continuation (pipelines.export.lm_record)."""
-    gr.HTML("", js_on_load=downloads.PLOTLY_JS, container=False, padding=False, elem_classes=["plot-dl"])
-    button = gr.Button("⬇ Download data (JSON)", size="sm", elem_id="lm-download")
-    file = gr.Textbox(visible=False, elem_id="lm-download-file")
-
-    def download(prompt, decoding, temperature, top_p, seed, max_new, chat, name, position):
-        chosen, error = lm.decoding_options(decoding, temperature, top_p, seed, max_new)
-        pipe, _ = model_choice.resolve(models, training_step.chosen(models, name, position))
-        path, message = (None, error) if error else downloads.download("lm", pipe, prompt, chat=bool(chat),
-                                                                      **chosen.options())  # fmt: skip
-        if path is None:
-            gr.Warning(message or "Nothing to download.")
-            return ""
-        return downloads.export_url(path)
-
-    button.click(download, inputs, [file], **PRIVATE).then(
-        None, [file], None, js=downloads.CLICK_DOWNLOAD_JS, **PRIVATE
-    )
-
-
 def _stop(request: gr.Request = None) -> None:
     """Stop: the running generation of this client ends at its next token (viz.language_model.generate)."""
     _stops.add(hosting.client_key(request))
@@ -170,9 +152,10 @@ def lm_tab(models, demo: gr.Blocks) -> None:
             gr.Markdown(_notes(models), elem_id="lm-model-notes")
             output = gr.Textbox(label="Continuation", interactive=False, lines=4, elem_id="lm-output")
             status = gr.Markdown(label="Status", elem_id="lm-status")
+            share = share_ui.share_controls("lm")
             options = [i.prompt, i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
+    panel = explanation_panel.build(models.get(), "lm")
     v = _views(models)
-    _download(models, [*options, choice, v.snapshot.slider])
     run_inputs = [*options, choice, v.snapshot.slider, v.layer, v.head, v.scale, v.hide]
     outputs = [state, output, status, v.next_plot, v.single, v.step, v.layer, v.head]
     generated = i.submit.click(_run(models), run_inputs, outputs, **MODEL_EVENTS, **PRIVATE,
@@ -185,5 +168,8 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     stepped = v.step.input(lm.show_step, *step_io, trigger_mode="always_last", **PRIVATE)
     stepped.then(handlers.overview, [state, v.layer, v.scale, v.hide], [v.overview], **FOLLOW_UP)
     hosting.watch_for_expiry(state, v.layer, v.head, v.step)
+    explanation_panel.wire(panel, models, state, drawn)
     _api(models, state)
     heads_panel(models, "lm", state, drawn, [i.prompt])
+    lm_share.lm_compare_panel(models, i=i, v=v, choice=choice)
+    lm_share.wire_lm_links(demo, models, share, i=i, v=v, choice=choice, method=panel.method, state=state, drawn=drawn)

@@ -139,7 +139,10 @@ class AttentionMethod(Method):
 
     name = "attention"
     label = "Attention (pooling weights)"
-    task_labels = {"translation": "Cross-attention (mean of every head)"}
+    task_labels = {
+        "translation": "Cross-attention (mean of every head)",
+        "lm": "Attention (the predicting position's, mean of every head)",
+    }
     signed = False
 
     @torch.no_grad()

@@ -14,10 +14,12 @@ import plotly.graph_objects as go
 
 from pipelines.compare import AlignedAttention, AlignedToken, align_tokens, shared_share
 from pipelines.kinds import KINDS
-from pipelines.tasks import SENTIMENT, TRANSLATION
+from pipelines.language_model import PromptError
+from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
 from ..explain import display_token
-from ..inputs import beam_width, check_text
+from ..inputs import beam_width, check_text, plural
+from ..language_model import decoding_options
 from ..numbers import points
 from ..tasks import TASKS
 
@@ -142,7 +144,26 @@ def _translation_html(cmp, text_a: str, text_b: str) -> str:
     return f'{STYLE}<div class="compare-sides">{sides}</div>{german}{english}'
 
 
-SIDES = {SENTIMENT.name: _sentiment_html, TRANSLATION.name: _translation_html}  # task -> its side-by-side HTML
+def _first_token(result) -> str:
+    """The first new token of a continuation and its probability, in words."""
+    if not result.steps:
+        return "no new token"
+    first = result.steps[0]
+    return f"first new token “{html.escape(display_token(first.token))}” at {first.probability:.1%}"
+
+
+def _lm_html(cmp, text_a: str, text_b: str) -> str:
+    sides = "".join(
+        _side(name, r.continuation or "(no words)", f"{_first_token(r)} · {plural(len(r.tokens), 'token')} read")
+        for name, r in (("First", cmp.a), ("Second", cmp.b))
+    )
+    prompts = word_diff_html(text_a, text_b, "Prompts")
+    continuations = word_diff_html(cmp.a.continuation, cmp.b.continuation, "Continuations")
+    return f'{STYLE}<div class="compare-sides">{sides}</div>{prompts}{continuations}'
+
+
+# task -> its side-by-side HTML
+SIDES = {SENTIMENT.name: _sentiment_html, TRANSLATION.name: _translation_html, LM.name: _lm_html}
 
 
 def compare_inputs(task: str, pipe, text_a: str, text_b: str, layer=0, head=0, **options):
@@ -154,6 +175,8 @@ def compare_inputs(task: str, pipe, text_a: str, text_b: str, layer=0, head=0, *
         return None, error, None
     try:
         cmp = spec.task.compare(pipe, a, b, **options)
+    except PromptError as e:  # the language model's own words: an empty prompt, one too long for the new tokens
+        return None, f"⚠️ {html.escape(str(e)[:1].upper() + str(e)[1:])}.", None
     except ValueError:
         return None, f"⚠️ The model found no words to read in one of the {spec.units}.", None
     except Exception:
@@ -173,3 +196,14 @@ def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search",
     return compare_inputs(
         TRANSLATION.name, pipe, text_a, text_b, layer, head, beam_size=beam_width(decoding, beam_size)
     )
+
+
+def compare_prompts(pipe, text_a: str, text_b: str, decoding=None, temperature=None, top_p=None, seed=None,
+                    max_new_tokens=None, chat=False, layer=0, head=0):  # fmt: skip
+    """Continue two prompts with the same decoding options (as the tab's: viz.language_model.decoding_options; sampled
+    without a seed, one seed drawn for both): (state, side-by-side HTML, causal self-attention diff over the aligned
+    sequences, prompt and new tokens)."""
+    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens)
+    if error:
+        return None, f"⚠️ {html.escape(error)}", None
+    return compare_inputs(LM.name, pipe, text_a, text_b, layer, head, chat=bool(chat), **chosen.options())

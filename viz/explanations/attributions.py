@@ -13,15 +13,18 @@ import plotly.graph_objects as go
 
 from pipelines.explanations import is_signed, label
 from pipelines.explanations.words import word_scores
+from pipelines.tasks import SENTIMENT
 
 from ..attention.figures import FONT
 from ..explain import _gap, display_token
 from ..numbers import decimals_for, number, shown
+from ..tasks import TASKS
 
 SUPPORT = (37, 99, 235)  # blue: pushes toward the explained label
 AGAINST = (220, 38, 38)  # red: pushes away from it
 RANDOM_COLOR = "#9ca3af"
 TOP_WORDS = 6  # words listed under the highlight, per direction
+PROBABILITY = {SENTIMENT.name: "calibrated p"}  # what the deletion curve plots, by task (else the model's own p)
 
 
 def _rgba(score: float, scale: float) -> str:
@@ -118,8 +121,9 @@ def _alike(scores) -> bool:
     return len(read) > 1 and float(read.max() - read.min()) <= 1e-6 * float(read.max())
 
 
-def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0) -> str:
-    """The review with each word shaded by its attribution toward `target`, a legend, and the top words."""
+def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0, task="sentiment") -> str:
+    """The text (a review, a prompt) with each word shaded by its attribution toward `target`, a legend, and the top
+    words; `task` names the methods as that task's picker does."""
     signed = is_signed(method)
     cut = len(spans) if cut_after is None else cut_after
     head = word_spans(spans[:cut], words[:cut], scores[:cut])
@@ -140,11 +144,11 @@ def attribution_html(text, spans, words, scores, target, method, cut_after=None,
     else:
         lines = [_ALIKE.format(share=float(np.max(scores)))]
     if signed:
-        name = label("sentiment", method)
+        name = label(task, method)
         caption = f"{name}: each word's score toward “{target}”. Hover a word for its value."
     else:
         caption = (
-            f"{label('sentiment', method)}: the share of the model's attention on each word. It has no sign: "
+            f"{label(task, method)}: the share of the model's attention on each word. It has no sign: "
             "it shows where the model looks, not which way a word pushes. Hover a word for its share."
         )
     return (
@@ -185,7 +189,8 @@ def faithfulness_markdown(report, explanation, default: dict | None = None) -> s
         shown(m.comprehensiveness) - shown(r.comprehensiveness), shown(r.sufficiency) - shown(m.sufficiency)
     )
     lines = [
-        f"**How faithful is this view on your review?** {label('sentiment', explanation.method)} {verdict}.",
+        f"**How faithful is this view on your {TASKS[explanation.task].unit}?** "
+        f"{label(explanation.task, explanation.method)} {verdict}.",
         "",
         "| ranking | comprehensiveness ↑ | sufficiency ↓ |",
         "| --- | --- | --- |",
@@ -200,11 +205,11 @@ def faithfulness_markdown(report, explanation, default: dict | None = None) -> s
         lines.append(f"Integrated gradients: {explanation.steps} steps, convergence delta {explanation.delta:+.4f}.")
     lines.append(f"Computed in {explanation.seconds:.2f} s; faithfulness in {report.seconds:.2f} s.")
     if default:
-        lines.append(f"Default method: **{label('sentiment', default['method'])}**. {reader_why(default)}")
+        lines.append(f"Default method: **{label(explanation.task, default['method'])}**. {reader_why(default)}")
     return "\n".join(lines)
 
 
-def deletion_curve(report, target: str, method: str) -> go.Figure:
+def deletion_curve(report, target: str, method: str, task: str = "sentiment") -> go.Figure:
     """p(target) as the top 0, 1, 5, 10, 20, 50% of tokens are deleted: this ranking and random ones."""
     x = [0, *report.method.levels]
     fig = go.Figure()
@@ -222,7 +227,7 @@ def deletion_curve(report, target: str, method: str) -> go.Figure:
             x=0,
             font=dict(size=14),
             subtitle=dict(
-                text=f"calibrated p(“{html.escape(target)}”) as the top tokens are deleted",
+                text=f"{PROBABILITY.get(task, 'p')}(“{html.escape(target)}”) as the top tokens are deleted",
                 font=dict(size=12, color="#6b7280"),
             ),
         ),
@@ -235,7 +240,7 @@ def deletion_curve(report, target: str, method: str) -> go.Figure:
         plot_bgcolor="white",
         legend=dict(orientation="h", y=-0.3),
     )
-    name = html.escape(label("sentiment", method))
+    name = html.escape(label(task, method))
     fig.update_traces(hovertemplate=f"%{{x}}% deleted: p = %{{y:.3f}}<extra>{name}</extra>", selector=0)
     fig.update_traces(hovertemplate="%{x}% deleted: p = %{y:.3f}<extra>random</extra>", selector=1)
     return fig

@@ -1,20 +1,25 @@
-"""The sentiment tab's explanation panel: a method picker, the review shaded by signed attributions with a
-legend, and beside it how faithful that view is on this very review (numbers and a deletion curve).
+"""The explanation panel of a tab that explains one output over its input's words (the sentiment tab: the label;
+the Next word tab: the first new token): a method picker, the text shaded by signed attributions with a legend, and
+beside it how faithful that view is on this very input (numbers and a deletion curve). What differs by task (its
+words, its elem_ids, how its pipeline is asked) is one PanelSpec in PANELS.
 
 The prediction is shown first; the explanation and its faithfulness follow in their own events, so a slow
 method (occlusion, integrated gradients) never holds the label back, and gradio shows its progress.
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gradio as gr
 
 from pipelines import explanations
 from pipelines.explanations import default_method
+from pipelines.tasks import LM, SENTIMENT
 
 from ..page.progress import reporter
 from ..server.events import FOLLOW_UP
+from ..tasks import TASKS
 from . import attributions
 
 log = logging.getLogger(__name__)
@@ -22,26 +27,64 @@ PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
-def method_choices(default: str | None = None) -> list[tuple[str, str]]:
-    """(label, name) of every registered method that explains a classifier, `default` (None: the project's) marked."""
-    return explanations.choices("sentiment", default)
+def _explain_review(pipe, view, method: str | None, progress):
+    """The classifier's label for the review in `view`."""
+    return pipe.explain(view.text, method, progress=progress)
 
 
-def model_default(pipe) -> dict:
+def _explain_first_token(pipe, view, method: str | None, progress):
+    """The first new token of the continuation in `view` (viz.language_model.LMView): its result is reused, so the
+    token explained is the one on screen, sampled or not, without decoding again."""
+    return pipe.explain(view.text, method, step=0, result=view.result, progress=progress)
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    """What one task's panel says, where its parts are (elem_ids) and how its pipeline explains a view."""
+
+    heading: str
+    method_label: str  # the picker's label: what blue and red mean
+    ids: tuple[str, str, str, str]  # elem_ids: the picker, the highlight, the faithfulness text, the deletion curve
+    explain: Callable  # (pipe, view, method or None, progress) -> pipelines.explanations.Explanation
+
+
+PANELS: dict[str, PanelSpec] = {
+    SENTIMENT.name: PanelSpec(
+        "What drives the prediction",
+        "Explanation method (blue = supports the predicted label, red = speaks against it)",
+        ("sentiment-highlight-mode", "sentiment-highlight", "sentiment-faithfulness", "sentiment-deletion-curve"),
+        _explain_review,
+    ),
+    LM.name: PanelSpec(
+        "What drives the first new token",
+        "Explanation method (blue = raises the probability of the first new token, red = lowers it)",
+        ("lm-explanation-method", "lm-explanation", "lm-explanation-faithfulness", "lm-explanation-curve"),
+        _explain_first_token,
+    ),
+}
+
+
+def method_choices(default: str | None = None, task: str = "sentiment") -> list[tuple[str, str]]:
+    """(label, name) of every registered method that explains the task, `default` (None: the project's) marked."""
+    return explanations.choices(task, default)
+
+
+def model_default(pipe, task: str = "sentiment") -> dict:
     """The default explanation of this model, measured on it or saying that it was not (default_method)."""
-    return getattr(pipe, "default_explanation", None) or default_method("sentiment", {})
+    return getattr(pipe, "default_explanation", None) or default_method(task, {})
 
 
 def explain(pipe, view, method: str, progress=None):
-    """(explanation for gr.State, highlighted review HTML) for the analysed review in `view`; progress(done,
+    """(explanation for gr.State, highlighted text HTML) for the input in `view` (its task: view.task); progress(done,
     total) as a slow method (occlusion) goes."""
     if view is None:
         return None, ""
+    task = view.task.name
     try:
-        expl = pipe.explain(view.text, method or None, progress=progress)
+        expl = PANELS[task].explain(pipe, view, method or None, progress)
     except Exception:
         log.exception("explanation failed")
-        return None, "<p>⚠️ Sorry, this explanation could not be computed for this review.</p>"
+        return None, f"<p>⚠️ Sorry, this explanation could not be computed for this {TASKS[task].unit}.</p>"
     html = attributions.attribution_html(
         view.text,
         [(t.start, t.end) for t in expl.tokens],
@@ -51,12 +94,13 @@ def explain(pipe, view, method: str, progress=None):
         expl.method,
         view.cut_after,
         view.n_skipped,
+        task,
     )
     return expl, html
 
 
 def faithfulness(pipe, expl):
-    """(faithfulness Markdown, deletion-curve figure) of an explanation on its own review."""
+    """(faithfulness Markdown, deletion-curve figure) of an explanation on its own input."""
     if expl is None:
         return "", None
     try:
@@ -64,8 +108,8 @@ def faithfulness(pipe, expl):
     except Exception:
         log.exception("faithfulness failed")
         return "⚠️ Sorry, the faithfulness of this explanation could not be measured.", None
-    text = attributions.faithfulness_markdown(report, expl, model_default(pipe))
-    return text, attributions.deletion_curve(report, expl.target, expl.method)
+    text = attributions.faithfulness_markdown(report, expl, model_default(pipe, expl.task))
+    return text, attributions.deletion_curve(report, expl.target, expl.method, expl.task)
 
 
 @dataclass
@@ -75,25 +119,26 @@ class ExplanationPanel:
     faithfulness: gr.Markdown
     curve: gr.Plot
     explained: gr.State
+    task: str = "sentiment"
 
 
-def build(pipe=None) -> ExplanationPanel:
-    """Lay out the panel (inside a gr.Blocks context); its default method is `pipe`'s (the tab's default model)."""
-    default = model_default(pipe) if pipe is not None else default_method("sentiment")
-    gr.Markdown("### What drives the prediction")
+def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
+    """Lay out the task's panel (inside a gr.Blocks context); its default method is `pipe`'s (the tab's default
+    model)."""
+    spec = PANELS[task]
+    default = model_default(pipe, task) if pipe is not None else default_method(task)
+    method_id, highlight_id, faith_id, curve_id = spec.ids
+    gr.Markdown(f"### {spec.heading}")
     method = gr.Radio(
-        method_choices(default["method"]),
-        value=default["method"],
-        label="Explanation method (blue = supports the predicted label, red = speaks against it)",
-        elem_id="sentiment-highlight-mode",
+        method_choices(default["method"], task), value=default["method"], label=spec.method_label, elem_id=method_id
     )
     with gr.Row():
         with gr.Column(scale=3):
-            highlight = gr.HTML(elem_id="sentiment-highlight")
+            highlight = gr.HTML(elem_id=highlight_id)
         with gr.Column(scale=2):
-            faith = gr.Markdown(elem_id="sentiment-faithfulness")
-            curve = gr.Plot(show_label=False, elem_id="sentiment-deletion-curve")
-    return ExplanationPanel(method, highlight, faith, curve, gr.State(None))
+            faith = gr.Markdown(elem_id=faith_id)
+            curve = gr.Plot(show_label=False, elem_id=curve_id)
+    return ExplanationPanel(method, highlight, faith, curve, gr.State(None), task)
 
 
 def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted):
@@ -102,7 +147,7 @@ def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted):
     to chain its own redraws on."""
 
     def run_explain(view, method, progress=PROGRESS):
-        name = explanations.label("sentiment", method) if method else "Explanation"
+        name = explanations.label(panel.task, method) if method else "Explanation"
         model = getattr(view, "model", None)
         expl, html = explain(models.get(model), view, method, reporter(progress, name, "words"))
         return made_by(model, expl), html

@@ -3,26 +3,34 @@
     ?tab=sentiment&text=A+warm+film.&layer=2&head=3&method=rollout&scale=norm&hide=1
     ?tab=sentiment&text=A+warm+film.&model=from+scratch+%282+%C3%97+4+heads%29
     ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3&training_step=653
+    ?tab=lm&text=This+movie+was&decoding=sampled&temperature=0.8&top_p=0.95&seed=7&max_new=20&step=2&chat=1
 
 Layer, head and step are 1-based, as the app shows them. `model` is the model choice's name (left out for the tab's
 default model), `training_step` the step of a training snapshot (left out for the trained model) and `hide=1` ticks
-*Hide special tokens and punctuation* (left out when it is not ticked). Text is UTF-8
+*Hide special tokens and punctuation* (left out when it is not ticked). The Next word tab's decoding options
+(`temperature`, `top_p` and `seed` only when sampled, `max_new`: the number of new tokens) and `chat=1` (the prompt
+through the chat template) travel too; its `step` is the step slider's. Text is UTF-8
 percent-encoded, so any Unicode and any markup survive the round trip; it is only ever put back into a text box,
 never rendered as HTML.
 A link whose query would pass MAX_QUERY_CHARS is refused with a message: many servers and proxies reject
 request lines over 8 KB (nginx's default), and a link that breaks is worse than none.
 """
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlencode
 
 from pipelines.attention.attention_views import COLOR_SCALES
+from pipelines.tasks import LM
 
 from ..inputs import whole_number
 
-TABS = ("sentiment", "translation")
-DECODINGS = ("beam search", "greedy")
+TABS = ("sentiment", "translation", "lm")
+DECODINGS = ("beam search", "greedy")  # the translator's
+TAB_DECODINGS = {LM.name: ("greedy", "sampled")}  # a tab whose decodings are other than DECODINGS
+MAX_TEMPERATURE = 5.0  # the most a client may ask for (viz.language_model); the tab's slider may offer less
+MAX_SEED = 2**31 - 1
 MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
 DEFAULT_SCALE = "linear"  # left out of links
 MAX_INDEX = 64  # layers, heads and steps beyond this are not real choices: ignore them
@@ -37,8 +45,8 @@ class ViewLink:
     text: str = ""
     layer: int | None = None
     head: int | None = None
-    step: int | None = None  # translation: 0-based decoding step
-    decoding: str | None = None  # translation: 'beam search' or 'greedy'
+    step: int | None = None  # translation: 0-based decoding step; lm: 0-based step of the step slider
+    decoding: str | None = None  # translation: 'beam search' or 'greedy'; lm: 'greedy' or 'sampled'
     beam: int | None = None  # translation: beam size
     method: str | None = None  # sentiment: how tokens are highlighted / explained
     scale: str | None = (
@@ -47,6 +55,11 @@ class ViewLink:
     hide: bool = False  # the attention views without special tokens and punctuation (rows renormalised)
     model: str | None = None  # the model choice's name, None = the tab's default model
     training_step: int | None = None  # the training snapshot's step, None = the trained model
+    temperature: float | None = None  # lm, sampled: the temperature (None = the tab's default)
+    top_p: float | None = None  # lm, sampled: nucleus top-p
+    seed: int | None = None  # lm, sampled: the seed that makes the continuation repeatable
+    max_new_tokens: int | None = None  # lm: new tokens asked for
+    chat: bool = False  # lm: the prompt goes through the chat template
     ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
 
 
@@ -78,6 +91,13 @@ def to_query(link: ViewLink) -> str:
         params.append(("model", link.model))
     if link.training_step is not None:
         params.append(("training_step", str(int(link.training_step))))
+    params += [(name, f"{value:g}") for name, value in (("temperature", link.temperature), ("top_p", link.top_p))
+               if value is not None]  # fmt: skip
+    params += [
+        (name, str(int(v))) for name, v in (("seed", link.seed), ("max_new", link.max_new_tokens)) if v is not None
+    ]
+    if link.chat:
+        params.append(("chat", "1"))
     return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
 
 
@@ -93,6 +113,44 @@ def _step(raw: str | None) -> int | None:
     return value if value is not None and 0 <= value < 10**9 else None
 
 
+def _flag(raw: str | None) -> bool:
+    return (raw or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _number(raw: str | None, low: float, high: float) -> float | None:
+    """A finite number above `low` and at most `high` from a link, or None."""
+    try:
+        value = float((raw or "").strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and low < value <= high else None
+
+
+def _whole(raw: str | None, low: int, high: int) -> int | None:
+    value = whole_number(raw)
+    return value if value is not None and low <= value <= high else None
+
+
+# The Next word tab's decoding options: the link's name -> (the ViewLink field, how it is read, what a visitor is told
+# when it is broken)
+_OPTIONS = {
+    "temperature": ("temperature", lambda raw: _number(raw, 0, MAX_TEMPERATURE), "temperature"),
+    "top_p": ("top_p", lambda raw: _number(raw, 0, 1), "top-p"),
+    "seed": ("seed", lambda raw: _whole(raw, 0, MAX_SEED), "seed"),
+    "max_new": ("max_new_tokens", lambda raw: _whole(raw, 1, MAX_INDEX), "number of new tokens"),
+}
+
+
+def _options(params: Mapping[str, str], ignored: list[str]) -> dict:
+    """The decoding options a link holds, as ViewLink fields; the names of broken ones go into `ignored`."""
+    out = {}
+    for name, (field_name, read, words) in _OPTIONS.items():
+        raw = (params.get(name) or "").strip()
+        out[field_name] = read(raw) if raw else None
+        ignored += [words] if raw and out[field_name] is None else []
+    return out
+
+
 def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
     """The view a link asks for, or None when it names no input text. Unknown or broken values fall back
     to the defaults rather than failing: a link typed by hand must still open something sensible."""
@@ -102,27 +160,31 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
     if not text.strip():
         return None
     tab = (params.get("tab") or "sentiment").strip().lower()
+    tab = tab if tab in TABS else "sentiment"
     decoding = (params.get("decoding") or "").strip().lower()
     indices = {name: _index(params.get(name)) for name in ("layer", "head", "step", "beam")}
     method = (params.get("method") or "").strip()
     scale = (params.get("scale") or "").strip().lower()
+    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", "scale", "training_step", *indices)}
+    broken = [name for name, value in indices.items() if given[name] and value is None]
+    options = _options(params, broken)
     link = ViewLink(
-        tab=tab if tab in TABS else "sentiment",
+        tab=tab,
         text=text,
         layer=indices["layer"],
         head=indices["head"],
         step=indices["step"],
-        decoding=decoding if decoding in DECODINGS else None,
+        decoding=decoding if decoding in TAB_DECODINGS.get(tab, DECODINGS) else None,
         beam=None if indices["beam"] is None else indices["beam"] + 1,
         method=method[:40] or None,
         scale=scale if scale in COLOR_SCALES else None,
-        hide=(params.get("hide") or "").strip().lower() in ("1", "true", "yes", "on"),
+        hide=_flag(params.get("hide")),
         model=(params.get("model") or "").strip()[:MAX_MODEL_CHARS] or None,
         training_step=_step(params.get("training_step")),
+        chat=_flag(params.get("chat")),
+        **options,
     )
-    given = {name: (params.get(name) or "").strip() for name in ("tab", "decoding", "scale", "training_step", *indices)}
-    broken = [name for name, value in indices.items() if given[name] and value is None]
-    broken += ["tab"] if given["tab"] and tab not in TABS else []
+    broken += ["tab"] if given["tab"] and given["tab"].lower() not in TABS else []
     broken += ["decoding"] if given["decoding"] and not link.decoding else []
     broken += ["colour scale"] if given["scale"] and not link.scale else []
     broken += ["training step"] if given["training_step"] and link.training_step is None else []
