@@ -9,7 +9,7 @@ import gradio as gr
 import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz.examples import CONTRAST_PAIRS, contrast_pairs
+from viz.examples import ContrastSetError, contrast_pairs
 from viz.share import links
 
 ELEM_IDS = [
@@ -147,7 +147,7 @@ def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     assert box.visible is True and too_long.visible is True  # the box, hidden until now, shows the link or why not
 
 
-def test_contrast_pairs_come_from_the_file_when_it_is_there(tmp_path):
+def test_contrast_pairs_come_from_the_file_and_a_bad_file_is_said(tmp_path):
     path = tmp_path / "contrast_pairs.jsonl"
     rows = [
         {"a": "good", "b": "not good", "label_a": 1, "label_b": 0, "kind": "negation"},
@@ -159,8 +159,14 @@ def test_contrast_pairs_come_from_the_file_when_it_is_there(tmp_path):
     assert contrast_pairs(path) == [*first_of_each_kind_first, ("fine", "not fine", "negation")]
     assert contrast_pairs(path, limit=1) == [("good", "not good", "negation")]
     path.write_text("{broken json\n")
-    assert contrast_pairs(path) == CONTRAST_PAIRS
-    assert contrast_pairs(tmp_path / "missing.jsonl") == CONTRAST_PAIRS
+    with pytest.raises(ContrastSetError, match="could not be read"):  # said, not replaced by stand-ins
+        contrast_pairs(path)
+    with pytest.raises(ContrastSetError, match="missing.jsonl could not be read"):
+        contrast_pairs(tmp_path / "missing.jsonl")
+    path.write_text('{"a": "", "b": "x"}\n')
+    with pytest.raises(ContrastSetError, match="holds no pair"):
+        contrast_pairs(path)
+    assert len(contrast_pairs()) == 12  # the shipped set, beside the app
 
 
 def test_analyse_leaves_the_second_review_alone(demo):

@@ -1,8 +1,8 @@
 """`python -m training.contrast --model DIR_OR_REPO`: the sentiment model on hand-written minimal pairs.
 
-benchmarks/contrast_pairs.jsonl holds pairs of short texts that differ in a few words and (by design) in
-label: negation ("good" / "not good"), contrast with "but" and "yet" (which clause decides), intensifiers,
-hedges and sarcasm markers. A model that reads phrases without composing them gets one side of a pair
+viz/data/contrast_pairs.jsonl (beside the app, which offers them as examples) holds pairs of short texts that
+differ in a few words and (by design) in label: negation ("good" / "not good"), contrast with "but" and "yet"
+(which clause decides), intensifiers, hedges and sarcasm markers. A model that reads phrases without composing them gets one side of a pair
 right and the other wrong; `pairs_flipped` counts the pairs where both sides are right, i.e. the
 prediction flips with the label. `builtin_examples` counts the app's example reviews (viz/examples.py) the
 model classifies as a reader does, and names the ones it gets wrong. The last line printed is one JSON object.
@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-PAIRS = Path(__file__).resolve().parent.parent / "benchmarks" / "contrast_pairs.jsonl"
+PAIRS = Path(__file__).resolve().parent.parent / "viz" / "data" / "contrast_pairs.jsonl"
 
 
 def load_pairs(path: str | Path = PAIRS) -> list[dict]:

@@ -129,27 +129,13 @@ BENCH_REVIEW = LONG_REVIEW
 BENCH_SENTENCE = LANDING["sentiment"]  # the one-sentence review of the latency budget
 BENCH_GERMAN = "Ein älterer Mann mit grauem Bart sitzt auf einer Bank und liest eine alte Zeitung."
 
-# One-click contrast pairs for the comparison (first, second, what changed). benchmarks/contrast_pairs.jsonl,
-# the hand-made contrast set, replaces these when it is there (contrast_pairs()).
-CONTRAST_PAIRS: list[tuple[str, str, str]] = [
-    ("The acting was good.", "The acting was not good.", "negation"),
-    (
-        "A funny, clever film with a great cast.",
-        "A dull, clumsy film with a great cast.",
-        "adjectives",
-    ),
-    (
-        "I expected to hate it, but I loved every minute.",
-        "I expected to love it, but I hated every minute.",
-        "swap",
-    ),
-    (
-        "The plot is predictable and the ending is weak.",
-        "The plot is predictable but the ending is superb.",
-        "contrast",
-    ),
-]
-CONTRAST_FILE = Path(__file__).resolve().parents[1] / "benchmarks" / "contrast_pairs.jsonl"
+# One-click contrast pairs for the comparison (first, second, what changed): the hand-made contrast set, which also
+# measures the sentiment models (training.contrast). It lives with the app, so the Space carries it.
+CONTRAST_FILE = Path(__file__).resolve().parent / "data" / "contrast_pairs.jsonl"
+
+
+class ContrastSetError(ValueError):
+    """The contrast set could not be read; the message names the file and why (the app says so, no stand-in)."""
 
 
 def shorten(text: str, limit: int = 40) -> str:
@@ -162,15 +148,15 @@ def shorten(text: str, limit: int = 40) -> str:
 
 
 def contrast_pairs(path: Path = CONTRAST_FILE, limit: int = 12) -> list[tuple[str, str, str]]:
-    """(first review, second review, button label) pairs: from the hand-made contrast set when it exists and
-    reads cleanly (one of each kind first, then the rest, up to `limit`), else CONTRAST_PAIRS."""
+    """(first review, second review, button label) pairs of the hand-made contrast set: one of each kind first, then
+    the rest, up to `limit`. ContrastSetError when the file is missing, unreadable or holds no pair."""
     try:
         rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         pairs = [(r["a"], r["b"], str(r.get("kind") or "pair")) for r in rows if r.get("a") and r.get("b")]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return CONTRAST_PAIRS[:limit]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ContrastSetError(f"the contrast set {path.name} could not be read ({type(e).__name__}: {e})") from e
     if not pairs:
-        return CONTRAST_PAIRS[:limit]
+        raise ContrastSetError(f"the contrast set {path.name} holds no pair")
     first_of_kind: dict[str, tuple[str, str, str]] = {}
     for pair in pairs:
         first_of_kind.setdefault(pair[2], pair)

@@ -20,7 +20,7 @@ SHORT_WORDS = 40  # texts of at most this many words are looked at
 
 @dataclass(frozen=True)
 class Construction:
-    kind: str  # the contrast set's kind (benchmarks/contrast_pairs.jsonl)
+    kind: str  # the contrast set's kind (viz/data/contrast_pairs.jsonl)
     name: str  # in plain words, for a notice
     cue: re.Pattern  # the words that hold it
 

@@ -13,7 +13,7 @@ import gradio as gr
 
 from .. import handlers
 from ..compare import input_compare as compare
-from ..examples import contrast_pairs, shorten
+from ..examples import ContrastSetError, contrast_pairs, shorten
 from ..models import training_step
 from ..page.theme import waiting_plot
 from ..server.events import FOLLOW_UP
@@ -389,7 +389,11 @@ def sentiment_compare_panel(models, *, review, choice, step, layer, head) -> Non
     """A second review (a copy of the first to edit), both predictions side by side, the change in probability,
     and the aligned self-attention diff for the chosen layer and head; contrast pairs fill both boxes and run. By
     the model shown: the chosen one, at the training step's snapshot."""
-    pairs = [(a, b, f"{kind}: {shorten(a)}") for a, b, kind in contrast_pairs()]
+    try:
+        pairs = [(a, b, f"{kind}: {shorten(a)}") for a, b, kind in contrast_pairs()]
+    except ContrastSetError as e:
+        gr.Markdown(f"⚠️ No example pairs: {e}.", elem_id="sentiment-compare-notice")
+        pairs = []
 
     def run(a, b, name, position, layer, head):
         return compare.compare_reviews(models.get(training_step.chosen(models, name, position)), a, b, layer, head)
