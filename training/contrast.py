@@ -2,10 +2,11 @@
 
 viz/data/contrast_pairs.jsonl (beside the app, which offers them as examples) holds pairs of short texts that
 differ in a few words and (by design) in label: negation ("good" / "not good"), contrast with "but" and "yet"
-(which clause decides), intensifiers, hedges and sarcasm markers. A model that reads phrases without composing them gets one side of a pair
-right and the other wrong; `pairs_flipped` counts the pairs where both sides are right, i.e. the
-prediction flips with the label. `builtin_examples` counts the app's example reviews (viz/examples.py) the
-model classifies as a reader does, and names the ones it gets wrong. The last line printed is one JSON object.
+(which clause decides), intensifiers, hedges and sarcasm markers. A model that reads phrases without composing
+them gets one side of a pair right and the other wrong; `pairs_flipped` counts the pairs where both sides are
+right, i.e. the prediction flips with the label. `builtin_examples` counts the app's example reviews
+(viz/examples.py) the model classifies as a reader does, and names the ones it gets wrong. The last line printed
+is one JSON object.
 """
 
 import argparse
