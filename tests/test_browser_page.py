@@ -131,6 +131,8 @@ def test_on_a_phone_the_examples_are_one_row_that_scrolls_sideways(page, app_url
     try:
         page.wait_for_function(f"id => ({GALLERY_JS})(id)[0] === 1", arg="sentiment-examples")
         assert page.evaluate(GALLERY_JS, "sentiment-examples") == [1, True]
+        for name in ("Sentiment", "Translation (German → English)", "Next word"):  # one row, none in the '...' menu
+            assert page.get_by_role("tab", name=name).is_visible(), name
         page.get_by_role("tab", name="Translation (German → English)").click()
         page.wait_for_selector("#translation-examples .gallery-item")
         assert page.evaluate(GALLERY_JS, "translation-examples") == [1, True]

@@ -13,7 +13,7 @@ import gradio as gr
 import numpy as np
 import pandas as pd
 
-from pipelines.kinds import BY_ROW, KINDS, order
+from pipelines.kinds import BY_ROW, CAUSAL, KINDS, order
 
 from ..attention import figures, view_handlers
 from ..handlers import _status
@@ -243,9 +243,14 @@ def empty_grid(layers: dict[str, int], n_heads: int) -> pd.DataFrame:
     )
 
 
+ROLES = ("sink", "duplicate", "induction")  # measured on a language model's causal heads only
+
+
 def empty_table(layers: dict[str, int]) -> HeadTable:
-    """The head table before anything is measured: its column headers for this model, no rows."""
-    return HeadTable([COLUMNS[k] for k in table_keys(layers, agreement=AGREEMENT in layers)], [])
+    """The head table before anything is measured: its column headers for this model, no rows (the roles' columns
+    where the heads are causal, as a measured table has them)."""
+    keys = [k for k in table_keys(layers, agreement=AGREEMENT in layers) if k not in ROLES or CAUSAL.name in layers]
+    return HeadTable([COLUMNS[k] for k in keys], [])
 
 
 # --- handlers --------------------------------------------------------------------------------------------

@@ -40,8 +40,14 @@ CSS = (
 @media (max-width: 720px) {
   .plot-row, .view-options { flex-direction: column !important; flex-wrap: nowrap !important; }
   .plot-row > *, .view-options > * { min-width: 100% !important; width: 100% !important; }
-  #sentiment-examples .gallery, #translation-examples .gallery { flex-wrap: nowrap; overflow-x: auto; }
-  #sentiment-examples .gallery-item, #translation-examples .gallery-item { flex: 0 0 auto; max-width: 85%; }
+  #sentiment-examples .gallery, #translation-examples .gallery, #lm-examples .gallery { flex-wrap: nowrap;
+    overflow-x: auto; }
+  #sentiment-examples .gallery-item, #translation-examples .gallery-item, #lm-examples .gallery-item {
+    flex: 0 0 auto; max-width: 85%; }
+}
+@media (max-width: 480px) {  /* the three tabs' buttons in one row on a phone, none folded into gradio's '...' menu */
+  .tab-wrapper button, .tab-container button { padding: 0 6px !important; font-size: 12.5px !important;
+    min-width: 0 !important; }
   .heads-off .wrap:has(label) { gap: 4px !important; max-height: 21rem; overflow-y: auto; }  /* a half row shows */
   .heads-off label { padding: 4px 6px !important; font-size: 12px !important; }
 }
