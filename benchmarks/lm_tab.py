@@ -88,13 +88,14 @@ def main() -> None:
     sentiment, translation = load_models()  # the other tabs' defaults, as python app.py loads them
     ours = LanguageModelPipeline.from_pretrained(a.model)
     report["ours"] = measure(ours, a.runs)
+    print(json.dumps(report["ours"]), flush=True)
     path = a.gguf or installed_smollm2()
     if path is not None:
         smol = LanguageModelPipeline.from_pretrained(str(path))
         report["smollm2"] = measure(smol, a.runs)
     gc.collect()
     report["rss_mb_all_default_models"] = round(rss_mb(), 1)
-    report["loaded"] = [m for m in ("sentiment", "translation") if locals()[m].pipeline is not None]
+    report["loaded"] = [name for name, m in (("sentiment", sentiment), ("translation", translation)) if m.pipeline]
     print(json.dumps(report, indent=1))
 
 
