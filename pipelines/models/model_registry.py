@@ -11,6 +11,7 @@ they load and leave memory the same way (at most `keep` besides the default).
 """
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -72,8 +73,8 @@ class ModelRegistry:
         lister = lister or list_snapshots
         for model in self.names:
             entry = self.entries[model]
-            try:
-                snapshots = lister(entry.source) if entry.source else []
+            try:  # a single file (a GGUF model) has no snapshots to list
+                snapshots = lister(entry.source) if entry.source and not os.path.isfile(entry.source) else []
             except Exception as e:  # no slider for this model; it still works
                 log.warning("the snapshots of %s could not be listed: %s", entry.source, e)
                 snapshots = []
