@@ -8,6 +8,7 @@ not on its path.
 
 import importlib.metadata as md
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,14 +70,20 @@ class NotInSpace(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, NotInSpace())
 sys.path.insert(0, ".")
 import app
-from viz.models.loading import load_models
+from viz.examples import CONTRAST_FILE, contrast_pairs
+from viz.models.loading import alternative_sources, load_lm, load_models
 sentiment, translation = load_models()
-assert sentiment.pipeline and translation.pipeline, (sentiment.error, translation.error)
-demo = app.build_demo(sentiment.pipeline, translation.pipeline)
+lm, lm_models = load_lm()
+assert sentiment.pipeline and translation.pipeline and lm.pipeline, (sentiment.error, translation.error, lm.error)
+demo = app.build_demo(sentiment.pipeline, translation.pipeline, lm.pipeline, lm_models=tuple(lm_models),
+                      sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")), landing=True)
 _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
 import urllib.request
 assert urllib.request.urlopen(url, timeout=60).status == 200
 print(json.dumps({"label": sentiment.pipeline("A fine film.").label, "url": url,
+                  "continuation": lm.pipeline("A fine", max_new_tokens=3).continuation,
+                  "alternatives": alternative_sources("SENTIMENT_MODEL"),
+                  "contrast_file": str(CONTRAST_FILE.resolve()), "pairs": len(contrast_pairs()),
                   "training_loaded": sorted(m for m in sys.modules if m.partition(".")[0] in blocked)}))
 demo.close()
 """
@@ -88,12 +95,28 @@ def test_training_modules_are_blocked_and_the_app_needs_none_of_them():
     assert not {"torch", "gradio", "tokenizers", "huggingface_hub", "plotly", "numpy"} & set(blocked)
 
 
-def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, translation_dir):
-    variables = {"SENTIMENT_MODEL": str(sentiment_dir), "TRANSLATION_MODEL": str(translation_dir)}
+def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, translation_dir, lm_dir):
+    """The assembled Space, started from its own folder with the training stack blocked, as app.py's main() starts
+    it: every tab's model, the sentiment tab's alternative and the contrast set are the Space's own files."""
+    project = tmp_path / "project"
+    project.mkdir()
+    for name in ("app.py", "transformer", "pipelines", "viz", "requirements-lib.txt", "requirements-app.txt"):
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(ROOT / name, project / name)
+    for name, src in (("sentiment", sentiment_dir), ("sentiment-scratch", sentiment_dir),
+                      ("translation", translation_dir), ("lm", lm_dir)):  # fmt: skip
+        shutil.copytree(src, project / "assets" / name)
+    variables = {"SENTIMENT_MODEL": "assets/sentiment", "TRANSLATION_MODEL": "assets/translation"}
+    variables["LM_OURS_MODEL"] = "assets/lm"  # as publish space bundles them
     space = tmp_path / "space"
     space.mkdir()
-    files = build_space_folder(space, variables, root=ROOT)
+    files = build_space_folder(space, variables, root=project)
     assert not [f for f in files if f.split("/")[0] in ("training", "benchmarks", "tests")]
+    assert {"assets/lm/config.json", "assets/sentiment-scratch/config.json", "viz/data/contrast_pairs.jsonl"} <= set(
+        files
+    )
     reqs = (space / "requirements.txt").read_text()
     assert "gradio==" in reqs and "torch==" in reqs and "datasets" not in reqs and "transformers" not in reqs
     env = {"HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PATH": "/usr/bin:/bin", **variables}
@@ -105,3 +128,6 @@ def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, tr
     assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
     result = json.loads(lines[-1])
     assert result["label"] in ("negative", "positive") and result["training_loaded"] == []
+    assert isinstance(result["continuation"], str)
+    assert [Path(p).relative_to(space).as_posix() for p in result["alternatives"]] == ["assets/sentiment-scratch"]
+    assert result["contrast_file"].startswith(str(space)) and result["pairs"] > 0  # the Space's own file, read

@@ -80,8 +80,10 @@ def display_name(pipe, source: str = "") -> str:
 
 
 def alternative_sources(env_var: str) -> list[str]:
-    """The bundled models offered beside the default when $env_var is not set (and they are there)."""
-    if os.environ.get(env_var, "").strip():
+    """The bundled models offered beside the default when $env_var is not set or names a bundled folder (assets/...,
+    as on a Space that carries its models), and they are there."""
+    value = os.environ.get(env_var, "").strip()
+    if value and not value.startswith("assets/"):
         return []
     return [str(ROOT / p) for p in BUNDLED_ALTERNATIVES.get(env_var, []) if (ROOT / p).is_dir()]
 
