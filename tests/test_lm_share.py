@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import gradio as gr
 import pytest
+from test_share_app import blocks, click_fn, load_fn
 
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 from viz import language_model as lm
@@ -37,22 +38,6 @@ def demo(sentiment_dir, translation_dir, pipe):
         TranslationPipeline.from_pretrained(str(translation_dir)),
         pipe,
     )
-
-
-def blocks(demo) -> dict:
-    return {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
-
-
-def load_fn(demo, outputs_elem_id: str):
-    target = blocks(demo)[outputs_elem_id]
-    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][1] == "load" and target in f.outputs]
-    return fn
-
-
-def click_fn(demo, elem_id: str):
-    target = blocks(demo)[elem_id]
-    (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == target._id and f.fn is not None]
-    return fn
 
 
 def named(fn, values) -> dict:
