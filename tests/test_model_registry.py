@@ -68,3 +68,17 @@ def test_concurrent_first_use_loads_once():
 def test_empty_registry_is_refused():
     with pytest.raises(ValueError):
         ModelRegistry([], load=None)
+
+
+def test_bundled_alternatives_are_offered_beside_a_bundled_default_only(tmp_path, monkeypatch):
+    """The from-scratch sentiment model is offered one click from the default when the default is a bundled folder
+    (unset, or assets/... as a Space sets it), never twice, and not beside a model named by a repo id or a path."""
+    from viz.models import loading
+
+    (tmp_path / "assets" / "sentiment-scratch").mkdir(parents=True)
+    monkeypatch.setattr(loading, "ROOT", tmp_path)
+    scratch = [str(tmp_path / "assets" / "sentiment-scratch")]
+    for value, offered in (("", scratch), ("assets/sentiment", scratch), ("assets/sentiment-scratch", []),
+                           ("user/attention-demo-sentiment", []), ("/somewhere/else", [])):  # fmt: skip
+        monkeypatch.setenv("SENTIMENT_MODEL", value)
+        assert loading.alternative_sources("SENTIMENT_MODEL") == offered, value

@@ -85,7 +85,9 @@ def alternative_sources(env_var: str) -> list[str]:
     value = os.environ.get(env_var, "").strip()
     if value and not value.startswith("assets/"):
         return []
-    return [str(ROOT / p) for p in BUNDLED_ALTERNATIVES.get(env_var, []) if (ROOT / p).is_dir()]
+    chosen = (ROOT / value).resolve() if value else None  # the default itself is not offered twice
+    alternatives = [ROOT / p for p in BUNDLED_ALTERNATIVES.get(env_var, []) if (ROOT / p).is_dir()]
+    return [str(p) for p in alternatives if p.resolve() != chosen]
 
 
 def folder_metrics(source: str) -> dict:
