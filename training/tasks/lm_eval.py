@@ -25,24 +25,15 @@ def clean(text: str) -> str:
 
 
 def load_lm(name: str):
-    """(CausalLM, tokenizers.Tokenizer, start token id) of our model folder, a Llama folder or a .gguf file."""
-    from pathlib import Path
+    """(CausalLM, tokenizers.Tokenizer, start token id) of what LanguageModelPipeline loads: our model folder, a Llama
+    folder or repo, a .gguf file. The start token: <s> where the model reads one first (ours), else the
+    <|endoftext|> that separates a model's training documents (SmolLM2), else its BOS."""
+    from pipelines import LanguageModelPipeline
 
-    from tokenizers import Tokenizer
-
-    from transformer import CausalLM
-
-    if str(name).endswith(".gguf"):
-        from pipelines.models.gguf import load_gguf
-
-        model, tok, _ = load_gguf(name)
-        return model, tok, 0  # SmolLM2's <|endoftext|>, which separates its training documents
-    folder = Path(name)
-    if (folder / "preprocessing.json").is_file():
-        model = CausalLM.from_pretrained(folder).eval()
-    else:
-        model = CausalLM.from_llama(name)
-    return model, Tokenizer.from_file(str(folder / "tokenizer.json")), model.config.bos_id
+    pipe = LanguageModelPipeline.from_pretrained(str(name))
+    separator = pipe.tokenizer.token_to_id("<|endoftext|>")
+    start = pipe.model.config.bos_id if pipe.add_bos or separator is None else separator
+    return pipe.model, pipe.tokenizer, start
 
 
 def windows(model, ids: list[int], start: int) -> list[list[int]]:
@@ -66,6 +57,7 @@ def summed_nll(model, pieces: list[list[int]], batch_tokens: int = 16384) -> flo
         batch = torch.full((len(rows), len(rows[-1])), -100, dtype=torch.long)  # (B, T)
         for b, r in enumerate(rows):
             batch[b, : len(r)] = torch.tensor(r)
+        batch = batch.to(next(model.parameters()).device)  # the model's device
         inputs = batch[:, :-1].clamp(min=0)  # (B, T - 1): padding read as token 0, after the real tokens
         logits = model(inputs).logits.float()  # (B, T - 1, V)
         total += float(F.cross_entropy(logits.transpose(1, 2), batch[:, 1:], ignore_index=-100, reduction="sum"))
