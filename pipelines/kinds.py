@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 SRC, TGT = "src", "tgt"
 SIDES = (SRC, TGT)
-SIDE_NAMES = {SRC: "German", TGT: "English"}  # a task with two sides names them (a review has one: never named)
+# The translator's languages, as pipelines.tasks.TRANSLATION.languages names them: still spelled here (and as CROSS's
+# axis words) for viz/attention/view_handlers.py, until it reads them from its task. A review has one side: never named.
+SIDE_NAMES = {SRC: "German", TGT: "English"}
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 fixtures; the best model loads in the pipeline with [CLS] ... [SEP] around every text, cut as training cut it."""
 
 import json
+from dataclasses import asdict
 
 import pytest
 import torch
@@ -60,10 +61,10 @@ def test_sources_folder_package_and_missing(bert_dir):
 
 
 def test_known_weights_are_named_with_their_license(bert_dir, monkeypatch):
-    from training.tasks import bert_init
+    from training.tasks import bert_init, public_weights
 
     sha = file_sha256(bert_dir / "model.safetensors")
-    monkeypatch.setattr(bert_init, "KNOWN", {sha: bert_init.MINILM})
+    monkeypatch.setattr(bert_init, "KNOWN", {sha: public_weights.MINILM})
     info = provenance(bert_dir, None)
     assert info["name"] == "sentence-transformers/all-MiniLM-L6-v2" and info["license"] == "apache-2.0"
     assert info["revision"].startswith("1110a243")
@@ -72,7 +73,7 @@ def test_known_weights_are_named_with_their_license(bert_dir, monkeypatch):
 def test_an_fp16_copy_is_the_same_model_half_the_size_and_named_as_derived(bert_dir, tmp_path, monkeypatch):
     from safetensors.torch import load_file
 
-    from training.tasks import bert_init
+    from training.tasks import bert_init, public_weights
     from transformer import TransformerClassifier
 
     sha = write_fp16_copy(bert_dir, tmp_path / "a")
@@ -91,10 +92,10 @@ def test_an_fp16_copy_is_the_same_model_half_the_size_and_named_as_derived(bert_
     with torch.no_grad():
         a, b = (m(ids) for m in models)
     torch.testing.assert_close(a.logits, b.logits, rtol=0, atol=1e-2)
-    derived = bert_init.Source(**{**bert_init.asdict(bert_init.MINILM_FP16), "sha256": sha})
+    derived = public_weights.Source(**{**asdict(public_weights.MINILM_FP16), "sha256": sha})
     monkeypatch.setattr(bert_init, "KNOWN", {sha: derived})
     info = provenance(tmp_path / "a", sha)
-    assert info["name"] == bert_init.MINILM.name and "fp16" in info["derived"]
+    assert info["name"] == public_weights.MINILM.name and "fp16" in info["derived"]
 
 
 def test_tokenizer_reads_whole_texts(bert_dir):

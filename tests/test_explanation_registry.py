@@ -87,3 +87,25 @@ def test_the_pipeline_explains_with_its_models_default(sentiment):
         assert sentiment.explain("A wonderful film.").method == "occlusion"
     finally:
         sentiment.metrics = {}
+
+
+def test_every_task_says_what_its_explanation_is():
+    """registry.EXPLAINS names each of pipelines.tasks' tasks once, and a method serves a task by implementing the
+    function its entry names: the attention method serves every task, under the label of that task's function."""
+    from pipelines.explanations.registry import EXPLAINS
+    from pipelines.tasks import TASKS
+
+    assert set(EXPLAINS) == set(TASKS)
+    assert sorted(e.function for e in EXPLAINS.values()) == ["next_token", "review", "steps"]
+    for name in TASKS:
+        assert "attention" in explanations.names(name)
+    assert explanations.label("sentiment", "attention") == "Attention (pooling weights)"
+    assert explanations.label("translation", "attention") == "Cross-attention (mean of every head)"
+    assert explanations.label("lm", "attention").startswith("Attention (the predicting position's")
+
+
+def test_a_download_names_the_fields_of_its_task(sentiment):
+    expl = sentiment.explain(TEXT, "attention")
+    fields = expl.as_dict()
+    assert list(fields)[4:] == ["tokens", "ids", "target", "probability", "words", "steps", "delta"]
+    assert fields["target"] == expl.outputs[0] and "source_tokens" not in fields

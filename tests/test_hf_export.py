@@ -19,7 +19,7 @@ from transformers import AutoConfig, AutoModelForSeq2SeqLM, AutoModelForSequence
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.batching import pad
 from training import publish
-from training.release.hf_export import EXPORTS, MODELING, export
+from training.release.hf_export import MODELING, export, export_of
 from transformer import (
     CausalLM,
     CausalLMConfig,
@@ -152,7 +152,7 @@ def check_translator(folder: Path) -> list[str]:
 @pytest.mark.parametrize("task", ["sentiment", "translation"])
 def test_config_json_names_the_code_in_the_folder_and_the_app_still_loads_it(task, sentiment_repo, translation_repo):
     folder = {"sentiment": sentiment_repo, "translation": translation_repo}[task]
-    spec = EXPORTS[task]
+    spec = export_of(task)
     config = json.loads((folder / "config.json").read_text())
     assert config["model_type"] == spec.model_type and config["architectures"] == [spec.model_class.__name__]
     for target in config["auto_map"].values():  # "modeling_attention_demo.ClassName"
@@ -200,7 +200,7 @@ def test_the_cards_how_to_use_runs_on_the_folder(task, sentiment_repo, translati
     card = (folder / "README.md").read_text()
     section = card[card.index("### With `transformers`") :]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    assert f"{EXPORTS[task].auto_model}.from_pretrained(" in code and "trust_remote_code=True" in code
+    assert f"{export_of(task).auto_model}.from_pretrained(" in code and "trust_remote_code=True" in code
     assert "output_attentions=True" in code
     scope: dict = {}
     exec(code.replace(f"alice/demo-{task}", str(folder)), scope)
@@ -260,7 +260,7 @@ def test_other_configurations_load_with_their_own_weights(task, config, tmp_path
     model = {"sentiment": TransformerClassifier, "translation": Seq2SeqTransformer, "lm": CausalLM}[task](config).eval()
     model.save_pretrained(tmp_path)
     export(task, tmp_path)
-    theirs = auto(getattr(transformers, EXPORTS[task].auto_model), tmp_path)
+    theirs = auto(getattr(transformers, export_of(task).auto_model), tmp_path)
     src = torch.randint(4, 50, (2, 7))
     tgt = torch.randint(4, 50, (2, 5))
     with torch.no_grad():

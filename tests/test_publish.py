@@ -19,6 +19,7 @@ from PIL import Image
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from training import publish
+from training.release import assembly, checks
 from training.release.attention_figure import heat, render_heatmap
 from training.release.hf_export import GENERATION_CONFIG, remote_code
 
@@ -111,7 +112,7 @@ class FakeApi:
 
     def upload_folder(self, **kwargs):
         folder = Path(kwargs["folder_path"])
-        self.uploaded_files = publish.list_files(folder)  # the folder is deleted once main returns
+        self.uploaded_files = assembly.list_files(folder)  # the folder is deleted once main returns
         self.uploaded_copy = Path(str(folder) + "-as-uploaded")
         shutil.copytree(folder, self.uploaded_copy)
         self._record("upload_folder", (), kwargs)
@@ -173,7 +174,7 @@ def test_sentiment_dry_run_folder_predicts_like_the_source_and_carries_the_metri
         capsys,
     )
     assert code == 0
-    assert set(publish.list_files(out)) == MODEL_REPO_FILES | {"metrics.json"}
+    assert set(assembly.list_files(out)) == MODEL_REPO_FILES | {"metrics.json"}
     assert str(out) in stdout and "model.safetensors" in stdout and "nothing was sent" in stdout
 
     src, pub = SentimentPipeline.from_pretrained(str(model)), SentimentPipeline.from_pretrained(str(out))
@@ -211,7 +212,7 @@ def test_translation_dry_run_folder_translates_like_the_source_and_carries_the_m
         capsys,
     )
     assert code == 0
-    assert set(publish.list_files(out)) == TRANSLATION_REPO_FILES | {"metrics.json"}
+    assert set(assembly.list_files(out)) == TRANSLATION_REPO_FILES | {"metrics.json"}
     src, pub = TranslationPipeline.from_pretrained(str(model)), TranslationPipeline.from_pretrained(str(out))
     assert src.translate(GERMAN) == pub.translate(GERMAN)
     src_weights, pub_weights = src.model.state_dict(), pub.model.state_dict()
@@ -232,7 +233,7 @@ def test_card_without_metrics_says_so_and_has_no_model_index(sentiment_dir, tmp_
     out = tmp_path / "repo"
     code, _, _ = run(["sentiment", "--model", sentiment_dir, "--repo-id", "a/b", "--dry-run", "--out", out], capsys)
     assert code == 0
-    assert set(publish.list_files(out)) == MODEL_REPO_FILES
+    assert set(assembly.list_files(out)) == MODEL_REPO_FILES
     card = ModelCard.load(out / "README.md")
     assert card.data.eval_results is None and "model-index" not in card.content
     assert "not recorded" in card.text
@@ -300,7 +301,7 @@ def test_dry_run_refuses_a_non_empty_out_folder(sentiment_dir, tmp_path, capsys)
     code, _, err = run(
         ["sentiment", "--model", sentiment_dir, "--repo-id", "a/b", "--dry-run", "--out", tmp_path], capsys
     )
-    assert code == publish.EXIT_USAGE and "not an empty folder" in err
+    assert code == checks.EXIT_USAGE and "not an empty folder" in err
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
@@ -360,7 +361,7 @@ def test_offline_fails_fast_without_any_network_call(sentiment_dir, monkeypatch,
     monkeypatch.setattr(publish, "make_api", lambda token: built.append(token))
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     code, _, err = run(["sentiment", "--model", sentiment_dir, "--repo-id", "alice/x"], capsys)
-    assert code == publish.EXIT_OFFLINE == 5
+    assert code == checks.EXIT_OFFLINE == 5
     assert "HF_HUB_OFFLINE" in err and "nothing was created or uploaded" in err and "--dry-run" in err
     assert built == [] and list(tmp_path.iterdir()) == []
 
@@ -396,7 +397,7 @@ def test_hub_errors_before_anything_is_created(sentiment_dir, online, capsys, fa
 def test_upload_failure_after_create_says_the_repo_exists_but_is_unchanged(sentiment_dir, online, capsys):
     api = FakeApi(fail={"upload_folder": http_error(403, "403 Forbidden: no write access")})
     code, _, err = run(["sentiment", "--model", sentiment_dir, "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_DENIED
+    assert code == checks.EXIT_DENIED
     assert "permission denied" in err
     assert "https://huggingface.co/alice/sent exists, but nothing was uploaded" in err and "unchanged" in err
     assert api.names() == ["whoami", "create_repo", "upload_folder"]
@@ -412,7 +413,7 @@ def test_upload_failure_after_create_says_the_repo_exists_but_is_unchanged(senti
 def test_token_that_cannot_write_there_is_refused_before_creating(sentiment_dir, online, capsys, who, words):
     api = FakeApi(**who)
     code, _, err = run(["sentiment", "--model", sentiment_dir, "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_DENIED and "permission denied" in err and all(w in err for w in words)
+    assert code == checks.EXIT_DENIED and "permission denied" in err and all(w in err for w in words)
     assert api.names() == ["whoami"]
 
 
@@ -425,7 +426,7 @@ def test_no_token(sentiment_dir, online, monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-here"))
     api = FakeApi()
     code, _, err = run(["sentiment", "--model", sentiment_dir, "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_NO_TOKEN == 4
+    assert code == checks.EXIT_NO_TOKEN == 4
     assert "no Hugging Face token" in err and "HF_TOKEN" in err and "hf auth login" in err
     assert api.calls == []
 
@@ -438,14 +439,14 @@ def test_malformed_repo_id_is_refused_before_anything_else(repo_id, tmp_path, on
     api = FakeApi()
     # The model folder does not exist either: the repo id is checked first, without the network.
     code, _, err = run(["sentiment", "--model", tmp_path / "missing", f"--repo-id={repo_id}"], capsys, api)
-    assert code == publish.EXIT_USAGE == 2
+    assert code == checks.EXIT_USAGE == 2
     assert "is not a Hub repo id" in err and "USER/NAME" in err
     assert api.calls == []
 
 
 @pytest.mark.parametrize("repo_id", ["alice/attention-demo", "Org_1/model.v2", "a/b", "user-1/x_y"])
 def test_wellformed_repo_ids_pass(repo_id):
-    publish.check_repo_id(repo_id)
+    checks.check_repo_id(repo_id)
 
 
 @pytest.mark.parametrize("remove", ["model.safetensors", "config.json", "tokenizer.json", "preprocessing.json"])
@@ -455,7 +456,7 @@ def test_incomplete_model_folder(sentiment_dir, tmp_path, online, capsys, remove
     (model / remove).unlink()
     api = FakeApi()
     code, _, err = run(["sentiment", "--model", model, "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_INPUT == 3
+    assert code == checks.EXIT_INPUT == 3
     assert "incomplete model folder" in err and f"missing {remove}" in err
     assert api.calls == []
 
@@ -463,14 +464,14 @@ def test_incomplete_model_folder(sentiment_dir, tmp_path, online, capsys, remove
 def test_model_of_the_wrong_task_or_broken_weights(sentiment_dir, translation_dir, tmp_path, online, capsys):
     api = FakeApi()
     code, _, err = run(["sentiment", "--model", translation_dir, "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_INPUT and "does not load as a sentiment model" in err
+    assert code == checks.EXIT_INPUT and "does not load as a sentiment model" in err
     model = tmp_path / "model"
     shutil.copytree(sentiment_dir, model)
     (model / "model.safetensors").write_bytes(b"not a safetensors file")
     code, _, err = run(["sentiment", "--model", model, "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_INPUT and "does not load" in err
+    assert code == checks.EXIT_INPUT and "does not load" in err
     code, _, err = run(["sentiment", "--model", tmp_path / "nope", "--repo-id", "alice/sent"], capsys, api)
-    assert code == publish.EXIT_INPUT and "no such folder" in err
+    assert code == checks.EXIT_INPUT and "no such folder" in err
     assert api.calls == []
 
 
@@ -480,7 +481,7 @@ def test_metrics_of_another_task_are_refused(sentiment_dir, tmp_path, capsys, mo
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
     code, _, err = run(["sentiment", "--model", model, "--repo-id", "a/b", "--dry-run"], capsys)
-    assert code == publish.EXIT_INPUT and "metrics.json does not describe a sentiment model" in err
+    assert code == checks.EXIT_INPUT and "metrics.json does not describe a sentiment model" in err
     assert list(temp.iterdir()) == []  # the failed dry run's temporary folder is gone (it stayed, empty)
 
 
@@ -498,6 +499,7 @@ def project(tmp_path, monkeypatch):
     (root / "transformer" / "__pycache__" / "junk.pyc").write_bytes(b"\0")
     (root / "viz").mkdir()
     (root / "viz" / "__init__.py").write_text('"""Figures."""\n')
+    shutil.copytree(ROOT / "viz" / "page" / "js", root / "viz" / "page" / "js")  # the page's JavaScript
     (root / "app.py").write_text('import os\nMODEL = os.environ.get("SENTIMENT_MODEL")\n')
     for name in ("requirements.txt", "requirements-lib.txt", "requirements-app.txt"):
         shutil.copy2(ROOT / name, root / name)
@@ -535,9 +537,11 @@ def test_space_dry_run_folder(project, tmp_path, capsys):
         capsys,
     )
     assert code == 0, err
-    files = set(publish.list_files(out))
+    files = set(assembly.list_files(out))
     assert files == expected_space_files(project)
     assert "transformer/attention.py" in files and "pipelines/sentiment.py" in files and "viz/__init__.py" in files
+    page_js = {f"viz/page/js/{p.name}" for p in (ROOT / "viz" / "page" / "js").glob("*.js")}
+    assert page_js and page_js <= files  # the page's JavaScript (viz.page.scripts) travels with viz/
     assert (out / "app.py").read_text() == (project / "app.py").read_text()
     reqs = (out / "requirements.txt").read_text()
     assert reqs.startswith("--extra-index-url https://download.pytorch.org/whl/cpu\n")
@@ -548,7 +552,7 @@ def test_space_dry_run_folder(project, tmp_path, capsys):
     assert card.data.python_version == "3.11" and card.data.app_file == "app.py"
     # the next-word tab's pre-trained model comes from the Hub (LM_MODEL, --lm-hub-model)
     assert card.data.models == sorted(
-        ["alice/attention-demo-sentiment", "alice/attention-demo-translation", publish.SMOLLM2_REPO]
+        ["alice/attention-demo-sentiment", "alice/attention-demo-translation", assembly.SMOLLM2_REPO]
     )
     assert len(card.data.short_description) <= 60 and "model_hub_mixin" not in card.data.tags
     assert "SENTIMENT_MODEL=alice/attention-demo-sentiment" in stdout
@@ -561,11 +565,11 @@ def test_space_without_model_repos_bundles_the_assets(project, sentiment_dir, tr
     out = tmp_path / "space"
     code, stdout, err = run(["space", "--repo-id", "alice/demo", "--dry-run", "--out", out], capsys)
     assert code == 0, err
-    files = set(publish.list_files(out))
+    files = set(assembly.list_files(out))
     for task in ("sentiment", "translation"):
-        assert {f"assets/{task}/{f}" for f in publish.MODEL_FILES} <= files
+        assert {f"assets/{task}/{f}" for f in assembly.MODEL_FILES} <= files
     assert "SENTIMENT_MODEL=assets/sentiment" in stdout
-    assert SpaceCard.load(out / "README.md").data.models == [publish.SMOLLM2_REPO]  # the one model not bundled
+    assert SpaceCard.load(out / "README.md").data.models == [assembly.SMOLLM2_REPO]  # the one model not bundled
     argv = ["space", "--repo-id", "alice/demo", "--dry-run", "--out", tmp_path / "s2", "--lm-hub-model", ""]
     code, _, err = run(argv, capsys)
     assert code == 0, err
@@ -583,21 +587,21 @@ def test_space_bundles_our_next_word_model_and_the_alternatives_the_app_offers(
     out = tmp_path / "space"
     code, stdout, err = run(["space", "--repo-id", "alice/demo", "--dry-run", "--out", out], capsys)
     assert code == 0, err
-    files = set(publish.list_files(out))
+    files = set(assembly.list_files(out))
     for name in ("sentiment", "sentiment-scratch", "translation", "lm"):
         assert f"assets/{name}/config.json" in files, name
-    assert "LM_OURS_MODEL=assets/lm" in stdout and f"LM_MODEL={publish.SMOLLM2_REPO}" in stdout
+    assert "LM_OURS_MODEL=assets/lm" in stdout and f"LM_MODEL={assembly.SMOLLM2_REPO}" in stdout
 
 
 def test_space_without_app_or_models_fails_clearly(project, tmp_path, capsys):
     code, _, err = run(["space", "--repo-id", "alice/demo", "--dry-run"], capsys)
-    assert code == publish.EXIT_INPUT and "--sentiment-repo" in err
+    assert code == checks.EXIT_INPUT and "--sentiment-repo" in err
     (project / "app.py").unlink()
     code, _, err = run(["space", "--repo-id", "alice/demo", "--sentiment-repo", "a/s", "--translation-repo", "a/t",
                         "--dry-run"], capsys)  # fmt: skip
-    assert code == publish.EXIT_INPUT and "app.py" in err
+    assert code == checks.EXIT_INPUT and "app.py" in err
     code, _, err = run(["space", "--repo-id", "alice/demo", "--sentiment-repo", "a//s", "--dry-run"], capsys)
-    assert code == publish.EXIT_USAGE and "--sentiment-repo" in err
+    assert code == checks.EXIT_USAGE and "--sentiment-repo" in err
 
 
 def test_space_publish_sets_the_variables_and_uploads_one_commit(project, online, capsys):
@@ -620,7 +624,8 @@ def test_space_publish_sets_the_variables_and_uploads_one_commit(project, online
     assert args == ("alice/demo",)
     assert kwargs == {"repo_type": "space", "private": None, "exist_ok": True, "space_sdk": "gradio"}
     variables = {c[1][1]: c[1][2] for c in api.calls if c[0] == "add_space_variable"}
-    assert variables == {"SENTIMENT_MODEL": "alice/s", "TRANSLATION_MODEL": "alice/t", "LM_MODEL": publish.SMOLLM2_REPO}
+    hub_lm = assembly.SMOLLM2_REPO
+    assert variables == {"SENTIMENT_MODEL": "alice/s", "TRANSLATION_MODEL": "alice/t", "LM_MODEL": hub_lm}
     assert {c[1][0] for c in api.calls if c[0] == "add_space_variable"} == {"alice/demo"}
     _, up = api.call("upload_folder")
     assert up["repo_type"] == "space" and set(api.uploaded_files) == expected_space_files(project)
@@ -631,7 +636,7 @@ def test_space_refuses_a_model_repo_that_does_not_exist(project, online, capsys)
     api = FakeApi(existing={"alice/s"})
     argv = ["space", "--repo-id", "alice/demo", "--sentiment-repo", "alice/s", "--translation-repo", "alice/t"]
     code, _, err = run(argv, capsys, api)
-    assert code == publish.EXIT_INPUT and "alice/t does not exist" in err and "publish it first" in err
+    assert code == checks.EXIT_INPUT and "alice/t does not exist" in err and "publish it first" in err
     assert "create_repo" not in api.names()
 
 
@@ -641,13 +646,13 @@ def test_space_offline_fails_fast_without_any_network_call(project, monkeypatch,
     monkeypatch.setattr(publish, "make_api", lambda token: pytest.fail("the Hub client was built"))
     argv = ["space", "--repo-id", "alice/demo", "--sentiment-repo", "alice/s", "--translation-repo", "alice/t"]
     code, _, err = run(argv, capsys)
-    assert code == publish.EXIT_OFFLINE and "HF_HUB_OFFLINE" in err and "nothing was created" in err
+    assert code == checks.EXIT_OFFLINE and "HF_HUB_OFFLINE" in err and "nothing was created" in err
 
 
 def test_space_upload_failure_says_which_variables_were_set(project, online, capsys):
     api = FakeApi(fail={"upload_folder": httpx2.ConnectError("connection reset")})
     argv = ["space", "--repo-id", "alice/demo", "--sentiment-repo", "alice/s", "--translation-repo", "alice/t"]
     code, _, err = run(argv, capsys, api)
-    assert code == publish.EXIT_OFFLINE and "cannot reach" in err
+    assert code == checks.EXIT_OFFLINE and "cannot reach" in err
     assert "spaces/alice/demo exists, but nothing was uploaded" in err
     assert "SENTIMENT_MODEL, TRANSLATION_MODEL, LM_MODEL were set" in err

@@ -14,7 +14,7 @@ from tiny_models import FIXTURES
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.common import model_file_names, weights_sha256
 from training import ship
-from training.publish import load_pipeline
+from training.release.checks import load_pipeline
 from transformer import CheckpointError
 from transformer.hub import WEIGHTS, WEIGHTS_INDEX, missing_files, weight_files
 

@@ -526,6 +526,7 @@ def test_a_failed_branch_upload_says_what_was_pushed(sentiment_with_snapshots, o
     from test_publish import FakeApi
 
     from training import publish
+    from training.release import checks
 
     class FailsOnSecondBranch(FakeApi):
         def upload_folder(self, **kwargs):
@@ -535,7 +536,7 @@ def test_a_failed_branch_upload_says_what_was_pushed(sentiment_with_snapshots, o
 
     api = FailsOnSecondBranch()
     argv = ["sentiment", "--model", str(sentiment_with_snapshots), "--repo-id", "alice/s"]
-    assert publish.main(argv, api=api) == publish.EXIT_OFFLINE
+    assert publish.main(argv, api=api) == checks.EXIT_OFFLINE
     err = capsys.readouterr().err
     assert "the branches step-0 were uploaded, main is unchanged" in err and "branch step-3" in err
     assert [kw.get("revision") for name, _, kw in api.calls if name == "upload_folder"] == ["step-0"]

@@ -11,6 +11,9 @@ and the published Hub model all read it:
   package's word frequencies), the held-out distribution of each typicality signal, and the threshold
   that flags at most `--target-rate` of every held-out file.
 
+What differs between the tasks (the files' columns, the language, the signals, whether there is a temperature) is
+each one's `calibration` in training/tasks/table.py.
+
 With `--test-data FILE ...` the calibrated model is then scored on those files (`training.evaluate`), and the
 fit and the scores are recorded in DIR/metrics.json under "calibration" (and "test" when it is that file).
 `--domain-only` refits the out-of-domain statistics alone and keeps the temperature and the recorded scores.
@@ -24,13 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from training.engine.checkpoint import atomic_write_text
+from training.tasks.table import TRAINING_TASKS
+
+CALIBRATED = [name for name, t in TRAINING_TASKS.items() if t.calibration]  # the tasks it takes
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m training.calibrate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("task", choices=["sentiment", "translation"])
+    p.add_argument("task", choices=CALIBRATED)
     p.add_argument("--model", type=Path, required=True, help="model folder (its preprocessing.json is updated)")
     p.add_argument("--data", nargs="+", required=True, help="held-out in-domain files (text|sentence, label / de)")
     p.add_argument("--train-data", nargs="+", required=True, help="the files the model was trained on")
@@ -65,13 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def read_texts(path: str, task: str) -> tuple[list[str], list[int] | None]:
-    """(texts, labels or None) of a held-out or training file."""
+    """(texts, labels or None) of a held-out or training file, in the task's columns (training/tasks/table.py)."""
     from training.engine.data import load_table
 
-    if task == "sentiment":
-        ds = load_table(path, ("text", "label"), {"text": "sentence"})
-        return list(ds["text"]), [int(y) for y in ds["label"]]
-    return list(load_table(path, ("de",))["de"]), None
+    columns = TRAINING_TASKS[task].calibration.columns
+    ds = load_table(path, columns, {"text": "sentence"})
+    return list(ds[columns[0]]), [int(y) for y in ds["label"]] if "label" in columns else None
 
 
 def general_counts(tokenizer, vocab_size: int, language: str, top_n: int) -> tuple[np.ndarray, str]:
@@ -166,38 +171,11 @@ def fit_temperature_on(pipe, held: list, plain: bool, batch_size: int, fit_on: l
     return temp.to_preprocessing(), report
 
 
-def signals(pipe, task: str, domain, texts: list[str], batch_size: int) -> dict[str, list[float]]:
-    """The typicality signals (pipelines/trust/domain.py) of each text: sentiment reads its tokens' `words` and
-    `piece_length`; translation their `words` and the `output_logprob` of its translation (a German model's
-    piece lengths were not measured against other languages, so it does not fit them)."""
-    if task == "sentiment":
-        return by_signal([domain.token_signals(ids) for ids in pipe.encode_many(texts)])
-    pipe.domain = None
-    ids, _, _ = pipe.encode_source(texts)
-    eos = pipe.model.config.eos_id
-    return {
-        "words": [domain.token_signals([i for i in s if i != eos])["words"] for s in ids],
-        "output_logprob": [t[1] for t in pipe.translate_scored(texts, batch_size=batch_size)],
-    }
-
-
-def by_signal(rows: list[dict[str, float]]) -> dict[str, list[float]]:
-    """Each signal's values over the texts, from each text's signals."""
-    return {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
-
-
-# The signals whose mean is compared at the input's length (pipelines/trust/domain.py, Spread). Sentiment's piece
-# length: with raw means its threshold flagged 18.8% of SST-2 validation sentences of at most 5 word pieces and none of
-# over 30; length-aware, 6.2% and 0.8%, with 90.8% of the hand-written out-of-domain set flagged against 91.6%.
-# Its `words` signal stays raw: length-aware too, 84.9% of that set (benchmarks/RESULTS.md, calibration section).
-LENGTH_AWARE = {"sentiment": ("piece_length",), "translation": ()}
-
-
 def fit_spreads(domain, pipe, task: str, held: list) -> dict:
     """{signal: Spread} of the task's length-aware signals, fitted on all the held-out texts together."""
     from pipelines.trust.domain import Spread
 
-    names = LENGTH_AWARE[task]
+    names = TRAINING_TASKS[task].calibration.length_aware
     if not names:
         return {}
     values = [domain.piece_values(ids) for _, texts, _ in held for ids in pipe.encode_many(texts)]
@@ -217,7 +195,8 @@ def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     )
 
     tok, V = pipe.tokenizer, pipe.model.config.vocab_size
-    language = a.language or ("en" if task == "sentiment" else "de")
+    spec = TRAINING_TASKS[task].calibration
+    language = a.language or spec.language
     if a.general_counts:
         general, about = read_general_counts(a.general_counts, tok, V, language, a.general_words)
     else:
@@ -226,7 +205,7 @@ def fit_domain(pipe, task: str, held: list, a) -> tuple[dict, dict]:
     ratio = decode_f16(encode_f16(ratio))  # fit on exactly the scores that preprocessing.json stores
     domain = DomainModel(ratio, piece_letters(tok, V), {}, 0.0, {})
     domain.length_aware = fit_spreads(domain, pipe, task, held)
-    per_file = [signals(pipe, task, domain, texts, a.batch_size) for _, texts, _ in held]
+    per_file = [spec.signals(pipe, domain, texts, a.batch_size) for _, texts, _ in held]
     domain.references = {k: quantiles([v for sig in per_file for v in sig[k]]) for k in per_file[0]}
     scores = [[domain.score(dict(zip(sig, vals))) for vals in zip(*sig.values())] for sig in per_file]
     domain.threshold = choose_threshold(scores, a.target_rate)
@@ -310,8 +289,8 @@ def temperature_files(a) -> list[str]:
 
     if a.temperature_data is None:
         return a.data
-    if a.task != "sentiment":
-        raise DataError("--temperature-data is for sentiment: a translation model has no temperature")
+    if not TRAINING_TASKS[a.task].calibration.temperature:
+        raise DataError(f"--temperature-data is for a classifier: a {a.task} model has no temperature")
     given = {Path(path).resolve(): path for path in a.data}
     unknown = [path for path in a.temperature_data if Path(path).resolve() not in given]
     if unknown:
@@ -321,18 +300,18 @@ def temperature_files(a) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     a = build_parser().parse_args(argv)
-    from pipelines.tasks import TASKS
     from training.engine.data import DataError
     from transformer import CheckpointError
 
     try:
         fit_on = temperature_files(a)
-        pipe = TASKS[a.task].pipeline.from_pretrained(str(a.model))
+        spec = TRAINING_TASKS[a.task]
+        pipe = spec.task.pipeline.from_pretrained(str(a.model))
         held = [(path, *read_texts(path, a.task)) for path in a.data]
         prep_path = a.model / "preprocessing.json"
         prep = json.loads(prep_path.read_text()) if prep_path.is_file() else {}
         record: dict = {}
-        if a.task == "sentiment" and not a.domain_only:
+        if spec.calibration.temperature and not a.domain_only:
             entries, record["temperature_fit"] = fit_temperature_on(
                 pipe, held, a.plain_temperature, a.batch_size, fit_on
             )

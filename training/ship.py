@@ -16,12 +16,9 @@ and the last among them, the rest spread over the schedule), `--snapshot-steps A
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -30,65 +27,21 @@ from pipelines.common import TOKENIZER, WEIGHTS
 from pipelines.models.snapshots import read_infos
 from training.engine.checkpoint import atomic_folder
 from training.engine.loop import BEST, METRICS_LOG, SUMMARY, start_record
+from training.release.storage import MAX_FILE_BYTES, STORAGES, write_weights
+from training.tasks.table import TRAINING_TASKS
 from transformer.hub import (
-    DELTA_BASE,
-    DELTA_BASE_SHA256,
     SNAPSHOTS,
     WEIGHTS_INDEX,
-    read_weights,
     snapshot_revision,
     weight_files,
     weights_sha256,
 )
-from transformer.quantize import quantize_int8
 
-MAX_FILE_BYTES = 25 * 1024 * 1024
 MAX_SNAPSHOTS_MB = 40.0  # all the bundled snapshots together (MiB)
 
 
 class ShipError(Exception):
     """Why the bundle was not written."""
-
-
-@dataclass(frozen=True)
-class Storage:
-    """One way of storing bundled weights: `convert(tensors, base)` gives the tensors to write (base: the float
-    weights of the model a snapshot is bundled with, for the storages that need it)."""
-
-    convert: Callable[[dict, dict | None], dict]
-    described: str  # what metrics.json says of the bundled snapshots' weights
-    needs_base: bool = False
-
-
-STORAGES = {
-    "fp16": Storage(lambda t, base: {k: v.half() if v.is_floating_point() else v for k, v in t.items()},
-                    "fp16 safetensors (loaded into fp32)"),
-    "int8": Storage(lambda t, base: quantize_int8(t), "int8 in groups of 64 with fp16 scales; vectors and token "
-                    "embeddings in fp16 (transformer/quantize.py; loaded into fp32)"),
-    "int8-delta": Storage(lambda t, base: quantize_int8(t, base=base), "int8 differences from the bundled model's "
-                          "weights in groups of 64 with fp16 scales, vectors in fp16 (transformer/quantize.py; loaded "
-                          "into fp32 with the model's weights added)", needs_base=True),
-}  # fmt: skip
-
-
-def write_weights(
-    src: Path, dst: Path, max_file_bytes: int = MAX_FILE_BYTES, dtype: str = "fp16", base: Path | None = None
-) -> None:
-    """src's weights in fp16 (or `dtype`, a key of STORAGES; "int8-delta" stores them as differences from the
-    weights of the model folder `base`) in dst: one model.safetensors, or shards of at most `max_file_bytes` each
-    with a model.safetensors.index.json when the model is larger (a 4 x 512 encoder is about 40 MB in fp16)."""
-    from huggingface_hub import save_torch_state_dict
-
-    storage, metadata, base_weights = STORAGES[dtype], {"format": "pt"}, None
-    if storage.needs_base:
-        base_weights = read_weights(weight_files(base))
-        metadata |= {DELTA_BASE: os.path.relpath(base, dst), DELTA_BASE_SHA256: weights_sha256(base)}
-    save_torch_state_dict(
-        storage.convert(read_weights(weight_files(src)), base_weights),
-        dst,
-        max_shard_size=int(max_file_bytes * 0.9),  # the limit counts tensor bytes; headers come on top
-        metadata=metadata,
-    )
 
 
 def _steps(text: str) -> list[int]:
@@ -105,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m training.ship", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("task", choices=["sentiment", "translation", "lm"])
+    p.add_argument("task", choices=list(TRAINING_TASKS))
     p.add_argument("--run", type=Path, required=True, help="training run folder (with best/ and metrics.jsonl)")
     p.add_argument("--to", type=Path, required=True, help="bundle folder, e.g. assets/sentiment")
     p.add_argument("--test-data", required=True, help="test split file for the one final score")
@@ -290,7 +243,7 @@ def write_bundle(a, folder: Path) -> dict:
     metrics = {**run_metrics(a, score_bundle(a.task, folder, a.test_data)), **_carried(fitted)}
     for name, path in (item.split("=", 1) for item in a.also):
         metrics[name] = {**score_bundle(a.task, folder, path), "split": name}
-    if a.task == "sentiment":
+    if TRAINING_TASKS[a.task].contrast_set:
         from training.contrast import PAIRS, evaluate_model
 
         metrics["contrast"] = {**evaluate_model(str(folder)), "data": str(PAIRS.relative_to(PAIRS.parents[1]))}

@@ -4,6 +4,8 @@ contrast pairs for the comparison."""
 import json
 from pathlib import Path
 
+from pipelines.tasks import LM, SENTIMENT, TRANSLATION
+
 LONG_REVIEW = """\
 I went into this film knowing almost nothing about it except that it was a small, slow science-fiction \
 drama about a lighthouse keeper, and I came out genuinely moved. The premise is simple: after a storm cuts \
@@ -118,15 +120,15 @@ LM_PAIRS: list[tuple[str, str, str]] = [
     ("The capital of France is", "The capital of Germany is", "France → Germany"),
     ("lamp violet seven harbor. lamp violet", "lamp violet seven harbor. lamp", "a shorter repeat"),
 ]
-LANDING: dict[str, str] = {
-    "sentiment": "Not bad at all, I actually enjoyed it.",
-    "translation": GERMAN[0],
-    "lm": LM_EXAMPLES[0][1],
+LANDING: dict[str, str] = {  # task name (pipelines.tasks) -> the input its tab opens on
+    SENTIMENT.name: "Not bad at all, I actually enjoyed it.",
+    TRANSLATION.name: GERMAN[0],
+    LM.name: LM_EXAMPLES[0][1],
 }
 
 # Fixed inputs for the latency benchmark: a ~300-word review and a 15-word German sentence.
 BENCH_REVIEW = LONG_REVIEW
-BENCH_SENTENCE = LANDING["sentiment"]  # the one-sentence review of the latency budget
+BENCH_SENTENCE = LANDING[SENTIMENT.name]  # the one-sentence review of the latency budget
 BENCH_GERMAN = "Ein älterer Mann mit grauem Bart sitzt auf einer Bank und liest eine alte Zeitung."
 
 # One-click contrast pairs for the comparison (first, second, what changed): the hand-made contrast set, which also

@@ -18,6 +18,7 @@ import torch
 
 from pipelines.batching import pad, sorted_batches
 from pipelines.explanations.methods import next_token_log_probs
+from pipelines.explanations.registry import EXPLAINS
 from pipelines.hosting.microbatch import pause_point
 
 LEVELS = (1, 5, 10, 20, 50)  # percent of tokens deleted or kept
@@ -262,14 +263,18 @@ def translation_faithfulness(pipe, expl, seed: int = 0, max_steps: int | None = 
     return ours, rand, per_step, steps
 
 
-TASKS = {"sentiment": review_faithfulness, "translation": translation_faithfulness, "lm": next_token_faithfulness}
+MEASURES = {  # the Method function an explanation was computed by (registry.Explains) -> how it is measured
+    "review": review_faithfulness,
+    "steps": translation_faithfulness,
+    "next_token": next_token_faithfulness,
+}
 
 
 def measure(pipe, expl, seed: int = 0, max_steps: int | None = None):
     """The FaithfulnessReport of an explanation (any task) on its own input; a translation on at most
     max_steps of its steps, evenly spaced (None: all)."""
     start = time.perf_counter()
-    ours, rand, per_step, steps = TASKS[expl.task](pipe, expl, seed, max_steps)
+    ours, rand, per_step, steps = MEASURES[EXPLAINS[expl.task].function](pipe, expl, seed, max_steps)
     return FaithfulnessReport(ours, rand, time.perf_counter() - start, per_step, steps)
 
 

@@ -139,9 +139,9 @@ class AttentionMethod(Method):
 
     name = "attention"
     label = "Attention (pooling weights)"
-    task_labels = {
-        "translation": "Cross-attention (mean of every head)",
-        "lm": "Attention (the predicting position's, mean of every head)",
+    function_labels = {
+        "steps": "Cross-attention (mean of every head)",
+        "next_token": "Attention (the predicting position's, mean of every head)",
     }
     signed = False
 

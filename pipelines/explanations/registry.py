@@ -14,7 +14,41 @@ from typing import ClassVar
 import numpy as np
 
 DEFAULTS_FILE = Path(__file__).with_name("default_methods.json")
-TASK_FUNCTIONS = {"sentiment": "review", "translation": "steps", "lm": "next_token"}  # task -> the function it needs
+
+
+@dataclass(frozen=True)
+class Explains:
+    """What one task's explanation is: the Method function that computes it, the names a download gives its fields.
+    The task is named here, not read from pipelines.tasks, which sits above this package (its pipelines explain)."""
+
+    task: str  # a pipelines.tasks name
+    function: str  # the Method function a method implements to serve the task
+    exported: dict[str, str]  # {the name in the file: the Explanation field or property}, in order
+
+
+_SHARED = ("steps", "delta")  # integrated gradients: interpolation steps, convergence delta
+REVIEW = Explains("sentiment", "review", {n: n for n in ("tokens", "ids", "target", "probability", "words", *_SHARED)})
+STEPS = Explains(
+    "translation",
+    "steps",
+    {
+        "source_tokens": "tokens",
+        "target_tokens": "outputs",
+        "src_ids": "ids",
+        "produced": "output_ids",
+        **{n: n for n in ("prefix_scores", "head_agreement", "translation", "contrast", "steps", "deltas")},
+    },
+)
+NEXT_TOKEN = Explains(
+    "lm",
+    "next_token",
+    {
+        "prompt_tokens": "tokens",
+        "prompt_ids": "ids",
+        **{n: n for n in ("target", "at_step", "probability", "prefix_ids", "prefix_scores", "words", *_SHARED)},
+    },
+)
+EXPLAINS: dict[str, Explains] = {e.task: e for e in (REVIEW, STEPS, NEXT_TOKEN)}  # task name -> its explanation
 
 
 @dataclass
@@ -33,7 +67,7 @@ class Method:
 
     name: ClassVar[str]
     label: ClassVar[str]  # shown in the app
-    task_labels: ClassVar[dict[str, str]] = {}  # a different label for one task
+    function_labels: ClassVar[dict[str, str]] = {}  # a different label where it serves a function: {"steps": ...}
     signed: ClassVar[bool]  # True: + supports, - speaks against; False: a weight >= 0 (where the model looks)
     contrastive: ClassVar[bool] = False  # steps: explains a step against an alternative (alts); attention cannot
 
@@ -58,12 +92,12 @@ class Method:
 
     @classmethod
     def serves(cls, task: str) -> bool:
-        fn = TASK_FUNCTIONS[task]
+        fn = EXPLAINS[task].function
         return getattr(cls, fn) is not getattr(Method, fn)
 
     @classmethod
     def label_for(cls, task: str) -> str:
-        return cls.task_labels.get(task, cls.label)
+        return cls.function_labels.get(EXPLAINS[task].function, cls.label)
 
 
 _METHODS: dict[str, type[Method]] = {}

@@ -5,24 +5,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pipelines.common import TokenSpan
-
-# What a download holds of an explanation, by task: {the name in the file: the field or property}, in order.
-EXPORTED = {
-    "sentiment": {name: name for name in ("tokens", "ids", "target", "probability", "words", "steps", "delta")},
-    "translation": {
-        "source_tokens": "tokens",
-        "target_tokens": "outputs",
-        "src_ids": "ids",
-        "produced": "output_ids",
-        **{name: name for name in ("prefix_scores", "head_agreement", "translation", "contrast", "steps", "deltas")},
-    },
-    "lm": {
-        "prompt_tokens": "tokens",
-        "prompt_ids": "ids",
-        **{name: name for name in ("target", "at_step", "probability", "prefix_ids", "prefix_scores", "words")},
-        **{name: name for name in ("steps", "delta")},
-    },
-}
+from pipelines.explanations.registry import EXPLAINS
 
 
 @dataclass
@@ -32,7 +15,7 @@ class Explanation:
     model's is one next token (at step at_step): `scores` (T,) over the prompt's tokens as read, `prefix_scores`
     (at_step,) over the tokens it generated before that step (the rest of what it read)."""
 
-    task: str  # the task explained: a key of EXPORTED (pipelines.tasks names the tasks)
+    task: str  # the task explained (pipelines.tasks names the tasks; registry.EXPLAINS says what its explanation is)
     method: str  # a registered method's name (pipelines.explanations.registry)
     signed: bool  # True: > 0 supports the output, < 0 speaks against it; False: a weight >= 0
     tokens: list[TokenSpan]  # the input tokens scored (a review as read; German subwords with '</s>' last)
@@ -59,9 +42,9 @@ class Explanation:
     deltas: np.ndarray | None = None  # translator, integrated gradients: (Tt,) convergence delta per step
 
     def as_dict(self) -> dict:
-        """The fields under the names of the explained task (what a download holds, EXPORTED)."""
+        """The fields under the names of the explained task (what a download holds: registry.Explains.exported)."""
         common = {"method": self.method, "signed": self.signed, "scores": self.scores, "seconds": self.seconds}
-        return common | {name: getattr(self, attr) for name, attr in EXPORTED[self.task].items()}
+        return common | {name: getattr(self, attr) for name, attr in EXPLAINS[self.task].exported.items()}
 
     # The names each task's views use.
     target = property(lambda self: self.outputs[0])  # a classifier's: the label explained; a language model's token

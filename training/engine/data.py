@@ -1,25 +1,35 @@
 """Loading the training data (local Parquet mirrors or the Hub data sets) and checking it before training."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
-HUB_DATASETS = {"sentiment": "stanfordnlp/imdb", "translation": "bentrevett/multi30k", "sst2": "stanfordnlp/sst2"}
-COLUMNS = {"sentiment": ("text", "label"), "translation": ("de", "en"), "sst2": ("sentence", "label")}
-SPLITS = {"sentiment": ("train", "test"), "translation": ("train", "validation", "test"), "sst2": ("train",)}
+
+@dataclass(frozen=True)
+class DataSet:
+    """A data set the tasks train on: where the Hub keeps it, the columns a split must have, the splits read."""
+
+    name: str  # in messages
+    hub_id: str
+    columns: tuple[str, ...]
+    splits: tuple[str, ...]  # read when the caller names none
+
+
+IMDB = DataSet("imdb", "stanfordnlp/imdb", ("text", "label"), ("train", "test"))  # reviews: sentiment, pretrain, lm
+MULTI30K = DataSet("multi30k", "bentrevett/multi30k", ("de", "en"), ("train", "validation", "test"))
+SST2 = DataSet("sst2", "stanfordnlp/sst2", ("sentence", "label"), ("train",))
 
 
 class DataError(ValueError):
     """The data set is missing or malformed. Raised before any training starts."""
 
 
-def load_splits(task: str, data_dir: str | None, splits: tuple[str, ...] | None = None) -> dict:
-    """{split: datasets.Dataset} from `data_dir`/<split>.parquet, or from the Hub data set without it.
-
-    `task` names the data set: "sentiment" (IMDB), "sst2" or "translation" (Multi30k)."""
+def load_splits(data: DataSet, data_dir: str | None, splits: tuple[str, ...] | None = None) -> dict:
+    """{split: datasets.Dataset} of `data` from `data_dir`/<split>.parquet, or from the Hub data set without it."""
     import datasets
     import pyarrow.parquet as pq
 
     datasets.disable_progress_bars()
-    splits = splits or SPLITS[task]
+    splits = splits or data.splits
     if data_dir is not None:
         folder = Path(data_dir)
         if not folder.is_dir():
@@ -40,28 +50,28 @@ def load_splits(task: str, data_dir: str | None, splits: tuple[str, ...] | None 
                 raise DataError(f"{p}: cannot read it as Parquet: {e}") from e
     else:
         try:
-            ds = datasets.load_dataset(HUB_DATASETS[task])
+            ds = datasets.load_dataset(data.hub_id)
         except Exception as e:
             raise DataError(
-                f"cannot load {HUB_DATASETS[task]} from the Hugging Face Hub ({type(e).__name__}: {e}); "
+                f"cannot load {data.hub_id} from the Hugging Face Hub ({type(e).__name__}: {e}); "
                 "pass --data-dir with local Parquet files instead"
             ) from e
     out = {s: ds[s] for s in splits if s in ds}
     for s in splits:
         if s not in out:
-            raise DataError(f"{task} data has no '{s}' split")
-        check_split(task, s, out[s])
+            raise DataError(f"{data.name} data has no '{s}' split")
+        check_split(data, s, out[s])
     return out
 
 
-def check_split(task: str, name: str, split) -> None:
+def check_split(data: DataSet, name: str, split) -> None:
     """Columns present, split not empty, labels in range, no empty strings."""
     if len(split) == 0:
         raise DataError(f"the '{name}' split is empty")
-    missing = [c for c in COLUMNS[task] if c not in split.column_names]
+    missing = [c for c in data.columns if c not in split.column_names]
     if missing:
         raise DataError(f"the '{name}' split lacks column(s) {missing}; it has {split.column_names}")
-    if "label" in COLUMNS[task] and name != "unsupervised":
+    if "label" in data.columns and name != "unsupervised":
         labels = set(split["label"])
         if not labels <= {0, 1}:
             raise DataError(
@@ -69,7 +79,7 @@ def check_split(task: str, name: str, split) -> None:
             )
         if len(labels) < 2 and name == "train":
             raise DataError(f"the '{name}' split has only label {labels}: a classifier needs both")
-    for col in COLUMNS[task]:
+    for col in data.columns:
         if col == "label" or col not in split.column_names:
             continue
         bad = sum(1 for t in split[col] if not isinstance(t, str) or not t.strip())

@@ -1,2 +1,3 @@
-"""What a trained model becomes for others: the Space's folder, model cards and their attention figure, and the
-export that lets `transformers` load a published model (trust_remote_code=True)."""
+"""What a trained model becomes for others: model cards (card_texts.py says what each task's says) and their attention
+figure, the export that lets `transformers` load a published model (trust_remote_code=True), the bundled weights'
+storage, and training.publish's checks, folder assembly (a model repo, the Space) and push to the Hub."""

@@ -19,7 +19,8 @@ from training.release.hf_modeling import (
     AttentionDemoForConditionalGeneration,
     AttentionDemoForSequenceClassification,
 )
-from transformer.config import CausalLMConfig, Seq2SeqConfig
+from training.tasks.table import TRAINING_TASKS
+from transformer.config import CausalLMConfig, ClassifierConfig, Seq2SeqConfig
 from transformer.hub import CONFIG
 
 PACKAGE = Path(__file__).resolve().parents[2] / "transformer"
@@ -32,23 +33,44 @@ _RELATIVE_IMPORT = re.compile(r"^\s*from\s+\.(\w+)\s+import", re.M)  # as transf
 
 @dataclass(frozen=True)
 class Export:
-    """How one task's model appears to `transformers`."""
+    """How one kind of model appears to `transformers`: a task names its Auto class (training/tasks/table.py)."""
 
     auto_model: str  # the Auto class that loads it
     model_class: type  # in hf_modeling.py
+    model_config: type  # its config in transformer.config: the token ids and lengths generate() reads
     labelled: bool = False  # config.json names the labels (id2label), from preprocessing.json
     generates: bool = False  # a generation_config.json for generate()
+    decoder_start: bool = False  # generate() starts the decoder from <s> (decoder_start_token_id)
 
     @property
     def model_type(self) -> str:
         return self.model_class.config_class.model_type
 
 
-EXPORTS = {
-    "sentiment": Export("AutoModelForSequenceClassification", AttentionDemoForSequenceClassification, labelled=True),
-    "translation": Export("AutoModelForSeq2SeqLM", AttentionDemoForConditionalGeneration, generates=True),
-    "lm": Export("AutoModelForCausalLM", AttentionDemoForCausalLM, generates=True),
+EXPORTS = {  # the Auto class -> how a model it loads is exported
+    e.auto_model: e
+    for e in (
+        Export(
+            "AutoModelForSequenceClassification",
+            AttentionDemoForSequenceClassification,
+            ClassifierConfig,
+            labelled=True,
+        ),
+        Export(
+            "AutoModelForSeq2SeqLM",
+            AttentionDemoForConditionalGeneration,
+            Seq2SeqConfig,
+            generates=True,
+            decoder_start=True,
+        ),
+        Export("AutoModelForCausalLM", AttentionDemoForCausalLM, CausalLMConfig, generates=True),
+    )
 }
+
+
+def export_of(task: str) -> Export:
+    """How the model of `task` is exported: the one of the Auto class the task names."""
+    return EXPORTS[TRAINING_TASKS[task].auto_model]
 
 
 def remote_code() -> dict[str, str]:
@@ -70,7 +92,7 @@ def remote_code() -> dict[str, str]:
 
 def transformers_config(task: str, labels: list[str] | None = None) -> dict:
     """The keys `transformers` reads in config.json, besides the model's own (which the config class takes)."""
-    e, module = EXPORTS[task], MODELING.removesuffix(".py")
+    e, module = export_of(task), MODELING.removesuffix(".py")
     keys = {
         "model_type": e.model_type,
         "architectures": [e.model_class.__name__],
@@ -87,7 +109,7 @@ def transformers_config(task: str, labels: list[str] | None = None) -> dict:
 
 def export(task: str, folder: Path) -> list[str]:
     """Add the transformers files to a complete model folder of `task` (in place); returns the names written."""
-    folder, spec = Path(folder), EXPORTS[task]
+    folder, spec = Path(folder), export_of(task)
     written = []
     for name, source in remote_code().items():
         (folder / name).write_text(source)
@@ -99,17 +121,17 @@ def export(task: str, folder: Path) -> list[str]:
     _write_json(folder / CONFIG, config)
     written.append(CONFIG)
     if spec.generates:
-        _write_json(folder / GENERATION_CONFIG, generation_config(config, task))
+        _write_json(folder / GENERATION_CONFIG, generation_config(config, spec))
         written.append(GENERATION_CONFIG)
     return sorted(written)
 
 
-def generation_config(config: dict, task: str = "translation") -> dict:
-    """generate()'s settings for a Seq2SeqTransformer or CausalLM of this config.json: its token ids, greedy, no
-    cache."""
-    cls = CausalLMConfig if task == "lm" else Seq2SeqConfig
+def generation_config(config: dict, spec: Export) -> dict:
+    """generate()'s settings for a model of this config.json exported as `spec` (a Seq2SeqTransformer or CausalLM):
+    its token ids, greedy, no cache."""
+    cls = spec.model_config
     c = cls(**{f.name: config[f.name] for f in dataclasses.fields(cls) if f.name in config})
-    start = {} if task == "lm" else {"decoder_start_token_id": c.bos_id}
+    start = {"decoder_start_token_id": c.bos_id} if spec.decoder_start else {}
     return {
         **start,
         "bos_token_id": c.bos_id,

@@ -1,180 +1,23 @@
 """README cards for the Hub: a model card per trained model (metadata + model-index), and the Space's README.
 
-Pure text: the caller passes the model's config, its parameter count, metrics.json (or None) and the figure.
+Pure text: the caller passes the model's config, its parameter count, metrics.json (or None) and the figure. What a
+card says of each task is its entry's `card` (training/tasks/table.py, the texts in card_texts.py).
 """
-
-from dataclasses import dataclass
 
 from huggingface_hub import EvalResult, ModelCard, ModelCardData, SpaceCard, SpaceCardData
 
 from pipelines.models.snapshots import starting_point
+from training.release.card_texts import TaskInfo
 from training.release.space import is_bundled
+from training.tasks.table import TRAINING_TASKS
 from transformer.hub import HUB_KWARGS
 
 FIGURE = "attention.png"
 
 
-@dataclass(frozen=True)
-class TaskInfo:
-    """What the Hub metadata and the card's prose say about one task."""
-
-    pipeline_tag: str
-    language: list[str]
-    dataset_id: str
-    dataset_name: str
-    tags: list[str]
-    metrics: list[tuple[str, str, str]]  # (key in metrics.json "test", Hub metric id, display name)
-    pipeline_class: str
-    summary: str
-    intended: list[str]
-    not_for: list[str]
-    example: str  # after `pipe = <pipeline_class>.from_pretrained(repo)`
-    auto_model: str  # the transformers Auto class that loads the repo (training/release/hf_export.py)
-    transformers_example: str  # after `tokenizer = ...` and `model = <auto_model>.from_pretrained(...)`
-    transformers_note: str
-    not_for_fine_tuned: list[str] | None = None  # in place of not_for for a model fine-tuned from public weights
-
-
-TASKS = {
-    "sentiment": TaskInfo(
-        pipeline_tag="text-classification",
-        language=["en"],
-        dataset_id="stanfordnlp/imdb",
-        dataset_name="IMDB",
-        tags=["sentiment-analysis", "imdb"],
-        metrics=[("accuracy", "accuracy", "Accuracy"), ("ece", "ece", "Expected calibration error (10 bins)")],
-        pipeline_class="SentimentPipeline",
-        summary="reads an English movie review and says whether it is positive or negative, returning every "
-        "attention map it used on the way",
-        intended=[
-            "Seeing how a small transformer encoder attends over a review: per layer and head, and the "
-            "weights of its pooling, in the project's interactive demo.",
-            "Teaching and experiments: the model, its tokenizer and its training code are small and readable.",
-            "Sentiment of English movie reviews, as a demonstration.",
-        ],
-        not_for=[
-            "Production sentiment analysis, or any decision about people: it is small, and trained from scratch "
-            "on English movie reviews only (IMDB and SST-2).",
-            "Other kinds of text (tweets, product reviews, news) or other languages: it has only seen English "
-            "movie reviews, and its tokenizer was trained on them.",
-            'Subtle cases: negation (even right next to what it negates), contrast with "but" or "yet", '
-            "sarcasm and mixed reviews. Expect errors there: the contrast-set scores below say how many.",
-            "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
-            "Text with no opinion: it always answers positive or negative, and its probabilities are calibrated on "
-            'reviews that take a side; a plain statement ("It was released in 1998.") can still get a high one.',
-            "Explanations: attention weights show where the model looked, not why it decided.",
-        ],
-        not_for_fine_tuned=[
-            "Production sentiment analysis, or any decision about people: it is a small encoder (pre-trained for "
-            "sentence embeddings) fine-tuned here on English movie reviews only (IMDB and SST-2).",
-            "Other kinds of text (tweets, product reviews, news) or other languages: it was fine-tuned on English "
-            "movie reviews only.",
-            'Subtle cases: sarcasm, mixed reviews, and some negation and contrast ("but", "yet"). Expect errors '
-            "there: the contrast-set scores below say how many.",
-            "Reviews longer than it reads: only the beginning and the end of a long review are kept.",
-            "Text with no opinion: it always answers positive or negative, and its probabilities are calibrated on "
-            'reviews that take a side; a plain statement ("It was released in 1998.") can still get a high one.',
-            "Explanations: attention weights show where the model looked, not why it decided.",
-        ],
-        example='result = pipe("A moving, beautifully acted film.")\n'
-        "print(result.label, result.confidence)\n"
-        "result.attentions[-1]  # the last layer's attention: (heads, tokens, tokens)",
-        auto_model="AutoModelForSequenceClassification",
-        transformers_example='reviews = ["A moving, beautifully acted film.", "Dull and far too long."]\n'
-        'batch = tokenizer(reviews, padding=True, return_tensors="pt")\n'
-        "with torch.no_grad():\n"
-        "    out = model(**batch, output_attentions=True)\n"
-        "print([model.config.id2label[int(i)] for i in out.logits.argmax(-1)])\n"
-        "out.attentions[-1]  # the last layer's attention: (batch, heads, tokens, tokens)",
-        transformers_note="The logits are the pipeline's before its calibration (the pipeline divides them by a "
-        "fitted temperature before the softmax), and so are the scores of "
-        '`transformers.pipeline("text-classification", model=..., trust_remote_code=True)`. A review longer than '
-        "the model reads is cut differently: the pipeline keeps its beginning and its end (`preprocessing.json`: "
-        "`max_len`, `head`).",
-    ),
-    "translation": TaskInfo(
-        pipeline_tag="translation",
-        language=["de", "en"],
-        dataset_id="bentrevett/multi30k",
-        dataset_name="Multi30k (German-English)",
-        tags=["translation", "multi30k"],
-        metrics=[("bleu", "bleu", "BLEU"), ("bleu_cased", "bleu", "BLEU (cased)"), ("chrf", "chrf", "chrF")],
-        pipeline_class="TranslationPipeline",
-        summary="translates German into English, one short sentence at a time, returning the encoder, decoder "
-        "and cross-attention maps of every layer and head, and each decoding step's most likely tokens",
-        intended=[
-            "Seeing how an encoder-decoder transformer aligns German and English words through its "
-            "cross-attention, in the project's interactive demo.",
-            "Teaching and experiments: the model, its tokenizer and its beam search are small and readable.",
-            "German-to-English translation of short, simple descriptive sentences, as a demonstration.",
-        ],
-        not_for=[
-            "Real translation work: it is small, and trained from scratch (no pre-training) on Multi30k's image "
-            "captions only (about 29,000 sentence pairs); its vocabulary and its world are those captions.",
-            "Long, complex or non-descriptive text (news, dialogue, technical writing): quality drops fast.",
-            "Other directions or languages: it translates German into English only.",
-            "Explanations: cross-attention is a useful picture of alignment, not a faithful account of why a "
-            "word was produced.",
-        ],
-        example='result = pipe("Ein Hund rennt über eine Wiese.")\n'
-        "print(result.translation)\n"
-        "result.cross_attentions[-1]  # the last decoder layer: (heads, target tokens, source tokens)",
-        auto_model="AutoModelForSeq2SeqLM",
-        transformers_example="# the source ends with </s>, as the pipeline's does\n"
-        'batch = tokenizer(["Ein Hund rennt über eine Wiese." + tokenizer.eos_token], return_tensors="pt")\n'
-        "with torch.no_grad():\n"
-        "    ids = model.generate(**batch)  # greedy\n"
-        "    out = model(**batch, decoder_input_ids=ids, output_attentions=True)\n"
-        "print(tokenizer.decode(ids[0], skip_special_tokens=True).strip())\n"
-        "out.cross_attentions[-1]  # the last decoder layer: (batch, heads, target tokens, source tokens)",
-        transformers_note="`generate()` decodes greedily by default, as the pipeline does with beam size 1, "
-        "and without a key/value cache. With `num_beams` it ranks beams by `transformers`' length penalty, "
-        "not the pipeline's ((5 + length) / 6) ^ alpha, so beam results can differ from the pipeline's.",
-    ),
-    "lm": TaskInfo(
-        pipeline_tag="text-generation",
-        language=["en"],
-        dataset_id="stanfordnlp/imdb",
-        dataset_name="IMDB (review text)",
-        tags=["text-generation", "imdb", "decoder-only"],
-        metrics=[
-            ("perplexity_per_token", "perplexity", "Perplexity per token"),
-            ("perplexity_per_word", "perplexity", "Perplexity per word"),
-        ],
-        pipeline_class="LanguageModelPipeline",
-        summary="continues English movie-review text token by token, returning each step's most likely next tokens "
-        "and the causal self-attention of every layer and head",
-        intended=[
-            "Seeing how a small decoder-only transformer attends while it writes: first-token sinks, previous-token "
-            "heads, in the project's interactive demo.",
-            "Teaching and experiments: the model (grouped key/value heads, rotary positions, RMSNorm, SwiGLU), its "
-            "tokenizer and its training code are small and readable.",
-        ],
-        not_for=[
-            "Writing anything that matters: it is a 6M-parameter model trained from scratch on movie reviews only; "
-            "it repeats itself, invents, and knows nothing outside IMDB's reviews.",
-            "Facts: it has read no encyclopedia, only opinions about films.",
-            "Explanations: attention weights show where the model looked, not why it chose a word.",
-        ],
-        example='result = pipe("This movie was", max_new_tokens=20)\n'
-        "print(result.continuation)\n"
-        "result.attentions[-1]  # the last layer's attention: (heads, tokens, tokens)",
-        auto_model="AutoModelForCausalLM",
-        transformers_example='batch = tokenizer(["<s>This movie was"], return_tensors="pt", add_special_tokens=False)\n'
-        "with torch.no_grad():\n"
-        "    ids = model.generate(**batch, max_new_tokens=20)  # greedy\n"
-        "    out = model(ids, output_attentions=True)\n"
-        "print(tokenizer.decode(ids[0, batch.input_ids.size(1):], skip_special_tokens=True))\n"
-        "out.attentions[-1]  # the last layer's attention: (batch, heads, tokens, tokens)",
-        transformers_note="The model reads <s> first, as it was trained (the pipeline adds it). `generate()` decodes "
-        "greedily by default and without a key/value cache; one prompt at a time (rows are read unpadded).",
-    ),
-}
-
-
 def eval_results(task: str, metrics: dict | None) -> list[EvalResult]:
     """The measured test-set metrics of metrics.json as model-index entries (none without a test score)."""
-    info = TASKS[task]
+    info = TRAINING_TASKS[task].card
     test = (metrics or {}).get("test") or {}
     return [
         EvalResult(
@@ -203,7 +46,7 @@ def model_card(
 ) -> ModelCard:
     """The README.md of a model repo: Hub metadata (with model-index when metrics exist) and the card text;
     `snapshots` (snapshot.json records): the training snapshots its branches hold, listed with their scores."""
-    info, name = TASKS[task], repo_id.split("/")[-1]
+    info, name = TRAINING_TASKS[task].card, repo_id.split("/")[-1]
     results = eval_results(task, metrics)
     origin, license_text = _provenance(metrics)
     data = ModelCardData(
@@ -219,7 +62,7 @@ def model_card(
     )
     sections = [
         f"# {name}",
-        f"A {_count(n_params)}-parameter {_architecture(task, config)}, written from scratch in PyTorch and "
+        f"A {_count(n_params)}-parameter {info.architecture(config)}, written from scratch in PyTorch and "
         f"{origin} for the *How transformers pay attention* demo. It {info.summary}.",
         _figure(figure_caption),
         "## Intended uses\n\n" + _bullets(info.intended),
@@ -263,7 +106,7 @@ def _snapshots(info: TaskInfo, repo_id: str, snapshots: list[dict] | None, start
 
 def snapshot_card(task: str, repo_id: str, snapshot: dict) -> ModelCard:
     """The README.md of a snapshot's branch: what it is and how to load it; the full card is on main."""
-    info = TASKS[task]
+    info = TRAINING_TASKS[task].card
     metric = snapshot.get("metric") or "score"
     data = ModelCardData(
         language=info.language,
@@ -364,37 +207,6 @@ def _provenance(metrics: dict | None) -> tuple[str, str]:
     return origin, license_text
 
 
-POOLING_WORDS = {"attention": "a learned attention pooling", "cls": "BERT's tanh pooler over [CLS]"}
-
-
-def _decoder_only(c: dict) -> str:
-    kv = c.get("n_kv_heads") or c["n_heads"]
-    return (
-        f"decoder-only transformer ({c['n_layers']} layers, {c['d_model']} wide, {c['n_heads']} query heads sharing "
-        f"{kv} key/value heads, rotary positions, RMSNorm, SwiGLU)"
-    )
-
-
-def _architecture(task: str, c: dict) -> str:
-    if task == "lm":
-        return _decoder_only(c)
-    if task == "sentiment":
-        pooling = POOLING_WORDS.get(c.get("pooling"), "mean pooling")
-        ngrams = (
-            f", plus hashed n-gram embeddings (orders 2-{c['ngram_order']}, {c['ngram_buckets']:,} buckets)"
-            if c.get("ngram_buckets")
-            else ""
-        )
-        return (
-            f"transformer encoder classifier ({c['n_layers']} layers, {c['d_model']} wide, {c['n_heads']} heads, "
-            f"{pooling} over the tokens{ngrams})"
-        )
-    return (
-        f"encoder-decoder transformer ({c['n_encoder_layers']} encoder and {c['n_decoder_layers']} decoder layers, "
-        f"{c['d_model']} wide, {c['n_heads']} heads, one shared German-English vocabulary)"
-    )
-
-
 def _count(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n >= 1e6 else f"{n:,}"
 
@@ -491,14 +303,14 @@ def _training(metrics: dict | None) -> str:
 def _evaluation(task: str, metrics: dict | None) -> str:
     test = (metrics or {}).get("test") or {}
     val = (metrics or {}).get("validation") or {}
-    shown = [(key, name) for key, _, name in TASKS[task].metrics if key in test or key in val]
+    shown = [(key, name) for key, _, name in TRAINING_TASKS[task].card.metrics if key in test or key in val]
     if not shown:
         return "Metrics were not recorded for this checkpoint, so this card reports no evaluation results."
     n = f" ({test['n']:,} examples)" if isinstance(test.get("n"), int) else ""
     split = test.get("split", "test")
     rows = [f"| {name} | {_fmt(key, test.get(key))} | {_fmt(key, val.get(key))} |" for key, name in shown]
     text = f"| metric | {split}{n} | validation |\n|---|---|---|\n" + "\n".join(rows)
-    if task == "translation" and test.get("beam"):
+    if test.get("beam"):  # a translator decoded with beam search
         text += f"\n\nDecoded with beam search, beam size {test['beam']}."
     return text + _contrast(metrics)
 

@@ -6,6 +6,9 @@ from pathlib import Path
 
 SPACE_SOURCES = ("app.py", "transformer", "pipelines", "viz")  # copied into the Space (viz when present)
 SPACE_REQUIREMENTS = ("requirements-lib.txt", "requirements-app.txt")  # the library and the app, no training
+# From the training stack, what the translation tab needs to offer the pre-trained Marian from the Hub
+# (viz.models.loading.PRETRAINED_TRANSLATOR: `transformers` reads it, its tokenizer is sentencepiece).
+SPACE_HUB_REQUIREMENTS = ("requirements-train.txt", ("transformers", "sentencepiece"))
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
 
@@ -30,10 +33,14 @@ def missing_sources(root: Path) -> list[str]:
 
 
 def space_requirements(root: Path) -> str:
-    """requirements.txt of the Space: the library's and the app's pins, torch from the CPU index."""
+    """requirements.txt of the Space: the library's and the app's pins, torch from the CPU index, and the pins of
+    what reading the pre-trained translator takes (SPACE_HUB_REQUIREMENTS)."""
     lines = []
     for name in SPACE_REQUIREMENTS:
         lines += [line for line in (root / name).read_text().splitlines() if line.strip() and line[0] != "#"]
+    train, names = SPACE_HUB_REQUIREMENTS  # without the file, the Space offers our translator alone
+    train = (root / train).read_text().splitlines() if (root / train).is_file() else []
+    lines += [line for line in train if re.match(rf"({'|'.join(names)})\b", line)]
     # Spaces run on CPU unless upgraded: the CPU wheel of torch saves gigabytes of CUDA libraries.
     return "\n".join([f"--extra-index-url {TORCH_CPU_INDEX}", *lines]) + "\n"
 

@@ -6,7 +6,7 @@ repackaging of sentence-transformers/all-MiniLM-L6-v2). The package is only look
 nothing of it is imported or executed, and the weights are read as safetensors after their sha256 is checked.
 """
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
@@ -14,42 +14,10 @@ from tokenizers import Regex, Tokenizer, normalizers
 
 from pipelines.common import TOKENIZER
 from pipelines.text import HTML_BREAK
-from training.cli import MINILM_SHA256
+from training.tasks.public_weights import KNOWN
 from transformer import CheckpointError
 from transformer.bert import file_sha256
 from transformer.hub import WEIGHTS, looks_like_repo_id, resolve_checkpoint
-
-
-@dataclass(frozen=True)
-class Source:
-    """Public weights this project knows, with what a model card must say about them."""
-
-    name: str  # the Hub repository the weights come from
-    revision: str
-    sha256: str  # of model.safetensors
-    license: str
-    credit: str
-    derived: str = ""  # how these weights were made from the named file, when they are not that file itself
-
-
-MINILM = Source(
-    name="sentence-transformers/all-MiniLM-L6-v2",
-    revision="1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
-    sha256=MINILM_SHA256,
-    license="apache-2.0",
-    credit="Reimers and Gurevych (sentence-transformers), from Microsoft's MiniLM (Wang et al., 2020)",
-)
-# The same weights with every float tensor rounded to fp16 (write_fp16_copy): half the size, so that they travel
-# to a lent GPU machine, where a working tree may take 64 MiB (benchmarks/gpu/). Fine-tuning moves weights far
-# more than fp16 rounding does (relative 5e-4).
-MINILM_FP16 = Source(
-    **{
-        **asdict(MINILM),
-        "sha256": "e0d20df3bf952fe167a1d822e435f1d8d7a63f13e1f8c33cc3881ae1d707dfb0",
-        "derived": "every float tensor rounded to fp16 (training.tasks.bert_init.write_fp16_copy)",
-    }
-)
-KNOWN = {s.sha256: s for s in (MINILM, MINILM_FP16)}
 
 
 def package_folder(name: str) -> Path | None:
@@ -101,7 +69,7 @@ def write_fp16_copy(src: Path, dst: Path) -> str:
 
     from safetensors.torch import load_file, save_file
 
-    from training.ship import STORAGES
+    from training.release.storage import STORAGES
 
     dst.mkdir(parents=True, exist_ok=True)
     for name in ("config.json", TOKENIZER, "vocab.txt"):

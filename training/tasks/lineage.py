@@ -34,9 +34,7 @@ def held_out_rows(args) -> dict:
     """What decides the rows a sentiment or pre-training run holds out: {"seed", "imdb_val_size", "sst2", "limit"},
     sst2 None when the run reads no SST-2; limit (--limit) only where the task cuts the data before holding rows out
     (sentiment; pre-training cuts after: applies_limit)."""
-    from training.cli import task_class
-
-    cuts_first = getattr(args, "limit", None) and not getattr(task_class(args.task), "applies_limit", False)
+    cuts_first = getattr(args, "limit", None) and not getattr(args, "applies_limit", False)
     return {
         "seed": args.seed,
         "imdb_val_size": getattr(args, "val_size", None),
@@ -48,7 +46,7 @@ def held_out_rows(args) -> dict:
 def recorded_args(command: str | None):
     """The arguments of a recorded `python -m training TASK ...` command, parsed as it ran; None if it is not one
     (or no longer parses)."""
-    from training.cli import build_parser
+    from training.arguments import build_parser
 
     try:
         words = shlex.split(command or "")

@@ -23,7 +23,7 @@ from pipelines.batching import pad
 from pipelines.common import save_folder
 from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
 from training.engine.batching import bucketed_batches
-from training.engine.data import DataError, load_splits
+from training.engine.data import IMDB, DataError, load_splits
 from transformer import CausalLM, CausalLMConfig
 
 CORPUS = "corpus"  # in --out: tokenizer.json, train.npy and val.npy (uint16 ids, pieces separated by offsets)
@@ -31,7 +31,6 @@ CORPUS = "corpus"  # in --out: tokenizer.json, train.npy and val.npy (uint16 ids
 
 class LMTask:
     metric = "log_likelihood"  # mean log-probability of a validation token (higher is better)
-    applies_limit = True  # --limit counts training reviews after the held-out ones (write_corpus)
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
@@ -50,7 +49,7 @@ class LMTask:
         machine): then none is read."""
         if (Path(args.out) / CORPUS / "train.npy").is_file():
             return {}
-        return load_splits("sentiment", args.data_dir, ("train",) if args.no_unlabeled else ("train", "unsupervised"))
+        return load_splits(IMDB, args.data_dir, ("train",) if args.no_unlabeled else ("train", "unsupervised"))
 
     def build_model(self) -> CausalLM:
         a = self.args

@@ -53,7 +53,6 @@ def pretraining_texts(splits: dict, args) -> list[str]:
 
 class PretrainTask:
     metric = "mlm_accuracy"
-    applies_limit = True  # --limit counts texts after the held-out rows are removed (pretraining_texts)
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args

@@ -13,6 +13,7 @@ from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
 from pipelines.text import clean_text
 from pipelines.translation import TranslationPipeline
 from training.engine.batching import bucketed_batches
+from training.engine.data import MULTI30K, load_splits
 from training.engine.device import model_device
 from training.tasks.layer_options import layer_options
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
@@ -43,6 +44,11 @@ def translate_on_device(pipe: TranslationPipeline, texts: list[str], beam: int, 
 
 class TranslationTask:
     metric = "bleu"
+
+    @classmethod
+    def load_data(cls, args) -> dict:
+        """Multi30k's splits (train, validation, test)."""
+        return load_splits(MULTI30K, args.data_dir)
 
     def __init__(self, args, splits: dict, log=print):
         self.args = args
