@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from pipelines import explanations
-from pipelines.attention import heads
+from pipelines.attention import heads, inside_causal_head
 from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_texts
 from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
@@ -300,12 +300,14 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return induction_scores(self.model)
 
     @runs_model(background=True)
-    def head_table(self, prompt: str, result: LanguageModelResult | None = None, **decoding) -> list[dict]:
+    def head_table(
+        self, prompt: str, result: LanguageModelResult | None = None, progress=None, **decoding
+    ) -> list[dict]:
         """One dict per head (kind "causal", layer, head from 0): attention statistics and roles (sink, previous,
         duplicate, induction) on this prompt's result, and the effect of switching that head alone off: the change
         of the first generated token's log-probability. result: a complete result of `prompt` to reuse (None: run
-        it now with the options of __call__ in `decoding`)."""
-        return heads.lm_head_table(self, result or self(prompt, **decoding), self.induction)
+        it now with the options of __call__ in `decoding`); progress(heads done, heads) as the effects come."""
+        return heads.lm_head_table(self, result or self(prompt, **decoding), self.induction, progress)
 
     @property
     def default_explanation(self) -> dict:
@@ -328,6 +330,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency over the prompt's tokens, beside random rankings."""
         return explanations.faithfulness(self, explanation)
+
+    @runs_model
+    def internals(self, ids: list[int]):
+        """What every head read and wrote on one sequence of ids (a result's sequence_ids: the pass that made its maps),
+        with q and k before and after the rotation and each query head's key/value head
+        (pipelines.attention.inside_causal_head.CausalInternals)."""
+        return inside_causal_head.causal_internals(self.adapter, list(ids))
 
 
 def _from_ours(cls, name: str, device: str | None) -> LanguageModelPipeline:

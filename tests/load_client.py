@@ -173,10 +173,11 @@ class HttpClient:
 CLIENTS = {"http": HttpClient, "gradio": GradioClient}
 
 
-async def call(client, api: str, text: str, reference: dict, tally: Tally) -> None:
+async def call(client, api: str, text: str, reference: dict, tally: Tally, timeout: float | None = None) -> None:
+    """One call, counted in tally; one not answered within `timeout` seconds (None: no limit) is a failure."""
     start = time.perf_counter()
     try:
-        result = await client.predict(api, text)
+        result = await asyncio.wait_for(client.predict(api, text), timeout)
         problem = "warning: " + result[1][:80] if "⚠️" in result[1] else None
         if problem is None and reference and answer(result) != reference[(api, text)]:
             problem = f"differs from the sequential answer for {text[:30]!r}"
@@ -188,9 +189,11 @@ async def call(client, api: str, text: str, reference: dict, tally: Tally) -> No
         tally.seconds[api].append(time.perf_counter() - start)
 
 
-def drive(new_client, clients: int, seconds: float, reference: dict) -> tuple[Tally, float]:
+def drive(
+    new_client, clients: int, seconds: float, reference: dict, timeout: float | None = None
+) -> tuple[Tally, float]:
     """`clients` clients (new_client() each, its own session), calling one endpoint in a loop until `seconds`
-    pass."""
+    pass; a call not answered within `timeout` seconds fails, so the phase ends by seconds + timeout."""
     tally, apis = Tally(), list(TASKS)
 
     async def loop(i: int, end: float) -> None:
@@ -198,7 +201,7 @@ def drive(new_client, clients: int, seconds: float, reference: dict) -> tuple[Ta
         api, n = apis[i % len(apis)] if clients > 1 else None, 0
         while time.monotonic() < end:
             this = api or apis[n % len(apis)]  # a lone client alternates the endpoints
-            await call(client, this, TASKS[this][(i + n) % len(TASKS[this])], reference, tally)
+            await call(client, this, TASKS[this][(i + n) % len(TASKS[this])], reference, tally, timeout)
             n += 1
         await client.aclose()
 
@@ -211,17 +214,25 @@ def drive(new_client, clients: int, seconds: float, reference: dict) -> tuple[Ta
     return tally, time.monotonic() - start
 
 
-def sequential(new_client, n: int) -> dict:
-    """n calls one after another, each from a new session; returns {(api, text): answer}."""
+def sequential(new_client, n: int, seconds: float | None = None, timeout: float | None = None, log=None) -> dict:
+    """Up to n calls one after another, each from a new session, stopping once `seconds` have passed (None: all n);
+    a call not answered within `timeout` seconds raises TimeoutError. Returns {(api, text): answer}; log(calls done,
+    seconds so far) after every tenth call and once at the end."""
     jobs = [(api, text) for api, texts in TASKS.items() for text in texts]
+    start = time.monotonic()
 
     async def main() -> dict:
-        answers = {}
-        for i in range(n):
-            api, text = jobs[i % len(jobs)]
+        answers, done = {}, 0
+        while done < n and (seconds is None or time.monotonic() - start < seconds):
+            api, text = jobs[done % len(jobs)]
             client = new_client()
-            answers[(api, text)] = answer(await client.predict(api, text))
+            answers[(api, text)] = answer(await asyncio.wait_for(client.predict(api, text), timeout))
             await client.aclose()
+            done += 1
+            if log is not None and done % 10 == 0 and done < n:
+                log(done, time.monotonic() - start)
+        if log is not None:
+            log(done, time.monotonic() - start)
         return answers
 
     return asyncio.run(main())

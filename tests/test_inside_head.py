@@ -140,10 +140,11 @@ def test_norm_maps_are_the_weights_times_what_each_value_carries(sentiment):
 
 def test_a_served_pipeline_records_through_the_batcher(sentiment):
     from pipelines.hosting.microbatch import MicroBatcher
-    from pipelines.hosting.serving import served
+    from pipelines.hosting.serving import serve
+    from pipelines.tasks import SENTIMENT
 
     batcher = MicroBatcher(4)
-    pipe = served(sentiment, None, batcher)[0]
+    pipe = serve(SENTIMENT, sentiment, batcher)
     h = pipe.inside_head(REVIEW, 0, 1, 2)
     assert batcher.batches_run == 1  # it went through the batcher, as every call that runs the model
     assert torch.equal(h.weights, sentiment(REVIEW).attentions[0][1, 2])

@@ -2,6 +2,7 @@
 own, decoding, head masks and the head table, head roles on hand-made maps, bad input, explanations, the task
 registry, and loading Llama-format folders and GGUF files."""
 
+import dataclasses
 import json
 import math
 import shutil
@@ -250,6 +251,34 @@ def test_an_alternative_next_token_is_explained_by_its_text(lm, result):
     assert expl.output_ids == [result.steps[0].top_ids[2]] and expl.probability == pytest.approx(p, abs=1e-5)
     with pytest.raises(ValueError, match="top-"):
         lm.explain(PROMPT, "gradient_x_input", token="no such token", result=result)
+
+
+@pytest.mark.parametrize("method", ["gradient_x_input", "occlusion", "attention_norm"])
+def test_a_later_step_is_explained_as_the_prompt_and_the_tokens_before_it_read_as_a_prompt(lm, result, method):
+    """Step s (0-based 2) of the continuation: the same scores, token, probability and faithfulness as explaining the
+    prompt and the s tokens generated before it, read as a prompt, for its next token."""
+    from pipelines.common import TokenSpan
+
+    s = 2
+    assert len(result.steps) > s
+    expl = lm.explain(PROMPT, method, step=s, result=result)
+    written = [TokenSpan(i, "", 0, 0) for i in result.generated_ids[:s]]  # cover no characters of the prompt
+    as_prompt = dataclasses.replace(
+        result, tokens=result.tokens + written, generated_ids=result.generated_ids[s:], steps=result.steps[s:]
+    )
+    alone = lm.explain(PROMPT, method, step=0, result=as_prompt)
+    assert expl.at_step == s and alone.at_step == 0 and expl.output_ids == alone.output_ids == [result.generated_ids[s]]
+    assert expl.probability == pytest.approx(alone.probability, abs=1e-6)
+    np.testing.assert_allclose(np.concatenate([expl.scores, expl.prefix_scores]), alone.scores, atol=1e-6)
+    report = lm.faithfulness(expl)
+    assert report.method.curve[0] == pytest.approx(result.steps[s].probability, abs=1e-5)
+    # measured as for the first token: the prompt's top token deleted, the tokens written before the step kept
+    body = result.prompt_ids[1:]  # after <s>
+    top = int(np.argsort(-expl.scores[1:], kind="stable")[0])
+    without = result.prompt_ids[:1] + body[:top] + body[top + 1 :] + result.generated_ids[:s]
+    with torch.no_grad():
+        logits = lm.adapter.forward(torch.tensor([without])).logits[0, -1]  # (V,)
+    assert report.method.curve[1] == pytest.approx(float(logits.softmax(-1)[expl.output_ids[0]]), abs=1e-5)
 
 
 def test_the_adapter_runs_from_embeddings_as_from_ids(lm, result):

@@ -9,7 +9,9 @@ import pytest
 from pipelines import LanguageModelPipeline
 from viz import handlers
 from viz import language_model as lm
-from viz.heads import handlers as heads
+from viz.heads.clicked import head_heatmap
+from viz.heads.measure import head_table
+from viz.heads.switch_off import switch_off
 
 
 @pytest.fixture(scope="module")
@@ -109,10 +111,20 @@ def test_api_answer_is_text_top_tokens_and_status(pipe):
 
 def test_heads_panel_measures_the_run_and_switches_heads_off(pipe):
     view = run(pipe, max_new_tokens=3)[-1][0]
-    measured, grid, table, status = heads.head_table(pipe, "lm", view.text, result=view.result)
+    measured, grid, table, status = head_table(pipe, "lm", view.text, result=view.result)
     assert measured.result is view.result and len(measured.rows) == 2 * 4
     assert {"sink", "duplicate", "induction", "effect"} <= set(measured.rows[0])
     assert "sink" in table.columns and "induction" in table.columns
-    html = heads.switch_off(pipe, measured, ["causal:0:1", "causal:1:0"])
+    html = switch_off(pipe, measured, ["causal:0:1", "causal:1:0"])
     assert "first new token" in html and "causal 1 · head 2" in html
-    assert heads.head_heatmap(view, measured, "causal:1:0") is not None
+    assert head_heatmap(view, measured, "causal:1:0") is not None
+
+
+def test_the_heads_panel_reports_progress_head_by_head(pipe):
+    """The panel's progress bar (viz.heads.panel) gets every head of the language model as its effect comes."""
+    view = run(pipe, max_new_tokens=2)[-1][0]
+    reports = []
+    measured, *_ = head_table(pipe, "lm", view.text, result=view.result, progress=lambda *a: reports.append(a))
+    n = len(measured.rows)
+    assert reports and reports[-1] == (n, n)
+    assert [done for done, _ in reports] == sorted(done for done, _ in reports)

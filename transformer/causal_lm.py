@@ -127,6 +127,17 @@ class Block(nn.Module):
         return x, weights, kv
 
 
+def last_query(block: Block, x: torch.Tensor, head_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """x (B, T, D) into `block` -> the block's output at the last position only (B, 1, D): the earlier positions
+    give their keys and values (as a cache would), the last one alone asks its query and runs the feed-forward."""
+    if x.size(1) == 1:
+        return block(x, head_mask=head_mask)[0]
+    attn = block.attn
+    q, k, v = attn.project(block.attn_norm(x[:, :-1]))  # (B, H, T - 1, hs), (B, Hkv, T - 1, hs) twice
+    _, k = attn.rotate(q, k, 0)
+    return block(x[:, -1:], past_kv=(k, v), head_mask=head_mask)[0]  # (B, 1, D)
+
+
 class CausalLM(nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="text-generation", **HUB_KWARGS):
     """Token embeddings, n_layers blocks, a final norm and the output projection (tied to the embeddings)."""
 
@@ -187,6 +198,24 @@ class CausalLM(nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="te
         out.attentions = out.attentions if need_weights else None
         out.hidden_states = out.hidden_states if need_hidden else None
         return out
+
+    def logits_from_layer(
+        self, layer: int, hidden: torch.Tensor, head_mask: StackMask = None, last_only: bool = False
+    ) -> torch.Tensor:
+        """hidden (B, T, D): what block `layer` (0 .. L - 1) read in a pass over whole sequences (hidden_states[layer])
+        -> logits (B, T, V) of the blocks from `layer` on run again (head_mask as forward's, by the model's layer
+        numbers); the blocks below are not run: a change from `layer` on cannot reach them. last_only: (B, V), the
+        logits after the last position alone, where the last block asks one query and the output projection reads
+        one row."""
+        rotary = self.layers[0].attn.rotary
+        rope = rotary.cos_sin(hidden.size(1), 0, hidden.device) if rotary is not None else None
+        x, stop = hidden, len(self.layers) - 1 if last_only else len(self.layers)
+        for i in range(layer, stop):
+            x = self.layers[i](x, head_mask=layer_mask(head_mask, i), rope=rope)[0]  # (B, T, D)
+        if not last_only:
+            return self.lm_head(self.norm(x))  # (B, T, V)
+        x = last_query(self.layers[-1], x, layer_mask(head_mask, len(self.layers) - 1))  # (B, 1, D)
+        return self.lm_head(self.norm(x[:, -1]))  # (B, V)
 
     @classmethod
     def from_llama(cls, folder_or_repo_id: str, sha256: str | None = None) -> "CausalLM":

@@ -51,7 +51,16 @@ class LMView:
     def maps(self) -> AttentionMaps:
         """The maps of the step shown: the prompt's tokens and the new ones before this step (causal: the top-left
         block of the final pass's maps is exactly what that step computed)."""
-        n = len(self.result.tokens) + self.step - 1
+        return self.maps_at(self.step)
+
+    @property
+    def internals_input(self) -> tuple[list[int]]:
+        """What the inside-one-head recording reads (LanguageModelPipeline.internals): the ids of the one pass."""
+        return (list(self.result.sequence_ids),)
+
+    def maps_at(self, step) -> AttentionMaps:
+        """The maps at `step` (1-based, clamped to the continuation's steps), as `maps` is at the step shown."""
+        n = len(self.result.tokens) + clamp(step, 1, len(self.steps), self.step) - 1
         kind = LM.main
         tokens = self.full.queries[kind][:n]
         return AttentionMaps({kind: self.full.maps[kind][:, :, :n, :n]}, {kind: tokens}, {kind: tokens})

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from pipelines.attention.head_stats import diagonal_share
+from pipelines.attention.passes import at_once, run_passes
 
 
 def _float(attn) -> np.ndarray:
@@ -68,11 +69,17 @@ def induction_scores(model, n: int = 50, batch: int = 8, seed: int = 0, first_id
     max_len). The model runs in eval mode and is left in the mode it was in."""
     c = model.config
     n = min(n, (c.max_len - 1) // 2)
-    ids = repeated_random_ids(c.vocab_size, n, batch, seed, c.bos_id, first_id)
+    device = next(model.parameters()).device
+    ids = repeated_random_ids(c.vocab_size, n, batch, seed, c.bos_id, first_id).to(device)  # (B, 1 + 2n)
+    passes = at_once(device)
+
+    def shares(rows: torch.Tensor) -> np.ndarray:  # (b, T) -> (L, b, H)
+        return np.stack([induction_share(a, n) for a in model(rows, need_weights=True).attentions])
+
     was_training = model.training
     model.eval()
-    try:
-        maps = model(ids.to(next(model.parameters()).device), need_weights=True).attentions  # per layer (B, H, T, T)
+    try:  # the sequences in `passes` parts, run at once (pipelines.attention.passes)
+        per_row = np.concatenate(run_passes(shares, ids.split(-(-batch // passes)), passes), axis=1)  # (L, B, H)
     finally:
         model.train(was_training)
-    return torch.tensor(np.stack([induction_share(a, n).mean(0) for a in maps]), dtype=torch.float32)  # (L, H)
+    return torch.tensor(per_row.mean(1), dtype=torch.float32)  # (L, H)

@@ -242,18 +242,38 @@ def next_token_log_prob(adapter, ids: list[int], token: int, masks=None, rows: i
     return adapter.next_log_probs(x, [len(ids)] * rows, masks)[:, token].cpu()  # (rows,)
 
 
-def lm_effects(adapter, ids: list[int], token: int) -> tuple[float, dict[HeadKey, float]]:
-    """(log p(token | ids) with every head on, {head: its change with that head alone off})."""
-    score = lambda masks, rows: next_token_log_prob(adapter, ids, token, masks, rows)  # noqa: E731
-    return masked_effects(adapter, len(ids), score)
+@torch.no_grad()
+def lm_effects(adapter, ids: list[int], token: int, progress=None) -> tuple[float, dict[HeadKey, float]]:
+    """(log p(token | ids) with every head on, {head: its change with that head alone off}); progress(heads done,
+    heads) after each batch. The numbers of a pass with every head on but one (masked_effects over
+    next_token_log_prob), cheaper: a head off in layer L changes nothing below L, so one pass keeps what each block
+    read (need_hidden), the heads of one layer run as one batch from their layer on, and only the last position's
+    logits are computed (adapter.last_log_probs_from_layer)."""
+    layers, H = adapter.head_layers, adapter.n_heads
+    run = adapter.forward(torch.tensor([ids], device=adapter.device), need_hidden=True)  # (1, T) in
+    intact = float(run.logits[0, -1].float().log_softmax(-1)[token])
+    passes = at_once(adapter.device)
+
+    def scores(keys: list[HeadKey]) -> list[float]:
+        layer = keys[0][1]
+        hidden = run.hidden[layer].expand(len(keys), -1, -1)  # (N, T, D): what the layer read, every head on
+        masks = single_head_off(keys, layers, H, adapter.device)
+        return adapter.last_log_probs_from_layer(layer, hidden, masks)[:, token].tolist()  # (N,)
+
+    chunks = _chunks(adapter, head_keys(layers, H), len(ids), by_layer=True, passes=passes)  # layer 0 (longest) first
+    heads_done = np.cumsum([len(keys) for keys in chunks])
+    report = None if progress is None else lambda done, _: progress(int(heads_done[done - 1]), int(heads_done[-1]))
+    measured = run_passes(scores, chunks, passes, report)
+    effects = {k: v - intact for keys, values in zip(chunks, measured) for k, v in zip(keys, values)}
+    return intact, effects
 
 
-def lm_head_table(pipe, result, induction=None) -> list[dict]:
+def lm_head_table(pipe, result, induction=None, progress=None) -> list[dict]:
     """The head table of a language model on one LanguageModelResult: statistics of each head's causal attention
     over the sequence it shows (prompt and generated tokens), its roles (sink: the first token's share; duplicate:
     earlier occurrences of the same token; induction: on repeated random tokens, from `induction` (L, H), None:
     left out) and its effect: the change of the first generated token's log-probability when that head alone is
-    off (at the first step: the prompt alone is read)."""
+    off (at the first step: the prompt alone is read); progress(heads done, heads) as lm_effects measures."""
     from pipelines.attention.head_roles import duplicate_share, sink_share
 
     if not result.generated_ids:
@@ -264,7 +284,7 @@ def lm_head_table(pipe, result, induction=None) -> list[dict]:
     roles = {"sink": [sink_share(m) for m in maps], "duplicate": [duplicate_share(m, ids) for m in maps]}
     if induction is not None:
         roles["induction"] = list(np.asarray(induction, dtype=np.float64))
-    _, effects = lm_effects(pipe.adapter, result.prompt_ids, result.generated_ids[0])
+    _, effects = lm_effects(pipe.adapter, result.prompt_ids, result.generated_ids[0], progress)
     for row in rows:
         layer, head = row["layer"], row["head"]
         row.update({name: _number(v[layer][head]) for name, v in roles.items()})

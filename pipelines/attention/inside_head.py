@@ -14,6 +14,7 @@ Not Only a Weight"): how much key j actually moves the output, not only how much
 Works for every adapter (ours, `transformers` BERT-family and Marian): their heads all scale by 1/sqrt(hs).
 """
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,6 +46,13 @@ class HeadInternals:
     output: torch.Tensor  # (hs,) the head's output, as the output projection read it (= weighted_values.sum(0))
     projected: torch.Tensor  # (D,) output @ W_O^h: the head's contribution to the block's output (bias apart)
     carried: torch.Tensor  # (Tk,) ||weights_j v_j W_O^h||: what each key's weighted value carries into it
+
+    # the fields with one entry per key (a class attribute, not a field)
+    key_fields = ("keys", "values", "scores", "scaled", "mask", "weights", "weighted_values", "carried")
+
+    def up_to(self, n: int) -> "HeadInternals":
+        """The first n keys only (a causal row that a view cut to n tokens: the later keys are hidden and weigh 0)."""
+        return dataclasses.replace(self, **{name: getattr(self, name)[:n] for name in self.key_fields})
 
     @property
     def masked(self) -> torch.Tensor:

@@ -7,6 +7,7 @@ about half the time (benchmarks/view_times.py). Grad mode is set per thread, so 
 """
 
 import contextvars
+import functools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,18 +36,29 @@ def at_once(device="cpu", limit: int | None = None) -> int:
     return max(1, min(limit, cores() // max(1, torch.get_num_threads())))
 
 
-def run_passes(fn: Callable[[T], R], items: Sequence[T], passes: int = 1) -> list[R]:
+def run_passes(
+    fn: Callable[[T], R], items: Sequence[T], passes: int = 1, progress: Callable[[int, int], None] | None = None
+) -> list[R]:
     """[fn(item) for item in items] in that order, `passes` at once (each under torch.no_grad), with a pause point
-    before each (pipelines.hosting.microbatch.pause_point)."""
+    before each (pipelines.hosting.microbatch.pause_point); progress(done, len(items)) in this thread as the results
+    come in, in order."""
 
     def one(item: T) -> R:
         pause_point()  # a background call lets the waiting calls of its model run first (pipelines.hosting.microbatch)
         with torch.no_grad():
             return fn(item)
 
+    def collect(results) -> list[R]:
+        out = []
+        for result in results:
+            out.append(result())
+            if progress is not None:
+                progress(len(out), len(items))
+        return out
+
     if passes <= 1 or len(items) <= 1:
-        return [one(item) for item in items]
+        return collect(functools.partial(one, item) for item in items)
     with ThreadPoolExecutor(min(passes, len(items)), thread_name_prefix="model-pass") as pool:
         # each pass in a copy of this thread's context: the batcher's pause point reaches the pool's threads
         futures = [pool.submit(contextvars.copy_context().run, one, item) for item in items]
-        return [f.result() for f in futures]
+        return collect(f.result for f in futures)

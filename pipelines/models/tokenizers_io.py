@@ -3,7 +3,7 @@
 from collections.abc import Iterable
 from pathlib import Path
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from pipelines.text import HTML_BREAK
 
@@ -77,3 +77,38 @@ def save_tokenizer(tok: Tokenizer, folder: str | Path, model_max_length: int) ->
     names = next((n for n in SPECIAL_NAMES if all(t in vocab for t in n.values())), SPECIAL_NAMES[0])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=model_max_length, **names)
     fast.save_pretrained(str(folder))
+
+
+def byte_alphabet() -> dict[int, str]:
+    """GPT-2's byte -> character table of byte-level BPE: the printable bytes stand for themselves, the others
+    (control characters, space, ...) for the characters from U+0100 on, in byte order."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    moved = [b for b in range(256) if b not in kept]
+    return {b: chr(b) for b in kept} | {b: chr(256 + i) for i, b in enumerate(moved)}
+
+
+def byte_level_bpe(
+    tokens: list[str], merges: list[str], token_types: list[int] | None = None, add_bos: str | None = None
+) -> Tokenizer:
+    """A byte-level BPE tokenizer (GPT-2's; SmolLM2's) from a vocabulary in id order and its merges ("a b", best
+    first), as a GGUF file stores them and as `transformers`' GGUF conversion builds it: a token spelled outside the
+    byte alphabet is spelled in it; token_types (llama.cpp's: 3 control, 4 user-defined) make the control tokens
+    special added tokens and the user-defined ones plain added tokens (matched whole in a text); add_bos: a start
+    token the post-processor puts before every text."""
+    spelling = byte_alphabet()
+    alphabet = set(spelling.values())
+    respell = lambda t: t if set(t) <= alphabet else "".join(spelling[b] for b in t.encode("utf-8"))  # noqa: E731
+    vocab = {respell(t): i for i, t in enumerate(tokens)}
+    pairs = [tuple(m.split(" ")) for m in merges]
+    tok = Tokenizer(models.BPE(vocab, pairs, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
+    tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
+    bos = (f"{add_bos}:0 ", f"{add_bos}:1 ") if add_bos else ("", "")
+    specials = [(add_bos, vocab[add_bos])] if add_bos else []
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos[0]}$A:0", pair=f"{bos[0]}$A:0 {bos[1]}$B:1", special_tokens=specials
+    )
+    typed = list(zip(tokens, token_types or []))
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t, k in typed if k == 3 and t in vocab])
+    tok.add_tokens([AddedToken(t, normalized=False, special=False) for t, k in typed if k == 4 and t in vocab])
+    return tok

@@ -7,11 +7,13 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from pipelines.attention.inside_causal_head import CausalHeadInternals
 from pipelines.kinds import KINDS, TGT
 
 from ..page.theme import waiting_plot
 from ..server import hosting
 from ..server.events import FOLLOW_UP
+from . import inside_head_causal as causal
 from . import inside_head_view as draw
 from . import view_handlers as views
 
@@ -37,29 +39,44 @@ def build(task: str) -> InsideHeadUI:
     return InsideHeadUI(accordion, steps, heads, recorded, gr.State(False))
 
 
-def query_of(kind: str, token, step) -> int | None:
-    """The row to show: the chosen token where it is a query of this kind, else (English rows) the step's."""
+def query_of(kind: str, token, step, n_rows: int | None = None) -> int | None:
+    """The row to show: the chosen token where it is a query of this kind, else (English rows) the step's, else (a
+    causal kind whose n_rows rows are the tokens read so far) the last row: the one that chose the next token."""
     parsed = views.parse_token(token)
     side = KINDS[kind].q_side
     if parsed is not None and parsed[0] == side:
         return parsed[1]
-    return int(step) - 1 if side == TGT and step else None
+    if side == TGT and step:
+        return int(step) - 1
+    return n_rows - 1 if KINDS[kind].causal and n_rows else None
+
+
+def recorded_input(view) -> tuple:
+    """What pipe.internals reads for this view: its own `internals_input` where it has one (a continuation: the ids
+    of its maps), else the text (and a translation's output ids)."""
+    own = getattr(view, "internals_input", None)
+    if own is not None:
+        return own
+    result = getattr(view, "result", None)
+    return (view.text,) if result is None else (view.text, list(result.target_ids))
 
 
 def record(models, view):
     """One model run that records every head on the view's input (a translation: on its own output), by the model
     that made the view (models: the tab's ModelRegistry)."""
-    pipe = models.get(getattr(view, "model", None))
-    result = getattr(view, "result", None)
-    if result is not None:
-        return pipe.internals(view.text, result.target_ids)
-    return pipe.internals(view.text)
+    return models.get(getattr(view, "model", None)).internals(*recorded_input(view))
 
 
 def input_key(view) -> tuple:
-    """What a recording was made on: the model, the text (and a translation's output ids)."""
-    result = getattr(view, "result", None)
-    return getattr(view, "model", None), view.text, tuple(result.target_ids) if result is not None else ()
+    """What a recording was made on: the model and what it read."""
+    read = tuple(tuple(x) if isinstance(x, list) else x for x in recorded_input(view))
+    return getattr(view, "model", None), *read
+
+
+def _maps(view, step):
+    """The view's maps at the step asked for (a continuation's are cut to it), else its maps."""
+    at = getattr(view, "maps_at", None)
+    return at(step) if at is not None and step else view.maps
 
 
 def figures(view, internals, kind: str, layer, head, token, step=None):
@@ -67,14 +84,17 @@ def figures(view, internals, kind: str, layer, head, token, step=None):
     if view is None or internals is None:
         return PICK, None
     kind = kind if kind in internals.kinds else next(iter(internals.kinds))
-    ki, maps = internals.kinds[kind], view.maps
-    query = query_of(kind, token, step)
-    if query is None or not 0 <= query < ki.q.size(2):
+    ki, maps = internals.kinds[kind], _maps(view, step)
+    n_rows = min(ki.q.size(2), len(maps.queries[kind]))
+    query = query_of(kind, token, step, n_rows)
+    if query is None or not 0 <= query < n_rows:
         return PICK, None
     layer, head = min(max(int(layer or 0), 0), ki.q.size(0) - 1), min(max(int(head or 0), 0), ki.q.size(1) - 1)
     h = internals.head(kind, layer, head, query)
     q_label, k_labels = maps.queries[kind][query], maps.keys[kind]
-    return draw.steps_html(h, q_label, k_labels), draw.heads_figure(internals, kind, layer, query, q_label)
+    h = h.up_to(len(k_labels)) if h.keys.size(0) > len(k_labels) else h  # a causal row cut to the step shown
+    extra = causal.causal_html(h, k_labels) if isinstance(h, CausalHeadInternals) else ""
+    return draw.steps_html(h, q_label, k_labels, extra), draw.heads_figure(internals, kind, layer, query, q_label)
 
 
 def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, new_result=None) -> None:

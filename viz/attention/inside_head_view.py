@@ -47,10 +47,11 @@ def _dot(q: np.ndarray, k: np.ndarray, score: float) -> str:
     return f"{terms} + … = {score:.3f}"
 
 
-def steps_html(h: HeadInternals, q_label: str, k_labels: list[str]) -> str:
+def steps_html(h: HeadInternals, q_label: str, k_labels: list[str], extra: str = "") -> str:
     """The formula with this head's numbers, step by step, for one query; every key's weight in a table
     (class ih-weights, one cell per key, in key order) that a reader, or a test, can check against the heatmap.
-    The outer div names what it shows (data-kind, -layer, -head, -query: positions from 0)."""
+    The outer div names what it shows (data-kind, -layer, -head, -query: positions from 0); `extra`: HTML of what a kind
+    of head adds (a causal head's rotation, group and mask: inside_head_causal), before the table of every weight."""
     q, keys = h.q.numpy(), h.keys.numpy()
     order = [int(j) for j in np.argsort(-h.weights.numpy(), kind="stable")[:TOP_KEYS]]
     top = float(max(np.abs(q).max(initial=0), np.abs(keys[order]).max(initial=0)))
@@ -85,6 +86,7 @@ v<sub>j</sub> · layer {h.layer + 1}, head {h.head + 1}, query <b>{_esc(q_label)
 {"".join(rows)}</table>
 <p class="ih-sum">output = {mixed} + … (‖output‖ = {float(h.output.norm()):.3f}); through the head's slice of W_O:
 ‖output·W_O‖ = {h.projected_norm:.3f}</p>
+{extra}
 <details><summary>Every weight of this row</summary>
 <table class="ih-weights"><tr>{labels}</tr><tr>{weights}</tr></table></details>
 </div>"""

@@ -121,15 +121,18 @@ def _alike(scores) -> bool:
     return len(read) > 1 and float(read.max() - read.min()) <= 1e-6 * float(read.max())
 
 
-def attribution_html(text, spans, words, scores, target, method, cut_after=None, n_skipped=0, task="sentiment") -> str:
+def attribution_html(
+    text, spans, words, scores, target, method, cut_after=None, n_skipped=0, task="sentiment", scale=None
+) -> str:
     """The text (a review, a prompt) with each word shaded by its attribution toward `target`, a legend, and the top
-    words; `task` names the methods as that task's picker does."""
+    words; `task` names the methods as that task's picker does; scale: the colour scale's top, at least (None: the
+    largest word score here; more where other tokens are shaded on the same scale)."""
     signed = is_signed(method)
     cut = len(spans) if cut_after is None else cut_after
     head = word_spans(spans[:cut], words[:cut], scores[:cut])
     tail = word_spans(spans[cut:], words[cut:], scores[cut:])
     segs = head + tail
-    scale = max((abs(w) for _, _, w in segs), default=0.0)
+    scale = max(max((abs(w) for _, _, w in segs), default=0.0), scale or 0.0)
     if cut_after is None:
         body = _render(text, segs, scale, 0, len(text), signed)
     else:

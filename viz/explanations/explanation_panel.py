@@ -1,6 +1,7 @@
 """The explanation panel of a tab that explains one output over its input's words (the sentiment tab: the label;
-the Next word tab: the first new token): a method picker, the text shaded by signed attributions with a legend, and
-beside it how faithful that view is on this very input (numbers and a deletion curve). What differs by task (its
+the Next word tab: the token of the step shown, on demand as the step slider moves): a method picker, the text shaded
+by signed attributions with a legend, and beside it how faithful that view is on this very input (numbers and a
+deletion curve). What differs by task (its
 words, its elem_ids, how its pipeline is asked) is one PanelSpec in PANELS.
 
 The prediction is shown first; the explanation and its faithfulness follow in their own events, so a slow
@@ -17,25 +18,29 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 from pipelines.tasks import LM, SENTIMENT
 
+from ..inputs import clamp
+from ..page import layout
 from ..page.progress import reporter
 from ..server.events import FOLLOW_UP
 from ..tasks import TASKS
-from . import attributions
+from . import attributions, step_explanation
 
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
-def _explain_review(pipe, view, method: str | None, progress):
-    """The classifier's label for the review in `view`."""
+def _explain_review(pipe, view, method: str | None, progress, step=None):
+    """The classifier's label for the review in `view` (a review has no steps)."""
     return pipe.explain(view.text, method, progress=progress)
 
 
-def _explain_first_token(pipe, view, method: str | None, progress):
-    """The first new token of the continuation in `view` (viz.language_model.LMView): its result is reused, so the
-    token explained is the one on screen, sampled or not, without decoding again."""
-    return pipe.explain(view.text, method, step=0, result=view.result, progress=progress)
+def _explain_step(pipe, view, method: str | None, progress, step=None):
+    """Token `step` (1-based; None: the step the view shows) of the continuation in `view` (viz.language_model.LMView),
+    read from the prompt and the step - 1 tokens before it: its result is reused, so the token explained is the one
+    on screen, sampled or not, without decoding again."""
+    s = clamp(view.step if step is None else step, 1, len(view.steps), view.step)
+    return pipe.explain(view.text, method, step=s - 1, result=view.result, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -45,7 +50,8 @@ class PanelSpec:
     heading: str
     method_label: str  # the picker's label: what blue and red mean
     ids: tuple[str, str, str, str]  # elem_ids: the picker, the highlight, the faithfulness text, the deletion curve
-    explain: Callable  # (pipe, view, method or None, progress) -> pipelines.explanations.Explanation
+    explain: Callable  # (pipe, view, method or None, progress, step) -> pipelines.explanations.Explanation
+    step_button: str | None = None  # it explains the step a slider shows: the elem_id of its "Explain this step"
 
 
 PANELS: dict[str, PanelSpec] = {
@@ -56,10 +62,11 @@ PANELS: dict[str, PanelSpec] = {
         _explain_review,
     ),
     LM.name: PanelSpec(
-        "What drives the first new token",
-        "Explanation method (blue = raises the probability of the first new token, red = lowers it)",
+        "What drives the next token of the step shown",
+        "Explanation method (blue = raises the probability of the step's token, red = lowers it)",
         ("lm-explanation-method", "lm-explanation", "lm-explanation-faithfulness", "lm-explanation-curve"),
-        _explain_first_token,
+        _explain_step,
+        "lm-explain-step",
     ),
 }
 
@@ -74,18 +81,27 @@ def model_default(pipe, task: str = "sentiment") -> dict:
     return getattr(pipe, "default_explanation", None) or default_method(task, {})
 
 
-def explain(pipe, view, method: str, progress=None):
+def explain(pipe, view, method: str, progress=None, step=None):
     """(explanation for gr.State, highlighted text HTML) for the input in `view` (its task: view.task); progress(done,
-    total) as a slow method (occlusion) goes."""
+    total) as a slow method (occlusion) goes; step: a continuation's step to explain (1-based; None: the one shown)."""
     if view is None:
         return None, ""
     task = view.task.name
     try:
-        expl = PANELS[task].explain(pipe, view, method or None, progress)
+        expl = PANELS[task].explain(pipe, view, method or None, progress, step)
     except Exception:
         log.exception("explanation failed")
         return None, f"<p>⚠️ Sorry, this explanation could not be computed for this {TASKS[task].unit}.</p>"
-    html = attributions.attribution_html(
+    if PANELS[task].step_button is None:
+        return expl, _highlight(view, expl)
+    scale = step_explanation.shared_scale(expl)  # the prompt and the tokens written before the step, alike
+    shaded = _highlight(view, expl, scale)
+    return expl, step_explanation.caption(view, expl) + shaded + step_explanation.prefix_html(view, expl, scale)
+
+
+def _highlight(view, expl, scale: float | None = None) -> str:
+    """The input's text shaded by the explanation (attributions.attribution_html)."""
+    return attributions.attribution_html(
         view.text,
         [(t.start, t.end) for t in expl.tokens],
         expl.words,
@@ -94,9 +110,9 @@ def explain(pipe, view, method: str, progress=None):
         expl.method,
         view.cut_after,
         view.n_skipped,
-        task,
+        expl.task,
+        scale=scale,
     )
-    return expl, html
 
 
 def faithfulness(pipe, expl):
@@ -109,6 +125,7 @@ def faithfulness(pipe, expl):
         log.exception("faithfulness failed")
         return "⚠️ Sorry, the faithfulness of this explanation could not be measured.", None
     text = attributions.faithfulness_markdown(report, expl, model_default(pipe, expl.task))
+    text += step_explanation.faithfulness_note(expl)
     return text, attributions.deletion_curve(report, expl.target, expl.method, expl.task)
 
 
@@ -120,6 +137,7 @@ class ExplanationPanel:
     curve: gr.Plot
     explained: gr.State
     task: str = "sentiment"
+    button: gr.Button | None = None  # "Explain this step" (a panel that follows a step slider)
 
 
 def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
@@ -132,35 +150,42 @@ def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
     method = gr.Radio(
         method_choices(default["method"], task), value=default["method"], label=spec.method_label, elem_id=method_id
     )
-    with gr.Row():
-        with gr.Column(scale=3):
-            highlight = gr.HTML(elem_id=highlight_id)
-        with gr.Column(scale=2):
-            faith = gr.Markdown(elem_id=faith_id)
-            curve = gr.Plot(show_label=False, elem_id=curve_id)
-    return ExplanationPanel(method, highlight, faith, curve, gr.State(None), task)
+    button = gr.Button("Explain this step", size="sm", elem_id=spec.step_button) if spec.step_button else None
+    highlight = gr.HTML(elem_id=highlight_id)
+    with layout.faithfulness(f"{faith_id}-accordion"):  # closed: it pushed the heatmap down
+        faith = gr.Markdown(elem_id=faith_id)
+        curve = gr.Plot(show_label=False, elem_id=curve_id)
+    return ExplanationPanel(method, highlight, faith, curve, gr.State(None), task, button)
 
 
-def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted):
+def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted, step=None):
     """Explain after `predicted` (the event that fills view_state) and whenever the method changes, with the model
-    that made the view (models: the tab's ModelRegistry). Returns the event that draws the highlight, for the app
-    to chain its own redraws on."""
+    that made the view (models: the tab's ModelRegistry). step: a step slider (the Next word tab's): the step it shows
+    is explained, again when the visitor moves it (its .input: nothing runs while a new continuation sets it) or
+    presses "Explain this step". Returns the event that draws the highlight, for the app to chain its own redraws on."""
 
-    def run_explain(view, method, progress=PROGRESS):
+    def run_explain(view, method, step, progress=PROGRESS):
         name = explanations.label(panel.task, method) if method else "Explanation"
         model = getattr(view, "model", None)
-        expl, html = explain(models.get(model), view, method, reporter(progress, name, "words"))
+        expl, html = explain(models.get(model), view, method, reporter(progress, name, "words"), step)
         return made_by(model, expl), html
 
     def run_faithfulness(explained):
         model, expl = explained or (None, None)
         return faithfulness(models.get(model), expl)
 
+    # one input per parameter, the step a State where there is no slider (gradio fills a left-out one its own way)
+    inputs = [view_state, panel.method, gr.State(None) if step is None else step]
     outs, faith_outs = [panel.explained, panel.highlight], [panel.faithfulness, panel.curve]
-    drawn = predicted.then(run_explain, [view_state, panel.method], outs, **FOLLOW_UP)
+    drawn = predicted.then(run_explain, inputs, outs, **FOLLOW_UP)
     drawn.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)
-    changed = panel.method.change(run_explain, [view_state, panel.method], outs, **PRIVATE)
-    changed.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)
+    asked = [panel.method.change(run_explain, inputs, outs, **PRIVATE)]
+    if step is not None:
+        asked.append(step.input(run_explain, inputs, outs, trigger_mode="always_last", **PRIVATE))
+    if panel.button is not None:
+        asked.append(panel.button.click(run_explain, inputs, outs, trigger_mode="always_last", **PRIVATE))
+    for event in asked:
+        event.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)
     return drawn
 
 

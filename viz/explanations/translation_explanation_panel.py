@@ -15,6 +15,7 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 
 from ..attention.view_figures import note
+from ..page import layout
 from ..page.progress import reporter
 from ..server.events import FOLLOW_UP
 from . import translation_attributions as figs
@@ -86,10 +87,11 @@ def build() -> TranslationExplanationPanel:
             label="At the slider's step: the produced token rather than…",
             elem_id="translation-contrast",
         )
-    with gr.Row():
-        attribution = gr.Plot(show_label=False, elem_id="translation-attribution")
-        agreement = gr.Plot(show_label=False, elem_id="translation-head-agreement")
-    faith = gr.Markdown(elem_id="translation-faithfulness")
+    # one under the other: in the main view's explanation column (viz.page.layout) side by side cut their titles
+    attribution = gr.Plot(show_label=False, elem_id="translation-attribution")
+    agreement = gr.Plot(show_label=False, elem_id="translation-head-agreement")
+    with layout.faithfulness("translation-faithfulness-accordion"):  # closed: it pushed the heatmap down
+        faith = gr.Markdown(elem_id="translation-faithfulness")
     return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, gr.State(None))
 
 
