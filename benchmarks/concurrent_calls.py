@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from pipelines import SentimentPipeline  # noqa: E402
 from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
-from pipelines.hosting.serving import calling_client, served  # noqa: E402
+from pipelines.hosting.serving import calling_client, serve  # noqa: E402
+from pipelines.tasks import SENTIMENT  # noqa: E402
 from viz.examples import LONG_REVIEW, REVIEWS  # noqa: E402
 from viz.server import hosting  # noqa: E402
 
@@ -53,7 +54,7 @@ def main() -> None:
     start = time.perf_counter()
     alone = [getattr(pipe, name)(*a, **kw) for name, a, kw in calls]
     print(f"{Path(args.model).name}: {len(calls)} calls, {time.perf_counter() - start:.1f} s one after another")
-    server = served(pipe, None, MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models()))[0]
+    server = serve(SENTIMENT, pipe, MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models()))
     for r in range(args.rounds):
         start = time.perf_counter()
         got, failed = one_round(server, calls)

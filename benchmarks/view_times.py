@@ -75,7 +75,7 @@ def main() -> None:
         sent.head_table(review), trans.head_table(german)  # warm: the first call of each is slower
     else:
         review, german = longest([LONG_REVIEW], MAX_REVIEW_CHARS), longest(GERMAN, MAX_GERMAN_CHARS)
-    print(f"review: {len(review):,} characters, {sent.tokens_read(review)} tokens read")
+    print(f"review: {len(review):,} characters, {len(sent.encode(review).ids)} tokens read")
     defaults = {task: default_method(task)["method"] for task in ("sentiment", "translation")}
     every_view = args.views == "all"
     for method in sent.explanation_methods if every_view else ():

@@ -10,7 +10,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,10 +189,10 @@ class AdapterBacked:
 
 def runs_model(method=None, *, background: bool = False):
     """Declares a pipeline method that runs the model: a server runs each call as a batch of its own on the
-    model's one runner (pipelines.hosting.serving), in the model's process where it has one. Declared where the method
-    is defined, so a new one cannot be forgotten in a list elsewhere. `@runs_model(background=True)`: a long analysis
-    the page starts after a response and no click waits on (the head table, faithfulness); the server runs every
-    other waiting call first (pipelines.hosting.microbatch)."""
+    model's one runner (pipelines.hosting.serving, whose served classes write out each such method; the contract
+    test holds them to this declaration), in the model's process where it has one. `@runs_model(background=True)`:
+    a long analysis the page starts after a response and no click waits on (the head table, faithfulness); the
+    server runs every other waiting call first (pipelines.hosting.microbatch)."""
 
     def declare(fn):
         fn.runs_model, fn.runs_in_background = True, background
@@ -206,25 +206,25 @@ def declared_runs_model(cls, name: str) -> bool:
     return bool(getattr(getattr(cls, name, None), "runs_model", False))
 
 
-def declared_background(cls, name: str) -> bool:
-    """Whether `cls.name` is declared @runs_model(background=True)."""
-    return bool(getattr(getattr(cls, name, None), "runs_in_background", False))
+def in_background(method: Callable) -> bool:
+    """Whether a pipeline method is declared @runs_model(background=True)."""
+    return bool(getattr(method, "runs_in_background", False))
 
 
 class BatchRunner:
     """The one entry the served path runs a pipeline by (pipelines.hosting.serving), in this process or a model
-    process."""
+    process: one runner per model, so that the batcher never runs two batches of one model at once."""
 
-    def run_batch(self, items: list, name: str, **options) -> list:
-        """self.<name> on the items: a batch method (analyze_many, explain_many) takes every item at once; any
-        other method is called once per item, an (args, kwargs) pair, its error returned in place of its result."""
-        fn = getattr(self, name)
-        if name.endswith("_many"):
-            return fn(items, **options)
+    def run_batch(self, items: list, pipeline_method: Callable, one_by_one: bool = False, **options) -> list:
+        """pipeline_method(self, items, **options): a batch method (SentimentPipeline.analyze_inputs) takes every
+        item at once. one_by_one: pipeline_method(self, *args, **kwargs) for each item, an (args, kwargs) pair, its
+        error returned in place of its result."""
+        if not one_by_one:
+            return pipeline_method(self, items, **options)
         out = []
         for args, kwargs in items:
             try:
-                out.append(fn(*args, **kwargs))
+                out.append(pipeline_method(self, *args, **kwargs))
             except Exception as e:  # this caller gets the error; the others their results
                 out.append(e)
         return out

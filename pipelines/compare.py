@@ -111,18 +111,28 @@ class AlignedAttention:
 
 
 @dataclass
-class SentimentComparison:
-    """Two reviews through the classifier, their attention maps, and their tokens aligned (on token ids)."""
+class OneSequenceComparison:
+    """Two inputs through a model whose maps have one sequence on both axes, and their tokens aligned (on ids)."""
 
-    a: SentimentResult
-    b: SentimentResult
+    a: SentimentResult | LanguageModelResult
+    b: SentimentResult | LanguageModelResult
     tokens: list[AlignedToken]
     a_maps: AttentionMaps
     b_maps: AttentionMaps
+    KIND = "self"  # the kind of attention the model has (not a field)
 
-    def attention(self, kind: str = "self") -> AlignedAttention:
-        """The classifier's self-attention of both reviews over the aligned tokens."""
+    def attention(self, kind: str | None = None) -> AlignedAttention:
+        """That attention (None: KIND) of both inputs over the aligned tokens."""
+        kind = self.KIND if kind is None else kind
         return AlignedAttention(kind, self.tokens, self.tokens, self.a_maps.maps[kind], self.b_maps.maps[kind])
+
+
+@dataclass
+class SentimentComparison(OneSequenceComparison):
+    """Two reviews through the classifier, their self-attention maps, and their tokens aligned (on token ids)."""
+
+    a: SentimentResult
+    b: SentimentResult
 
     def change(self) -> dict[str, float]:
         """Probability of each label for B minus that for A."""
@@ -147,19 +157,13 @@ class TranslationComparison:
 
 
 @dataclass
-class LMComparison:
+class LMComparison(OneSequenceComparison):
     """Two prompts through the language model with the same decoding: their sequences (prompt and generated tokens,
     the maps' rows and columns) aligned on ids."""
 
     a: LanguageModelResult
     b: LanguageModelResult
-    tokens: list[AlignedToken]
-    a_maps: AttentionMaps
-    b_maps: AttentionMaps
-
-    def attention(self, kind: str = "causal") -> AlignedAttention:
-        """The causal self-attention of both sequences over the aligned tokens."""
-        return AlignedAttention(kind, self.tokens, self.tokens, self.a_maps.maps[kind], self.b_maps.maps[kind])
+    KIND = "causal"
 
 
 @dataclass

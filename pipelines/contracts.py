@@ -3,7 +3,7 @@
 pipelines/models/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq, OurCausalLM),
 pipelines/models/hf_adapter.py for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds them
 all to them (every member present, every method with the parameters named here). A new kind of model is one class that
-satisfies one of them.
+satisfies one of them. `Pipeline` is the next layer up: what the app asks of a task's pipeline.
 """
 
 from pathlib import Path
@@ -103,6 +103,8 @@ class CausalLMAdapter(Adapter, Protocol):
 
     def next_log_probs(self, ids: torch.Tensor, lengths: list[int], head_mask=None) -> torch.Tensor: ...
 
+    def last_log_probs_from_layer(self, layer: int, hidden: torch.Tensor, head_mask=None) -> torch.Tensor: ...
+
     def steps(self, ids: list[int], max_new_tokens: int, temperature=0.0, top_p=1.0, seed=None, head_mask=None): ...
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
@@ -116,3 +118,40 @@ class CausalLMAdapter(Adapter, Protocol):
     def token_text(self, token_id: int) -> str: ...
 
     def save(self, folder: Path, preprocessing: dict) -> None: ...
+
+
+@runtime_checkable
+class Pipeline(Protocol):
+    """What the app asks of every task's pipeline (pipelines/sentiment.py, translation.py, language_model.py) and of
+    its served class (pipelines/hosting/serving.py): one run, the model's sizes and tokenizer, explanations, their
+    faithfulness, the head table and what every head read and wrote. Each task names its own parameters (a review,
+    a German sentence with its beam size, a prompt with its decoding options); tests/test_contracts.py holds each
+    served class to its pipeline's."""
+
+    @property
+    def adapter(self) -> Adapter: ...
+
+    @property
+    def tokenizer(self) -> object: ...
+
+    @property
+    def head_layers(self) -> dict[str, int]: ...  # kind of attention -> layers
+
+    @property
+    def n_layers(self) -> int: ...
+
+    @property
+    def n_heads(self) -> int: ...
+
+    @property
+    def explanation_methods(self) -> tuple[str, ...]: ...
+
+    def __call__(self, text: str, /, *args, **kwargs): ...  # a SentimentResult, TranslationResult, ...
+
+    def explain(self, text: str, /, *args, **kwargs): ...  # a pipelines.explanations.Explanation
+
+    def faithfulness(self, explanation, /, *args, **kwargs): ...
+
+    def head_table(self, text: str, /, *args, **kwargs) -> list[dict]: ...
+
+    def internals(self, *args, **kwargs): ...

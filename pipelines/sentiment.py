@@ -1,6 +1,7 @@
 """SentimentPipeline: review text -> label, probabilities, tokens with offsets, every attention map."""
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -46,6 +47,15 @@ class SentimentResult:
     def attention_maps(self) -> AttentionMaps:
         """Every map by kind ("self"), layer and head: (L, H, T, T), with the tokens."""
         return sentiment_maps(self)
+
+
+class ReviewInput(NamedTuple):
+    """One review as the model reads it, tokenized once: a server sizes its batch by it (pipelines/hosting/serving.py)
+    and the batch runs it (analyze_inputs)."""
+
+    ids: list[int]  # the kept ids with the model's special tokens around them ([] for a text without tokens)
+    tokens: list[TokenSpan]  # one per id (a special token covers no characters)
+    n_tokens: int  # the whole review's tokens before cutting, special tokens not counted
 
 
 def _uniform(T: int) -> torch.Tensor:
@@ -145,20 +155,16 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         """Special tokens the model reads around the text's own ([CLS] ... [SEP]; none for ours)."""
         return self.adapter.n_prefix + self.adapter.n_suffix
 
-    def encode(self, text: str):
-        """(kept ids, kept TokenSpans, total token count) for one text; ids and spans include the model's
-        special tokens (a special token covers no characters), the count does not."""
+    def encode(self, text: str) -> ReviewInput:
+        """The text as the model reads it, tokenized once: (kept ids, kept TokenSpans, total token count); ids and
+        spans include the model's special tokens (a special token covers no characters), the count does not."""
         text = clean_text(text)
         ids, toks = self.adapter.tokenize(text)
         if not ids:
-            return [], [], 0
+            return ReviewInput([], [], 0)
         keep = kept_positions(len(ids), self.max_len - self.n_special, self.head_tokens)
         kept_ids, kept_toks = [ids[i] for i in keep], [toks[i] for i in keep]
-        return self.adapter.wrap(kept_ids), self.adapter.wrap_spans(kept_toks, text), len(ids)
-
-    def tokens_read(self, text: str) -> int:
-        """How many tokens of this text the model reads (cut to max_len), without building its spans."""
-        return min(len(self.adapter.tokenize_many([clean_text(text)])[0]) + self.n_special, self.max_len)
+        return ReviewInput(self.adapter.wrap(kept_ids), self.adapter.wrap_spans(kept_toks, text), len(ids))
 
     def __call__(
         self, text: str, head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
@@ -171,17 +177,22 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
             raise result
         return result
 
-    @torch.no_grad()
     def analyze_many(
         self, texts: list[str], head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
     ) -> list[SentimentResult | ValueError]:
-        """__call__ for several texts in one padded batch (a ValueError in place of a text without tokens).
+        """__call__ for several texts in one padded batch (a ValueError in place of a text without tokens)."""
+        return self.analyze_inputs([self.encode(t) for t in texts], head_mask, need_weights)
+
+    @torch.no_grad()
+    def analyze_inputs(
+        self, encoded: list[ReviewInput], head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
+    ) -> list[SentimentResult | ValueError]:
+        """analyze_many for texts already tokenized (encode): what a server's batch runs.
 
         Padding changes nothing: the classifier pools over real tokens only and padded keys get zero weight,
         so each row's maps, cut to its own length, are those of a run on that text alone."""
-        encoded = [self.encode(t) for t in texts]
         real = [i for i, (ids, _, _) in enumerate(encoded) if ids]
-        results: list = [ValueError("the text has no tokens")] * len(texts)
+        results: list = [ValueError("the text has no tokens")] * len(encoded)
         if not real:
             return results
         device = self.adapter.device

@@ -4,10 +4,11 @@ here by name, instead of testing names; a third task (docs/adding-a-task.md) is 
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipelines import compare, export
-from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
+from pipelines.hosting.serving import ServedLM, ServedSentiment, ServedTranslation
+from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF, SRC, TGT
 from pipelines.language_model import LanguageModelPipeline
 from pipelines.sentiment import SentimentPipeline
 from pipelines.translation import TranslationPipeline
@@ -24,7 +25,10 @@ class Task:
     effect_of: str  # what a head's 'effect' measures, in words
     record: Callable  # (pipe, text, **options) -> the download's dict (pipelines.export)
     compare: Callable  # (pipe, text_a, text_b, **options) -> a comparison with .attention(kind)
+    served: Callable  # (pipe, batcher, process) -> its pipeline for a server (pipelines.hosting.serving.serve)
     decodes: bool = False  # a decoding choice (greedy or beam search) goes with every run
+    # a task whose tokens come in two languages names them by side (pipelines.kinds: SRC, TGT); one language: {}
+    languages: dict[str, str] = field(default_factory=dict)
 
     @property
     def main(self) -> str:
@@ -40,6 +44,7 @@ SENTIMENT = Task(
     "the predicted label's probability",
     export.sentiment_record,
     compare.compare_sentiment,
+    ServedSentiment,
 )
 TRANSLATION = Task(
     "translation",
@@ -49,7 +54,9 @@ TRANSLATION = Task(
     "the translation's log-probability",
     export.translation_record,
     compare.compare_translation,
+    ServedTranslation,
     decodes=True,
+    languages={SRC: "German", TGT: "English"},
 )
 LM = Task(
     "lm",
@@ -59,5 +66,6 @@ LM = Task(
     "the first generated token's log-probability",
     export.lm_record,
     compare.compare_lm,
+    ServedLM,
 )
 TASKS: dict[str, Task] = {t.name: t for t in (SENTIMENT, TRANSLATION, LM)}

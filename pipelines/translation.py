@@ -1,6 +1,7 @@
 """TranslationPipeline: German text -> English text, with every attention map and each step's top-k."""
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -59,6 +60,16 @@ class TranslationResult:
     def attention_maps(self) -> AttentionMaps:
         """Every map by kind ("encoder", "decoder", "cross"), layer and head: (L, H, Tq, Tk), with the tokens."""
         return translation_maps(self)
+
+
+class SourceInput(NamedTuple):
+    """One sentence as the encoder reads it, tokenized once: a server sizes its batch by it
+    (pipelines/hosting/serving.py) and the batch runs it (explain_inputs)."""
+
+    text: str  # the sentence as given
+    ids: list[int]  # its token ids and EOS, cut to the model's length
+    tokens: list[TokenSpan]  # one per id: the kept tokens, then '</s>' (covering no characters, at the end)
+    truncated: bool  # the sentence was cut to fit the model
 
 
 def keys(Ts: int, Tt: int) -> list[tuple[str, int]]:
@@ -128,12 +139,18 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         ids = [i for i in src_ids if i != self.adapter.eos_id]
         return self.domain.check(ids, {**self.domain.token_signals(ids), "output_logprob": mean_logprob})
 
-    def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list, list[bool]]:
-        """Source ids (tokens + EOS, cut to the model's length), encodings, truncated flags."""
-        cleaned = [clean_text(t) for t in texts]
-        encs = [self.adapter.tokenize(t) for t in cleaned]  # (ids, spans) without special tokens
-        ids = [self.adapter.source_ids(e[0]) for e in encs]
-        return ids, encs, [len(e[0]) > self.max_src - 1 for e in encs]
+    def source_input(self, text: str) -> SourceInput:
+        """The sentence tokenized as the encoder reads it: ids (tokens + EOS, cut to the model's length) and spans."""
+        cleaned = clean_text(text)
+        own, spans = self.adapter.tokenize(cleaned)  # without special tokens
+        ids = self.adapter.source_ids(own)
+        eos = TokenSpan(self.adapter.eos_id, "", len(cleaned), len(cleaned), "</s>")
+        return SourceInput(text, ids, spans[: len(ids) - 1] + [eos], len(own) > self.max_src - 1)
+
+    def encode_source(self, texts: list[str]) -> tuple[list[list[int]], list[SourceInput], list[bool]]:
+        """Source ids (tokens + EOS, cut to the model's length), the inputs (source_input), truncated flags."""
+        inputs = [self.source_input(t) for t in texts]
+        return [i.ids for i in inputs], inputs, [i.truncated for i in inputs]
 
     def search(
         self, src: torch.Tensor, beam_size: int, alpha: float, head_mask: KindMasks | None = None, limits=None
@@ -233,20 +250,26 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
             raise result
         return result
 
-    @torch.no_grad()
     def explain_many(
         self, texts: list[str], beam_size=None, alpha=None, top_k: int = 5, head_mask=None
     ) -> list[TranslationResult | ValueError]:
-        """__call__ for several sentences in one padded batch (a ValueError in place of one without tokens).
+        """__call__ for several sentences in one padded batch (a ValueError in place of one without tokens)."""
+        return self.explain_inputs([self.source_input(t) for t in texts], beam_size, alpha, top_k, head_mask)
+
+    @torch.no_grad()
+    def explain_inputs(
+        self, inputs: list[SourceInput], beam_size=None, alpha=None, top_k: int = 5, head_mask=None
+    ) -> list[TranslationResult | ValueError]:
+        """explain_many for sentences already tokenized (source_input): what a server's batch runs.
         Rows do not see each other's padding (masked keys get zero weight; the decoder is causal) and each
         keeps its own length limit, so each result, cut to its lengths, is that of a run on it alone."""
         masks = self.head_masks(head_mask)
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
         a = self.adapter
-        ids, encs, truncated = self.encode_source(texts)
-        real = [i for i in range(len(texts)) if len(ids[i]) > 1]
-        results: list = [ValueError("the text has no tokens")] * len(texts)
+        ids = [i.ids for i in inputs]
+        real = [i for i in range(len(inputs)) if len(ids[i]) > 1]
+        results: list = [ValueError("the text has no tokens")] * len(inputs)
         if not real:
             return results
         src = pad([ids[i] for i in real], a.pad_id, a.device)  # (B, Ts)
@@ -268,11 +291,9 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
             ]
             mean_lp = hyps[row].score / max(1, len(produced[row]))
             out_of_domain, domain_score, domain_reason = self.domain_check(ids[i], mean_lp)
-            text_clean = clean_text(texts[i])
-            src_spans = encs[i][1][: Ts - 1] + [TokenSpan(a.eos_id, "", len(text_clean), len(text_clean), "</s>")]
             results[i] = TranslationResult(
                 translation=self.detokenize(hyps[row].tokens),
-                source_tokens=src_spans,
+                source_tokens=inputs[i].tokens,
                 target_tokens=[s.token for s in steps],
                 # Each row's own maps, copied to the CPU (where the views read them; a copy even there, so a
                 # result does not hold the whole batch's maps).
@@ -282,13 +303,13 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
                 value_norms={k: [n[:, :T].to("cpu", copy=True) for n in carried[k][row]] for k, T in keys(Ts, Tt)},
                 steps=steps,
                 score=hyps[row].score,
-                truncated=truncated[i],
+                truncated=inputs[i].truncated,
                 target_ids=produced[row],
                 mean_logprob=mean_lp,
                 out_of_domain=out_of_domain,
                 domain_score=domain_score,
                 domain_reason=domain_reason,
-                text=texts[i],
+                text=inputs[i].text,
                 beam_size=beam_size,
             )
         return guarded(results, "translation", FINITE_FIELDS)

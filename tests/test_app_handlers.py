@@ -177,19 +177,19 @@ def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mas
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(4, 300, 300))
     attn = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)  # rows sum to 1
-    labels = explain.axis_labels([f"w{i % 7}" for i in range(300)])
-    pooled, rows, cols = figures.pool_blocks(attn, labels, labels, max_cells=128)
+    axis = explain.TokenAxis.of([f"w{i % 7}" for i in range(300)])
+    pooled, rows, cols = figures.pool_blocks(attn, axis, axis, max_cells=128)
     assert pooled.shape == (4, 100, 100) and len(rows) == len(set(rows)) == 100
     np.testing.assert_allclose(pooled.sum(-1), 1.0, rtol=1e-6)  # a block row still spreads all of its attention
     np.testing.assert_allclose(pooled[2, 5, 7], attn[2, 15:18, 21:24].sum(-1).mean())
     assert rows[5] == "15–17:w1…"
-    fig = figures.heads_overview(attn, labels, labels, "Layer 1", max_cells=128)
+    fig = figures.heads_overview(attn, axis, axis, "Layer 1", max_cells=128)
     assert (
         len(fig.data) == 4
         and np.asarray(fig.data[0].z).shape == (100, 100)
         and "blocks of 3" in fig.layout.title.subtitle.text
     )
-    short = figures.heads_overview(attn[:, :30, :30], labels[:30], labels[:30], "Layer 1")
+    short = figures.heads_overview(attn[:, :30, :30], axis.kept(range(30)), axis.kept(range(30)), "Layer 1")
     assert np.asarray(short.data[0].z).shape == (30, 30)  # short inputs keep every token
 
 

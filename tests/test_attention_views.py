@@ -221,7 +221,7 @@ def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
     assert views.token_focus(kinds["cross"], 0, "src:1").data  # on an axis: drawn
     assert views.token_focus(kinds["cross"], 0, None) is None  # no token chosen: nothing to say
     km = handlers.kinds(long_view)["self"]
-    comma = next(i for i, lab in enumerate(km.q_labels) if views.token_text(lab) in {".", ","})
+    comma = next(i for i, text in enumerate(km.q.tokens) if text in {".", ","})
     fig = views.token_focus(km, 0, f"src:{comma}", hide=True)
     assert not fig.data and "is hidden" in fig.layout.annotations[0].text
     assert views.token_focus(km, 0, f"src:{comma}", hide=False).data

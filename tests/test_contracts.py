@@ -5,6 +5,7 @@ the contract names (a renamed or missing parameter fails here, not in a pipeline
 import inspect
 
 import pytest
+import torch
 
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 from pipelines.contracts import Adapter, CausalLMAdapter, ClassifierAdapter, Seq2SeqAdapter
@@ -65,14 +66,18 @@ def test_a_missing_member_breaks_the_contract(sentiment):
         check(adapter, ClassifierAdapter)
 
 
-def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentiment):
-    """@runs_model on the pipelines' methods (not a list in serving.py): the server's stand-in runs exactly those
-    through the batcher, and passes everything else through."""
-    import functools
+def parameters(fn) -> list[tuple]:
+    return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
 
-    from pipelines.common import declared_background, declared_runs_model
+
+def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentiment):
+    """@runs_model on the pipelines' methods (not a list in serving.py): each task's served class (Task.served)
+    writes out every one of them, and the run itself, with the pipeline's own parameters, and runs them through the
+    batcher; what runs no model (a text search) is read from the pipeline here."""
+    from pipelines.common import declared_runs_model, in_background
+    from pipelines.contracts import Pipeline
     from pipelines.hosting.microbatch import MicroBatcher
-    from pipelines.hosting.serving import ServedSentiment
+    from pipelines.tasks import SENTIMENT, TASKS
 
     for cls, names in (
         (SentimentPipeline, {"explain", "faithfulness", "head_table"}),
@@ -81,8 +86,21 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     ):
         declared = {n for n in dir(cls) if declared_runs_model(cls, n)}
         assert names <= declared, f"{cls.__name__}: {names - declared} not declared @runs_model"
-    served = ServedSentiment(sentiment, MicroBatcher(4))
-    assert isinstance(served.explain, functools.partial) and not isinstance(served.tokens_read, functools.partial)
+    for task in TASKS.values():
+        runs = {n for n in dir(task.pipeline) if declared_runs_model(task.pipeline, n)} | {"__call__"}
+        written = {n for n, f in vars(task.served).items() if inspect.isfunction(f) and not n.startswith("_")}
+        for name in sorted(runs | written):
+            served, own = getattr(task.served, name, None), getattr(task.pipeline, name)
+            assert served is not None and "__getattr__" not in vars(task.served), f"{task.served.__name__}.{name}"
+            assert parameters(served) == parameters(own), f"{task.served.__name__}.{name}: not the pipeline's"
+    batcher = MicroBatcher(4)
+    served = SENTIMENT.served(sentiment, batcher)
+    assert isinstance(served, Pipeline) and isinstance(sentiment, Pipeline)
+    assert served.weak_spots("not bad at all") == sentiment.weak_spots("not bad at all")
+    assert batcher.batches_run == 0
+    row = served.internals("Good film.").head("self", 0, 0, 1).weights
+    torch.testing.assert_close(row, sentiment.internals("Good film.").head("self", 0, 0, 1).weights)
+    assert batcher.batches_run == 1
     for cls in (SentimentPipeline, TranslationPipeline):  # what a page waits on goes before the long analyses
-        background = {n for n in dir(cls) if declared_background(cls, n)}
+        background = {n for n in dir(cls) if in_background(getattr(cls, n))}
         assert background == {"faithfulness", "head_table"}, cls.__name__

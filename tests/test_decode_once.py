@@ -8,10 +8,11 @@ import pytest
 
 from pipelines import TranslationPipeline
 from pipelines.hosting.microbatch import MicroBatcher
-from pipelines.hosting.serving import served
+from pipelines.hosting.serving import serve
+from pipelines.tasks import TRANSLATION
 from viz import handlers
 from viz.explanations import translation_explanation_panel as panel
-from viz.heads import handlers as heads
+from viz.heads.measure import head_table
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
 
@@ -27,9 +28,9 @@ class Counting:
             self.decodes += 1
             return generate(*args, **kwargs)
 
-        def recorded_run_batch(items, name, **options):
-            self.methods.append(name)
-            return run_batch(items, name, **options)
+        def recorded_run_batch(items, pipeline_method, **options):
+            self.methods.append(pipeline_method.__name__)
+            return run_batch(items, pipeline_method, **options)
 
         pipe.adapter.generate = counted_generate
         pipe.run_batch = recorded_run_batch
@@ -43,20 +44,20 @@ def counted(translation_dir):
 
 def test_the_click_chain_decodes_once_and_runs_through_the_batcher(counted):
     pipe, count = counted
-    _, served_pipe = served(None, pipe, MicroBatcher(4))
+    served_pipe = serve(TRANSLATION, pipe, MicroBatcher(4))
     view, english, _ = handlers.translate(served_pipe, GERMAN, "beam search", 3)  # the button
     expl, _, _ = panel.explain(served_pipe, view, "gradient_x_input")  # the explanation panel
     assert "comprehensiveness" in panel.faithfulness(served_pipe, expl)
-    heads_view, *_ = heads.head_table(served_pipe, "translation", GERMAN, "beam search", 3, result=view.result)
+    heads_view, *_ = head_table(served_pipe, "translation", GERMAN, "beam search", 3, result=view.result)
     assert count.decodes == 1
     assert expl.translation == english and heads_view.rows
-    assert count.methods == ["explain_many", "explain", "faithfulness", "head_table"]
+    assert count.methods == ["explain_inputs", "explain", "faithfulness", "head_table"]
 
 
 def test_a_result_of_another_decoding_is_not_reused(counted):
     pipe, count = counted
     view, *_ = handlers.translate(pipe, GERMAN, "greedy", 3)
-    heads.head_table(pipe, "translation", GERMAN, "beam search", 3, result=view.result)  # another beam width
+    head_table(pipe, "translation", GERMAN, "beam search", 3, result=view.result)  # another beam width
     assert count.decodes == 2
 
 
@@ -74,6 +75,7 @@ def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_pa
             browser.open_tab(page, url, "Translation")
             browser.translate(page, GERMAN, decoding="beam search")
             browser.wait_heads_measured(page, "translation")
+            browser.reveal(page, "translation-faithfulness")  # in its accordion (viz.page.layout.faithfulness), closed
             page.wait_for_function(
                 "() => (document.querySelector('#translation-faithfulness') || {}).innerText?.includes('random')"
             )
@@ -81,4 +83,4 @@ def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_pa
     finally:
         demo.close()
     assert count.decodes == 1
-    assert {"explain_many", "explain", "faithfulness", "head_table"} <= set(count.methods)
+    assert {"explain_inputs", "explain", "faithfulness", "head_table"} <= set(count.methods)

@@ -145,9 +145,11 @@ def test_the_served_app_exports_its_explanations(sentiment, translation):
     failed ("_one() got multiple values for argument 'method'"), and every download carried that error instead of the
     explanation shown."""
     from pipelines.hosting.microbatch import MicroBatcher
-    from pipelines.hosting.serving import served
+    from pipelines.hosting.serving import serve
+    from pipelines.tasks import SENTIMENT, TRANSLATION
 
-    sent, trans = served(sentiment, translation, MicroBatcher(4))
+    batcher = MicroBatcher(4)
+    sent, trans = serve(SENTIMENT, sentiment, batcher), serve(TRANSLATION, translation, batcher)
     data = load(downloads.sentiment_download(sent, "Good film.", "occlusion")[0])
     assert data["explanation"]["method"] == "occlusion" and "error" not in data["explanation"]
     assert data["explanation"]["scores"] == pytest.approx(

@@ -19,7 +19,8 @@ from viz import handlers
 from viz.attention import view_handlers as views
 from viz.explanations import explanation_panel as review_panel
 from viz.explanations import translation_explanation_panel as translation_panel
-from viz.heads import handlers as heads
+from viz.heads.measure import head_table
+from viz.heads.switch_off import switch_off
 from viz.share import downloads
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
@@ -145,9 +146,9 @@ def test_classifier_in_the_app_handlers(classifier, tmp_path):
     expl, html = review_panel.explain(classifier, view, "gradient_x_input")
     assert "token-text" in html
     assert "comprehensiveness" in review_panel.faithfulness(classifier, expl)[0]
-    heads_view, _, _, status = heads.head_table(classifier, "sentiment", REVIEW)
+    heads_view, _, _, status = head_table(classifier, "sentiment", REVIEW)
     assert "8 heads measured" in status
-    assert "Switching off" in heads.switch_off(classifier, heads_view, ["self:1:2"])
+    assert "Switching off" in switch_off(classifier, heads_view, ["self:1:2"])
     path, _ = downloads.sentiment_download(classifier, REVIEW, "attention")
     data = json.loads(Path(path).read_text())
     assert data["model"]["config"]["model_type"] in ("bert", "distilbert", "roberta")
@@ -248,9 +249,9 @@ def test_translator_in_the_app_handlers(translator):
     expl, heat, agree = translation_panel.explain(translator, view, "gradient_x_input")
     assert heat is not None and agree is not None
     assert "comprehensiveness" in translation_panel.faithfulness(translator, expl)
-    heads_view, _, _, status = heads.head_table(translator, "translation", GERMAN, "beam search", 2, result=view.result)
+    heads_view, _, _, status = head_table(translator, "translation", GERMAN, "beam search", 2, result=view.result)
     assert "24 heads measured" in status
-    assert "Switching off" in heads.switch_off(translator, heads_view, ["cross:0:1"])
+    assert "Switching off" in switch_off(translator, heads_view, ["cross:0:1"])
     path, _ = downloads.translation_download(translator, GERMAN, "greedy", 2)
     assert json.loads(Path(path).read_text())["model"]["config"]["model_type"] == "marian"
 
@@ -288,7 +289,9 @@ def test_translator_runs_in_a_model_process(translator):
     here = translator(GERMAN, beam_size=1)
     process = ModelProcess(translator).start()
     try:
-        (there,) = process.call("run_batch", [GERMAN], name="explain_many", beam_size=1, alpha=0.6, top_k=5)
+        source = [translator.source_input(GERMAN)]
+        batch = TranslationPipeline.explain_inputs
+        (there,) = process.call("run_batch", source, batch, beam_size=1, alpha=0.6, top_k=5)
     finally:
         process.close()
     assert there.translation == here.translation and len(there.cross_attentions) == 2

@@ -47,8 +47,8 @@ def test_a_long_input_heatmap_is_light_and_keeps_hover_precision(peak):
 def test_small_multiples_share_one_colour_scale_with_a_colour_bar_and_ticks():
     """Each head was scaled to its own maximum without saying so, with no colour bar and no ticks past 20 tokens."""
     w = np.stack([attention(40, peak, seed=h) for h, peak in enumerate((0.1, 0.5, 0.9, 0.0))])
-    labels = explain.axis_labels([f"w{i}" for i in range(40)])
-    fig = figures.heads_overview(w, labels, labels, "Layer 1")
+    axis = explain.TokenAxis.of([f"w{i}" for i in range(40)])
+    fig = figures.heads_overview(w, axis, axis, "Layer 1")
     assert {t.coloraxis for t in fig.data} == {"coloraxis"}
     assert fig.layout.coloraxis.cmax == max(int(np.asarray(t.z).max()) for t in fig.data)
     assert fig.layout.coloraxis.colorbar.ticktext[0] == "0"
@@ -58,8 +58,8 @@ def test_small_multiples_share_one_colour_scale_with_a_colour_bar_and_ticks():
 
 def test_overview_of_a_long_input_has_at_most_32_cells_a_side():
     w = np.stack([attention(361, 0.3, seed=h) for h in range(4)])
-    labels = explain.axis_labels([f"w{i}" for i in range(361)])
-    fig = figures.heads_overview(w, labels, labels, "Layer 1")
+    axis = explain.TokenAxis.of([f"w{i}" for i in range(361)])
+    fig = figures.heads_overview(w, axis, axis, "Layer 1")
     assert all(max(np.asarray(t.z).shape) <= figures.OVERVIEW_CELLS for t in fig.data)
     assert sent_bytes(fig) < 40_000
 

@@ -9,7 +9,8 @@ import torch
 
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess
-from pipelines.hosting.serving import served
+from pipelines.hosting.serving import serve
+from pipelines.tasks import TRANSLATION
 
 GERMAN = ["Ein Hund läuft.", "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park.", ""]
 REVIEWS = ["A fine film.", "Dull, slow and far too long; the actors looked bored in every scene.", ""]
@@ -89,7 +90,7 @@ def test_close_ends_the_child(translation):
 
 def test_served_translation_runs_its_batches_in_the_process(translation, one_thread):
     batcher = MicroBatcher(4)
-    _, served_translation = served(None, translation, batcher, own_process=("translation",))
+    served_translation = serve(TRANSLATION, translation, batcher, own_process=("translation",))
     try:
         assert served_translation.process.pid is not None
         got = served_translation("Ein Hund läuft.", beam_size=3)
@@ -130,7 +131,7 @@ def test_a_progress_callback_stays_here_and_hears_the_child(translation, one_thr
     cannot send): the child's calls of it come back and run here, and the explanation equals one made here. The
     app's translation explanation failed with "Can't pickle local object 'reporter.<locals>.report'"."""
     batcher = MicroBatcher(4)
-    _, served_translation = served(None, translation, batcher, own_process=("translation",))
+    served_translation = serve(TRANSLATION, translation, batcher, own_process=("translation",))
     text = "Zwei Männer spielen Fußball auf einer großen grünen Wiese im Park."
     heard = []
     try:

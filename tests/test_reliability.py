@@ -7,14 +7,12 @@ import asyncio
 import errno
 import hashlib
 import json
-import math
 import os
 import shutil
 import socket
 import time
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from urllib.parse import urlparse
 
 import httpx
@@ -30,7 +28,7 @@ from pipelines.hosting.processes import ModelProcessDied
 from viz import handlers
 from viz.models.loading import load_pipeline
 from viz.server import failures, guard
-from viz.share import downloads, links
+from viz.share import downloads, export_store, links
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
@@ -139,13 +137,13 @@ def test_the_pages_download_gets_an_address_not_a_server_path(app):
     # the default model; the training-step slider (hidden: no snapshots) at 0, the model itself
     message = page_event(url, _private(demo)["download"], page, ["A fine film.", None, 0, "attention"])
     reply = json.dumps(message)
-    assert message["success"] and "/tmp" not in reply and str(downloads.export_dir()) not in reply
+    assert message["success"] and "/tmp" not in reply and str(export_store.export_dir()) not in reply
     address = message["output"]["data"][0]
     assert address.startswith("exports/attention-sentiment-") and address.endswith(".json")
     r = httpx.get(url + address, timeout=30)
     assert r.status_code == 200 and r.json()["input"]["text"] == "A fine film."
     assert "attachment" in r.headers["content-disposition"]
-    (downloads.export_dir() / address.split("/")[-1]).unlink()
+    (export_store.export_dir() / address.split("/")[-1]).unlink()
     r = httpx.get(url + address, timeout=30)
     assert r.status_code == 404 and "expired" in r.text
 
@@ -279,21 +277,21 @@ def test_nan_is_never_served_by_the_pipelines_or_the_handlers(sentiment_dir, tra
     assert view is None and english == "" and failures.NOT_FINITE in status
 
 
-def test_the_api_level_refuses_a_nan_that_got_past_a_pipeline():
-    """A pipeline without the guard (a stand-in): the handler still never passes NaN on."""
-    nan = float("nan")
+def test_the_served_pipelines_keep_the_guard(sentiment_dir, translation_dir):
+    """NaN is checked once, in the pipeline (pipelines.common.guarded), not again in the handlers: the served
+    pipelines the app's handlers call (pipelines.hosting.serving, through the batcher) must keep that check."""
+    from pipelines.hosting.microbatch import MicroBatcher
+    from pipelines.hosting.serving import serve
+    from pipelines.tasks import SENTIMENT, TRANSLATION
 
-    def sentiment(text, need_weights=True):
-        return SimpleNamespace(probabilities={"negative": nan, "positive": nan}, label="negative", confidence=nan)
-
-    def translation(text, beam_size=None):
-        return SimpleNamespace(score=nan, mean_logprob=-math.inf)
-
-    translation.beam_size = 2
-    _, probabilities, status = handlers.analyze_review(sentiment, "A fine film.", False)
-    assert probabilities is None and failures.NOT_FINITE in status
-    _, english, status = handlers.translate(translation, GERMAN)
-    assert english == "" and failures.NOT_FINITE in status
+    batcher = MicroBatcher(4)
+    sentiment = serve(SENTIMENT, _poisoned(SentimentPipeline.from_pretrained(str(sentiment_dir))), batcher)
+    translation = serve(TRANSLATION, _poisoned(TranslationPipeline.from_pretrained(str(translation_dir))), batcher)
+    for redraws in (True, False):  # the tab's click, and the API's call (no maps)
+        view, probabilities, status = handlers.analyze_review(sentiment, "A fine film.", redraws)
+        assert view is None and probabilities is None and failures.NOT_FINITE in status and "nan" not in status
+    view, english, status = handlers.translate(translation, GERMAN, "greedy", 2)
+    assert view is None and english == "" and failures.NOT_FINITE in status
 
 
 # --- 5. a missing model ---------------------------------------------------------------------------------------
@@ -445,7 +443,7 @@ def test_a_model_process_that_dies_mid_call_reads_as_restarting():
 def test_exports_go_to_this_instances_folder_under_gradios_temp_dir(sentiment):
     from gradio.utils import get_upload_folder
 
-    folder = downloads.export_dir()
+    folder = export_store.export_dir()
     assert folder.parent == Path(get_upload_folder())
     assert folder.name.startswith("attention-demo-exports-")
     other = folder.parent / f"attention-demo-exports-other-{uuid.uuid4().hex[:6]}"
@@ -467,17 +465,17 @@ def test_a_full_disk_leaves_no_partial_export_and_says_so(sentiment, monkeypatch
         real_write(self, data[: len(data) // 2], *args, **kwargs)
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    before = set(downloads.export_dir().iterdir())
+    before = set(export_store.export_dir().iterdir())
     monkeypatch.setattr(Path, "write_text", write_half)
     path, message = downloads.sentiment_download(sentiment, "A fine film.")
     monkeypatch.undo()
     assert path is None and message == failures.NO_SPACE
-    assert set(downloads.export_dir().iterdir()) == before
+    assert set(export_store.export_dir().iterdir()) == before
 
 
 def test_exports_on_disk_are_bounded(sentiment, monkeypatch, tmp_path):
-    monkeypatch.setattr(downloads, "_folder", tmp_path)  # an instance with no export yet
-    monkeypatch.setattr(downloads, "MAX_EXPORT_BYTES", 1)
+    monkeypatch.setattr(export_store, "_folder", tmp_path)  # an instance with no export yet
+    monkeypatch.setattr(export_store, "MAX_EXPORT_BYTES", 1)
     first, _ = downloads.sentiment_download(sentiment, "A fine film.")
     path, message = downloads.sentiment_download(sentiment, "A fine film.")
     assert Path(first).parent == tmp_path and path is None and message == downloads.FULL

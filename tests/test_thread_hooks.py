@@ -97,7 +97,8 @@ def test_calls_beside_a_head_table_in_the_server_give_their_solo_results(sentime
     waiting calls run at its pause points, beside its other pass; each result must equal the call made alone. On
     the shipped model before 24acced, one attention-norm explanation a round failed ("ran twice")."""
     from pipelines.hosting.microbatch import MicroBatcher
-    from pipelines.hosting.serving import served
+    from pipelines.hosting.serving import serve
+    from pipelines.tasks import SENTIMENT
 
     monkeypatch.setattr(heads, "head_rows", lambda size, tokens, at_once: 1)  # a pass a head: many pause points
     monkeypatch.setattr(heads, "at_once", lambda device: 2)
@@ -106,7 +107,7 @@ def test_calls_beside_a_head_table_in_the_server_give_their_solo_results(sentime
     calls += [("explain", (t,), {"method": m}) for t in texts for m in ("attention_norm", "gradient_x_input")]
     calls += [("internals", (t,), {}) for t in texts]
     alone = [getattr(sentiment, name)(*args, **kw) for name, args, kw in calls]
-    pipe = served(sentiment, None, MicroBatcher(4, parallel=2))[0]
+    pipe = serve(SENTIMENT, sentiment, MicroBatcher(4, parallel=2))
     got: list = [None] * len(calls)
 
     def call(i):

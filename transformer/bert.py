@@ -10,7 +10,7 @@ holds both. tests/test_bert.py checks hidden states, logits and every head's att
 import torch
 
 from .config import ClassifierConfig
-from .hub import CheckpointError, file_sha256, read_checkpoint  # noqa: F401 (file_sha256: re-exported)
+from .hub import CheckpointError, file_sha256, read_checkpoint, rename_tensors  # noqa: F401 (file_sha256: re-exported)
 
 # BERT's names for one layer's tensors -> ours (encoder.layers.N. is prefixed to both sides' keys).
 LAYER_NAMES = {
@@ -66,18 +66,8 @@ def bert_config(hf: dict, **overrides) -> ClassifierConfig:
 def map_state_dict(bert: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A BERT state dict (with or without the "bert." prefix) -> ours. Position and segment-0 vectors are summed."""
     bert = {k.removeprefix("bert."): v for k, v in bert.items() if not k.endswith(IGNORED)}
-    ours = {}
-    for key, tensor in bert.items():
-        module, _, param = key.rpartition(".")
-        if module.startswith("encoder.layer."):
-            _, _, i, inner = module.split(".", 3)
-            if inner not in LAYER_NAMES:
-                raise CheckpointError(f"unknown BERT tensor {key}")
-            ours[f"encoder.layers.{i}.{LAYER_NAMES[inner]}.{param}"] = tensor
-        elif module in TOP_NAMES:
-            ours[f"{TOP_NAMES[module]}.{param}"] = tensor
-        elif module not in ("embeddings.position_embeddings", "embeddings.token_type_embeddings"):
-            raise CheckpointError(f"unknown BERT tensor {key}")
+    summed = ("embeddings.position_embeddings", "embeddings.token_type_embeddings")  # below
+    ours = rename_tensors(bert, ("encoder.layer.", "encoder.layers."), LAYER_NAMES, TOP_NAMES, "BERT", skip=summed)
     positions = bert["embeddings.position_embeddings.weight"]  # (max_len, D)
     segment0 = bert["embeddings.token_type_embeddings.weight"][0]  # (D,): every token of a single text
     ours["encoder.positions.table"] = positions + segment0

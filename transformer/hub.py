@@ -41,6 +41,28 @@ class CheckpointError(RuntimeError):
     """A checkpoint could not be found or loaded. The message names the path or repo and the cause."""
 
 
+def rename_tensors(
+    state: dict, layers: tuple[str, str], layer_names: dict[str, str], top_names: dict[str, str], model: str, skip=()
+) -> dict:
+    """A checkpoint's state dict -> ours, by its declarative key maps: the tensors of module layers[0] + "i.inner"
+    become layers[1] + "i." + layer_names[inner], those of a module in top_names top_names[module]; modules in `skip`
+    are left out, any other tensor raises CheckpointError ("unknown {model} tensor")."""
+    theirs, ours_prefix = layers
+    ours = {}
+    for key, tensor in state.items():
+        module, _, param = key.rpartition(".")
+        if module.startswith(theirs):
+            i, inner = module.removeprefix(theirs).split(".", 1)
+            if inner not in layer_names:
+                raise CheckpointError(f"unknown {model} tensor {key}")
+            ours[f"{ours_prefix}{i}.{layer_names[inner]}.{param}"] = tensor
+        elif module in top_names:
+            ours[f"{top_names[module]}.{param}"] = tensor
+        elif module not in skip:
+            raise CheckpointError(f"unknown {model} tensor {key}")
+    return ours
+
+
 def looks_like_repo_id(name: str) -> bool:
     """'user/model' is a Hub repo id; './x', '/x', 'a/b/c' and existing folders are paths."""
     return bool(REPO_ID.match(name)) and not os.path.exists(name) and not name.startswith(".")

@@ -9,7 +9,7 @@ logits, hidden states and every head's attention against `transformers`.
 import torch
 
 from .config import CausalLMConfig
-from .hub import CheckpointError, read_checkpoint
+from .hub import CheckpointError, read_checkpoint, rename_tensors
 
 # transformers' names for one layer's tensors -> ours (layers.N. / model.layers.N. prefixed on both sides)
 LAYER_NAMES = {
@@ -73,21 +73,8 @@ def _first(value, default: int) -> int:
 
 def map_state_dict(llama: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A LlamaForCausalLM state dict -> ours."""
-    ours = {}
-    for key, tensor in llama.items():
-        if key.endswith(IGNORED):
-            continue
-        module, _, param = key.rpartition(".")
-        if module.startswith("model.layers."):
-            _, _, i, inner = module.split(".", 3)
-            if inner not in LAYER_NAMES:
-                raise CheckpointError(f"unknown Llama tensor {key}")
-            ours[f"layers.{i}.{LAYER_NAMES[inner]}.{param}"] = tensor
-        elif module in TOP_NAMES:
-            ours[f"{TOP_NAMES[module]}.{param}"] = tensor
-        else:
-            raise CheckpointError(f"unknown Llama tensor {key}")
-    return ours
+    kept = {k: v for k, v in llama.items() if not k.endswith(IGNORED)}
+    return rename_tensors(kept, ("model.layers.", "layers."), LAYER_NAMES, TOP_NAMES, "Llama")
 
 
 def from_state(cls, hf: dict, llama: dict[str, torch.Tensor], source: str = "checkpoint"):

@@ -1,24 +1,30 @@
 """Pipelines for a server: calls from many request threads go through one fair MicroBatcher.
 
-The stand-ins behave like the pipelines they wrap (same call, same results, other attributes passed
-through), so handlers written for a pipeline work unchanged. Every call that runs the model (the model run,
-a run with heads switched off, explanations, faithfulness, the head table, scoring) goes through the batcher
-to the model's one runner, pipe.run_batch, in the model's own process where it has one; only cheap attributes
-(tokenizing, sizes, names) are read from the pipeline here. Who is calling comes from `calling_client`.
+Each task's served class (its Task.served, pipelines.tasks) has the methods of its pipeline, written out with the
+same parameters (tests/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged and
+"go to definition" leads here. Every call that runs the model (the model run, a run with heads switched off,
+explanations, faithfulness, the head table, scoring: the methods declared @runs_model) goes through the batcher to the
+model's one runner, pipe.run_batch, in the model's own process where it has one; only cheap attributes (tokenizing,
+sizes, names) are read from the pipeline here. Who is calling comes from `calling_client`.
 """
 
-import functools
 import logging
 import queue
 import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any, Generic, TypeVar
 
-from pipelines.common import declared_background, declared_runs_model
+from pipelines.attention.heads import HeadKey
+from pipelines.common import in_background
+from pipelines.explanations.faithfulness import QUICK_STEPS
 from pipelines.hosting.budget import ModelSize, review_batch
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess, remote
+from pipelines.language_model import LanguageModelPipeline, LanguageModelResult
+from pipelines.sentiment import SentimentPipeline, SentimentResult
+from pipelines.translation import TranslationPipeline, TranslationResult
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
@@ -28,6 +34,7 @@ SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, 
 # Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch of
 # 8 reviews of 361 tokens on a 2 x 4 model peaked 81-87 MB above the model's resting memory against 41 MB for 4.
 SHORT_SENTENCE = 32
+T = TypeVar("T")
 
 
 @contextmanager
@@ -46,8 +53,26 @@ def current_client() -> Hashable:
     return client_source() if key is None and client_source is not None else key
 
 
-class _Served:
-    batch_method = ""  # the pipeline's method that runs a batch of model runs
+class Forwarded(Generic[T]):
+    """A served pipeline's cheap attribute, read from its pipeline: `max_len: Forwarded[int] = Forwarded()` in the
+    class body reads served.pipe.max_len (AttributeError where the pipeline has no such attribute, as the pipeline
+    would). Read-only, like the pipeline's own properties seen from here."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, served, owner: type | None = None) -> T:
+        if served is None:  # on the class: the descriptor itself
+            return self  # type: ignore[return-value]
+        return getattr(served.pipe, self.name)
+
+    def __set__(self, served, value) -> None:
+        raise AttributeError(f"{self.name} is the pipeline's: set it there")
+
+
+class ServedPipeline:
+    """What every served pipeline shares: the model's one runner on the batcher, and the pipeline's cheap attributes
+    (Forwarded: read from the pipeline)."""
 
     def __init__(self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None):
         """process: a ModelProcess holding a copy of pipe, to run the batches in (None: in this process)."""
@@ -55,80 +80,188 @@ class _Served:
         # One runner per model: the batcher never runs two batches of one runner at once.
         self.run_batch = pipe.run_batch if process is None else remote(process, "run_batch")
 
-    def _one(self, name: str, /, *args, **kwargs):
-        """pipe.name(*args, **kwargs) as a batch of its own on the model's runner. `name` is positional-only: the
-        pipelines' own keywords (explain's `method`) pass through in kwargs."""
-        item, client, background = (args, kwargs), current_client(), declared_background(type(self.pipe), name)
+    def _alone(self, method: Callable, /, *args, **kwargs):
+        """method(pipe, *args, **kwargs) (a method of the pipeline's class) as a batch of its own on the model's
+        runner; in the background queue when it is declared @runs_model(background=True)."""
         return self.batcher.submit(
-            self.run_batch, item, client=client, bucket=name, max_batch=1, background=background, name=name
+            self.run_batch,
+            (args, kwargs),
+            client=current_client(),
+            bucket=method,
+            max_batch=1,
+            background=in_background(method),
+            pipeline_method=method,
+            one_by_one=True,
         )
 
-    def __getattr__(self, name):
-        value = getattr(self.pipe, name)  # AttributeError for what the pipeline lacks, as the pipeline would
-        # a method declared @runs_model (pipelines.common) is one call a batch on the model's runner
-        return functools.partial(self._one, name) if declared_runs_model(type(self.pipe), name) else value
+    adapter: Forwarded[Any] = Forwarded()
+    tokenizer: Forwarded[Any] = Forwarded()
+    head_layers: Forwarded[dict[str, int]] = Forwarded()
+    n_layers: Forwarded[int] = Forwarded()
+    n_heads: Forwarded[int] = Forwarded()
+    explanation_methods: Forwarded[tuple[str, ...]] = Forwarded()
+    source: Forwarded[Any] = Forwarded()
+    revision: Forwarded[Any] = Forwarded()
+    metrics: Forwarded[dict] = Forwarded()
 
 
-class ServedSentiment(_Served):
-    """A SentimentPipeline whose calls run in batches (pipe.analyze_many)."""
+class ServedSentiment(ServedPipeline):
+    """A SentimentPipeline whose runs go through the batcher in batches (SentimentPipeline.analyze_inputs)."""
 
-    batch_method = "analyze_many"
+    pipe: SentimentPipeline
 
-    def __init__(self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None):
+    def __init__(self, pipe: SentimentPipeline, batcher: MicroBatcher, process: ModelProcess | None = None):
         super().__init__(pipe, batcher, process)
         self.long_batch = review_batch(ModelSize.of(pipe))  # long reviews at once, at most
 
-    def __call__(self, text: str, head_mask=None, need_weights: bool = True):
+    def __call__(
+        self, text: str, head_mask: dict[HeadKey, float] | None = None, need_weights: bool = True
+    ) -> SentimentResult:
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
-            return self._one("__call__", text, head_mask, need_weights)
-        long = self.pipe.tokens_read(text) > SHORT_REVIEW
+            return self._alone(SentimentPipeline.__call__, text, head_mask, need_weights)
+        review = self.pipe.encode(text)  # tokenized once: it sizes the batch here and runs in it
+        long = len(review.ids) > SHORT_REVIEW
         limit = self.long_batch if long and need_weights else 0  # the maps are what takes the memory
         return self.batcher.submit(
             self.run_batch,
-            text,
+            review,
             client=current_client(),
             bucket=long,
             max_batch=limit,
-            name=self.batch_method,
+            pipeline_method=SentimentPipeline.analyze_inputs,
             need_weights=need_weights,
         )
 
+    def explain(self, text: str, method: str | None = None, target: str | None = None, progress=None):
+        return self._alone(SentimentPipeline.explain, text, method, target, progress)
 
-class ServedTranslation(_Served):
-    """A TranslationPipeline whose calls run in batches (pipe.explain_many) of one beam size."""
+    def faithfulness(self, explanation):
+        return self._alone(SentimentPipeline.faithfulness, explanation)
 
-    batch_method = "explain_many"
+    def head_table(self, text: str) -> list[dict]:
+        return self._alone(SentimentPipeline.head_table, text)
+
+    def internals(self, text: str):
+        return self._alone(SentimentPipeline.internals, text)
+
+    def inside_head(self, text: str, layer: int, head: int, query: int, kind: str = "self"):
+        return self._alone(SentimentPipeline.inside_head, text, layer, head, query, kind)
+
+    def weak_spots(self, text: str):
+        return self.pipe.weak_spots(text)  # a text search: no model run
+
+    default_explanation: Forwarded[dict] = Forwarded()
+    head_tokens: Forwarded[int] = Forwarded()
+    max_len: Forwarded[int] = Forwarded()
+    labels: Forwarded[list[str]] = Forwarded()
+    domain: Forwarded[Any] = Forwarded()
+
+
+class ServedTranslation(ServedPipeline):
+    """A TranslationPipeline whose runs go through the batcher in batches of one beam size
+    (TranslationPipeline.explain_inputs)."""
+
+    pipe: TranslationPipeline
 
     def __call__(
         self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5, head_mask=None
-    ):
+    ) -> TranslationResult:
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
-            return self._one("__call__", text, beam_size, alpha, top_k, head_mask)
-        n = len(self.pipe.encode_source([text])[0][0])
+            return self._alone(TranslationPipeline.__call__, text, beam_size, alpha, top_k, head_mask)
+        source = self.pipe.source_input(text)  # tokenized once: it sizes the batch here and runs in it
         return self.batcher.submit(
             self.run_batch,
-            text,
+            source,
             client=current_client(),
-            bucket=n > SHORT_SENTENCE,
-            name=self.batch_method,
+            bucket=len(source.ids) > SHORT_SENTENCE,
+            pipeline_method=TranslationPipeline.explain_inputs,
             beam_size=self.pipe.beam_size if beam_size is None else beam_size,
             alpha=self.pipe.alpha if alpha is None else alpha,
             top_k=top_k,
         )
 
+    def explain(
+        self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None, progress=None
+    ):
+        return self._alone(TranslationPipeline.explain, text, method, contrast, result, progress)
 
-class ServedLM(_Served):
+    def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
+        return self._alone(TranslationPipeline.faithfulness, explanation, max_steps)
+
+    def head_table(
+        self,
+        text: str,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        agreement: bool = True,
+        result: TranslationResult | None = None,
+    ) -> list[dict]:
+        return self._alone(TranslationPipeline.head_table, text, beam_size, alpha, agreement, result)
+
+    def internals(self, text: str, target_ids: list[int] | None = None):
+        return self._alone(TranslationPipeline.internals, text, target_ids)
+
+    def inside_head(self, text: str, kind: str, layer: int, head: int, query: int, target_ids=None):
+        return self._alone(TranslationPipeline.inside_head, text, kind, layer, head, query, target_ids)
+
+    def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
+        return self._alone(TranslationPipeline.score, text, target_ids, head_mask)
+
+    beam_size: Forwarded[int] = Forwarded()
+    alpha: Forwarded[float] = Forwarded()
+    max_src: Forwarded[int] = Forwarded()
+    domain: Forwarded[Any] = Forwarded()
+
+
+class ServedLM(ServedPipeline):
     """A LanguageModelPipeline whose runs go through the batcher one at a time (a generation is a loop of its own,
     no batch); stream() runs the decoding in the batcher's worker and hands each partial result over as it comes."""
 
-    batch_method = "__call__"
+    pipe: LanguageModelPipeline
 
-    def __call__(self, prompt: str, *args, **kwargs):
-        return self._one("__call__", prompt, *args, **kwargs)
+    def __call__(
+        self,
+        prompt: str,
+        max_new_tokens: int = 20,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        chat: bool = False,
+    ) -> LanguageModelResult:
+        options = (max_new_tokens, temperature, top_p, seed, head_mask, chat)
+        return self._alone(LanguageModelPipeline.__call__, prompt, *options)
 
-    def stream(self, prompt: str, *args, **kwargs):
+    def explain(self, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None):
+        return self._alone(LanguageModelPipeline.explain, prompt, method, step, token, result, progress)
+
+    def faithfulness(self, explanation):
+        return self._alone(LanguageModelPipeline.faithfulness, explanation)
+
+    def head_table(self, prompt: str, result: LanguageModelResult | None = None, progress=None, **decoding):
+        return self._alone(LanguageModelPipeline.head_table, prompt, result, progress, **decoding)
+
+    def internals(self, ids: list[int]):
+        return self._alone(LanguageModelPipeline.internals, ids)
+
+    default_explanation: Forwarded[dict] = Forwarded()
+
+    def stream(
+        self,
+        prompt: str,
+        max_new_tokens: int = 20,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        chat: bool = False,
+    ):
         """pipe.stream's results, decoded in a batcher worker (fair between clients, like every other call). Closing
         the generator (a Stop button, a closed page) stops the decoding at the next token."""
+        options = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        return self._streamed(prompt, dict(options, head_mask=head_mask, chat=chat))
+
+    def _streamed(self, prompt: str, options: dict):
         results: queue.Queue = queue.Queue()
         stopped = threading.Event()
         client = current_client()
@@ -141,7 +274,7 @@ class ServedLM(_Served):
 
         def run() -> None:
             try:
-                self.batcher.submit(self._stream_runner(decode), ((prompt, *args), kwargs), client=client, max_batch=1)
+                self.batcher.submit(self._stream_runner(decode), ((prompt,), options), client=client, max_batch=1)
                 results.put(StopIteration())
             except Exception as e:  # the caller raises it
                 results.put(e)
@@ -172,23 +305,16 @@ class ServedLM(_Served):
         return stream_batch
 
 
-SERVED = {"sentiment": ServedSentiment, "translation": ServedTranslation, "lm": ServedLM}  # task -> its stand-in
-
-
-def serve(task: str, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = ()):
-    """The stand-in of one task's pipeline (None stays None) on the shared batcher: each model one batch at a time.
-    own_process: the tasks whose batches run in a ModelProcess of their own."""
+def serve(task, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) -> ServedPipeline | None:
+    """The served class of a task (a pipelines.tasks.Task: its .served) over its pipeline (None stays None), on the
+    shared batcher: each model one batch at a time. own_process: the names of the tasks whose batches run in a
+    ModelProcess of their own."""
     if pipe is None:
         return None
     process = None
-    if task in own_process:
+    if task.name in own_process:
         try:
-            process = ModelProcess(pipe, name=task).start()
+            process = ModelProcess(pipe, name=task.name).start()
         except Exception:  # the app still works, with this model in the server's own process
-            log.exception("could not start the %s model's process; it runs in this one", task)
-    return SERVED[task](pipe, batcher, process)
-
-
-def served(sentiment, translation, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) -> tuple:
-    """(sentiment, translation) stand-ins sharing one batcher (serve)."""
-    return serve("sentiment", sentiment, batcher, own_process), serve("translation", translation, batcher, own_process)
+            log.exception("could not start the %s model's process; it runs in this one", task.name)
+    return task.served(pipe, batcher, process)

@@ -87,6 +87,22 @@ class ModelDevice:
         return next(self.model.parameters()).device
 
 
+class OurModel(ModelDevice):
+    """What the adapters of our models (transformer/) share: the model, in eval mode, with its tokenizer, and the
+    fields of its config that every one of them has."""
+
+    def __init__(self, model: torch.nn.Module, tokenizer):
+        self.model, self.tokenizer = model.eval(), tokenizer
+
+    config = property(lambda self: self.model.config)
+    pad_id = _config_field("pad_id")
+    vocab_size = _config_field("vocab_size")
+    n_heads = _config_field("n_heads")
+
+    def config_dict(self) -> dict:
+        return dataclasses.asdict(self.model.config)
+
+
 class TokenizerMixin:
     """tokenize / detokenize over a `tokenizers.Tokenizer` (ours) with character offsets."""
 
@@ -116,29 +132,22 @@ class DecodingMixin:
         return self.tokenizer.decode([token_id], skip_special_tokens=False).strip() or "␣"
 
 
-class OurClassifier(ModelDevice, TokenizerMixin, SpecialTokensAround):
+class OurClassifier(OurModel, TokenizerMixin, SpecialTokensAround):
     """The adapter for transformer.TransformerClassifier with a tokenizers.Tokenizer."""
 
     kind = "ours"
 
     def __init__(self, model: TransformerClassifier, tokenizer):
-        self.model, self.tokenizer = model.eval(), tokenizer
+        super().__init__(model, tokenizer)
         # Special tokens around the text's own: none for our BPE, [CLS] ... [SEP] for a model from BERT weights.
         self.prefix, self.suffix = special_ids(tokenizer) if tokenizer is not None else ([], [])
         self.n_prefix, self.n_suffix = len(self.prefix), len(self.suffix)
 
-    config = property(lambda self: self.model.config)
-    pad_id = _config_field("pad_id")
-    vocab_size = _config_field("vocab_size")
-    n_heads = _config_field("n_heads")
     max_len = _config_field("max_len")
 
     @property
     def head_layers(self) -> dict[str, int]:
         return {SELF.name: self.model.config.n_layers}
-
-    def config_dict(self) -> dict:
-        return dataclasses.asdict(self.model.config)
 
     def special_name(self, token_id: int) -> str:
         return self.tokenizer.id_to_token(token_id)
@@ -190,20 +199,14 @@ class OurClassifier(ModelDevice, TokenizerMixin, SpecialTokensAround):
         save_folder(self.model, self.tokenizer, folder, max_len, preprocessing)
 
 
-class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
+class OurSeq2Seq(OurModel, DecodingMixin, TokenizerMixin):
     """The adapter for transformer.Seq2SeqTransformer with a tokenizers.Tokenizer (shared vocabulary)."""
 
     kind = "ours"
 
-    def __init__(self, model: Seq2SeqTransformer, tokenizer):
-        self.model, self.tokenizer = model.eval(), tokenizer
-
-    config = property(lambda self: self.model.config)
-    pad_id = _config_field("pad_id")
+    model: Seq2SeqTransformer
     bos_id = _config_field("bos_id")  # what the decoder reads first
     eos_id = _config_field("eos_id")
-    vocab_size = _config_field("vocab_size")
-    n_heads = _config_field("n_heads")
 
     @property
     def max_source(self) -> int:
@@ -214,9 +217,6 @@ class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
     def head_layers(self) -> dict[str, int]:
         c = self.model.config
         return {ENCODER.name: c.n_encoder_layers, DECODER.name: c.n_decoder_layers, CROSS.name: c.n_decoder_layers}
-
-    def config_dict(self) -> dict:
-        return dataclasses.asdict(self.model.config)
 
     def source_ids(self, ids: list[int]) -> list[int]:
         """The source the encoder reads: the text's ids cut to fit, then EOS."""
@@ -282,29 +282,20 @@ class OurSeq2Seq(ModelDevice, DecodingMixin, TokenizerMixin):
         save_folder(self.model, self.tokenizer, folder, self.model.config.max_len, preprocessing)
 
 
-class OurCausalLM(ModelDevice, TokenizerMixin):
+class OurCausalLM(OurModel, TokenizerMixin):
     """The adapter for transformer.CausalLM (ours, or Llama weights loaded into it) with a tokenizers.Tokenizer.
     Head masks are per query head; grouped key/value heads are the model's business."""
 
     kind = "ours"
 
-    def __init__(self, model: CausalLM, tokenizer):
-        self.model, self.tokenizer = model.eval(), tokenizer
-
-    config = property(lambda self: self.model.config)
-    pad_id = _config_field("pad_id")
+    model: CausalLM
     bos_id = _config_field("bos_id")
     eos_id = _config_field("eos_id")
-    vocab_size = _config_field("vocab_size")
-    n_heads = _config_field("n_heads")
     max_len = _config_field("max_len")
 
     @property
     def head_layers(self) -> dict[str, int]:
         return {CAUSAL.name: self.model.config.n_layers}
-
-    def config_dict(self) -> dict:
-        return dataclasses.asdict(self.model.config)
 
     def forward(
         self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False
@@ -320,6 +311,12 @@ class OurCausalLM(ModelDevice, TokenizerMixin):
         logits = self.forward(ids, head_mask=head_mask).logits  # (B, T, V)
         last = torch.tensor(lengths, device=ids.device) - 1  # (B,)
         return logits[torch.arange(ids.size(0), device=ids.device), last].float().log_softmax(-1)
+
+    def last_log_probs_from_layer(self, layer: int, hidden: torch.Tensor, head_mask: KindMasks | None = None):
+        """(B, V) log-probabilities of the token after the last position, from hidden (B, T, D), what block `layer`
+        read in a pass over these rows (LMRun.hidden[layer]): only the blocks from `layer` on run again."""
+        mask = None if head_mask is None else head_mask[CAUSAL.name]
+        return self.model.logits_from_layer(layer, hidden, mask, last_only=True).float().log_softmax(-1)
 
     def steps(self, ids: list[int], max_new_tokens: int, temperature=0.0, top_p=1.0, seed=None, head_mask=None):
         """transformer.generation.lm_steps on this model, on its key/value cache: LMStep after LMStep (stopping

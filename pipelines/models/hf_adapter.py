@@ -145,6 +145,23 @@ def load_tokenizer(name_or_path: str):
     return AutoTokenizer.from_pretrained(name_or_path)
 
 
+def aligned_spans(text: str, ids: list[int], pieces: list[str]) -> list[TokenSpan]:
+    """TokenSpans for a tokenizer without character offsets: each piece ("▁Haus", sentencepiece's word start) found
+    in `text` after the previous one; a piece the text does not hold as written (normalized away) covers nothing, and
+    the next piece may skip the characters it stood for."""
+    spans, pos, lost = [], 0, False
+    for i, piece in zip(ids, pieces):
+        word = piece.replace("\u2581", " ").strip()
+        start = text.find(word, pos) if word else -1
+        if start < 0 or (text[pos:start].strip() and not lost):  # not found, or past characters of another token
+            spans.append(TokenSpan(i, word, pos, pos))
+            lost = True
+            continue
+        pos, lost = start + len(word), False
+        spans.append(TokenSpan(i, word, start, pos))
+    return spans
+
+
 class _HFTokenizing:
     """tokenize / tokenize_many over a transformers fast tokenizer, with character offsets; pickled as where it
     was loaded from, onto the same device (a model process loads it again: a transformers model unpickled in a
@@ -160,6 +177,9 @@ class _HFTokenizing:
 
     def tokenize(self, text: str) -> tuple[list[int], list[TokenSpan]]:
         """(ids, TokenSpans into `text`) of the text's own tokens, without special tokens."""
+        if not getattr(self.tokenizer, "is_fast", True):  # a sentencepiece tokenizer (Marian's) gives no offsets
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            return ids, aligned_spans(text, ids, self.tokenizer.convert_ids_to_tokens(ids))
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids, offsets = list(enc["input_ids"]), enc["offset_mapping"]
         return ids, [TokenSpan(i, text[a:b], a, b) for i, (a, b) in zip(ids, offsets)]

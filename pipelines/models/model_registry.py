@@ -30,6 +30,7 @@ class ModelEntry:
     snapshot: Snapshot | None = None  # a training snapshot of the model `of` (None: the model itself)
     of: str | None = None  # the name of the model this is a snapshot of
     started: str = ""  # what its training started from, in words ("": random weights); step 0 of its snapshots
+    unavailable: str = ""  # why it cannot load here, in one line beside the choice (a Hub model offline); "": it can
 
     @property
     def revision(self) -> str | None:

@@ -1,5 +1,6 @@
 """Plotly figures: attention heatmaps (one head large, all heads of a layer as small multiples), the heads
-at one decoding step, and the top-k next tokens. Labels come in unique and escaped (explain.axis_labels)."""
+at one decoding step, and the top-k next tokens. Labels come in unique and escaped (explain.axis_labels); the small
+multiples take each axis's tokens too (explain.TokenAxis), to name the token blocks of a long input."""
 
 import html
 import math
@@ -10,6 +11,8 @@ import plotly.io as pio
 from plotly.subplots import make_subplots
 
 from pipelines.attention import attention_views as av
+
+from ..explain import TokenAxis
 
 COLORSCALE = "Blues"
 FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)
@@ -223,37 +226,32 @@ def blanked(z, blank: np.ndarray) -> list[list]:
     return [[None if b else v for v, b in zip(row, brow)] for row, brow in zip(np.asarray(z).tolist(), blank.tolist())]
 
 
-def pool_blocks(weights: np.ndarray, labels_q: list[str], labels_k: list[str], max_cells: int):
+def pool_blocks(weights: np.ndarray, q: TokenAxis, k: TokenAxis, max_cells: int):
     """Shrink (H, Tq, Tk) maps to at most max_cells per side by token blocks
     (pipelines.attention.attention_views.pool_blocks) for small multiples of long inputs. Returns (weights, row labels,
-    column labels); the labels name each block's first token."""
+    column labels); the labels name each block's first token (TokenAxis.blocks)."""
     pooled, starts_q, starts_k = av.pool_blocks(weights, max_cells)
     if pooled.shape[-2:] == weights.shape[-2:]:
-        return weights, labels_q, labels_k
-    return pooled, _block_labels(labels_q, starts_q), _block_labels(labels_k, starts_k)
-
-
-def _block_labels(labels: list[str], starts: np.ndarray) -> list[str]:
-    ends = np.append(starts[1:], len(labels)) - 1
-    return [f"{a}–{b}:{labels[a].split(':', 1)[1]}…" for a, b in zip(starts, ends)]
+        return weights, q.labels, k.labels
+    return pooled, q.blocks(starts_q), k.blocks(starts_k)
 
 
 def heads_overview(
     weights: np.ndarray,
-    q_labels: list[str],
-    k_labels: list[str],
+    q: TokenAxis,
+    k: TokenAxis,
     title: str,
     axes: tuple[str, str] = AXES,
     max_cells: int = OVERVIEW_CELLS,
     scale: av.ColorScale | None = None,
 ) -> go.Figure:
-    """All heads of one layer as small multiples: weights (H, Tq, Tk), on one colour scale with its colour bar
-    and tick labels on the outer axes. Inputs longer than max_cells tokens are shown in token blocks (pool_blocks)
-    to keep the figure small."""
+    """All heads of one layer as small multiples: weights (H, Tq, Tk) with the rows' and columns' tokens, on one
+    colour scale with its colour bar and tick labels on the outer axes. Inputs longer than max_cells tokens are shown
+    in token blocks (pool_blocks) to keep the figure small."""
     query, key = axes
     weights = as_float32(weights)
     H, Tq, Tk = weights.shape
-    weights, q_labels, k_labels = pool_blocks(weights, q_labels, k_labels, max_cells)
+    weights, q_labels, k_labels = pool_blocks(weights, q, k, max_cells)
     subtitle = f"every head on one {(scale or av.color_scale('linear')).label}"
     if len(q_labels) < Tq or len(k_labels) < Tk:
         subtitle += f"; in blocks of {math.ceil(max(Tq, Tk) / max_cells)} tokens"

@@ -3,12 +3,12 @@ its colour scale, hidden tokens, cut marker and focused token; the small multipl
 model view.
 
 Every map and token comes from one source, a result's AttentionMaps (pipelines.attention.attention_maps), whichever
-model made it (ours or a `transformers` one); `kinds_of` turns it into KindMaps, one per kind. Tokens are named
+model made it (ours or a `transformers` one); `kinds_of` turns it into KindMaps, one per kind, their rows' and columns'
+tokens kept as TokenAxis (viz.explain: the tokens, and the axis labels built once from them). Tokens are named
 "side:position" with side "src" (the input: the review, the German sentence) or "tgt" (the English output): the
 token produced at step position. A row or column of a map is that token, or none (the decoder's start token).
 """
 
-import html
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,13 +17,28 @@ from pipelines.attention import attention_views as av
 from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.kinds import KINDS, SIDE_NAMES, SIDES
 
-from .. import explain
+from ..explain import TokenAxis, display_token, token_label
 from ..inputs import clamp
 from . import figures, view_figures
 
 
+class LabelledAxes:
+    """The rows' and columns' axis labels of a map whose tokens are `q` and `k` (TokenAxis)."""
+
+    q: TokenAxis
+    k: TokenAxis
+
+    @property
+    def q_labels(self) -> list[str]:
+        return self.q.labels
+
+    @property
+    def k_labels(self) -> list[str]:
+        return self.k.labels
+
+
 @dataclass(frozen=True)
-class KindMaps:
+class KindMaps(LabelledAxes):
     """One kind of attention of one result: its maps by layer, and which tokens its rows and columns are."""
 
     kind: str  # "self" | "encoder" | "decoder" | "cross"
@@ -31,8 +46,8 @@ class KindMaps:
     maps: np.ndarray  # (L, H, Tq, Tk), rows = queries
     q_side: str  # "src" | "tgt"
     k_side: str
-    q_labels: list[str]  # unique 'i:token' labels
-    k_labels: list[str]
+    q: TokenAxis  # the rows' tokens and their labels
+    k: TokenAxis  # the columns'
     q_ids: list[str | None]  # 'side:position' of each row's token
     k_ids: list[str | None]  # of each column's token (None: no token of the input or output, e.g. '<s>')
     query: str = "query"
@@ -57,8 +72,8 @@ def kinds_of(maps: AttentionMaps, cut_after: int | None = None, n_skipped: int =
             maps.maps[kind],
             spec.q_side,
             spec.k_side,
-            explain.axis_labels(maps.queries[kind]),
-            explain.axis_labels(maps.keys[kind]),
+            TokenAxis.of(maps.queries[kind]),
+            TokenAxis.of(maps.keys[kind]),
             _ids(spec.q_side, Tq),
             _ids(spec.k_side, Tk, spec.k_shift),
             spec.query,
@@ -68,11 +83,6 @@ def kinds_of(maps: AttentionMaps, cut_after: int | None = None, n_skipped: int =
             maps.carried.get(kind),
         )
     return out
-
-
-def token_text(label: str) -> str:
-    """The token of an 'i:token' axis label, unescaped."""
-    return html.unescape(label.split(":", 1)[1])
 
 
 def parse_token(value) -> tuple[str, int] | None:
@@ -85,12 +95,12 @@ def parse_token(value) -> tuple[str, int] | None:
 
 
 @dataclass
-class Shown:
+class Shown(LabelledAxes):
     """A layer of one kind as it is drawn: hidden tokens dropped and rows renormalised."""
 
     maps: np.ndarray  # (H, Tq', Tk')
-    q_labels: list[str]
-    k_labels: list[str]
+    q: TokenAxis  # the rows shown
+    k: TokenAxis
     kept_q: np.ndarray  # original positions of the rows shown
     kept_k: np.ndarray
     hidden: bool
@@ -111,12 +121,9 @@ def shown(km: KindMaps, layer: int, hide: bool, scale=None) -> Shown:
     maps = layer_maps(km, layer, scale)
     Tq, Tk = maps.shape[-2:]
     if not hide:
-        return Shown(maps, km.q_labels, km.k_labels, np.arange(Tq), np.arange(Tk), False)
-    hide_q = av.hidden_positions([token_text(lab) for lab in km.q_labels])
-    hide_k = av.hidden_positions([token_text(lab) for lab in km.k_labels])
-    w, kept_q, kept_k = av.hide_tokens(maps, hide_q, hide_k)
-    labels = [km.q_labels[i] for i in kept_q], [km.k_labels[i] for i in kept_k]
-    return Shown(w, *labels, kept_q, kept_k, len(kept_q) < Tq or len(kept_k) < Tk)
+        return Shown(maps, km.q, km.k, np.arange(Tq), np.arange(Tk), False)
+    w, kept_q, kept_k = av.hide_tokens(maps, av.hidden_positions(km.q.tokens), av.hidden_positions(km.k.tokens))
+    return Shown(w, km.q.kept(kept_q), km.k.kept(kept_k), kept_q, kept_k, len(kept_q) < Tq or len(kept_k) < Tk)
 
 
 def _drawn_at(ids: list[str | None], kept: np.ndarray, token: str) -> int | None:
@@ -176,7 +183,7 @@ def overview(km: KindMaps, layer: int, title: str, scale="linear", hide=False):
     layer = clamp(layer, 0, len(km.maps) - 1, 0)
     s = shown(km, layer, bool(hide), scale)
     title = title.format(layer=layer + 1)
-    fig = figures.heads_overview(s.maps, s.q_labels, s.k_labels, title, (km.query, km.key), scale=av.color_scale(scale))
+    fig = figures.heads_overview(s.maps, s.q, s.k, title, (km.query, km.key), scale=av.color_scale(scale))
     if s.hidden:
         fig.layout.title.subtitle.text += _hidden_note(s)
     return fig
@@ -203,9 +210,9 @@ def _not_shown(km: KindMaps, token: str) -> str:
         name = SIDE_NAMES[other]
         article = "an" if name[0] in "AEIOU" else "a"
         return f"{km.title} has no {SIDE_NAMES[side]} tokens: pick {article} {name} token or another attention."
-    named = dict(zip(km.q_ids, km.q_labels)) | dict(zip(km.k_ids, km.k_labels))
+    named = dict(zip(km.q_ids, km.q.tokens)) | dict(zip(km.k_ids, km.k.tokens))
     if token in named:
-        tok = html.escape(token_text(named[token]), quote=False)
+        tok = token_label(named[token])
         return f"“{tok}” is hidden: untick “Hide special tokens and punctuation” to see it."
     return "This token is not in the last result: pick another."
 
@@ -232,13 +239,12 @@ def model_view(km: KindMaps, scale="linear", hide=False, max_cells: int = 24, la
     """Every layer x head of this kind as thumbnails on one colour scale."""
     layers = [shown(km, layer, bool(hide), scale) for layer in range(len(km.maps))]
     thumbs, starts_q, starts_k = av.thumbnails([s.maps for s in layers], max_cells)
-    q_labels = figures._block_labels(layers[0].q_labels, starts_q) if len(starts_q) < len(layers[0].q_labels) else None
-    k_labels = figures._block_labels(layers[0].k_labels, starts_k) if len(starts_k) < len(layers[0].k_labels) else None
+    q, k = layers[0].q, layers[0].k
     title = f"{km.title}: every layer and head"
     return view_figures.model_view(
         thumbs,
-        q_labels or layers[0].q_labels,
-        k_labels or layers[0].k_labels,
+        q.blocks(starts_q) if len(starts_q) < len(q) else q.labels,
+        k.blocks(starts_k) if len(starts_k) < len(k) else k.labels,
         title,
         km.kind,
         av.color_scale(scale),
@@ -255,9 +261,9 @@ def token_choices(kinds: list[KindMaps]) -> list[tuple[str, str]]:
     if any(km.q_side != km.k_side for km in kinds):  # two languages: say which
         named = {side: f" ({name})" for side, name in SIDE_NAMES.items()}
     for km in kinds:  # rows first: a token is named by its position there (the decoder's columns are shifted)
-        for ids, labels in ((km.q_ids, km.q_labels), (km.k_ids, km.k_labels)):
-            for token, lab in zip(ids, labels):
+        for ids, axis in ((km.q_ids, km.q), (km.k_ids, km.k)):
+            for i, (token, text) in enumerate(zip(ids, axis.tokens)):
                 if token is not None and token not in seen:
                     seen.add(token)
-                    out.append((f"{html.unescape(lab)}{named[token.split(':')[0]]}", token))
+                    out.append((f"{i}:{display_token(text)}{named[token.split(':')[0]]}", token))
     return sorted(out, key=lambda c: c[1].startswith(SIDES[1]))

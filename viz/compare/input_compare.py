@@ -134,14 +134,22 @@ def _sentiment_html(cmp, text_a: str, text_b: str) -> str:
     return f'{STYLE}<div class="compare-sides">{sides}</div>{summary}{word_diff_html(text_a, text_b, "Words")}'
 
 
-def _translation_html(cmp, text_a: str, text_b: str) -> str:
+def _outputs_html(cmp, text_a: str, text_b: str, output, detail, titles: tuple[str, str]) -> str:
+    """The two results side by side (output(r): the words made, detail(r): a line about them), then the word
+    differences of the two inputs and of the two outputs, under titles (inputs', outputs')."""
     sides = "".join(
-        _side(name, r.translation or "(no words)", f"log-probability {r.score:.2f} · {len(r.steps)} steps")
-        for name, r in (("First", cmp.a), ("Second", cmp.b))
+        _side(name, output(r) or "(no words)", detail(r)) for name, r in (("First", cmp.a), ("Second", cmp.b))
     )
-    german = word_diff_html(text_a, text_b, "German")
-    english = word_diff_html(cmp.a.translation, cmp.b.translation, "English")
-    return f'{STYLE}<div class="compare-sides">{sides}</div>{german}{english}'
+    inputs = word_diff_html(text_a, text_b, titles[0])
+    outputs = word_diff_html(output(cmp.a), output(cmp.b), titles[1])
+    return f'{STYLE}<div class="compare-sides">{sides}</div>{inputs}{outputs}'
+
+
+def _translation_html(cmp, text_a: str, text_b: str) -> str:
+    def detail(r) -> str:
+        return f"log-probability {r.score:.2f} · {len(r.steps)} steps"
+
+    return _outputs_html(cmp, text_a, text_b, lambda r: r.translation, detail, ("German", "English"))
 
 
 def _first_token(result) -> str:
@@ -153,13 +161,10 @@ def _first_token(result) -> str:
 
 
 def _lm_html(cmp, text_a: str, text_b: str) -> str:
-    sides = "".join(
-        _side(name, r.continuation or "(no words)", f"{_first_token(r)} · {plural(len(r.tokens), 'token')} read")
-        for name, r in (("First", cmp.a), ("Second", cmp.b))
-    )
-    prompts = word_diff_html(text_a, text_b, "Prompts")
-    continuations = word_diff_html(cmp.a.continuation, cmp.b.continuation, "Continuations")
-    return f'{STYLE}<div class="compare-sides">{sides}</div>{prompts}{continuations}'
+    def detail(r) -> str:
+        return f"{_first_token(r)} · {plural(len(r.tokens), 'token')} read"
+
+    return _outputs_html(cmp, text_a, text_b, lambda r: r.continuation, detail, ("Prompts", "Continuations"))
 
 
 # task -> its side-by-side HTML
