@@ -17,8 +17,10 @@ from pipelines.hosting import budget  # noqa: E402
 from pipelines.hosting.memory import tame_malloc  # noqa: E402
 from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
 from pipelines.hosting.serving import serve  # noqa: E402
+from pipelines.tasks import LM, SENTIMENT, TRANSLATION  # noqa: E402
 from viz import handlers  # noqa: E402
 from viz.attention import inside_head_panel, views_panel  # noqa: E402
+from viz.compare.input_panels import sentiment_compare_panel, translation_compare_panel  # noqa: E402
 from viz.compare.model_compare import model_compare_panel  # noqa: E402
 from viz.examples import GERMAN, LANDING, REVIEWS  # noqa: E402
 from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
@@ -26,10 +28,11 @@ from viz.heads.panel import heads_panel  # noqa: E402
 from viz.lm_tab import lm_tab  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
-from viz.page import theme  # noqa: E402
+from viz.page import layout, theme  # noqa: E402
+from viz.page.landing import land_on_examples, press_after, select_tab_on_load  # noqa: E402
 from viz.server import hosting  # noqa: E402
 from viz.server.events import FOLLOW_UP  # noqa: E402
-from viz.share import downloads, share_ui  # noqa: E402
+from viz.share import export_store, share_ui  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
@@ -50,17 +53,19 @@ Hover a heatmap cell for the query token, the key token and the weight; drag to 
 """
 
 STEP_HELP = (
-    "### Step by step\nAt each step the decoder produces one English token. Move the slider to see "
-    "where every head of the chosen layer looked in the German sentence, and what came next."
+    "### Step by step\nAt each step the decoder produces one English token. Move the slider to see what it "
+    "weighed then, and (*All heads*) where every head of the chosen layer looked in the German sentence."
 )
 
 
-def _unavailable(what: str, env_var: str, error: str | None) -> None:
-    """The tab of a model that did not load: why, and how to fix it. Its API endpoint answers the same."""
+def _unavailable(tab, error: str | None, missing) -> None:
+    """The tab (viz.tasks.TabTitle) of a model that did not load: why, and how to fix it. Its API endpoint
+    (`missing`, given the status) answers the same."""
+    what = tab.model
     reason = f"It could not be loaded: `{redact_paths(error or 'no model given')}`"
-    fix = f"Set `{env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app."
+    fix = f"Set `{tab.env_var}` to a Hugging Face Hub repo id or a local model folder and restart the app."
     gr.Markdown(f"### The {what} model is not available\n\n{reason}\n\n{fix} The other tabs work independently.")
-    MISSING_ENDPOINTS[what](f"⚠️ The {what} model is not available. {reason}. {fix}")
+    missing(f"⚠️ The {what} model is not available. {reason}. {fix}")
 
 
 def _missing_sentiment(status: str) -> None:
@@ -92,25 +97,6 @@ def _missing_lm(status: str) -> None:
     hosting.api_endpoint(generate, inputs, outputs, "generate")
 
 
-MISSING_ENDPOINTS = {
-    "sentiment": _missing_sentiment,
-    "translation": _missing_translation,
-    "language model": _missing_lm,
-}
-
-
-def _choices(n: int) -> list[tuple[str, int]]:
-    return [(str(i + 1), i) for i in range(n)]
-
-
-def _layer_head(task: str, pipe, plots: str) -> tuple[gr.Radio, gr.Radio]:
-    """The layer and head choices of a tab, sized to its default model; `plots`: which plots the head picks."""
-    with gr.Row():
-        layer = gr.Radio(_choices(pipe.n_layers), value=0, label="Layer", elem_id=f"{task}-layer")
-        head = gr.Radio(_choices(pipe.n_heads), value=0, label=f"Head ({plots})", elem_id=f"{task}-head")
-    return layer, head
-
-
 def _input_box(task: str) -> gr.Textbox:
     """The tab's text box (viz.tasks), elem_id '<task>-input'."""
     box = TASKS[task].box
@@ -131,33 +117,45 @@ def _sentiment_inputs():
         elem_id="sentiment-examples",
         **PRIVATE,
     )
-    share_ui.press_after(examples.load_input_event, "sentiment", review)  # an example runs, as a click does
+    press_after(examples.load_input_event, "sentiment", review)  # an example runs, as a click does
     return review, submit
+
+
+def _sentiment_page(models, pipe) -> SimpleNamespace:
+    """The sentiment tab's main view and the sections its events read (viz.page.layout), by name."""
+    page = layout.task_page("sentiment", layout.present(models))
+    with page.ask:
+        review, submit = _sentiment_inputs()
+    with page.answer:
+        choice = model_choice.choice(models, "sentiment")
+        label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
+        status = gr.Markdown(label="Status", elem_id="sentiment-status")
+        share = share_ui.share_controls("sentiment")
+        layout.model_notes(models, "sentiment")
+    with page.explain:
+        panel = explanation_panel.build(pipe)
+    with page.heatmap:
+        main = layout.main_heatmap("sentiment", pipe, "large plot")
+    with page.section("All heads"):
+        overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
+        views = views_panel.focus_and_model("sentiment", main.scale, main.hide, main.clicks)
+    with page.section("Training steps"):
+        snapshot = training_step.build(models, "sentiment")
+    with page.section("Inside one head"):
+        inside = inside_head_panel.build("sentiment")
+    page.opens("Inside one head", inside.accordion)
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe")})
 
 
 def sentiment_tab(models, demo: gr.Blocks) -> None:
     """The sentiment tab over a ModelRegistry (pipelines.models.model_registry): the model choice picks which of its
-    models the run, the panels, compare and downloads use; the API serves the default."""
+    models the run, the panels, compare and downloads use; the API serves the default. Laid out by viz.page.layout."""
     pipe = models.get()  # the default: it sizes the controls until a run with another model resizes them
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
-    with gr.Row():
-        with gr.Column(scale=3):
-            review, submit = _sentiment_inputs()
-        with gr.Column(scale=2):
-            choice = model_choice.choice(models, "sentiment")
-            label = gr.Label(label="Prediction", num_top_classes=2, elem_id="sentiment-label")
-            status = gr.Markdown(label="Status", elem_id="sentiment-status")
-            share = share_ui.share_controls("sentiment")
-            model_choice.choice_notes(models, "sentiment")
-    panel = explanation_panel.build(pipe)
-    gr.Markdown("### Self-attention")
-    layer, head = _layer_head("sentiment", pipe, "large plot")
-    scale, hide = views_panel.options("sentiment")
-    single = gr.Plot(show_label=False, elem_id="sentiment-attention")
-    views = views_panel.focus_and_model("sentiment", scale, hide)
-    overview = gr.Plot(show_label=False, elem_id="sentiment-overview")
-    snapshot = training_step.build(models, "sentiment")
-    inside = inside_head_panel.build("sentiment")
+    p = _sentiment_page(models, pipe)
+    page, review, submit, choice, label, status = p.page, p.review, p.submit, p.choice, p.label, p.status
+    layer, head, scale, hide, single = p.main.layer, p.main.head, p.main.scale, p.main.hide, p.main.plot
+    share, panel, overview, views, snapshot, inside = p.share, p.panel, p.overview, p.views, p.snapshot, p.inside
 
     def analyze(review: str, name, position, layer: int, head: int, scale: str, hide: bool, request: gr.Request = None):
         """The button: the prediction and the large heatmap come back together (one round trip to a drawn map),
@@ -187,14 +185,17 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
-    heads_panel(models, "sentiment", state, drawn, [review])
-    share_ui.sentiment_compare_panel(models, review=review, choice=choice, step=snapshot, layer=layer, head=head)
-    if len(models.names) > 1:
-        model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
+    with page.section("What each head does"):
+        heads_panel(models, "sentiment", state, drawn, [review])
+    with page.section("Compare"):
+        sentiment_compare_panel(models, review=review, choice=choice, step=snapshot, layer=layer, head=head)
+        if len(models.names) > 1:
+            model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
     share_ui.wire_sentiment_links(
         demo, models, share, review=review, choice=choice, step=snapshot, layer=layer, head=head,
         method=panel.method, scale=scale, hide=hide,
     )  # fmt: skip
+    page.close(demo)
 
 
 def _translation_inputs(pipe):
@@ -209,58 +210,70 @@ def _translation_inputs(pipe):
         examples=[[s] for s in GERMAN], inputs=[german], label="Example sentences", elem_id="translation-examples",
         **PRIVATE,
     )  # fmt: skip
-    share_ui.press_after(examples.load_input_event, "translation", german)
+    press_after(examples.load_input_event, "translation", german)
     return german, decoding, beam_size, submit
 
 
-def _translation_plots(models) -> SimpleNamespace:
-    """The translation tab's controls and plots under its inputs, by name."""
-    layer, head = _layer_head("translation", models.get(), "large plots")
-    scale, hide = views_panel.options("translation")
-    cross = gr.Plot(show_label=False, elem_id="translation-attention")
-    cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
-    snapshot = training_step.build(models, "translation")
-    gr.Markdown(STEP_HELP)
-    step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
-    with gr.Row(elem_classes=["plot-row"]):
-        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
+def _translation_page(models) -> SimpleNamespace:
+    """The translation tab's main view and its sections (viz.page.layout), by name."""
+    pipe = models.get()
+    page = layout.task_page("translation", layout.present(models))
+    with page.ask:
+        german, decoding, beam_size, submit = _translation_inputs(pipe)
+    with page.answer:
+        choice = model_choice.choice(models, "translation")  # ours, and Marian from the Hub (python app.py)
+        english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
+        status = gr.Markdown(label="Status", elem_id="translation-status")
+        share = share_ui.share_controls("translation")
+        layout.model_notes(models, "translation")
+    with page.explain:
+        explanations = translation_explanation_panel.build()
+    with page.heatmap:
+        main = layout.main_heatmap("translation", pipe, "large plots")
+    layer, head, scale, hide, cross = main.layer, main.head, main.scale, main.hide, main.plot
+    with page.answer:  # the translation step by step, as the Next word tab's continuation
+        gr.Markdown(STEP_HELP)
+        step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
         step_topk = gr.Plot(show_label=False, elem_id="translation-step-topk")
-    explanations = translation_explanation_panel.build()
-    gr.Markdown("### Self-attention")
-    with gr.Row(elem_classes=["plot-row"]):
-        encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
-        decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
-    views = views_panel.focus_and_model("translation", scale, hide)
-    inside = inside_head_panel.build("translation")
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k != "models"})
+    with page.section("All heads"):
+        cross_overview = gr.Plot(show_label=False, elem_id="translation-overview")
+        step_heads = gr.Plot(show_label=False, elem_id="translation-step-heads")
+        views = views_panel.focus_and_model("translation", scale, hide, main.clicks)
+    with page.section("Inside one head"):
+        gr.Markdown("### Self-attention of this head\nThe chosen layer and head in the encoder and in the decoder.")
+        with gr.Row(elem_classes=["plot-row"]):
+            encoder = gr.Plot(show_label=False, elem_id="translation-encoder")
+            decoder = gr.Plot(show_label=False, elem_id="translation-decoder")
+        inside = inside_head_panel.build("translation")
+    page.opens("Inside one head", inside.accordion)
+    with page.section("Training steps"):
+        snapshot = training_step.build(models, "translation")
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe", "main")})
 
 
 def translation_tab(models, demo: gr.Blocks) -> None:
-    """The translation tab over a ModelRegistry (viz.models.loading.translation_registry): the default translator and
-    its training snapshots; the training-step slider picks which one the run and the panels use, the API serves the
-    default."""
+    """The translation tab over a ModelRegistry (viz.models.loading.translation_registry): the model choice and the
+    training-step slider pick which model the run and the panels use; the API serves the default."""
     pipe = models.get()
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
-    with gr.Row():
-        with gr.Column(scale=3):
-            german, decoding, beam_size, submit = _translation_inputs(pipe)
-        with gr.Column(scale=2):
-            english = gr.Textbox(label="English", interactive=False, lines=2, elem_id="translation-output")
-            status = gr.Markdown(label="Status", elem_id="translation-status")
-            share = share_ui.share_controls("translation")
-    p = _translation_plots(models)
+    p = _translation_page(models)
+    page, german, decoding, beam_size, submit = p.page, p.german, p.decoding, p.beam_size, p.submit
+    choice, english, status, share = p.choice, p.english, p.status, p.share
     layer, head, scale, hide, cross, cross_overview = p.layer, p.head, p.scale, p.hide, p.cross, p.cross_overview
     step, step_heads, step_topk, encoder, decoder = p.step, p.step_heads, p.step_topk, p.encoder, p.decoder
 
-    def run(german_text: str, decoding, beam, position, layer, head, scale, hide, request: gr.Request = None):
-        """The button: the translation and the large cross-attention heatmap come back together (by the training
-        step's snapshot, when the slider is not at the trained model)."""
-        chosen, name = model_choice.resolve(models, training_step.chosen(models, None, position))
+    def run(german_text: str, decoding, beam, name, position, layer, head, scale, hide, request: gr.Request = None):
+        """The button: the translation and the large cross-attention heatmap come back together (by the chosen model,
+        at the training step's snapshot when the slider is not at the trained model), the layer and head choices
+        sized to that model."""
+        chosen, name = model_choice.resolve(models, training_step.chosen(models, name, position))
         if chosen is None:
-            return None, "", name, None
+            return None, "", name, None, gr.skip(), gr.skip()
         view, text, status = hosting.run_as(request, handlers.translate, chosen, german_text, decoding, beam, name)
+        asked, (layer, head) = (layer, head), handlers.clamp_layer_head(chosen, layer, head)
         heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
-        return view, text, training_step.noted(models, name, status), heatmap
+        sized = model_choice.sized(chosen, layer, head, asked)
+        return view, text, training_step.noted(models, name, status), heatmap, *sized
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""
@@ -271,10 +284,10 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         return (*encoder_decoder, handlers.step_slider(view), *handlers.translation_step(view, layer, 1))
 
     inputs = [german, decoding, beam_size]
-    outputs = [state, english, status, cross]
-    run_inputs = [*inputs, p.snapshot.slider, layer, head, scale, hide]
+    outputs = [state, english, status, cross, layer, head]
+    run_inputs = [*inputs, choice, p.snapshot.slider, layer, head, scale, hide]
     translated = submit.click(run, run_inputs, outputs, **PRESS, **hosting.first_view(english))
-    training_step.wire(p.snapshot, models, "translation")  # another step translates the sentence again
+    training_step.wire(p.snapshot, models, "translation", choice)  # another model or step translates it again
     painted = hosting.after_paint(translated, english)
     viewed = views_panel.wire(
         p.views, "translation", state, layer, head, [cross, encoder, decoder], cross_overview, painted
@@ -288,35 +301,50 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     layer.change(handlers.translation_step, *step_io, **PRIVATE)
     step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     hosting.watch_for_expiry(state, layer, head, step)
-    heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])
+    with page.section("What each head does"):
+        heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
-    share_ui.translation_compare_panel(models, **inputs, training=p.snapshot)
+    with page.section("Compare"):
+        translation_compare_panel(models, **inputs, training=p.snapshot)
     share_ui.wire_translation_links(
         demo, models, share, **inputs, scale=scale, hide=hide, state=state, drawn=drawn,
         step=[step, step_heads, step_topk], training=p.snapshot,
     )  # fmt: skip
+    page.close(demo)
 
 
-# The tabs in the page's order: (task, tab title, the tab builder, what an unavailable model is called, its env var).
+def _sentiment_models(default, wrap, sources: list[str], compare):
+    return sentiment_registry(default, wrap, wrap(compare), sources)
+
+
+def _translation_models(default, wrap, sources: list[str], compare):
+    return translation_registry(default, wrap, sources)
+
+
+def _lm_models(default, wrap, sources: list[str], compare):
+    return lm_registry(default, wrap, sources)
+
+
+# The tabs in the page's order: (the task's TaskUI, the tab builder, the API endpoint of a model that did not load,
+# its ModelRegistry given (the served default, how to serve another model, the other sources, the sentiment tab's
+# compare model)). What a tab is called and which variable names its model are the TaskUI's (viz.tasks.TabTitle).
 TABS = [
-    ("sentiment", "Sentiment", sentiment_tab, "sentiment", "SENTIMENT_MODEL"),
-    ("translation", "Translation (German → English)", translation_tab, "translation", "TRANSLATION_MODEL"),
-    ("lm", "Next word", lm_tab, "language model", "LM_MODEL"),
+    (TASKS[SENTIMENT.name], sentiment_tab, _missing_sentiment, _sentiment_models),
+    (TASKS[TRANSLATION.name], translation_tab, _missing_translation, _translation_models),
+    (TASKS[LM.name], lm_tab, _missing_lm, _lm_models),
 ]
 
 
-def _registries(batcher, pipes: dict, own_process, sentiment_compare, sentiment_models, lm_models) -> dict:
-    """Each task's ModelRegistry over its served default (None where the default is missing)."""
-    served_pipes = {task: serve(task, pipe, batcher, own_process) for task, pipe in pipes.items()}
-    wrap = {task: (lambda t: lambda p: serve(t, p, batcher))(task) for task in pipes}
-    builders = {
-        "sentiment": lambda p: sentiment_registry(
-            p, wrap["sentiment"], serve("sentiment", sentiment_compare, batcher), list(sentiment_models)
-        ),
-        "translation": lambda p: translation_registry(p, wrap["translation"]),
-        "lm": lambda p: lm_registry(p, wrap["lm"], list(lm_models)),
-    }
-    return {task: None if p is None else builders[task](p) for task, p in served_pipes.items()}
+def _registries(batcher, pipes: dict, own_process, compare, sources: dict) -> dict:
+    """Each task's ModelRegistry over its served default (None where the default is missing), with the task's other
+    model sources (sources: task name -> folders or repo ids)."""
+    registries = {}
+    for ui, _, _, registry in TABS:
+        pipe = pipes[ui.name]
+        wrap = (lambda task: lambda p: serve(task, p, batcher))(ui.task)
+        served = None if pipe is None else serve(ui.task, pipe, batcher, own_process)
+        registries[ui.name] = None if served is None else registry(served, wrap, list(sources[ui.name]), compare)
+    return registries
 
 
 def build_demo(
@@ -331,6 +359,7 @@ def build_demo(
     sentiment_compare=None,
     sentiment_models: tuple[str, ...] = (),
     lm_models: tuple[str, ...] = (),
+    translation_models: tuple[str, ...] = (),
     landing: bool = False,
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
@@ -338,13 +367,16 @@ def build_demo(
     sets hosting.OWN_PROCESS). sentiment_compare: a second sentiment pipeline, compared with the first on the
     same review ($SENTIMENT_COMPARE_MODEL). sentiment_models / lm_models: more model folders or repo ids the tab's
     model choice offers, loaded on first use (`python app.py`: the bundled from-scratch sentiment model beside the
-    default, when $SENTIMENT_MODEL is not set; our language model beside SmolLM2). landing: each tab opens on a
+    default, when $SENTIMENT_MODEL is not set; our language model beside SmolLM2); translation_models: the same for
+    the translation tab (`python app.py`: Marian from the Hub). landing: each tab opens on a
     worked example (LANDING) when the address is not a link (`python app.py` turns it on; the tests leave it off but
     for their own). Launch it with hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
-    pipes = {"sentiment": sentiment, "translation": translation, "lm": lm}
-    errors = {"sentiment": sentiment_error, "translation": translation_error, "lm": lm_error}
-    models = _registries(batcher, pipes, own_process, sentiment_compare, sentiment_models, lm_models)
+    names = [ui.name for ui, *_ in TABS]  # build_demo's arguments are in the tabs' order
+    pipes = dict(zip(names, (sentiment, translation, lm)))
+    errors = dict(zip(names, (sentiment_error, translation_error, lm_error)))
+    more = dict(zip(names, (sentiment_models, translation_models, lm_models)))  # each tab's models besides its default
+    models = _registries(batcher, pipes, own_process, sentiment_compare, more)
     processes = [m.get().process for m in models.values() if m is not None and m.get().process is not None]
     with gr.Blocks(
         title="How transformers pay attention: three tasks", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
@@ -352,23 +384,24 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
-            for task, title, build, what, env_var in TABS:
-                with gr.Tab(title, id=task, elem_id=f"tab-{task}") as pages[task]:
+            for ui, build, missing, _ in TABS:
+                task = ui.name
+                with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:
                     if models[task] is None:
-                        _unavailable(what, env_var, errors[task])
+                        _unavailable(ui.tab, errors[task], missing)
                     else:
                         build(models[task], demo)
-        share_ui.select_tab_on_load(demo)
+        select_tab_on_load(demo)
         if landing:
-            share_ui.land_on_examples(demo, {t: (pages[t], LANDING[t]) for t in pages if models[t] is not None})
+            land_on_examples(demo, {t: (pages[t], LANDING[t]) for t in pages if models[t] is not None})
     hosting.progress_on_one_component(demo)
-    theme.skip_off_screen(demo, keep=[f"{task}-attention" for task, *_ in TABS])  # each tab's first view
+    theme.skip_off_screen(demo, keep=[f"{ui.name}-attention" for ui, *_ in TABS])  # each tab's first view
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher = batcher  # its counters, for tests and benchmarks
     defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
     demo.sessions = budget.sessions([budget.ModelSize.of(p) for p in defaults])  # hosting.launch_options
-    downloads.size_for(defaults)
+    export_store.size_for(defaults)
     demo.model_processes = processes
     return demo
 
@@ -391,6 +424,7 @@ def main() -> None:
         own_process=hosting.OWN_PROCESS,
         sentiment_compare=load_compare_model(),
         sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),
+        translation_models=tuple(alternative_sources("TRANSLATION_MODEL")),
         landing=True,
     )
     demo.launch(**hosting.launch_options(demo))

@@ -105,7 +105,7 @@ def chromium_page(profile_dir: str | Path, width: int = 1400, height: int = 1000
 
 def open_tab(page, url: str, tab: str) -> float:
     """Load the app, switch to the tab whose name starts with `tab` ('Sentiment', 'Translation') and wait until
-    the page is ready (the plotting library it loads with the page included: viz.page.head). Returns the seconds
+    the page is ready (the plotting library it loads with the page included: viz.page.html_head). Returns the seconds
     from navigation to ready."""
     start = time.perf_counter()
     page.goto(url)
@@ -117,11 +117,13 @@ def open_tab(page, url: str, tab: str) -> float:
 
 
 def mark_plot(page, elem_id: str) -> None:
-    """Remember what a plot shows now, so wait_redrawn can tell when it changes."""
+    """Remember what a plot shows now, so wait_redrawn can tell when it changes (its section opened first)."""
+    reveal(page, elem_id)
     page.evaluate(_MARK_JS, elem_id)
 
 
 def wait_redrawn(page, elem_id: str, timeout_ms: int = TIMEOUT_MS) -> None:
+    reveal(page, elem_id)
     page.wait_for_function(_REDRAWN_JS, arg=elem_id, timeout=timeout_ms, polling="raf")
 
 
@@ -171,6 +173,7 @@ def choose(page, elem_id: str, label: str, redraws: tuple[str, ...] = ()) -> Non
     """Click the radio option `label` of a gr.Radio and wait until the given plots are redrawn."""
     for plot_id in redraws:
         mark_plot(page, plot_id)
+    reveal(page, elem_id)
     page.locator(f"#{elem_id}").get_by_label(label, exact=True).check()
     for plot_id in redraws:
         wait_redrawn(page, plot_id)
@@ -178,6 +181,7 @@ def choose(page, elem_id: str, label: str, redraws: tuple[str, ...] = ()) -> Non
 
 def step_forward(page, n: int = 1) -> None:
     """Move the decoding-step slider right n times with the keyboard, as a user would, waiting for each redraw."""
+    reveal(page, "translation-step")
     page.wait_for_function(
         "() => { const s = document.querySelector('#translation-step input[type=range]'); return s && !s.disabled; }"
     )
@@ -191,6 +195,7 @@ def step_forward(page, n: int = 1) -> None:
 def click_slider(page, elem_id: str, fx: float) -> None:
     """Click a gr.Slider's track at a fraction fx of its width, as a user would (the value jumps there, and the
     slider's release event fires)."""
+    reveal(page, elem_id)
     track = page.locator(f"#{elem_id} input[type=range]")
     box = track.bounding_box()
     # Relative to the track and through the locator: Playwright waits until the track stands still and is what the
@@ -202,6 +207,7 @@ def click_slider(page, elem_id: str, fx: float) -> None:
 def wait_heads_measured(page, task: str) -> str:
     """Wait for the heads panel of a tab to report its measurement (the grid shows dashes until then); its status."""
     status = f"{task}-heads-status"
+    reveal(page, status)
     page.wait_for_function(
         "id => ((document.querySelector('#' + id) || {}).textContent || '').includes('heads measured')",
         arg=status,
@@ -237,7 +243,9 @@ def page_state(page) -> dict:
 def wait_drawn(page, elem_id: str, part: str = ".heatmaplayer image") -> None:
     """Wait until the plot elem_id shows `part` on screen, scrolled to as a visitor would: every plot but a tab's
     first heatmap is laid out and painted only near the screen (viz.page.theme.skip_off_screen), and Playwright
-    counts what the browser skips as hidden. A wait that times out says what the page showed (see page_state)."""
+    counts what the browser skips as hidden. A wait that times out says what the page showed (see page_state). A plot in
+    a section (viz.page.layout) is waited for with its section open."""
+    reveal(page, elem_id)
     try:
         page.wait_for_selector(f"#{elem_id} {part}", state="attached")
     except Exception as e:
@@ -250,11 +258,13 @@ def wait_drawn(page, elem_id: str, part: str = ".heatmaplayer image") -> None:
 
 
 def plot_title(page, elem_id: str) -> str:
+    reveal(page, elem_id)
     return page.locator(f"#{elem_id} .gtitle").first.text_content() or ""
 
 
 def hover_heatmap(page, elem_id: str, fx: float = 0.5, fy: float = 0.5) -> str:
     """Hover a heatmap at a fraction (fx, fy) of its plot area; the tooltip's text."""
+    reveal(page, elem_id)
     area = page.locator(f"#{elem_id} .nsewdrag").first
     area.scroll_into_view_if_needed()
     box = area.bounding_box()
@@ -288,6 +298,7 @@ def screenshot(page, path: str | Path) -> Path:
 
 def click_plot(page, elem_id: str, fx: float = 0.5, fy: float = 0.5, subplot: str = "xy") -> None:
     """Click a plot's (sub)plot area at a fraction (fx, fy) of it: a heatmap cell, a thumbnail of the model view."""
+    reveal(page, elem_id)
     area = page.locator(f'#{elem_id} .nsewdrag[data-subplot="{subplot}"]').first
     area.scroll_into_view_if_needed()
     box = area.bounding_box()
@@ -310,7 +321,9 @@ def open_accordion(page, label) -> int:
 
 
 def open_model_view(page, task: str) -> None:
-    """Open the tab's model view (an accordion, drawn on opening) and wait for its thumbnails."""
+    """Open the tab's model view (an accordion in its "All heads" section, drawn on opening) and wait for its
+    thumbnails."""
+    reveal(page, f"{task}-model-view")
     open_accordion(page, page.locator(".label-wrap", has_text="Model view: every layer").filter(visible=True).first)
     wait_drawn(page, f"{task}-model-view")
 
@@ -366,3 +379,67 @@ def views_screenshots(page, url: str, review: str, folder: Path) -> list[Path]:
     finally:
         page.set_viewport_size(size)
     return shots
+
+
+def open_section(page, task: str, name: str) -> None:
+    """Open a section of a tab's sections (viz.page.layout: "All heads", "Inside one head", "What each head does",
+    "Compare", "Training steps") by clicking its button, as a visitor would, and wait until it shows."""
+    from viz.page.layout import section_id
+
+    _open_section(page, section_id(task, name))
+
+
+def _open_section(page, elem_id: str) -> None:
+    button = page.locator(f"#{elem_id}-button")
+    if button.get_attribute("aria-selected") != "true":
+        button.click()
+    page.wait_for_selector(f"#{elem_id}", state="visible")
+
+
+# The sections (viz.page.layout) an element is in, from the page's own layout (window.gradio_config): the parts of a
+# closed section are not on the page at all until it is opened, so the page cannot be searched for them.
+_SECTIONS_OF_JS = """elemId => {
+  const config = window.gradio_config;
+  const byId = new Map(config.components.map(c => [c.id, c]));
+  const trail = (node, path) => {
+    const c = byId.get(node.id);
+    const here = c ? [...path, c] : path;
+    if (c && c.props && c.props.elem_id === elemId) return here;
+    for (const child of node.children || []) { const found = trail(child, here); if (found) return found; }
+    return null;
+  };
+  return (trail(config.layout, []) || []).filter(c => c !== undefined && c.props && c.props.elem_id)
+    .filter(c => /-section-/.test(c.props.elem_id) || c.type === 'accordion').map(c => [c.type, c.props.elem_id]);
+}"""
+
+
+def reveal(page, elem_id: str) -> None:
+    """Open the section an element is in (viz.page.layout), and the accordions with an elem_id around it (the
+    explanation's faithfulness), as a visitor would to see it; nothing for an element in sight already."""
+    for kind, around in page.evaluate(_SECTIONS_OF_JS, elem_id):
+        if kind == "accordion":
+            label = page.locator(f"#{around} > .label-wrap, #{around} .label-wrap").first
+            try:  # a section may open its accordion itself (viz.page.layout.TaskPage.opens): a click would close it
+                page.wait_for_function("el => el.classList.contains('open')", arg=label.element_handle(), timeout=2_000)
+            except Exception:  # noqa: BLE001 (playwright's TimeoutError): closed, then
+                open_accordion(page, label)
+        else:
+            _open_section(page, around)
+
+
+# The figures of issue 57 for a tab's page as it stands: its height, where its main heatmap starts, the checkboxes
+# a visitor sees (in the open tab and section, not in one hidden), and whether the page scrolls sideways.
+_PAGE_FIGURES_JS = """task => {
+  const top = document.querySelector('#' + task + '-attention').getBoundingClientRect().top + window.scrollY;
+  const boxes = Array.from(document.querySelectorAll('input[type=checkbox]')).filter(e => e.checkVisibility());
+  const root = document.documentElement;
+  return {height: root.scrollHeight, heatmap_top: Math.round(top), checkboxes: boxes.length,
+          heads_off_checkboxes: boxes.filter(e => e.closest('#' + task + '-heads-off')).length,
+          sideways: root.scrollWidth > root.clientWidth};
+}"""
+
+
+def page_figures(page, task: str) -> dict:
+    """{'height', 'heatmap_top' (px from the page's top), 'checkboxes' in sight (of which 'heads_off_checkboxes':
+    the heads panel's switch-off boxes), 'sideways' (the page scrolls sideways)} of the open tab."""
+    return page.evaluate(_PAGE_FIGURES_JS, task)

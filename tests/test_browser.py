@@ -119,6 +119,7 @@ def test_translation_tab(page, app_url, tmp_path, record_property):
     # Attribution over the source with every head's agreement, and its faithfulness, follow the translation.
     browser.wait_drawn(page, "translation-attribution")
     browser.wait_drawn(page, "translation-head-agreement")
+    browser.reveal(page, "translation-faithfulness")  # its accordion, under the explanation
     page.wait_for_function("() => document.querySelector('#translation-faithfulness').textContent.includes('random')")
     assert "English step × German token" in browser.plot_title(page, "translation-attribution")
     assert_png(browser.screenshot(page, tmp_path / "screenshot-translation.png"))
@@ -135,7 +136,7 @@ def test_changing_layer_without_a_result_says_why_nothing_is_drawn(page, app_url
 
 def test_a_new_figure_is_drawn_once(page, app_url):
     """Gradio shows each new figure in a new plotly div; the div it replaces must not be drawn with the new
-    figure first (that doubled the time from click to drawn heatmap: viz.share.downloads.PLOTLY_JS)."""
+    figure first (that doubled the time from click to drawn heatmap: viz/page/js/plotly_wrapper.js)."""
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, "A warm and funny film.")
     rows = "() => window.__oldDiv.data[0].y.join(' ')"

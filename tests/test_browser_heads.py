@@ -1,5 +1,6 @@
 """The heads panel in a real headless chromium, on the tiny models: head table and grid after a run, a click
-on a grid cell opens that head's map, the table sorts by a column, and heads are switched off."""
+on a grid cell or a table row opens that head's map, the table sorts by a column, and heads are switched off (picked
+in one multi-select from the grid, the table and by typing)."""
 
 import browser
 import pytest
@@ -23,20 +24,55 @@ def click_cell(page, task: str, row: int, col: int) -> str:
     return browser.plot_title(page, plot)
 
 
-def switch_off(page, task: str, clicked: str, also: str) -> str:
-    """Add the clicked head to the switched-off set, tick another head, run; the comparison's text."""
-    boxes = page.locator(f"#{task}-heads-off")
+CHOSEN_JS = "id => Array.from(document.querySelectorAll('#' + id + ' .token span')).map(s => s.innerText.trim())"
+
+
+def chosen(page, task: str) -> list[str]:
+    """The heads to switch off, as the multi-select's chips name them."""
+    return page.evaluate(CHOSEN_JS, f"{task}-heads-off")
+
+
+def add_clicked(page, task: str, label: str) -> None:
+    """'Switch the clicked head off', and wait until that head is among the chosen."""
     page.locator(f"#{task}-heads-add").click()
+    page.wait_for_function(f"([id, label]) => ({CHOSEN_JS})(id).includes(label)", arg=[f"{task}-heads-off", label])
+
+
+def type_head(page, task: str, typed: str, label: str) -> list[str]:
+    """Type into the multi-select, as a visitor would, and pick `label` among the heads it then lists; the labels
+    listed after typing."""
+    page.locator(f"#{task}-heads-off input[role=combobox]").click()
+    page.keyboard.type(typed)
+    options = page.locator(f"#{task}-heads-off [role=option]")
     page.wait_for_function(
-        "([id, label]) => Array.from(document.querySelectorAll('#' + id + ' label'))"
-        ".some(l => l.innerText.trim() === label && l.querySelector('input').checked)",
-        arg=[f"{task}-heads-off", clicked],
+        "([id, typed]) => { const o = document.querySelectorAll('#' + id + ' [role=option]');"
+        " return o.length > 0 && Array.from(o).every(e => e.innerText.includes(typed)); }",
+        arg=[f"{task}-heads-off", typed],
     )
-    boxes.get_by_label(also, exact=True).check()
+    listed = [o.strip() for o in options.all_inner_texts()]
+    options.filter(has_text=label).first.click()
+    page.wait_for_function(f"([id, label]) => ({CHOSEN_JS})(id).includes(label)", arg=[f"{task}-heads-off", label])
+    page.keyboard.press("Escape")
+    return listed
+
+
+def run_heads_off(page, task: str) -> str:
+    """Run the model with the chosen heads off; the comparison's text."""
     page.locator(f"#{task}-heads-run").click()
     compare = page.locator(f"#{task}-heads-compare .heads-compare")
     compare.wait_for()
     return compare.text_content()
+
+
+def click_row(page, task: str, head: str, key: str | None = None) -> str:
+    """Click the head table's row of `head` ('kind:layer:head'), or press `key` on it; the title of the head heatmap
+    it opens."""
+    plot = f"{task}-heads-heatmap"
+    browser.mark_plot(page, plot)
+    row = page.locator(f'#{task}-heads-table tr[data-head="{head}"]')
+    row.press(key) if key else row.click()
+    browser.wait_redrawn(page, plot)
+    return browser.plot_title(page, plot)
 
 
 def column(page, elem_id: str, col: int) -> list[str]:
@@ -55,6 +91,7 @@ def table_column(page, elem_id: str, col: int) -> list[str]:
 
 def test_sentiment_heads(page, app_url):
     browser.open_tab(page, app_url, "Sentiment")
+    browser.open_section(page, "sentiment", "What each head does")
     # Before a run: the model's own rows and columns, not Gradio's empty '1 2 3'
     assert column(page, "sentiment-heads-grid", 0) == ["layer 1", "layer 2"]
     assert page.locator("#sentiment-heads-table th").nth(2).text_content().strip() == "effect"
@@ -76,20 +113,32 @@ def test_sentiment_heads(page, app_url):
     page.locator("#sentiment-heads-table th").nth(0).click()
     assert table_column(page, "sentiment-heads-table", 0) == sorted(layers)
 
-    text = switch_off(page, "sentiment", "layer 2 · head 3", "layer 1 · head 1")
-    assert "Switching off layer 1 · head 1 and layer 2 · head 3" in text
+    # Heads to switch off: one multi-select (no checkbox per head), filled from the grid, the table and by typing
+    assert page.locator("#sentiment-heads-off input[type=checkbox]").count() == 0 and chosen(page, "sentiment") == []
+    add_clicked(page, "sentiment", "layer 2 · head 3")  # the head clicked in the grid above
+    assert "layer 2, head 4" in click_row(page, "sentiment", "self:1:3", key="Enter")  # from the keyboard too
+    assert "layer 1, head 2" in click_row(page, "sentiment", "self:0:1")  # a row of the table picks its head
+    assert page.locator('#sentiment-heads-table tr[aria-selected="true"]').get_attribute("data-head") == "self:0:1"
+    add_clicked(page, "sentiment", "layer 1 · head 2")
+    assert type_head(page, "sentiment", "head 1", "layer 1 · head 1") == ["layer 1 · head 1", "layer 2 · head 1"]
+    assert chosen(page, "sentiment") == ["layer 2 · head 3", "layer 1 · head 2", "layer 1 · head 1"]
+    text = run_heads_off(page, "sentiment")
+    assert "Switching off layer 1 · heads 1, 2 and layer 2 · head 3" in text
     assert "intact" in text and "heads off" in text and "points" in text
 
 
 def test_translation_heads(page, app_url):
     browser.open_tab(page, app_url, "Translation")
+    browser.open_section(page, "translation", "What each head does")
     browser.translate(page, "Ein Mann fährt Fahrrad.", decoding="greedy")
     assert "24 heads measured" in browser.wait_heads_measured(page, "translation")
     assert "Cross-attention, layer 1, head 2" in click_cell(page, "translation", 4, 2)
     assert "Encoder self-attention, layer 2, head 1" in click_cell(page, "translation", 1, 1)
     assert "Cross-attention, layer 1, head 2" in click_cell(page, "translation", 4, 2)
 
-    text = switch_off(page, "translation", "cross 1 · head 2", "decoder 2 · head 4")
+    add_clicked(page, "translation", "cross 1 · head 2")
+    type_head(page, "translation", "decoder 2", "decoder 2 · head 4")
+    text = run_heads_off(page, "translation")
     assert "Switching off decoder 2 · head 4 and cross 1 · head 2" in text
     assert "English" in text and "log-probability" in text
 
@@ -104,14 +153,15 @@ def test_twelve_heads_at_six_decimals_fit_the_grid_at_1440_px(page):
     cell gets is six decimals and a minus sign; thirteen columns of it fit."""
     import gradio as gr
 
-    from viz.heads import handlers as heads
+    from viz.heads.effects import effect_decimals
+    from viz.heads.grid import grid_styler
     from viz.heads.panel import effect_grid
     from viz.page import theme
 
     rows = [dict(kind="self", layer=layer, head=h, effect=-0.000059) for layer in range(6) for h in range(12)]
-    assert heads.effect_decimals(r["effect"] for r in rows) == 6
+    assert effect_decimals(r["effect"] for r in rows) == 6
     with gr.Blocks() as demo:
-        effect_grid(heads.grid_styler(rows), elem_id="grid")
+        effect_grid(grid_styler(rows), elem_id="grid")
     _, url, _ = demo.launch(server_name="127.0.0.1", server_port=browser.free_port(), prevent_thread_lock=True,
                             quiet=True, css=theme.CSS)  # fmt: skip
     size = page.viewport_size

@@ -48,6 +48,7 @@ def run_input(page, url: str, task: str) -> None:
         browser.analyze_review(page, REVIEW)
     else:
         browser.translate(page, BENCH_GERMAN, decoding="greedy")
+    browser.reveal(page, f"{task}-overview")  # the "All heads" section, with token focus
     page.wait_for_function(
         "id => document.querySelector('#' + id + '-token input') !== null && "
         "document.querySelector('#' + id + '-overview .heatmaplayer image') !== null",
@@ -72,9 +73,11 @@ STATE_JS = """task => { const view = document.getElementById(task + '-inside-hea
 
 
 def open_inside_head(page, task: str) -> None:
-    """Open the accordion (browser.open_accordion: a click that missed is made again) and wait until the view is
-    drawn; CI once saw its view never made."""
-    browser.open_accordion(page, page.locator(f"#{task}-inside-head-accordion .label-wrap"))
+    """Open the tab's "Inside one head" section, which opens the view's accordion (viz.page.layout.TaskPage.opens),
+    and wait until the view is drawn; CI once saw its view never made."""
+    browser.open_section(page, task, "Inside one head")
+    label = page.locator(f"#{task}-inside-head-accordion .label-wrap")
+    page.wait_for_function("el => el.classList.contains('open')", arg=label.element_handle())
     try:
         page.wait_for_selector(f"#{task}-inside-head .ih-weights td", state="attached")
     except Exception as e:  # noqa: BLE001 (playwright's TimeoutError): say what the page showed instead

@@ -51,6 +51,7 @@ def radio_options(page, elem_id: str) -> list[str]:
 def test_choosing_the_other_model_reads_the_same_review_again(page, two_model_url):
     browser.open_tab(page, two_model_url, "Sentiment")
     assert radio_options(page, "sentiment-model") == ["sentiment", "small"]
+    browser.reveal(page, "sentiment-model-notes")  # "About these models", closed under the prediction
     assert "a one-layer model for this test" in page.locator("#sentiment-model-notes").inner_text()
     browser.analyze_review(page, REVIEW)
     assert radio_options(page, "sentiment-layer") == ["1", "2"] and len(radio_options(page, "sentiment-head")) == 4
@@ -61,6 +62,7 @@ def test_choosing_the_other_model_reads_the_same_review_again(page, two_model_ur
     assert radio_options(page, "sentiment-head") == ["1", "2"]
     assert page.locator("#sentiment-input textarea").input_value() == REVIEW
     heads = ("sentiment-models-first", "sentiment-models-second")
+    browser.open_section(page, "sentiment", "Compare")
     assert not any(page.locator(f"#{i}").is_visible() for i in heads)  # no blank boxes before they are asked for
     page.locator("#sentiment-models-submit").click()
     page.wait_for_function(
@@ -79,8 +81,10 @@ def test_on_a_phone_the_prediction_comes_before_what_the_models_are(page, two_mo
     page.set_viewport_size({"width": 390, "height": 844})
     try:
         browser.open_tab(page, two_model_url, "Sentiment")
-        top = {i: page.locator(f"#{i}").bounding_box()["y"] for i in ("sentiment-model", "sentiment-label")}
-        top["notes"] = page.locator("#sentiment-model-notes").bounding_box()["y"]
+        browser.reveal(page, "sentiment-model-notes")  # "About these models", opened: in the page's flow
+        ids = ("sentiment-model", "sentiment-label", "sentiment-model-notes")
+        top = {i: page.locator(f"#{i}").evaluate("e => e.getBoundingClientRect().top + window.scrollY") for i in ids}
+        top["notes"] = top.pop("sentiment-model-notes")
         assert top["sentiment-model"] < top["sentiment-label"] < top["notes"], top
     finally:
         page.set_viewport_size(size)
@@ -98,3 +102,39 @@ def test_a_link_opens_the_model_it_names(page, two_model_url):
     page.locator("#sentiment-share").click()
     page.wait_for_function("() => (document.querySelector('#sentiment-share-link textarea') || {}).value")
     assert "model=small" in page.locator("#sentiment-share-link textarea").input_value()
+
+
+@pytest.fixture(scope="module")
+def translator_url(translation_dir, tmp_path_factory):
+    """The translation tab with ours, a tiny Marian folder standing in for the Hub's and the Hub's repo id, which
+    cannot load here (HF_HUB_OFFLINE)."""
+    from tiny_hf_models import make_marian_dir
+
+    from app import build_demo
+    from pipelines import TranslationPipeline
+    from viz.models.loading import PRETRAINED_TRANSLATOR
+
+    marian = make_marian_dir(tmp_path_factory.mktemp("hub") / "opus-mt-de-en")
+    ours = TranslationPipeline.from_pretrained(str(translation_dir))
+    demo = build_demo(None, ours, translation_models=(str(marian), PRETRAINED_TRANSLATOR))
+    try:
+        yield browser.serve(demo)
+    finally:
+        demo.close()
+
+
+def test_the_translators_choice_names_the_pre_trained_one_and_says_it_needs_the_hub(page, translator_url):
+    from viz.models.loading import PRETRAINED_TRANSLATOR_NAME
+
+    browser.open_tab(page, translator_url, "Translation")
+    options = radio_options(page, "translation-model")
+    assert options[1:] == ["opus-mt-de-en", PRETRAINED_TRANSLATOR_NAME]
+    assert "needs the Hugging Face Hub" in page.locator("#translation-model").inner_text()  # one line, offline
+    browser.translate(page, "Ein Mann fährt Fahrrad.")
+    browser.mark_plot(page, "translation-attention")
+    page.locator("#translation-model").get_by_label("opus-mt-de-en", exact=True).check()
+    browser.wait_redrawn(page, "translation-attention")  # the same sentence, translated again by Marian
+    page.wait_for_function("() => document.querySelectorAll('#translation-head label').length === 4")
+    page.locator("#translation-model").get_by_label(PRETRAINED_TRANSLATOR_NAME, exact=True).check()
+    page.wait_for_function("() => (document.querySelector('#translation-status') || {}).textContent?.includes('⚠️')")
+    assert page.locator("#translation-input textarea").input_value() == "Ein Mann fährt Fahrrad."

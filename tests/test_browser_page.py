@@ -41,7 +41,7 @@ FALLS_BACK_JS = """async ([weight, text]) => {
 def test_bold_text_is_drawn_in_the_bodys_font(page, app_url):
     """gradio's default theme declares Source Sans Pro's semibold face, whose file holds 55 glyphs: a bold word was
     drawn in another font but for its capitals A and B ("A" + "ttention"). Bold and semibold text now have every
-    letter in the body's font (viz.page.head.theme)."""
+    letter in the body's font (viz.page.html_head.theme)."""
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, "A warm and funny film.")
     page.wait_for_selector("#sentiment-status strong")
@@ -55,6 +55,7 @@ def test_bold_text_is_drawn_in_the_bodys_font(page, app_url):
 def test_analyse_leaves_the_second_review_empty(page, app_url):
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, "A warm and funny film.")
+    browser.open_section(page, "sentiment", "Compare")
     assert page.locator("#sentiment-compare-input textarea").input_value() == ""
     page.locator("#sentiment-compare-input textarea").focus()  # asking for the copy still gives it
     page.wait_for_function(
@@ -67,6 +68,7 @@ def test_a_review_pasted_into_the_second_box_replaces_the_copy(page, app_url):
     own gets that review, not the copy with it appended; a second click edits the copy."""
     browser.open_tab(page, app_url, "Sentiment")
     page.locator("#sentiment-input textarea").fill("A warm and funny film.")
+    browser.open_section(page, "sentiment", "Compare")
     second = page.locator("#sentiment-compare-input textarea")
     second.click()
     page.wait_for_function(
@@ -93,6 +95,7 @@ def test_a_view_that_waits_for_the_visitor_is_no_blank_box(page, app_url):
     browser.analyze_review(page, "A warm and funny film.")
     browser.wait_drawn(page, "sentiment-overview")
     for waiting in ("sentiment-token-focus", "sentiment-heads-heatmap", "sentiment-compare-diff"):
+        browser.reveal(page, waiting)  # its section open: on the page, and still out of sight
         assert page.locator(f"#{waiting}").count() == 1 and not page.locator(f"#{waiting}").is_visible(), waiting
     assert page.locator("#sentiment-attention").is_visible()  # the first heatmap is never left out
     browser.click_plot(page, "sentiment-attention", 0.5, 0.5)
@@ -100,17 +103,21 @@ def test_a_view_that_waits_for_the_visitor_is_no_blank_box(page, app_url):
     assert page.locator("#sentiment-token-focus").is_visible()
 
 
-def test_on_a_phone_the_heads_to_switch_off_scroll_in_a_box(page, app_url):
-    """72 heads' checkboxes took three phone screens (1,196 px at 390 px wide); on a phone they scroll in a box of
-    at most 21rem, as the head table does; on a wide screen they stay as they were."""
-    max_height = "() => getComputedStyle(document.querySelector('#sentiment-heads-off .wrap:has(label)')).maxHeight"
+def test_the_heads_to_switch_off_are_one_multi_select_not_a_box_per_head(page, app_url):
+    """72 heads' checkboxes took three phone screens (1,196 px at 390 px wide); then they scrolled in a box of 21rem.
+    The heads to switch off are one multi-select now (issue 57): no checkbox, every head of the model an option, and
+    on a phone one line, without sideways scrolling."""
     browser.open_tab(page, app_url, "Sentiment")
-    assert page.evaluate(max_height) == "none"
+    browser.open_section(page, "sentiment", "What each head does")
+    off = page.locator("#sentiment-heads-off")
     size = page.viewport_size
     page.set_viewport_size({"width": 390, "height": 844})
     try:
-        page.wait_for_function(f"() => ({max_height})() === '336px'")
-        assert page.locator("#sentiment-heads-off input").count() == 8  # every head still there (the tiny model's)
+        assert off.locator("input[type=checkbox]").count() == 0
+        assert off.bounding_box()["height"] <= 130  # 123 px measured: its label, a line of help, the input
+        off.locator("input[role=combobox]").click()
+        assert off.get_by_role("option").count() == 8  # every head still there (the tiny model's 2 x 4)
+        assert page.evaluate("() => document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     finally:
         page.set_viewport_size(size)
 
@@ -152,6 +159,7 @@ def test_a_plot_far_below_is_skipped_until_it_is_scrolled_to(page, app_url):
     try:
         browser.open_tab(page, app_url, "Sentiment")
         browser.analyze_review(page, "A warm and funny film.")
+        browser.reveal(page, "sentiment-overview")  # the "All heads" section
         page.wait_for_selector("#sentiment-overview .heatmaplayer image", state="attached")
         page.evaluate("() => window.scrollTo(0, 0)")
         page.wait_for_function(SKIPPED_JS, arg=PLOT, polling="raf")

@@ -77,6 +77,7 @@ def test_every_plot_saves_png_and_svg(page, app_url, title, suffix):
 
 def test_a_comparison_shows_two_labels_and_the_aligned_diff(page, app_url):
     open_review_link(page, app_url, layer=2, head=3, method="rollout")
+    browser.open_section(page, "sentiment", "Compare")
     second = page.locator("#sentiment-compare-input textarea")
     second.fill("")
     page.locator("#sentiment-input textarea").focus()  # focus elsewhere, then come back as a user would
@@ -118,6 +119,7 @@ def test_a_translation_link_and_comparison(page, app_url):
     assert "greedy decoding" in page.locator("#translation-status").text_content()
     assert "Step 2 of" in browser.plot_title(page, "translation-step-heads")
 
+    browser.open_section(page, "translation", "Compare")
     page.locator("#translation-compare-input textarea").fill("Drei Hunde spielen.")
     page.locator("#translation-compare-submit").click()
     page.wait_for_selector("#translation-compare-output .compare-label")

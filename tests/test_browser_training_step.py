@@ -45,6 +45,7 @@ def text_of(page, elem_id: str) -> str:
 
 def test_moving_the_training_step_retranslates_with_that_snapshot(page, snapshot_url):
     browser.open_tab(page, snapshot_url, "Translation")
+    browser.open_section(page, "translation", "Training steps")
     assert page.locator("#translation-training-step").is_visible()
     assert "The trained model" in text_of(page, "translation-training-step-info")
     browser.translate(page, SENTENCE, "greedy")
@@ -76,6 +77,7 @@ def test_the_keyboard_moves_the_training_step_as_a_pointer_does(page, snapshot_u
     browser.translate(page, SENTENCE, "greedy")
     output = page.locator("#translation-output textarea")
     final_text = output.input_value()
+    browser.open_section(page, "translation", "Training steps")
     slider = page.locator("#translation-training-step input[type=range]")
     slider.focus()
     slider.press("Home")
@@ -94,6 +96,7 @@ def test_a_step_typed_in_the_number_box_runs_on_enter(page, snapshot_url):
     browser.translate(page, SENTENCE, "greedy")
     output = page.locator("#translation-output textarea")
     final_text = output.input_value()
+    browser.open_section(page, "translation", "Training steps")
     box = page.locator("#translation-training-step input[type=number]")
     box.fill("0")
     box.press("Enter")
@@ -114,6 +117,7 @@ def test_quick_keys_end_on_the_model_of_the_sliders_last_position(page, snapshot
     browser.translate(page, SENTENCE, "greedy")
     output = page.locator("#translation-output textarea")
     final_text, final_map = output.input_value(), page.evaluate(Z_JS, "translation-attention")
+    browser.open_section(page, "translation", "Training steps")
     slider = page.locator("#translation-training-step input[type=range]")
     slider.focus()
     slider.press("Home")
@@ -135,6 +139,8 @@ def test_quick_keys_end_on_the_model_of_the_sliders_last_position(page, snapshot
 def test_a_model_without_snapshots_shows_no_slider(page, snapshot_url):
     browser.open_tab(page, snapshot_url, "Sentiment")
     assert page.locator("#sentiment-attention").count() == 1
+    assert not page.locator("#sentiment-section-training-steps-button").is_visible()  # nor its section
+    assert page.locator("#sentiment-section-all-heads-button").is_visible()
     assert not page.locator("#sentiment-training-step").is_visible()
     assert not page.locator("#sentiment-training-step-info").is_visible()
 
@@ -147,6 +153,7 @@ def bundled_url(sentiment_dir):
 
 def test_the_bundled_translator_shows_its_slider_and_step_0_translates_differently(page, bundled_url):
     browser.open_tab(page, bundled_url, "Translation")
+    browser.open_section(page, "translation", "Training steps")
     assert page.locator("#translation-training-step").is_visible()
     browser.translate(page, "Ein Mann fährt mit dem Fahrrad.", "greedy")
     output = page.locator("#translation-output textarea")
@@ -176,6 +183,7 @@ def test_the_bundled_sentiment_model_shows_minilm_before_fine_tuning(page, bundl
     """The pre-trained model's one bundled snapshot, step 0 (int8 differences from the fine-tuned model): the same
     review read by MiniLM's weights with an untrained classifier."""
     browser.open_tab(page, bundled_models_url, "Sentiment")
+    browser.open_section(page, "sentiment", "Training steps")
     assert page.locator("#sentiment-training-step").is_visible()
     browser.analyze_review(page, "A wonderful film with a moving story and great acting.")
     final_map = page.evaluate(Z_JS, "sentiment-attention")
@@ -207,7 +215,8 @@ def test_the_bundled_sentiment_model_shows_minilm_before_fine_tuning(page, bundl
 
 
 def test_a_link_opens_the_training_step_it_names(page, bundled_models_url):
-    """A link copied at step 0 opened the trained model: it did not carry the training step."""
+    """A link copied at step 0 opened the trained model: it did not carry the training step. It opens the tab's
+    "Training steps" section, where the slider it set is."""
     from urllib.parse import urlencode
 
     review = "A wonderful film with a moving story and great acting."
@@ -217,6 +226,7 @@ def test_a_link_opens_the_training_step_it_names(page, bundled_models_url):
         timeout=SLOW_MS,
     )
     browser.wait_drawn(page, "sentiment-attention")
+    assert page.locator("#sentiment-section-training-steps-button").get_attribute("aria-selected") == "true"
     assert page.locator("#sentiment-training-step input[type=number]").input_value() == "0"
     page.locator("#sentiment-share").click()
     page.wait_for_function("() => (document.querySelector('#sentiment-share-link textarea') || {}).value")

@@ -58,6 +58,7 @@ def test_a_transformers_classifier_draws_its_heads(page, hf_app_url):
     assert "8 heads measured" in browser.wait_heads_measured(page, "sentiment")
     assert "out-of-domain check is off" in page.locator("#sentiment-status").text_content()
 
+    browser.open_section(page, "sentiment", "Compare")
     page.locator("#sentiment-models-submit").click()
     try:
         browser.wait_drawn(page, "sentiment-models-second", ".js-plotly-plot")

@@ -63,9 +63,29 @@ def test_model_view_shows_every_layer_and_head_and_a_click_opens_one(page, app_u
     assert checked == "3"
 
 
+def test_an_encoder_thumbnail_opens_the_section_of_its_large_plot(page, app_url):
+    """The translator's encoder plot sits in "Inside one head" (viz.page.layout): a click on an encoder thumbnail of
+    the model view opens that section and brings the plot, redrawn at the head clicked, into view."""
+    browser.open_tab(page, app_url, "Translation")
+    browser.translate(page, BENCH_GERMAN, decoding="greedy")
+    open_model_view(page, "translation")
+    page.locator("#translation-view-kind label", has_text="ncoder").first.click()
+    page.wait_for_timeout(1500)  # the thumbnails of the encoder are drawn
+    browser.click_plot(page, "translation-model-view", subplot="x7y7")  # layer 2, head 3
+    page.wait_for_selector("#translation-section-inside-one-head", state="visible", timeout=30_000)
+    page.wait_for_function(
+        "t => ((document.querySelector('#translation-encoder .gtitle') || {}).textContent || '').includes(t)",
+        arg="head 3",
+        timeout=30_000,
+    )
+    top = page.locator("#translation-encoder").evaluate("e => e.getBoundingClientRect().top")
+    assert 0 <= top < page.viewport_size["height"]  # scrolled to
+
+
 def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, app_url):
     browser.open_tab(page, app_url, "Sentiment")
     browser.analyze_review(page, LONG_REVIEW)
+    browser.reveal(page, "sentiment-token")  # token focus is in the "All heads" section
     page.wait_for_function("() => document.querySelector('#sentiment-token input') !== null")
     browser.mark_plot(page, "sentiment-attention")
     browser.click_plot(page, "sentiment-attention", 0.5, 0.25)
@@ -86,6 +106,7 @@ def test_a_token_click_updates_token_focus_and_the_large_maps_highlight(page, ap
     browser.mark_plot(page, "translation-attention")
     browser.click_plot(page, "translation-attention", 0.5, 0.1)
     browser.wait_redrawn(page, "translation-attention")
+    browser.reveal(page, "translation-token")
     token = page.locator("#translation-token input").input_value()
     assert token.endswith("(English)")
     browser.wait_drawn(page, "translation-token-focus", ".barlayer .point")
@@ -177,12 +198,13 @@ def test_on_a_phone_in_the_dark_no_plot_draws_over_another(page, app_url):
             open_model_view(page, key)
             browser.click_plot(page, f"{key}-attention", 0.5, 0.3)
             browser.wait_drawn(page, f"{key}-token-focus", ".barlayer .point")
-            plots = page.evaluate(BOXES_JS)
+            if task == "Sentiment":  # the explanation's deletion curve, beside them in the main view
+                browser.wait_drawn(page, "sentiment-deletion-curve", ".scatterlayer .trace")
+            plots = page.evaluate(BOXES_JS)  # the main view's and the open section's ("All heads")
             assert sum(len(p["ticks"]) for p in plots) > 50 and collisions(plots) == []
             assert max(p["plot"][2] for p in plots) <= 391  # nothing reaches past the screen's edge
             if task == "Sentiment":  # nor the explanation's deletion curve's titles and legend
                 page.locator("#sentiment-deletion-curve").scroll_into_view_if_needed()
-                browser.wait_drawn(page, "sentiment-deletion-curve", ".scatterlayer .trace")
                 assert browser.text_past_right_edge(page, "sentiment-deletion-curve") == []
             ramp = page.evaluate(f"id => ({PLOT_JS})(id)._fullData[0].colorscale[0][1]", f"{key}-attention")
             assert ramp == "#0f172a"  # the dark theme's colour ramp starts dark

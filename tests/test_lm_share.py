@@ -14,7 +14,8 @@ from test_share_app import blocks, click_fn, load_fn
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 from viz import language_model as lm
 from viz.examples import LANDING, LM_EXAMPLES
-from viz.share import downloads, links, lm_share
+from viz.page.landing import page_step
+from viz.share import export_store, links, lm_share
 
 BASE = "http://127.0.0.1:7860/"
 ELEM_IDS = [
@@ -69,7 +70,7 @@ def test_a_link_fills_the_prompt_and_options_then_presses_generate(demo):
     assert values["lm-explanation-method"] == "occlusion" and values["lm-scale"] == "log"
     assert values["lm-hide-tokens"] is True and 3 in fn.fn(SimpleNamespace(query_params=params))  # the step, pending
     follow = [f for f in demo.fns.values() if f.trigger_after == fn._id and f.js]
-    assert any("#lm-submit" in f.js for f in follow)
+    assert page_step("press_for_link.js", "lm") in [f.js for f in follow]
 
 
 def test_a_link_for_another_tab_changes_nothing_here_and_bad_values_are_named(demo, monkeypatch):
@@ -119,7 +120,7 @@ def test_download_exports_the_continuation_on_screen(demo, pipe, monkeypatch):
     fn = click_fn(demo, "lm-download")
     url = fn.fn(view, "This movie was", "sampled", 1.0, 0.9, None, 4, False, *shown(demo), "attention")
     assert url.startswith("exports/attention-lm-")  # the address the page fetches
-    record = json.loads((downloads.export_dir() / url.removeprefix("exports/")).read_text(encoding="utf-8"))
+    record = json.loads((export_store.export_dir() / url.removeprefix("exports/")).read_text(encoding="utf-8"))
     assert record["continuation"] == view.result.continuation and record["input"]["seed"] == view.result.seed
     assert record["explanation"]["method"] == "attention"
     warned = []

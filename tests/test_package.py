@@ -49,6 +49,8 @@ def test_the_wheel_holds_the_packages_and_declares_pins_and_extras(wheel):
         meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert {n.split("/")[0] for n in names if n.endswith(".py")} == set(PACKAGES)
     assert not [n for n in names if n.startswith(("tests/", "benchmarks/", "assets/"))]
+    page_js = {f"viz/page/js/{p.name}" for p in (ROOT / "viz" / "page" / "js").glob("*.js")}
+    assert page_js and page_js <= set(names)  # the page's JavaScript, read by viz.page.scripts
     requires = [line.split(": ", 1)[1] for line in meta.splitlines() if line.startswith("Requires-Dist: ")]
     assert "torch==2.13.0" in requires and "tokenizers==0.23.3" in requires
     assert 'gradio==6.31.0; extra == "app"' in requires and 'datasets==5.2.0; extra == "train"' in requires

@@ -64,9 +64,11 @@ def outputs_of(fn, values) -> dict:
 
 
 def presses_button_after(demo, fn, button_id: str) -> bool:
-    """The load event is followed by a js step that presses the tab's own button."""
+    """The load event is followed by a js step that presses the tab's own button (viz/page/js/press_for_link.js)."""
+    from viz.page.landing import page_step
+
     follow = [f for f in demo.fns.values() if f.trigger_after == fn._id and f.js]
-    return any(f"#{button_id}" in f.js for f in follow)
+    return page_step("press_for_link.js", button_id.removesuffix("-submit")) in [f.js for f in follow]
 
 
 def test_a_sentiment_link_fills_the_view_then_presses_analyse(demo):
@@ -283,11 +285,11 @@ def test_download_follows_the_training_step_shown(chooser, monkeypatch):
 @pytest.mark.parametrize("task", ["sentiment", "translation"])
 def test_compare_follows_the_training_step_shown(chooser, task, monkeypatch):
     """Compare read both inputs with the trained model while the page showed a snapshot."""
-    from viz.share import share_ui
+    from viz.compare import input_panels
 
     used = []
     run = "compare_reviews" if task == "sentiment" else "compare_translations"
-    monkeypatch.setattr(share_ui.compare, run, lambda pipe, *a: used.append(pipe) or (None, "", None))
+    monkeypatch.setattr(input_panels.compare, run, lambda pipe, *a: used.append(pipe) or (None, "", None))
     fn = click_fn(chooser, f"{task}-compare-submit")
     options = ["classifier"] if task == "sentiment" else ["greedy", 4]
     for position in (0, 3):  # step 0's snapshot, then the trained model (the right end)

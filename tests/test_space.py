@@ -16,6 +16,8 @@ from pathlib import Path
 from packaging.requirements import Requirement
 
 from training.publish import build_space_folder
+from training.release.space import SPACE_HUB_REQUIREMENTS
+from viz.models.loading import PRETRAINED_TRANSLATOR
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +52,10 @@ def closure(names: list[str]) -> set[str]:
 
 
 def modules_only_training_brings() -> list[str]:
-    """Top-level import names that come only with requirements.txt's extra (training) distributions."""
-    extra = closure(pinned("requirements.txt")) - closure(pinned("requirements-lib.txt", "requirements-app.txt"))
+    """Top-level import names that come only with requirements.txt's extra (training) distributions, but those the
+    Space installs for the pre-trained translator (transformers, sentencepiece)."""
+    space = pinned("requirements-lib.txt", "requirements-app.txt") + list(SPACE_HUB_REQUIREMENTS[1])
+    extra = closure(pinned("requirements.txt")) - closure(space)
     norm = lambda n: n.lower().replace("_", "-").replace(".", "-")  # noqa: E731
     return sorted(
         module
@@ -76,13 +80,15 @@ sentiment, translation = load_models()
 lm, lm_models = load_lm()
 assert sentiment.pipeline and translation.pipeline and lm.pipeline, (sentiment.error, translation.error, lm.error)
 demo = app.build_demo(sentiment.pipeline, translation.pipeline, lm.pipeline, lm_models=tuple(lm_models),
-                      sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")), landing=True)
+                      sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),
+                      translation_models=tuple(alternative_sources("TRANSLATION_MODEL")), landing=True)
 _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
 import urllib.request
 assert urllib.request.urlopen(url, timeout=60).status == 200
 print(json.dumps({"label": sentiment.pipeline("A fine film.").label, "url": url,
                   "continuation": lm.pipeline("A fine", max_new_tokens=3).continuation,
                   "alternatives": alternative_sources("SENTIMENT_MODEL"),
+                  "translators": alternative_sources("TRANSLATION_MODEL"),
                   "contrast_file": str(CONTRAST_FILE.resolve()), "pairs": len(contrast_pairs()),
                   "training_loaded": sorted(m for m in sys.modules if m.partition(".")[0] in blocked)}))
 demo.close()
@@ -91,8 +97,8 @@ demo.close()
 
 def test_training_modules_are_blocked_and_the_app_needs_none_of_them():
     blocked = modules_only_training_brings()
-    assert {"datasets", "sacrebleu", "accelerate", "transformers", "pyarrow"} <= set(blocked)
-    assert not {"torch", "gradio", "tokenizers", "huggingface_hub", "plotly", "numpy"} & set(blocked)
+    assert {"datasets", "sacrebleu", "accelerate", "pyarrow"} <= set(blocked)
+    assert not {"torch", "gradio", "tokenizers", "huggingface_hub", "plotly", "numpy", "transformers"} & set(blocked)
 
 
 def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, translation_dir, lm_dir):
@@ -100,7 +106,8 @@ def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, tr
     it: every tab's model, the sentiment tab's alternative and the contrast set are the Space's own files."""
     project = tmp_path / "project"
     project.mkdir()
-    for name in ("app.py", "transformer", "pipelines", "viz", "requirements-lib.txt", "requirements-app.txt"):
+    for name in ("app.py", "transformer", "pipelines", "viz", "requirements-lib.txt", "requirements-app.txt",
+                 "requirements-train.txt"):  # fmt: skip
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -117,8 +124,11 @@ def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, tr
     assert {"assets/lm/config.json", "assets/sentiment-scratch/config.json", "viz/data/contrast_pairs.jsonl"} <= set(
         files
     )
+    page_js = {f"viz/page/js/{p.name}" for p in (ROOT / "viz" / "page" / "js").glob("*.js")}
+    assert page_js and page_js <= set(files)  # the page's JavaScript (viz.page.scripts) travels with viz/
     reqs = (space / "requirements.txt").read_text()
-    assert "gradio==" in reqs and "torch==" in reqs and "datasets" not in reqs and "transformers" not in reqs
+    assert "gradio==" in reqs and "torch==" in reqs and "datasets" not in reqs
+    assert "transformers==" in reqs and "sentencepiece==" in reqs  # the pre-trained translator, from the Hub
     env = {"HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PATH": "/usr/bin:/bin", **variables}
     env["GRADIO_TEMP_DIR"] = str(tmp_path / "gradio")
     cmd = [sys.executable, "-I", "-c", APP_IN_SPACE, json.dumps(modules_only_training_brings())]
@@ -130,4 +140,5 @@ def test_space_app_starts_with_only_its_requirements(tmp_path, sentiment_dir, tr
     assert result["label"] in ("negative", "positive") and result["training_loaded"] == []
     assert isinstance(result["continuation"], str)
     assert [Path(p).relative_to(space).as_posix() for p in result["alternatives"]] == ["assets/sentiment-scratch"]
+    assert result["translators"] == [PRETRAINED_TRANSLATOR]  # offered; offline, the choice says it needs the Hub
     assert result["contrast_file"].startswith(str(space)) and result["pairs"] > 0  # the Space's own file, read

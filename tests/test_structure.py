@@ -7,8 +7,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 TASK_NAMES = {"sentiment", "translation", "lm"}
 REGISTRIES = {ROOT / "pipelines" / "tasks.py", ROOT / "viz" / "tasks.py"}
@@ -121,19 +119,14 @@ def test_pipelines_has_at_most_12_top_level_modules():
     assert len(top_modules("pipelines")) <= 12, top_modules("pipelines")
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the served pipelines still forward through __getattr__ (pipelines/hosting/serving.py)"
-)
 def test_no_forwarding_or_string_named_batch_methods():
     assert forwarding_and_named_methods() == []
 
 
-@pytest.mark.xfail(strict=True, reason="task names are still spelled outside the registries")
 def test_task_names_live_in_the_two_registries():
     assert len(task_name_uses()) <= 2, task_name_uses()
 
 
-@pytest.mark.xfail(strict=True, reason="JavaScript still sits in Python strings in viz/")
 def test_no_javascript_in_python_strings():
     assert javascript_in_python() == []
 

@@ -16,7 +16,7 @@ from transformer import CheckpointError, Seq2SeqTransformer, TransformerClassifi
 from viz import handlers
 from viz.attention import inside_head_panel
 from viz.examples import GERMAN, REVIEWS
-from viz.heads import handlers as heads
+from viz.heads.measure import head_table
 from viz.models import training_step
 from viz.models.loading import sentiment_registry, translation_registry
 
@@ -139,7 +139,7 @@ def test_each_step_translates_with_its_snapshot_and_the_view_records_it(translat
         early_cross[..., :1], final_cross[..., :1]
     )
     pipe = translators.get(early.model)  # what every panel resolves
-    table = heads.head_table(pipe, "translation", GERMAN[0], "greedy", 2, result=early.result)[0]
+    table = head_table(pipe, "translation", GERMAN[0], "greedy", 2, result=early.result)[0]
     assert table is not None
     recorded = inside_head_panel.record(translators, early)
     assert np.allclose(recorded.kinds["cross"].weights[0].numpy(), early.result.cross_attentions[0].numpy(), atol=1e-5)

@@ -1,8 +1,8 @@
 """The Next word tab (task "lm"): a prompt continued token by token, streamed, with a step slider over what the
-model read at each step, its top-10 next tokens, what drives the first new token (the shared explanation panel,
-with its faithfulness), the shared views and heads panel for its causal attention, a share link, the download and a
-second prompt to compare. Every elem_id starts with "lm-". The handlers are in viz.language_model and
-viz.share.lm_share."""
+model read at each step, its top-10 next tokens, what drives the token of the step shown (the shared explanation
+panel, with its faithfulness), inside one head (rotation and key/value groups), the shared views and heads panel for
+its causal attention, a share link, the download and a second prompt to compare. Every elem_id starts with "lm-".
+The handlers are in viz.language_model and viz.share.lm_share."""
 
 from types import SimpleNamespace
 
@@ -12,12 +12,14 @@ from pipelines.language_model import MAX_NEW_TOKENS
 
 from . import handlers
 from . import language_model as lm
-from .attention import views_panel
+from .attention import inside_head_panel, views_panel
+from .compare import input_panels
 from .examples import LM_EXAMPLES
 from .explanations import explanation_panel
 from .heads.panel import heads_panel
 from .models import model_choice, training_step
 from .models.loading import GET_SMOLLM2, SMOLLM2_NAME
+from .page import landing, layout
 from .server import hosting
 from .server.events import FOLLOW_UP
 from .share import lm_share, share_ui
@@ -57,7 +59,7 @@ def _inputs(models) -> SimpleNamespace:
         examples=[[text, chat_on] for _, text, chat_on in LM_EXAMPLES], inputs=[prompt, chat],
         example_labels=[name for name, _, _ in LM_EXAMPLES], label="Examples", elem_id="lm-examples", **PRIVATE,
     )  # fmt: skip
-    share_ui.press_after(examples.load_input_event, "lm", prompt)
+    landing.press_after(examples.load_input_event, "lm", prompt)
     return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "box")})
 
 
@@ -70,24 +72,22 @@ def _notes(models) -> str:
     return f"{SMOLLM2_NAME} is not installed; to offer it: `{GET_SMOLLM2}` and restart the app."
 
 
-def _views(models) -> SimpleNamespace:
-    """The step slider, the top-10, layer and head, the heatmap and the shared views."""
-    gr.Markdown(STEP_HELP)
-    step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="lm-step")
-    next_plot = gr.Plot(show_label=False, elem_id="lm-next")
-    gr.Markdown("### Causal self-attention")
-    pipe = models.get()
-    with gr.Row():
-        choices = [(str(i + 1), i) for i in range(pipe.n_layers)]
-        layer = gr.Radio(choices, value=0, label="Layer", elem_id="lm-layer")
-        choices = [(str(i + 1), i) for i in range(pipe.n_heads)]
-        head = gr.Radio(choices, value=0, label="Head (large plot)", elem_id="lm-head")
-    scale, hide = views_panel.options("lm")
-    single = gr.Plot(show_label=False, elem_id="lm-attention")
-    views = views_panel.focus_and_model("lm", scale, hide)
-    overview = gr.Plot(show_label=False, elem_id="lm-overview")
-    snapshot = training_step.build(models, "lm")
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe", "choices")})
+def _views(models, page) -> SimpleNamespace:
+    """The step slider and the top-10 under the continuation, the heatmap with its layer and head, and the shared
+    views in the sections (viz.page.layout)."""
+    with page.answer:
+        gr.Markdown(STEP_HELP)
+        step = gr.Slider(1, 2, value=1, step=1, label="Step", interactive=False, elem_id="lm-step")
+        next_plot = gr.Plot(show_label=False, elem_id="lm-next")
+    with page.heatmap:
+        main = layout.main_heatmap("lm", models.get(), "large plot")
+    layer, head, scale, hide, single = main.layer, main.head, main.scale, main.hide, main.plot
+    with page.section("All heads"):
+        overview = gr.Plot(show_label=False, elem_id="lm-overview")
+        views = views_panel.focus_and_model("lm", scale, hide, main.clicks)
+    with page.section("Training steps"):
+        snapshot = training_step.build(models, "lm")
+    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "page", "main")})
 
 
 def _stop(request: gr.Request = None) -> None:
@@ -144,18 +144,22 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     """The Next word tab over a ModelRegistry (viz.models.loading.lm_registry): the model choice and the training
     step pick which model the run and every panel use; the API serves the default."""
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
-    with gr.Row():
-        with gr.Column(scale=3):
-            i = _inputs(models)
-        with gr.Column(scale=2):
-            choice = model_choice.choice(models, "lm")
-            gr.Markdown(_notes(models), elem_id="lm-model-notes")
-            output = gr.Textbox(label="Continuation", interactive=False, lines=4, elem_id="lm-output")
-            status = gr.Markdown(label="Status", elem_id="lm-status")
-            share = share_ui.share_controls("lm")
-            options = [i.prompt, i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
-    panel = explanation_panel.build(models.get(), "lm")
-    v = _views(models)
+    page = layout.task_page("lm", layout.present(models))
+    with page.ask:
+        i = _inputs(models)
+    with page.answer:
+        choice = model_choice.choice(models, "lm")
+        output = gr.Textbox(label="Continuation", interactive=False, lines=4, elem_id="lm-output")
+        status = gr.Markdown(label="Status", elem_id="lm-status")
+        share = share_ui.share_controls("lm")
+        layout.model_notes(models, "lm", _notes(models))
+        options = [i.prompt, i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
+    with page.explain:
+        panel = explanation_panel.build(models.get(), "lm")
+    v = _views(models, page)
+    with page.section("Inside one head"):
+        inside = inside_head_panel.build("lm")
+    page.opens("Inside one head", inside.accordion)  # one click: the section, its view recorded and drawn
     run_inputs = [*options, choice, v.snapshot.slider, v.layer, v.head, v.scale, v.hide]
     outputs = [state, output, status, v.next_plot, v.single, v.step, v.layer, v.head]
     generated = i.submit.click(_run(models), run_inputs, outputs, **MODEL_EVENTS, **PRIVATE,
@@ -168,8 +172,14 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     stepped = v.step.input(lm.show_step, *step_io, trigger_mode="always_last", **PRIVATE)
     stepped.then(handlers.overview, [state, v.layer, v.scale, v.hide], [v.overview], **FOLLOW_UP)
     hosting.watch_for_expiry(state, v.layer, v.head, v.step)
-    explanation_panel.wire(panel, models, state, drawn)
+    linked = lm_share.wire_lm_links(demo, models, share, i=i, v=v, choice=choice, method=panel.method, state=state,
+                                    drawn=drawn)  # fmt: skip
+    # after a link's step is set (nothing to set otherwise), so that the step the slider shows is the one explained
+    explanation_panel.wire(panel, models, state, linked, step=v.step)
+    inside_head_panel.wire(inside, models, state, v.layer, v.head, v.views.token, v.views.kind, v.step, drawn)
     _api(models, state)
-    heads_panel(models, "lm", state, drawn, [i.prompt])
-    lm_share.lm_compare_panel(models, i=i, v=v, choice=choice)
-    lm_share.wire_lm_links(demo, models, share, i=i, v=v, choice=choice, method=panel.method, state=state, drawn=drawn)
+    with page.section("What each head does"):
+        heads_panel(models, "lm", state, drawn, [i.prompt])
+    with page.section("Compare"):
+        input_panels.lm_compare_panel(models, i=i, v=v, choice=choice)
+    page.close(demo)

@@ -4,10 +4,11 @@ pipelines.tasks; a TaskUI holds both. Handlers, panels, downloads and compare lo
 of testing names.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION, Task
 
+from .heads.runs import CONTINUED, DECODED, LABEL, HeadRuns
 from .inputs import MAX_GERMAN_CHARS, MAX_PROMPT_CHARS, MAX_REVIEW_CHARS
 
 GERMAN_PLACEHOLDER = "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang."
@@ -33,6 +34,15 @@ class InputBox:
 
 
 @dataclass(frozen=True)
+class TabTitle:
+    """How the page names the tab, and what it says when the tab's model did not load (app._unavailable)."""
+
+    title: str  # the tab's button: "Translation (German → English)"
+    model: str  # the model, in words: "language model"
+    env_var: str  # the variable that names it: "LM_MODEL"
+
+
+@dataclass(frozen=True)
 class TaskUI:
     """One tab's task: the pipelines' Task and the words and limits of its page."""
 
@@ -43,6 +53,8 @@ class TaskUI:
     heads_help: str  # the heads panel's introduction
     columns_help: str  # its table's columns, in the words of the tab (no tokenizer markers)
     box: InputBox
+    head_runs: HeadRuns = field(kw_only=True)  # how the heads panel runs its model: measure, switch heads off
+    tab: TabTitle = field(kw_only=True)
 
     @property
     def name(self) -> str:
@@ -61,6 +73,8 @@ TASKS: dict[str, TaskUI] = {
             "probability changes when that head alone is switched off.",
             _COLUMNS.format(cross="", end="the review's last token"),
             InputBox("Movie review (English)", "Type or paste a movie review…", 6, 16),
+            head_runs=LABEL,
+            tab=TabTitle("Sentiment", "sentiment", "SENTIMENT_MODEL"),
         ),
         TaskUI(
             TRANSLATION,
@@ -80,6 +94,8 @@ TASKS: dict[str, TaskUI] = {
             InputBox(
                 "German sentence", "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.", 2, 6
             ),
+            head_runs=DECODED,
+            tab=TabTitle("Translation (German → English)", "translation", "TRANSLATION_MODEL"),
         ),
         TaskUI(
             LM,
@@ -90,6 +106,8 @@ TASKS: dict[str, TaskUI] = {
             "log-probability of the first generated token changes when that head alone is switched off.",
             _COLUMNS.format(cross="", end="the first token, as *sink*") + _ROLES,
             InputBox("Prompt", "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that", 3, 10),
+            head_runs=CONTINUED,
+            tab=TabTitle("Next word", "language model", "LM_MODEL"),
         ),
     )
 }

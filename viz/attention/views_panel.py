@@ -3,8 +3,8 @@ head controls), token focus, and the model view (every layer x head, drawn only 
 
 The same events serve both tabs: a tab names its task (pipelines.tasks), whose kinds of attention and large heatmaps
 the events draw.
-A click in the page (VIEWS_JS) writes into a hidden textbox: a heatmap cell picks its row's token, a thumbnail
-of the model view sets the layer and head controls."""
+A click in the page (viz/page/js/plot_clicks.js) writes into a hidden textbox: a heatmap cell picks its row's token,
+a thumbnail of the model view sets the layer and head controls."""
 
 from dataclasses import dataclass
 from functools import partial, wraps
@@ -16,52 +16,20 @@ from pipelines.kinds import KINDS
 from pipelines.tasks import TASKS
 
 from .. import handlers
+from ..page.scripts import call
+from ..page.sections import section_id
 from ..page.theme import waiting_plot
 from ..server.events import FOLLOW_UP
 from . import view_handlers as views
 
 PRIVATE = dict(api_visibility="private")
 HIDE_LABEL = "Hide special tokens and punctuation (rows renormalised)"
-# Clicks on plots, in the browser. Plotly reports clicks through gd.on('plotly_click'), bound to a plot the first
-# time a pointer goes down on it (gradio replaces plot divs on new figures, so binding at draw time would miss some).
-VIEWS_JS = """
-(() => {
-  if (window.__attentionViews) return;
-  window.__attentionViews = true;
-  const send = (id, value) => {
-    const box = document.querySelector('#' + id + ' textarea, #' + id + ' input');
-    if (!box) return;
-    box.value = value + '#' + Date.now();
-    box.dispatchEvent(new Event('input', {bubbles: true}));
-  };
-  const onClick = (plotId, ev) => {
-    const pt = ev && ev.points && ev.points[0];
-    if (!pt) return;
-    const task = plotId.split('-')[0];
-    const meta = pt.data.meta || {};
-    if (plotId.endsWith('-model-view')) {
-      send(task + '-open-head', meta.layer + ':' + meta.head + ':' + meta.kind);
-    } else if (meta.q) {
-      send(task + '-token-click', meta.q + ':' + parseInt(String(pt.y), 10));
-    }
-  };
-  const bind = e => {
-    const gd = e.target.closest && e.target.closest('.js-plotly-plot');
-    if (!gd || gd.__viewsBound || typeof gd.on !== 'function') return;
-    const host = gd.closest(__HOSTS__);
-    if (!host) return;
-    gd.__viewsBound = true;
-    gd.on('plotly_click', ev => onClick(host.id, ev));
-  };
-  document.addEventListener('pointerdown', bind, true);
-  document.addEventListener('mousedown', bind, true);
-})();
-""".replace("__HOSTS__", repr(", ".join(f'[id^="{t}-"]' for t in TASKS)))
+# Clicks on plots, in the browser (viz/page/js/plot_clicks.js), on the plots of every tab's elements
+PLOT_HOSTS = ", ".join(f'[id^="{t}-"]' for t in TASKS)
 LARGE_PLOT = {kind: f"{t.name}-{KINDS[kind].plot}" for t in TASKS.values() for kind in t.shown}  # kind -> elem_id
-SCROLL_JS = (  # the thumbnail's head opens in its large plot: bring that plot into view
-    "(value) => { const k = String(value || '').split(':')[2]; const p = %s[k]; "
-    "const el = p && document.getElementById(p); if (el) el.scrollIntoView({block: 'start'}); return value; }"
-)
+# The large plots of a task's other kinds (the translator's encoder and decoder) sit in its "Inside one head" section
+# (app.py); a thumbnail of one opens that section before scrolling to it
+PLOT_SECTION = {kind: section_id(t.name, "Inside one head") for t in TASKS.values() for kind in t.shown[1:]}
 
 
 @dataclass
@@ -92,19 +60,29 @@ def kind_choices(task: str) -> list[tuple[str, str]]:
     return [(KINDS[kind].choice, kind) for kind in TASKS[task].shown]
 
 
-def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox) -> ViewsUI:
-    """Token focus and the model view (with the kind of attention to show, where the task has several)."""
+def click_boxes(task: str) -> tuple[gr.Textbox, gr.Textbox]:
+    """Where clicks on plots arrive (plot_clicks.js, loaded with them, writes into them), out of sight: (token click,
+    head opened). A tab lays them out in its main view (viz.page.layout.main_heatmap): the parts of a section are not
+    on the page until it is opened, and a click on the main heatmap was lost before "All heads" had been."""
+    clicks = call("plot_clicks.js", PLOT_HOSTS) + ";"
+    gr.HTML("", js_on_load=clicks, container=False, padding=False, elem_classes=["views-js"])
+    with gr.Row(elem_classes=["views-hidden"]):
+        token_click = gr.Textbox(elem_id=f"{task}-token-click", show_label=False, container=False)
+        open_head = gr.Textbox(elem_id=f"{task}-open-head", show_label=False, container=False)
+    return token_click, open_head
+
+
+def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox, boxes: tuple | None = None) -> ViewsUI:
+    """Token focus and the model view (with the kind of attention to show, where the task has several); boxes: the
+    tab's click_boxes, else laid out here."""
     choices = kind_choices(task)
-    gr.HTML("", js_on_load=VIEWS_JS, container=False, padding=False, elem_classes=["views-js"])
+    token_click, open_head = boxes or click_boxes(task)
     gr.Markdown("### Token focus\nPick a token, or click a row of a large heatmap: every head of the layer at once.")
     with gr.Row(elem_classes=["view-options"]):
         kind = None
         if len(choices) > 1:
             kind = gr.Radio(choices, value=choices[0][1], label="Attention", elem_id=f"{task}-view-kind")
         token = gr.Dropdown([], value=None, label="Token", elem_id=f"{task}-token", filterable=True)
-    with gr.Row(elem_classes=["views-hidden"]):
-        token_click = gr.Textbox(elem_id=f"{task}-token-click", show_label=False, container=False)
-        open_head = gr.Textbox(elem_id=f"{task}-open-head", show_label=False, container=False)
     focus = waiting_plot(f"{task}-token-focus")
     with gr.Accordion("Model view: every layer × head (click one to open it)", open=False) as accordion:
         model = gr.Plot(show_label=False, elem_id=f"{task}-model-view")
@@ -211,7 +189,8 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
         event(_redraw(fn, outputs), inputs, outputs, **PRIVATE)
     ui.accordion.expand(on_expand, common, [ui.model_open, ui.model], **PRIVATE)
     ui.accordion.collapse(lambda: False, None, [ui.model_open], **PRIVATE)
-    ui.open_head.change(open_head, [ui.open_head], [layer, head], js=SCROLL_JS % LARGE_PLOT, **PRIVATE)
+    scroll = call("scroll_to_plot.js", LARGE_PLOT, PLOT_SECTION)
+    ui.open_head.change(open_head, [ui.open_head], [layer, head], js=scroll, **PRIVATE)
     return drawn
 
 

@@ -3,12 +3,19 @@ model run again with chosen heads switched off. Laid out here so app.py only cal
 
 import gradio as gr
 
+from ..page.progress import reporter
 from ..page.theme import HEADS_GRID, waiting_plot
 from ..server.events import FOLLOW_UP
 from ..tasks import TASKS
-from . import handlers as heads
+from .clicked import head_heatmap, selected_head, table_head
+from .grid import empty_grid
+from .measure import head_table
+from .names import head_choices
+from .switch_off import add_head, switch_off
+from .table import TABLE_JS, empty_table
 
 PRIVATE = dict(api_visibility="private")
+PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
 def effect_grid(value, elem_id: str) -> gr.Dataframe:
@@ -24,6 +31,21 @@ def effect_grid(value, elem_id: str) -> gr.Dataframe:
     )
 
 
+def heads_off(choices: list[tuple[str, str]], elem_id: str) -> gr.Dropdown:
+    """The heads to switch off: one multi-select of every head ('layer 2 · head 3'), filled by picking or typing
+    ('head 3' lists every third head), or by clicking a head in the grid or the table and then 'Switch the clicked
+    head off'. It replaced a checkbox per head: 72 for a 6 x 12-head model took three phone screens."""
+    return gr.Dropdown(
+        choices,
+        value=[],
+        multiselect=True,
+        filterable=True,
+        label="Heads to switch off",
+        info="Pick or type heads, or click one in the grid or the table and switch it off.",
+        elem_id=elem_id,
+    )
+
+
 def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list) -> None:
     """Add the panel; it measures the heads after `run_event` (the tab's model run) on `inputs`
     (the text, and for translation the decoding and beam size), reusing the run's result where main_state
@@ -35,38 +57,39 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     state, clicked = gr.State(None), gr.State(None)
     gr.Markdown(f"### What each head does\n{TASKS[task].heads_help}")
     status = gr.Markdown(elem_id=f"{p}-status")
-    grid = effect_grid(heads.empty_grid(layers, n_heads), elem_id=f"{p}-grid")
+    grid = effect_grid(empty_grid(layers, n_heads), elem_id=f"{p}-grid")
     add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
     heatmap = waiting_plot(f"{p}-heatmap")
     table = gr.HTML(
-        heads.empty_table(layers).html(),
-        label="Head table (click a header to sort)",
+        empty_table(layers).html(),
+        label="Head table (click a header to sort, a row for its head)",
         show_label=True,
         container=True,
-        js_on_load=heads.SORT_JS,
+        js_on_load=TABLE_JS,
         elem_id=f"{p}-table",
     )
     gr.Markdown(TASKS[task].columns_help)
     gr.Markdown("#### Switch heads off")
-    chosen = gr.CheckboxGroup(
-        heads.head_choices(layers, n_heads), label="Heads to switch off", elem_id=f"{p}-off", elem_classes=["heads-off"]
-    )
+    chosen = heads_off(head_choices(layers, n_heads), elem_id=f"{p}-off")
     run = gr.Button("Run with these heads off", variant="secondary", elem_id=f"{p}-run")
     compare = gr.HTML(elem_id=f"{p}-compare")
 
-    def measure(view, *args):
+    def measure(view, *args, progress=PROGRESS):
         model = models.get(getattr(view, "model", None))
-        choices = gr.CheckboxGroup(choices=heads.head_choices(model.head_layers, model.n_heads), value=[])
-        measured, grid, table, status = heads.head_table(model, task, *args, result=getattr(view, "result", None))
+        choices = gr.Dropdown(choices=head_choices(model.head_layers, model.n_heads), value=[])
+        report = reporter(progress, "Switching each head off", "heads")
+        measured, grid, table, status = head_table(model, task, *args, result=getattr(view, "result", None),
+                                                   progress=report)  # fmt: skip
         return measured, grid, table.html(), status, choices
 
     run_event.then(measure, [main_state, *inputs], [state, grid, table, status, chosen], **FOLLOW_UP)
-    grid.select(heads.selected_head, [state], [clicked], **PRIVATE).then(
-        heads.head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
-    )
-    add.click(heads.add_head, [chosen, clicked], [chosen], **PRIVATE)
+    for source, pick in ((grid, selected_head), (table, table_head)):  # a head clicked in the grid or the table
+        source.select(pick, [state], [clicked], **PRIVATE).then(
+            head_heatmap, [main_state, state, clicked], [heatmap], **PRIVATE
+        )
+    add.click(add_head, [chosen, clicked], [chosen], **PRIVATE)
 
-    def switch_off(view, heads_view, selected):
-        return heads.switch_off(models.get(getattr(view, "model", None)), heads_view, selected)
+    def run_off(view, heads_view, selected):
+        return switch_off(models.get(getattr(view, "model", None)), heads_view, selected)
 
-    run.click(switch_off, [main_state, state, chosen], [compare], **PRIVATE)
+    run.click(run_off, [main_state, state, chosen], [compare], **PRIVATE)

@@ -80,6 +80,12 @@ def display_name(pipe, source: str = "") -> str:
 
 
 def alternative_sources(env_var: str) -> list[str]:
+    """The models offered beside the default of $env_var: the bundled ones (bundled_sources), then the Hub's
+    (hub_sources)."""
+    return bundled_sources(env_var) + hub_sources(env_var)
+
+
+def bundled_sources(env_var: str) -> list[str]:
     """The bundled models offered beside the default when $env_var is not set or names a bundled folder (assets/...,
     as on a Space that carries its models), and they are there."""
     value = os.environ.get(env_var, "").strip()
@@ -90,14 +96,87 @@ def alternative_sources(env_var: str) -> list[str]:
     return [str(p) for p in alternatives if p.resolve() != chosen]
 
 
+# --- a pre-trained model from the Hub beside ours, loaded on first use ------------------------------------------------
+
+PRETRAINED_TRANSLATOR = "Helsinki-NLP/opus-mt-de-en"
+PRETRAINED_TRANSLATOR_NAME = "pre-trained Marian (opus-mt-de-en, 6+6 layers × 8 heads)"
+PRETRAINED_TRANSLATOR_NOTE = (
+    "Marian, trained by Helsinki-NLP on millions of German-English sentence pairs of every kind (OPUS), read through"
+    " `transformers`; loaded from the Hub on first use (300 MB, a minute or so)."
+)
+# {a tab's env var: (the env var naming the Hub model offered beside it, the model when that is unset)}; '' = none
+HUB_ALTERNATIVES = {"TRANSLATION_MODEL": ("TRANSLATION_HUB_MODEL", PRETRAINED_TRANSLATOR)}
+HUB_NEEDS = ("transformers", "sentencepiece")  # what reading a Marian repo takes (its tokenizer is sentencepiece)
+
+
+def hub_sources(env_var: str) -> list[str]:
+    """The Hub model offered beside $env_var's ($TRANSLATION_HUB_MODEL, else Marian; '' for none): a repo id, or a
+    folder standing in for one. A repo id is offered only where `transformers` and `sentencepiece` are installed."""
+    var, default = HUB_ALTERNATIVES.get(env_var, ("", ""))
+    if not var or not os.environ.get(var, default).strip():
+        return []
+    source = model_source(var) if os.environ.get(var, "").strip() else default
+    if source == model_source(env_var):
+        return []
+    from importlib.util import find_spec
+
+    missing = [m for m in HUB_NEEDS if find_spec(m) is None]
+    if missing and not Path(source).is_dir():
+        log.info("%s is not offered: it needs %s (pip install %s)", source, ", ".join(missing), " ".join(missing))
+        return []
+    return [source]
+
+
+def hub_reachable(timeout: float = 2.0) -> bool:
+    """Whether the Hub answers: not with HF_HUB_OFFLINE set, and a connection to its host opens within `timeout`."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        return False
+    try:
+        socket.create_connection((urlparse(constants.ENDPOINT).hostname, 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def needs_hub(source: str) -> bool:
+    """A repo id that is neither a folder here nor in the local Hub cache, while the Hub cannot be reached."""
+    from huggingface_hub import try_to_load_from_cache
+
+    if Path(source).is_dir() or isinstance(try_to_load_from_cache(source, "config.json"), str):
+        return False
+    return not hub_reachable()
+
+
+def hub_entry(model_entry, fallback: str):
+    """The registry entry of a Hub model: Marian's note, and, where the Hub cannot be reached, why it cannot load
+    (`unavailable`, said in one line beside the choice). fallback: what the tab uses instead."""
+    from dataclasses import replace
+
+    note = model_entry.note or (PRETRAINED_TRANSLATOR_NOTE if model_entry.source == PRETRAINED_TRANSLATOR else "")
+    if not needs_hub(model_entry.source):
+        return replace(model_entry, note=note)
+    why = f"{model_entry.name} needs the Hugging Face Hub, which cannot be reached from here: the tab uses {fallback}."
+    return replace(model_entry, note=note, unavailable=why)
+
+
 def folder_metrics(source: str) -> dict:
     """A local model folder's metrics.json without loading its weights ({} for a repo id or a folder without)."""
-    path = Path(source) / "metrics.json"
+    return _folder_json(source, "metrics.json")
+
+
+def _folder_json(source: str, name: str) -> dict:
+    """The JSON object in the file `name` of a local model folder ({} for a repo id, no such file, or no object)."""
+    path = Path(source) / name
     try:
-        metrics = json.loads(path.read_text()) if path.is_file() else {}
+        value = json.loads(path.read_text()) if path.is_file() else {}
     except ValueError:
         return {}
-    return metrics if isinstance(metrics, dict) else {}
+    return value if isinstance(value, dict) else {}
 
 
 def entry_name(source: str) -> str:
@@ -156,10 +235,27 @@ def sentiment_registry(default, wrap, compare=None, sources: list[str] = ()):
     return task_registry("sentiment", default, wrap, compare, list(sources))
 
 
-def translation_registry(default, wrap):
-    """The translation tab's ModelRegistry: the default pipeline and its training snapshots (the training-step
-    slider), loaded on first use."""
-    return task_registry("translation", default, wrap)
+def translation_registry(default, wrap, sources: list[str] = ()):
+    """The translation tab's ModelRegistry: the default pipeline, then `sources` (python app.py: alternative_sources,
+    the pre-trained Marian from the Hub), loaded on first use, and the training snapshots of each (the training-step
+    slider)."""
+    registry = task_registry("translation", default, wrap, sources=list(sources), name=translation_name)
+    fallback = registry.default
+    for name in registry.names[1:]:
+        if registry.entries[name].source in sources and not Path(registry.entries[name].source).is_dir():
+            registry.entries[name] = hub_entry(registry.entries[name], fallback)
+    return registry
+
+
+def translation_name(source: str, pipe=None) -> str:
+    """What the translation tab's choice calls a model: Marian from the Hub by its name, the others as display_name."""
+    if str(source) == PRETRAINED_TRANSLATOR:
+        return PRETRAINED_TRANSLATOR_NAME
+    metrics, config = getattr(pipe, "metrics", None) or folder_metrics(source), _config(source)
+    if not metrics.get("display_name") and {"n_encoder_layers", "n_decoder_layers", "n_heads"} <= set(config):
+        sizes = f"{config['n_encoder_layers']}+{config['n_decoder_layers']} layers × {config['n_heads']} heads"
+        return f"ours, from scratch on image captions ({sizes})"  # our own translator (Multi30k), by its size
+    return display_name(pipe, source) if pipe is not None else entry_name(source)
 
 
 # --- the language model: SmolLM2 where its weights are here, else ours ----------------------------------------------
@@ -183,12 +279,8 @@ def lm_name(source: str, pipe=None) -> str:
 
 
 def _config(source: str) -> dict:
-    path = Path(source) / "config.json"
-    try:
-        config = json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError:
-        return {}
-    config = config.get("config", config) if isinstance(config, dict) else {}
+    config = _folder_json(source, "config.json")
+    config = config.get("config", config)
     return config if isinstance(config, dict) else {}
 
 

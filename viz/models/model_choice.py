@@ -10,6 +10,8 @@ import gradio as gr
 
 from transformer import CheckpointError
 
+from ..page.scripts import call
+
 log = logging.getLogger(__name__)
 PRIVATE = dict(api_visibility="private")
 
@@ -20,17 +22,23 @@ def notes(models) -> str:
     lines = [
         f"- **{html.escape(name)}**: {models.entries[name].note}" for name in models.names if models.entries[name].note
     ]
-    head = "Another model reads the same review again: compare the labels, the heads and the explanations."
-    return "\n".join([head, *lines])
+    head = "Another model reads the same text again: compare the outputs, the heads and the explanations."
+    return "\n".join([head, *lines, *(f"- ⚠️ {html.escape(line)}" for line in unavailable(models))])
+
+
+def unavailable(models) -> list[str]:
+    """One line for each model of the choice that cannot load here, and why (a Hub model offline)."""
+    return [models.entries[n].unavailable for n in models.names if getattr(models.entries[n], "unavailable", "")]
 
 
 def choice(models, task: str) -> gr.Radio:
     """The choice (hidden when the registry has one model); what each model is goes under the prediction
     (choice_notes), so that on a phone the prediction comes right after the inputs."""
-    several = len(models.names) > 1
+    several, info = len(models.names) > 1, " ".join(unavailable(models)) or None  # a Hub model offline, in one line
     return gr.Radio(
-        models.names, value=models.default, label="Model", visible=several, elem_id=f"{task}-model", interactive=True
-    )
+        models.names, value=models.default, label="Model", info=info, visible=several, elem_id=f"{task}-model",
+        interactive=True,
+    )  # fmt: skip
 
 
 def choice_notes(models, task: str) -> gr.Markdown:
@@ -64,7 +72,4 @@ def sized(pipe, layer: int, head: int, asked: tuple[int, int] | None = None) -> 
 
 def rerun_js(task: str) -> str:
     """Client-side: press the tab's button when there is text to read, as a click would (every panel follows)."""
-    return (
-        f"() => {{ const box = document.querySelector('#{task}-input textarea');"
-        f" if (box && box.value.trim()) document.querySelector('#{task}-submit')?.click(); }}"
-    )
+    return call("rerun_tab.js", task)

@@ -67,8 +67,8 @@ def noted(models, name: str, status: str) -> str:
         return status
     line = (
         f"**Training step {entry.snapshot.step:,}** ({_when(entry)}), not the trained model: the training-step "
-        "slider under the attention views moves it. Calibration and the out-of-domain check are the trained "
-        "model's only."
+        "slider (section *Training steps*, under the heatmap) moves it. Calibration and the out-of-domain check "
+        "are the trained model's only."
     )
     return f"{line}\n\n{status}" if status else line
 

@@ -1,7 +1,6 @@
 """Settings for hosting the app for months on a small shared machine: bounded memory, no uploads, a queue
 that takes bursts, and who is calling (for the fair batcher). Used by app.py and by every test that serves it."""
 
-import json
 import os
 
 import gradio as gr
@@ -11,9 +10,10 @@ from starlette.responses import PlainTextResponse
 from pipelines.hosting import serving
 from pipelines.hosting.serving import calling_client
 
-from ..page import head as page
+from ..page import html_head as page
 from ..page import theme
-from ..share.downloads import ServeExports
+from ..page.scripts import call
+from ..share.export_store import ServeExports
 from .guard import ApiGuard
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
@@ -107,40 +107,26 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
 # draw the heatmap. Without it, a one-sentence review's click to drawn heatmap took 395 ms on average instead of
 # 459 (24 clicks each, alternating blocks; a small gain on this noisy machine: benchmarks/RESULTS.md, "Click to
 # drawn heatmap"). Instead the output the new result replaces (the prediction, the translation) is marked aria-busy from
-# the click, and dimmed by viz.page.head.CSS, until after_paint's steps clear it.
-_MARK_BUSY_JS = """(...inputs) => {
-  document.getElementById(%s)?.setAttribute('aria-busy', 'true');
-  return inputs;
-}"""
-_CLEAR_BUSY = "document.getElementById(%s)?.removeAttribute('aria-busy');"
+# the click (viz/page/js/mark_busy.js), and dimmed by viz.page.html_head.CSS, until after_paint's steps clear it.
 
 
 def first_view(busy: gr.components.Component) -> dict:
     """The event options of a tab's button: no gradio progress, and `busy` (an output with an elem_id) marked busy
     from the click until after_paint(event, busy) clears it. The js runs before the event is sent and passes its
     inputs on unchanged."""
-    return dict(show_progress="hidden", js=_MARK_BUSY_JS % json.dumps(busy.elem_id))
+    return dict(show_progress="hidden", js=call("mark_busy.js", busy.elem_id))
 
 
-# A step in the browser only: resolves once the page has shown a frame with the event's outputs. Gradio's page
-# does a lot of work when it starts an event (it copies the value of every component that was ever an event's
-# progress target: progress_on_one_component); started straight after the first heatmap arrives, the next event
-# held that heatmap back from the screen for 50-100 ms. Plots are drawn in an animation frame
-# (viz.share.downloads.PLOTLY_JS), so the step waits for the next one after it: by then the frame with the new
-# heatmap has been painted. It first clears the busy mark of first_view.
-_AFTER_PAINT_JS = """() => {
-  %s
-  return new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0))));
-}"""
-
-
+# A step in the browser only (viz/page/js/after_paint.js): resolves once the page has shown a frame with the event's
+# outputs. Gradio's page does a lot of work when it starts an event (it copies the value of every component that was
+# ever an event's progress target: progress_on_one_component); started straight after the first heatmap arrives, the
+# next event held that heatmap back from the screen for 50-100 ms.
 def after_paint(event, busy: gr.components.Component):
     """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs. Its
     step, and a step on failure (gradio's page chains no .then step after a failed event), clear the busy mark
     first_view(busy) set on `busy`."""
-    clear = _CLEAR_BUSY % json.dumps(busy.elem_id)
-    event.failure(None, js=f"() => {{ {clear} }}", api_visibility="private")
-    return event.then(None, js=_AFTER_PAINT_JS % clear, api_visibility="private")
+    event.failure(None, js=call("clear_busy.js", busy.elem_id), api_visibility="private")
+    return event.then(None, js=call("after_paint.js", busy.elem_id), api_visibility="private")
 
 
 # Gradio's page keeps a loading status for every component that was ever an event's progress target (by default

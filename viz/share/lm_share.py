@@ -1,4 +1,4 @@
-"""The Next word tab's share link, download and compare panel (as viz.share.share_ui's for the other tabs).
+"""The Next word tab's share link and download (as viz.share.share_ui's for the other tabs).
 
 A link carries the prompt, the chat checkbox, the decoding options (the seed of a sampled continuation: the one typed,
 else the one drawn for the continuation on screen), the model and training step, layer, head, explanation method,
@@ -14,34 +14,20 @@ from pipelines.tasks import LM
 
 from .. import handlers
 from .. import language_model as lm
-from ..compare import input_compare as compare
-from ..examples import LM_PAIRS
 from ..inputs import MAX_PROMPT_CHARS, check_text
 from ..models import training_step
+from ..page import landing
 from ..server.events import FOLLOW_UP
 from . import downloads, links
 from .share_ui import (
     PRIVATE,
-    CompareWords,
     ShareControls,
     _choice,
-    _compare_panel,
     _file,
     _link_box,
     _model_and_step,
-    _press_js,
     _warn_ignored,
     _wire_buttons,
-)
-
-PROMPT_WORDS = CompareWords(
-    "### Compare two prompts\nContinue a second prompt with the same decoding: both continuations, and for the "
-    "chosen layer and head how causal self-attention moved over the tokens both sequences share (prompt and new "
-    "tokens).",
-    "Second prompt (click it for a copy of the first, then edit it, or type or paste over it)",
-    2,
-    6,
-    "Prompt pairs (one click fills both prompts and compares them)",
 )
 
 
@@ -136,9 +122,10 @@ def apply_step(view, layer, head, scale, hide, pending: int | None):
     return slider, heatmap, top, handlers.overview(view, layer, scale, hide), None
 
 
-def wire_lm_links(demo, models, controls: ShareControls, *, i, v, choice, method, state, drawn) -> None:
+def wire_lm_links(demo, models, controls: ShareControls, *, i, v, choice, method, state, drawn):
     """Copy link and download (by the model shown: the choice at the training step's snapshot), and opening a link
-    (restore); i: the tab's inputs, v: its views (viz.lm_tab)."""
+    (restore); i: the tab's inputs, v: its views (viz.lm_tab). Returns the event that moves the step slider to the
+    link's step (the explanation panel explains that step after it)."""
     options = [i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
     shown = [state, i.prompt, *options, v.layer, v.head, v.step, method, v.scale, v.hide, choice, v.snapshot.slider]
     _wire_buttons(
@@ -155,18 +142,6 @@ def wire_lm_links(demo, models, controls: ShareControls, *, i, v, choice, method
         return restore(models, link if link is not None and link.tab == LM.name else None, i, v, method)
 
     restored = restored_components(i, v, choice, method, pending)
-    demo.load(restore_link, None, restored, **PRIVATE).then(None, None, None, js=_press_js(LM.name), **PRIVATE)
+    landing.press_for_link(demo.load(restore_link, None, restored, **PRIVATE), LM.name)
     step_outputs = [v.step, v.single, v.next_plot, v.overview, pending]
-    drawn.then(apply_step, [state, v.layer, v.head, v.scale, v.hide, pending], step_outputs, **FOLLOW_UP)
-
-
-def lm_compare_panel(models, *, i, v, choice) -> None:
-    """A second prompt (a copy of the first to edit), both continuations side by side and the aligned causal
-    self-attention diff for the chosen layer and head; by the model shown, with the tab's decoding options."""
-
-    def run(a, b, decoding, temperature, top_p, seed, max_new, chat, name, position, layer, head):
-        pipe = models.get(training_step.chosen(models, name, position))
-        return compare.compare_prompts(pipe, a, b, decoding, temperature, top_p, seed, max_new, chat, layer, head)
-
-    options = [i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat, choice, v.snapshot.slider]
-    _compare_panel(LM.name, i.prompt, PROMPT_WORDS, LM_PAIRS, run, options, v.layer, v.head)
+    return drawn.then(apply_step, [state, v.layer, v.head, v.scale, v.hide, pending], step_outputs, **FOLLOW_UP)

@@ -1,0 +1,36 @@
+// Clicks on plots, in the browser: a heatmap cell picks its row's token, a thumbnail of the model view sets the layer
+// and head controls (viz.attention.views_panel), each by writing into a hidden textbox of the plot's tab. Plotly
+// reports clicks through gd.on('plotly_click'), bound to a plot the first time a pointer goes down on it (gradio
+// replaces plot divs on new figures, so binding at draw time would miss some).
+// (hosts) => void; hosts: a CSS selector of the elements whose id names a tab ('[id^="sentiment-"], ...').
+(hosts) => {
+  if (window.__attentionViews) return;
+  window.__attentionViews = true;
+  const send = (id, value) => {
+    const box = document.querySelector('#' + id + ' textarea, #' + id + ' input');
+    if (!box) return;
+    box.value = value + '#' + Date.now();
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  const onClick = (plotId, ev) => {
+    const pt = ev && ev.points && ev.points[0];
+    if (!pt) return;
+    const task = plotId.split('-')[0];
+    const meta = pt.data.meta || {};
+    if (plotId.endsWith('-model-view')) {
+      send(task + '-open-head', meta.layer + ':' + meta.head + ':' + meta.kind);
+    } else if (meta.q) {
+      send(task + '-token-click', meta.q + ':' + parseInt(String(pt.y), 10));
+    }
+  };
+  const bind = e => {
+    const gd = e.target.closest && e.target.closest('.js-plotly-plot');
+    if (!gd || gd.__viewsBound || typeof gd.on !== 'function') return;
+    const host = gd.closest(hosts);
+    if (!host) return;
+    gd.__viewsBound = true;
+    gd.on('plotly_click', ev => onClick(host.id, ev));
+  };
+  document.addEventListener('pointerdown', bind, true);
+  document.addEventListener('mousedown', bind, true);
+}
