@@ -305,7 +305,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     with page.section("Compare"):
-        translation_compare_panel(models, **inputs, training=p.snapshot)
+        translation_compare_panel(models, **inputs, training=p.snapshot, choice=choice)
     share_ui.wire_translation_links(
         demo, models, share, **inputs, scale=scale, hide=hide, state=state, drawn=drawn,
         step=[step, step_heads, step_topk], training=p.snapshot,

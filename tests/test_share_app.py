@@ -195,8 +195,8 @@ def test_contrast_buttons_end_on_a_whole_word_with_an_ellipsis():
 
 @pytest.fixture(scope="module")
 def chooser(sentiment_dir, translation_dir, tmp_path_factory):
-    """The app with two sentiment models ("classifier", with snapshots at steps 0, 10 and 100, and "other") and a
-    translator with snapshots at the same steps."""
+    """The app with two sentiment models ("classifier", with snapshots at steps 0, 10 and 100, and "other") and two
+    translators ("translator", with snapshots at the same steps, and "other-translator")."""
     import shutil
 
     from tiny_models import add_snapshots
@@ -210,10 +210,15 @@ def chooser(sentiment_dir, translation_dir, tmp_path_factory):
     translator = add_snapshots(
         shutil.copytree(translation_dir, root / "translator"), Seq2SeqTransformer, [0, 10, 100], metric="bleu"
     )
+    other_translator = shutil.copytree(translation_dir, root / "other-translator")
+    metrics = other_translator / "metrics.json"  # a name of its own (the two would share one, from their size)
+    named = {**(json.loads(metrics.read_text()) if metrics.exists() else {}), "display_name": "other translator"}
+    metrics.write_text(json.dumps(named))
     return build_demo(
         SentimentPipeline.from_pretrained(str(classifier)),
         TranslationPipeline.from_pretrained(str(translator)),
         sentiment_models=(str(other),),
+        translation_models=(str(other_translator),),
     )
 
 
@@ -291,10 +296,25 @@ def test_compare_follows_the_training_step_shown(chooser, task, monkeypatch):
     run = "compare_reviews" if task == "sentiment" else "compare_translations"
     monkeypatch.setattr(input_panels.compare, run, lambda pipe, *a: used.append(pipe) or (None, "", None))
     fn = click_fn(chooser, f"{task}-compare-submit")
-    options = ["classifier"] if task == "sentiment" else ["greedy", 4]
+    options = ["classifier"] if task == "sentiment" else ["greedy", 4, None]
     for position in (0, 3):  # step 0's snapshot, then the trained model (the right end)
         fn.fn("A.", "B.", *options, position, 0, 0)
     assert "step-0" in str(used[0].source) and "step-" not in str(used[1].source)
+
+
+@pytest.mark.parametrize("task", ["sentiment", "translation"])
+def test_compare_reads_both_inputs_with_the_model_chosen(chooser, task, monkeypatch):
+    """The translation tab's compare used its default translator whatever the model choice showed."""
+    from viz.compare import input_panels
+
+    used = []
+    run = "compare_reviews" if task == "sentiment" else "compare_translations"
+    monkeypatch.setattr(input_panels.compare, run, lambda pipe, *a: used.append(pipe) or (None, "", None))
+    fn = click_fn(chooser, f"{task}-compare-submit")
+    (_, name), *_ = [c for c in blocks(chooser)[f"{task}-model"].choices if "other" in str(c)]  # the second model
+    options = [name] if task == "sentiment" else ["greedy", 4, name]
+    fn.fn("A.", "B.", *options, 0, 0, 0)
+    assert used[0].source.endswith("other" if task == "sentiment" else "other-translator")
 
 
 def test_a_redraw_before_any_result_leaves_the_plots_alone(demo):

@@ -10,7 +10,7 @@ import gradio as gr
 from pipelines.tasks import LM
 
 from ..examples import LM_PAIRS, ContrastSetError, contrast_pairs, shorten
-from ..models import training_step
+from ..models import model_choice, training_step
 from ..page.landing import press_after
 from ..page.scripts import script
 from ..page.theme import waiting_plot
@@ -113,15 +113,17 @@ def sentiment_compare_panel(models, *, review, choice, step, layer, head) -> Non
     _compare_panel("sentiment", review, REVIEW_WORDS, pairs, run, [choice, step.slider], layer, head)
 
 
-def translation_compare_panel(models, *, german, decoding, beam, layer, head, training) -> None:
+def translation_compare_panel(models, *, german, decoding, beam, layer, head, training, choice=None) -> None:
     """A second German sentence, both translations side by side, and the aligned cross-attention diff; by the
-    translator at the training step's snapshot."""
+    translator shown: the chosen one (choice: the tab's model choice), at the training step's snapshot."""
 
-    def run(a, b, decoding, beam, position, layer, head):
-        pipe = models.get(training_step.chosen(models, None, position))
+    def run(a, b, decoding, beam, name, position, layer, head):
+        pipe, status = model_choice.resolve(models, training_step.chosen(models, name, position))
+        if pipe is None:  # a model that cannot be loaded here (the pre-trained translator offline)
+            return None, status, None
         return compare.compare_translations(pipe, a, b, decoding, beam, layer, head)
 
-    options = [decoding, beam, training.slider]
+    options = [decoding, beam, gr.State(None) if choice is None else choice, training.slider]
     _compare_panel("translation", german, SENTENCE_WORDS, GERMAN_PAIRS, run, options, layer, head)
 
 
