@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -231,9 +232,23 @@ def launch_two_processes(args: list[str]) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     launch = "-m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1".split()
     launch += "--mixed_precision no --dynamo_backend no -m training".split()
-    return subprocess.run(
-        [sys.executable, *launch, *args], capture_output=True, text=True, env=env, cwd=FIXTURES.parents[1], timeout=300
-    )
+    for attempt in range(2):
+        proc = subprocess.run(
+            [sys.executable, *launch, *args], capture_output=True, text=True, env=env, cwd=FIXTURES.parents[1],
+            timeout=300,
+        )  # fmt: skip
+        if proc.returncode == 0 or TEARDOWN_ABORT not in proc.stderr or attempt:
+            return proc
+        # Once more, from an empty folder: a rank aborted in torch's teardown after the run had ended (below)
+        shutil.rmtree(args[args.index("--out") + 1], ignore_errors=True)
+    return proc
+
+
+# A rank that leaves a joinable C++ thread to the interpreter's exit aborts with this after its last line (torch's
+# gloo teardown; the loop ends the process group first, training.engine.loop), its outputs complete. Seen in one CI run
+# and in 1 of 3 full suites here (2026-11-28), in none of 21 runs of the launch by itself: one retry keeps the suite
+# from failing on it; a second abort, or any other failure, still fails.
+TEARDOWN_ABORT = "terminate called without an active exception"
 
 
 @pytest.mark.slow
