@@ -131,7 +131,7 @@ def test_inside_one_head_shows_the_steps_row_its_rotation_and_its_group(page, lm
     """The lm tab's inside-one-head view (in its section, opened): the step's last row of the head chosen, equal to
     the large heatmap's; q and k before and after the rotation, the causal mask, the key/value head shared by a group
     of query heads (the tiny model: 4 query heads, 2 key/value heads); it follows the step slider and the head, and
-    the explanation follows the step slider too."""
+    the explanation of the step shown follows on "Explain this step"."""
     page.set_viewport_size({"width": 1440, "height": 900})
     page.goto(lm_url)
     page.get_by_role("tab", name="Next word").click()
@@ -156,12 +156,15 @@ def test_inside_one_head_shows_the_steps_row_its_rotation_and_its_group(page, lm
         "() => { const s = document.querySelector('#lm-step input[type=range]'); return s && !s.disabled; }"
     )
     slider = page.locator("#lm-step input[type=range]")
-    n = int(slider.get_attribute("max"))  # the steps generated: the last one is shown first
+    n = int(slider.get_attribute("max"))  # the steps generated: the last one is shown first, and explained
+    page.wait_for_selector(f"#lm-explanation .explained-step[data-step='{n}']", state="attached", timeout=60_000)
     browser.mark_plot(page, "lm-attention")
     slider.press("Home")  # step 1: the prompt only
     browser.wait_redrawn(page, "lm-attention")
     page.wait_for_function(f"([id, q]) => ({CAUSAL_JS})(id)?.query === q", arg=[INSIDE, len(last) - n])
     assert len(weights_are_the_last_row_shown(page)) == len(last) - n + 1
+    assert page.locator("#lm-explanation .explained-step").get_attribute("data-step") == str(n)  # not run again
+    page.locator("#lm-explain-step").click()
     page.wait_for_selector("#lm-explanation .explained-step[data-step='1']", state="attached", timeout=60_000)
 
     browser.choose(page, "lm-head", "4", redraws=("lm-attention",))
@@ -170,7 +173,8 @@ def test_inside_one_head_shows_the_steps_row_its_rotation_and_its_group(page, lm
     assert (shown["group"], shown["kv"]) == ("2-3", 1) and "shared with query heads 3–4" in shown["text"]
     weights_are_the_last_row_shown(page)
 
-    slider.press("ArrowRight")  # step 2: explained on the slider's input, and by the button
+    slider.press("ArrowRight")  # step 2, explained by the button
+    page.locator("#lm-explain-step").click()
     page.wait_for_selector("#lm-explanation .explained-step[data-step='2']", state="attached", timeout=60_000)
     assert f"Step 2 of {n} explained" in page.locator("#lm-explanation .explained-step").text_content()
     assert page.locator("#lm-explain-step").is_visible()

@@ -161,8 +161,8 @@ def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
 def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted, step=None):
     """Explain after `predicted` (the event that fills view_state) and whenever the method changes, with the model
     that made the view (models: the tab's ModelRegistry). step: a step slider (the Next word tab's): the step it shows
-    is explained, again when the visitor moves it (its .input: nothing runs while a new continuation sets it) or
-    presses "Explain this step". Returns the event that draws the highlight, for the app to chain its own redraws on."""
+    is explained, and again when the visitor presses "Explain this step" (moving the slider only redraws: an
+    explanation runs the model). Returns the event that draws the highlight, for the app to chain its own redraws on."""
 
     def run_explain(view, method, step, progress=PROGRESS):
         name = explanations.label(panel.task, method) if method else "Explanation"
@@ -180,8 +180,6 @@ def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted, step=
     drawn = predicted.then(run_explain, inputs, outs, **FOLLOW_UP)
     drawn.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)
     asked = [panel.method.change(run_explain, inputs, outs, **PRIVATE)]
-    if step is not None:
-        asked.append(step.input(run_explain, inputs, outs, trigger_mode="always_last", **PRIVATE))
     if panel.button is not None:
         asked.append(panel.button.click(run_explain, inputs, outs, trigger_mode="always_last", **PRIVATE))
     for event in asked:

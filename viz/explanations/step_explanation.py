@@ -11,7 +11,7 @@ from pipelines.explanations.words import word_scores
 from ..inputs import plural
 from .attributions import _rgba
 
-HINT = "Move the step slider, or press <i>Explain this step</i>, to explain another token."
+HINT = "Move the step slider, then press <i>Explain this step</i>, to explain another token."
 
 
 def shared_scale(expl) -> float:
