@@ -1,11 +1,12 @@
 """Inference pipelines shared by the app, the evaluation commands and the benchmarks."""
 
 from pipelines.common import TokenSpan
-from pipelines.language_model import LanguageModelPipeline, LanguageModelResult, NextToken, PromptError
+from pipelines.language_model import Decoding, LanguageModelPipeline, LanguageModelResult, NextToken, PromptError
 from pipelines.sentiment import SentimentPipeline, SentimentResult
 from pipelines.translation import DecodingStep, TranslationPipeline, TranslationResult
 
 __all__ = [
+    "Decoding",
     "DecodingStep",
     "LanguageModelPipeline",
     "LanguageModelResult",

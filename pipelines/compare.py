@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 import numpy as np
 
 from pipelines.attention.attention_maps import AttentionMaps
-from pipelines.language_model import LanguageModelResult
+from pipelines.language_model import Decoding, LanguageModelResult
 from pipelines.sentiment import SentimentResult
 from pipelines.translation import TranslationResult
 
@@ -199,10 +199,10 @@ def compare_translation(pipe, text_a: str, text_b: str, beam_size: int | None = 
     return TranslationComparison(a, b, source, target, a_maps, b_maps)
 
 
-def compare_lm(pipe, prompt_a: str, prompt_b: str, **decoding) -> LMComparison:
-    """Continue both prompts with the same decoding options (those of the pipeline's call) and align the sequences
-    their maps are over, on ids."""
-    a, b = pipe(prompt_a, **decoding), pipe(prompt_b, **decoding)
+def compare_lm(pipe, prompt_a: str, prompt_b: str, decoding: Decoding | None = None) -> LMComparison:
+    """Continue both prompts with the same decoding options (None: greedy, 20 tokens) and align the sequences their
+    maps are over, on ids."""
+    a, b = pipe.generate(prompt_a, decoding), pipe.generate(prompt_b, decoding)
     a_maps, b_maps = a.attention_maps(), b.attention_maps()
     tokens = align_tokens(a.sequence_ids, b.sequence_ids, a_maps.queries["causal"], b_maps.queries["causal"])
     return LMComparison(a, b, tokens, a_maps, b_maps)

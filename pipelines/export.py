@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from pipelines.common import weights_sha256
+from pipelines.language_model import Decoding
 from transformer.hub import weight_files
 
 SCHEMA_VERSION = 1
@@ -175,24 +176,18 @@ def translation_record(pipe, text: str, beam_size: int | None = None, method: st
     }
 
 
-def lm_record(
-    pipe,
-    prompt: str,
-    max_new_tokens: int = 20,
-    temperature: float = 0.0,
-    top_p: float = 1.0,
-    seed: int | None = None,
-    chat: bool = False,
-    method: str | None = None,
-) -> dict:
-    """Continue `prompt` with these decoding options and return the export dict. The maps' rows and columns are
-    `sequence` (the prompt's tokens, then the generated ones but the last): row i reads columns 0..i only, and the
-    maps of step s are their top-left (len(tokens) + s) square. The explanation is of the first generated token."""
-    result = pipe(prompt, max_new_tokens, temperature, top_p, seed, chat=chat)
-    options = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p, "seed": seed}
+def lm_record(pipe, prompt: str, decoding: Decoding | None = None, method: str | None = None) -> dict:
+    """Continue `prompt` decoded as `decoding` (None: greedy, 20 tokens) and return the export dict. The maps' rows
+    and columns are `sequence` (the prompt's tokens, then the generated ones but the last): row i reads columns 0..i
+    only, and the maps of step s are their top-left (len(tokens) + s) square. The explanation is of the first
+    generated token."""
+    decoding = decoding or Decoding()
+    result = pipe.generate(prompt, decoding)
+    options = dataclasses.asdict(decoding)
+    options = {"prompt": prompt, "chat": options.pop("chat"), **options}
     return {
         **_header("lm", pipe),
-        "input": {"prompt": prompt, "chat": chat, **options, "decoding": "greedy" if temperature <= 0 else "sampled"},
+        "input": {**options, "decoding": "greedy" if decoding.temperature <= 0 else "sampled"},
         "tokens": _tokens(result.tokens),
         "template_positions": result.template_positions,
         "generated": [{"index": i, "id": s.token_id, "text": s.token} for i, s in enumerate(result.steps)],

@@ -131,20 +131,36 @@ class LanguageModelResult:
         return lm_maps(self)
 
 
-def check_options(n_prompt: int, max_new_tokens: int, temperature: float, top_p: float, max_len: int) -> None:
-    """PromptError for decoding options out of range, or a prompt that leaves no room for max_new_tokens."""
-    whole = isinstance(max_new_tokens, numbers.Real) and float(max_new_tokens).is_integer()  # 20.0 from a slider too
-    if not whole or not 1 <= max_new_tokens <= MAX_NEW_TOKENS:
-        raise PromptError(f"max_new_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}, got {max_new_tokens!r}")
-    if not temperature >= 0:  # NaN too
-        raise PromptError(f"temperature must be 0 (greedy) or more, got {temperature!r}")
-    if not 0 < top_p <= 1:
-        raise PromptError(f"top_p must be above 0 and at most 1, got {top_p!r}")
-    if n_prompt + max_new_tokens > max_len:
-        raise PromptError(
-            f"the prompt is {n_prompt} tokens: with {max_new_tokens} new ones that is more than the model reads "
-            f"({max_len}); shorten the prompt or ask for fewer tokens"
-        )
+@dataclass(frozen=True)
+class Decoding:
+    """How one continuation is decoded: up to max_new_tokens (1..MAX_NEW_TOKENS) new tokens, greedy at temperature 0,
+    else sampled (nucleus top_p) with a generator seeded by `seed` (the same seed, the same continuation); chat: the
+    prompt goes in as a user message in the model's chat template."""
+
+    max_new_tokens: int = 20
+    temperature: float = 0.0  # 0: greedy
+    top_p: float = 1.0
+    seed: int | None = None
+    chat: bool = False
+
+    def check(self, n_prompt: int, max_len: int) -> "Decoding":
+        """These options with whole numbers where they take them; PromptError for an option out of range, or a prompt
+        of n_prompt tokens that leaves no room for max_new_tokens more in a model reading max_len."""
+        n = self.max_new_tokens
+        whole = isinstance(n, numbers.Real) and float(n).is_integer()  # 20.0 from a slider too
+        if not whole or not 1 <= n <= MAX_NEW_TOKENS:
+            raise PromptError(f"max_new_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}, got {n!r}")
+        if not self.temperature >= 0:  # NaN too
+            raise PromptError(f"temperature must be 0 (greedy) or more, got {self.temperature!r}")
+        if not 0 < self.top_p <= 1:
+            raise PromptError(f"top_p must be above 0 and at most 1, got {self.top_p!r}")
+        if n_prompt + n > max_len:
+            raise PromptError(
+                f"the prompt is {n_prompt} tokens: with {n} new ones that is more than the model reads "
+                f"({max_len}); shorten the prompt or ask for fewer tokens"
+            )
+        seed = None if self.seed is None else int(self.seed)
+        return dataclasses.replace(self, max_new_tokens=int(n), seed=seed, chat=bool(self.chat))
 
 
 def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
@@ -225,28 +241,20 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         """{("causal", layer, head): multiplier} -> {"causal": (L, H)} (ValueError for a head the model lacks)."""
         return heads.mask_tensors(head_mask, self.head_layers, self.n_heads, self.adapter.device)
 
-    def stream(
-        self,
-        prompt: str,
-        max_new_tokens: int = 20,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        head_mask: dict[HeadKey, float] | None = None,
-        chat: bool = False,
-    ):
+    def stream(self, prompt: str, decoding: Decoding | None = None, head_mask: dict[HeadKey, float] | None = None):
         """Yield a partial LanguageModelResult (complete=False, no maps) after each generated token, then the complete
-        one, with the maps of one pass over the final sequence. Options as __call__; PromptError before anything
-        runs for a bad prompt or option."""
-        read = self.encode(prompt, chat)
-        check_options(len(read.ids), max_new_tokens, temperature, top_p, self.adapter.max_len)
-        max_new_tokens, seed = int(max_new_tokens), None if seed is None else int(seed)
+        one, with the maps of one pass over the final sequence. decoding: the options (None: greedy, 20 tokens);
+        head_mask as __call__'s. PromptError before anything runs for a bad prompt or option."""
+        decoding = decoding or Decoding()
+        read = self.encode(prompt, decoding.chat)
+        decoding = decoding.check(len(read.ids), self.adapter.max_len)
         masks = self.head_masks(head_mask)
         result = LanguageModelResult(
             prompt, read.tokens, [], "", [], [], False, read.n_prefix, read.n_suffix, read.bos, complete=False,
-            chat=chat, temperature=temperature, top_p=top_p, seed=seed,
+            chat=decoding.chat, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
         )  # fmt: skip
-        for step in self.adapter.steps(read.ids, max_new_tokens, temperature, top_p, seed, masks):
+        options = (decoding.max_new_tokens, decoding.temperature, decoding.top_p, decoding.seed)
+        for step in self.adapter.steps(read.ids, *options, masks):
             result = self._extended(result, next_token_info(self.adapter, step))
             yield result
         yield self._complete(result, masks)
@@ -290,7 +298,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         (decoding and the maps both run with it). chat: the prompt as a user message in the chat template.
         PromptError (a ValueError) for an empty prompt, one without tokens, options out of range, or a prompt too
         long for max_new_tokens more; NonFiniteOutput where the model computes NaN."""
-        *_, result = self.stream(prompt, max_new_tokens, temperature, top_p, seed, head_mask, chat)
+        return self.generate(prompt, Decoding(max_new_tokens, temperature, top_p, seed, chat), head_mask)
+
+    def generate(
+        self, prompt: str, decoding: Decoding | None = None, head_mask: dict[HeadKey, float] | None = None
+    ) -> LanguageModelResult:
+        """__call__ with its options as one Decoding (None: greedy, 20 tokens): the complete result of stream."""
+        *_, result = self.stream(prompt, decoding, head_mask)
         return result
 
     @functools.cached_property
@@ -301,13 +315,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
 
     @runs_model(background=True)
     def head_table(
-        self, prompt: str, result: LanguageModelResult | None = None, progress=None, **decoding
+        self, prompt: str, result: LanguageModelResult | None = None, progress=None, decoding: Decoding | None = None
     ) -> list[dict]:
         """One dict per head (kind "causal", layer, head from 0): attention statistics and roles (sink, previous,
         duplicate, induction) on this prompt's result, and the effect of switching that head alone off: the change
         of the first generated token's log-probability. result: a complete result of `prompt` to reuse (None: run
-        it now with the options of __call__ in `decoding`); progress(heads done, heads) as the effects come."""
-        return heads.lm_head_table(self, result or self(prompt, **decoding), self.induction, progress)
+        it now, decoded as `decoding`); progress(heads done, heads) as the effects come."""
+        return heads.lm_head_table(self, result or self.generate(prompt, decoding), self.induction, progress)
 
     @property
     def default_explanation(self) -> dict:

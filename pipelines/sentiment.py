@@ -14,7 +14,6 @@ from pipelines.batching import pad, sorted_batches
 from pipelines.common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite, runs_model
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import OurClassifier
-from pipelines.models.snapshots import at_revision, no_hub_revision
 from pipelines.text import clean_text, head_tail, kept_positions
 from pipelines.trust.calibration import Temperature
 from pipelines.trust.domain import DomainModel, load_domain
@@ -63,7 +62,7 @@ def _uniform(T: int) -> torch.Tensor:
     return torch.full((T,), 1.0 / T)
 
 
-class SentimentPipeline(AdapterBacked, BatchRunner):
+class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
     """A classifier behind a model adapter (pipelines.models.adapter): ours (a TransformerClassifier with its tokenizer)
     or a `transformers` sequence classifier (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
 
@@ -89,16 +88,8 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         self.metrics: dict = {}  # metrics.json of the model folder, when it has one (from_pretrained)
 
     @classmethod
-    def from_pretrained(
-        cls, name_or_path: str, device: str | None = None, revision: str | None = None
-    ) -> "SentimentPipeline":
-        """Ours (a folder or repo with our config.json) or a transformers sequence classifier (model id or folder):
-        its preprocessing.json, when there is one, gives calibration, out-of-domain statistics and cutting.
-        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
-        revision: a training snapshot "step-<N>" (pipelines/models/snapshots.py), or any Hub revision of a repo id."""
-        name_or_path, hub_revision = at_revision(name_or_path, revision)
-        if hf_adapter.is_transformers_model(name_or_path):
-            return cls.from_transformers(no_hub_revision(name_or_path, hub_revision), device)
+    def from_folder(cls, name_or_path: str, device: str | None, hub_revision: str | None) -> "SentimentPipeline":
+        """Our classifier's folder or repo (from_pretrained's path for ours)."""
         model, tok, prep, metrics = load_folder(TransformerClassifier, name_or_path, device, hub_revision)
         max_len = min(prep.get("max_len", model.config.max_len), model.config.max_len)
         labels = prep.get("labels", ["negative", "positive"])
@@ -106,8 +97,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner):
         calibration = Temperature.from_preprocessing(prep)
         contrast = contrast_scores(metrics)
         pipe = cls(model, tok, max_len, prep.get("head", max_len // 4), labels, calibration, domain, contrast)
-        pipe.source = str(name_or_path)  # which model made a result (export): a snapshot's own folder, or the repo
-        pipe.revision = revision  # a training snapshot ("step-<N>", snapshots.is_snapshot), a Hub revision, or None
         pipe.metrics = metrics  # what training measured on this model (metrics.json): the app's claims come from here
         return pipe
 

@@ -15,7 +15,6 @@ from pipelines.common import AdapterBacked, BatchRunner, TokenSpan, guarded, loa
 from pipelines.explanations.faithfulness import QUICK_STEPS
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import KindMasks, OurSeq2Seq
-from pipelines.models.snapshots import at_revision, no_hub_revision
 from pipelines.text import clean_text
 from pipelines.trust.domain import DomainModel, load_domain
 from transformer import Hypothesis, Seq2SeqTransformer
@@ -77,7 +76,7 @@ def keys(Ts: int, Tt: int) -> list[tuple[str, int]]:
     return [("encoder", Ts), ("decoder", Tt), ("cross", Ts)]
 
 
-class TranslationPipeline(AdapterBacked, BatchRunner):
+class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
     """A translator behind a model adapter (pipelines.models.adapter): ours (a Seq2SeqTransformer with its tokenizer)
     or a `transformers` seq2seq model (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
 
@@ -99,21 +98,11 @@ class TranslationPipeline(AdapterBacked, BatchRunner):
         return self.adapter.max_source
 
     @classmethod
-    def from_pretrained(
-        cls, name_or_path: str, device: str | None = None, revision: str | None = None
-    ) -> "TranslationPipeline":
-        """Ours (a folder or repo with our config.json) or a transformers seq2seq model (model id or folder).
-        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
-        revision: a training snapshot "step-<N>" (pipelines/models/snapshots.py), or any Hub revision of a repo id."""
-        name_or_path, hub_revision = at_revision(name_or_path, revision)
-        if hf_adapter.is_transformers_model(name_or_path):
-            return cls.from_transformers(no_hub_revision(name_or_path, hub_revision), device)
+    def from_folder(cls, name_or_path: str, device: str | None, hub_revision: str | None) -> "TranslationPipeline":
+        """Our translator's folder or repo (from_pretrained's path for ours)."""
         model, tok, prep, _ = load_folder(Seq2SeqTransformer, name_or_path, device, hub_revision)
         domain = load_domain(prep, tok, model.config.vocab_size, name_or_path)
-        pipe = cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
-        pipe.source = str(name_or_path)  # which model made a result (export): a snapshot's own folder, or the repo
-        pipe.revision = revision  # a training snapshot ("step-<N>", snapshots.is_snapshot), a Hub revision, or None
-        return pipe
+        return cls(model, tok, prep.get("beam_size", 4), prep.get("alpha", 0.6), domain)
 
     @classmethod
     def from_transformers(cls, name_or_path: str, device: str | None = None) -> "TranslationPipeline":

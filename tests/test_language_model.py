@@ -16,7 +16,7 @@ import torch
 from pipelines import LanguageModelPipeline, PromptError
 from pipelines.attention import head_roles as roles
 from pipelines.common import NonFiniteOutput
-from pipelines.language_model import MAX_NEW_TOKENS, TOP_K
+from pipelines.language_model import MAX_NEW_TOKENS, TOP_K, Decoding
 from pipelines.models.chat_template import CHATML, read_chat_template
 from transformer import CausalLM, CheckpointError
 from transformer.generation import lm_steps
@@ -96,7 +96,7 @@ def test_the_same_seed_samples_the_same_continuation(lm):
 
 
 def test_stream_yields_each_step_then_the_complete_result(lm, result):
-    parts = list(lm.stream(PROMPT, max_new_tokens=6))
+    parts = list(lm.stream(PROMPT, Decoding(max_new_tokens=6)))
     *partial, last = parts
     assert [len(p.generated_ids) for p in partial] == list(range(1, len(result.generated_ids) + 1))
     assert all(not p.complete and p.attentions == [] for p in partial)
@@ -299,15 +299,15 @@ def test_the_task_registry_has_the_language_model(lm):
     task = TASKS["lm"]
     assert task.pipeline is LanguageModelPipeline and task.kinds == task.shown == ("causal",)
     assert "causal" in KINDS and lm.head_layers == {"causal": lm.model.config.n_layers}
-    record = task.record(lm, PROMPT, max_new_tokens=3)
+    record = task.record(lm, PROMPT, Decoding(max_new_tokens=3))
     assert record["schema"] == "attention-demo/lm" and record["input"]["decoding"] == "greedy"
     assert len(record["attentions"]["causal"]) == lm.model.config.n_layers
     assert record["explanation"]["method"] == "gradient_x_input" and len(record["head_table"]) == 2 * lm.n_heads
     json.dumps(record, allow_nan=False)
-    same = task.compare(lm, PROMPT, PROMPT, max_new_tokens=3)
+    same = task.compare(lm, PROMPT, PROMPT, Decoding(max_new_tokens=3))
     assert all(t.kind == "shared" for t in same.tokens)
     assert np.nanmax(np.abs(same.attention().diff(1, 2))) == 0.0
-    other = task.compare(lm, PROMPT, "A dull film.", max_new_tokens=3)
+    other = task.compare(lm, PROMPT, "A dull film.", Decoding(max_new_tokens=3))
     assert {t.kind for t in other.tokens} >= {"shared", "deleted"}
 
 

@@ -102,16 +102,20 @@ def encoder_task_parser(sub, task: str, summary: str, group: str, **loop_default
     """task_parser for a task that trains the sentiment encoder (`sentiment`, `pretrain`), with the encoder's sizes
     in the task's group."""
     p, m = task_parser(sub, task, summary, group, **loop_defaults)
-    m.add_argument("--vocab-size", type=int, default=16000, help="byte-level BPE vocabulary")
-    m.add_argument("--d-model", type=int, default=128)
-    m.add_argument("--n-heads", type=int, default=4)
-    m.add_argument("--n-layers", type=int, default=2)
-    m.add_argument("--d-ff", type=int, default=512)
+    add_sizes(m, (16000, "byte-level BPE vocabulary"), d_model=128, n_heads=4, n_layers=2, d_ff=512)
     m.add_argument("--ngram-buckets", type=int, default=262144, help="hashed n-gram embedding rows, 0 = off")
     m.add_argument("--ngram-order", type=int, default=3, help="n-grams of orders 2..N")
     m.add_argument("--ngram-dim", type=int, default=32, help="width of the n-gram vectors")
     m.add_argument("--max-len", type=int, default=512, help="tokens the model reads; longer reviews keep head and tail")
     return p, m
+
+
+def add_sizes(m, vocab: tuple[int, str], d_model: int, n_heads: int, n_layers: int, d_ff: int, **helps: str) -> None:
+    """The sizes every task's model takes (training.tasks.layer_options reads them): the vocabulary (its size, what
+    it is) and the layers'; helps: words on an option, as NAME_help="..."."""
+    m.add_argument("--vocab-size", type=int, default=vocab[0], help=vocab[1])
+    for name, default in (("d_model", d_model), ("n_heads", n_heads), ("n_layers", n_layers), ("d_ff", d_ff)):
+        m.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=helps.get(f"{name}_help"))
 
 
 def task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
@@ -263,11 +267,8 @@ def add_pretrain_parser(sub) -> None:
 def add_translation_parser(sub) -> None:
     loop = dict(epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
     _, m = task_parser(sub, "translation", "Multi30k German -> English", "model and tokenizer", **loop)
-    m.add_argument("--vocab-size", type=int, default=8000, help="joint German-English byte-level BPE vocabulary")
-    m.add_argument("--d-model", type=int, default=256)
-    m.add_argument("--n-heads", type=int, default=4)
-    m.add_argument("--n-layers", type=int, default=3, help="encoder and decoder layers each")
-    m.add_argument("--d-ff", type=int, default=1024)
+    vocab = (8000, "joint German-English byte-level BPE vocabulary")
+    add_sizes(m, vocab, d_model=256, n_heads=4, n_layers=3, d_ff=1024, n_layers_help="encoder and decoder layers each")
     m.add_argument("--max-tokens", type=int, default=4096, help="target tokens per batch at most")
     m.add_argument("--beam", type=int, default=4, help="beam size for the final validation score")
     m.add_argument("--alpha", type=float, default=0.6, help="length penalty for beam search")
@@ -281,12 +282,10 @@ def add_lm_parser(sub) -> None:
     p, m = task_parser(sub, "lm", "next word: a decoder-only model on IMDB's review text", "model and data", **loop)
     p.set_defaults(dropout=0.0, label_smoothing=0.0, weight_decay=0.1)
     p.set_defaults(applies_limit=True)  # the task applies --limit: to training reviews after the held-out ones
-    m.add_argument("--vocab-size", type=int, default=8192, help="byte-level BPE vocabulary")
-    m.add_argument("--d-model", type=int, default=384)
-    m.add_argument("--n-heads", type=int, default=6, help="query heads")
+    vocab = (8192, "byte-level BPE vocabulary")
+    helps = dict(n_heads_help="query heads", d_ff_help="SwiGLU width")
+    add_sizes(m, vocab, d_model=384, n_heads=6, n_layers=6, d_ff=1024, **helps)
     m.add_argument("--n-kv-heads", type=int, default=2, help="key/value heads, each shared by n-heads / this")
-    m.add_argument("--n-layers", type=int, default=6)
-    m.add_argument("--d-ff", type=int, default=1024, help="SwiGLU width")
     m.add_argument("--seq-len", type=int, default=256, help="tokens a training piece holds; the model's max_len")
     m.add_argument("--max-tokens", type=int, default=32768, help="tokens per batch at most")
     m.add_argument("--val-size", type=int, default=1000, help="IMDB training reviews held out for validation")

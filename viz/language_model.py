@@ -6,6 +6,7 @@ when it chose its s-th new token: the top-left block of the one pass's causal ma
 view (heatmap, small multiples, token focus, model view) follows the step slider without running the model again.
 """
 
+import dataclasses
 import html
 import random
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from pipelines.attention.attention_maps import AttentionMaps
-from pipelines.language_model import MAX_NEW_TOKENS, PromptError
+from pipelines.language_model import MAX_NEW_TOKENS, Decoding, PromptError
 from pipelines.tasks import LM, Task
 
 from . import handlers
@@ -66,23 +67,12 @@ class LMView:
         return AttentionMaps({kind: self.full.maps[kind][:, :, :n, :n]}, {kind: tokens}, {kind: tokens})
 
 
-@dataclass(frozen=True)
-class Decoding:
-    """The options of one generation, checked (pipelines.language_model: LanguageModelPipeline.__call__)."""
-
-    max_new_tokens: int
-    temperature: float  # 0: greedy
-    top_p: float
-    seed: int | None  # sampled: always a number (drawn when none was given), shown so it can be reused
-
-    def options(self) -> dict:
-        return dict(max_new_tokens=self.max_new_tokens, temperature=self.temperature, top_p=self.top_p, seed=self.seed)
-
-    def words(self) -> str:
-        if self.temperature <= 0:
-            return "greedy decoding"
-        how = f"sampled: temperature {self.temperature:g}, top-p {self.top_p:g}"
-        return f"{how}, seed {self.seed} (the same seed gives the same text)"
+def decoding_words(decoding: Decoding) -> str:
+    """How a continuation was decoded, in words (a sampled one's seed shown, so it can be reused)."""
+    if decoding.temperature <= 0:
+        return "greedy decoding"
+    how = f"sampled: temperature {decoding.temperature:g}, top-p {decoding.top_p:g}"
+    return f"{how}, seed {decoding.seed} (the same seed gives the same text)"
 
 
 def _number(value, name: str, low: float, high: float, default: float, low_open: bool) -> tuple[float | None, str]:
@@ -101,9 +91,10 @@ def _number(value, name: str, low: float, high: float, default: float, low_open:
     return None, f"The {name} must be a number {side} {low:g} to {high:g}; this request sent {what}."
 
 
-def decoding_options(decoding=None, temperature=None, top_p=None, seed=None, max_new_tokens=None):
+def decoding_options(decoding=None, temperature=None, top_p=None, seed=None, max_new_tokens=None, chat=False):
     """(Decoding, None) from what the page or an API client sent, or (None, the message). None: the default (greedy,
-    20 new tokens; sampled: temperature 0.8, top-p 0.95, a seed drawn now)."""
+    20 new tokens; sampled: temperature 0.8, top-p 0.95, a seed drawn now); chat: the chat template applied. A sampled
+    Decoding always has a seed (drawn when none was given), shown so it can be reused."""
     decoding = decoding.strip().lower() if isinstance(decoding, str) else decoding
     if decoding is not None and decoding not in DECODINGS:
         return None, f"Decoding must be “greedy” or “sampled”; this request sent {kind_of(decoding)} that is neither."
@@ -112,7 +103,7 @@ def decoding_options(decoding=None, temperature=None, top_p=None, seed=None, max
         what = kind_of(max_new_tokens) if n is None else "a number out of range"
         return None, f"max_new_tokens must be a whole number from 1 to {MAX_NEW_TOKENS}; this request sent {what}."
     if decoding != "sampled":
-        return Decoding(n, 0.0, 1.0, None), None
+        return Decoding(n, 0.0, 1.0, None, bool(chat)), None
     temp, error = _number(temperature, "temperature", 0, MAX_TEMPERATURE, DEFAULT_TEMPERATURE, True)
     p, error = (None, error) if error else _number(top_p, "top-p", 0, 1, DEFAULT_TOP_P, True)
     if error:
@@ -122,7 +113,7 @@ def decoding_options(decoding=None, temperature=None, top_p=None, seed=None, max
     chosen = whole_number(seed)
     if chosen is None or not 0 <= chosen <= MAX_SEED:
         return None, f"The seed must be a whole number from 0 to {MAX_SEED:,}; this request sent {kind_of(seed)}."
-    return Decoding(n, temp, p, chosen), None
+    return Decoding(n, temp, p, chosen, bool(chat)), None
 
 
 def summary(result, decoding: Decoding, stopped: bool) -> str:
@@ -135,7 +126,7 @@ def summary(result, decoding: Decoding, stopped: bool) -> str:
         if result.finished
         else f"the limit of {plural(decoding.max_new_tokens, 'new token')}"
     )
-    lines = [f"{plural(n, 'new token')} ({why}); {decoding.words()}."]
+    lines = [f"{plural(n, 'new token')} ({why}); {decoding_words(decoding)}."]
     if result.chat:
         lines.append(
             f"The chat template is applied: the prompt went in as a user message, wrapped in "
@@ -165,12 +156,12 @@ def generate(
     if checked.text is None:
         yield None, "", handlers._status([], checked.error), None
         return
-    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens)
+    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens, chat)
     if error:
         yield None, "", handlers._status([], error), None
         return
     try:
-        result, halted = yield from _decode(pipe, checked.text, chosen, bool(chat), stopped)
+        result, halted = yield from _decode(pipe, checked.text, chosen, stopped)
     except PromptError as e:
         yield None, "", handlers._status(checked.notices, f"{str(e)[:1].upper()}{str(e)[1:]}."), None
         return
@@ -182,9 +173,9 @@ def generate(
     yield view, result.continuation, status + "".join(f"\n- {n}" for n in checked.notices), next_tokens(view)
 
 
-def _decode(pipe, text: str, chosen: Decoding, chat: bool, stopped: Callable[[], bool]):
+def _decode(pipe, text: str, chosen: Decoding, stopped: Callable[[], bool]):
     """Yield the page's partial values while the stream decodes; return (the complete result, stopped early)."""
-    stream = pipe.stream(text, chat=chat, **chosen.options())
+    stream = pipe.stream(text, chosen)
     for result in stream:
         if result.complete:
             return result, False
@@ -192,7 +183,7 @@ def _decode(pipe, text: str, chosen: Decoding, chat: bool, stopped: Callable[[],
         if stopped():
             stream.close()
             n = len(result.steps)
-            return pipe(text, chat=chat, **{**chosen.options(), "max_new_tokens": n}), n < chosen.max_new_tokens
+            return pipe.generate(text, dataclasses.replace(chosen, max_new_tokens=n)), n < chosen.max_new_tokens
     raise PromptError("the model generated nothing")
 
 

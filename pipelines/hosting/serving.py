@@ -1,13 +1,15 @@
 """Pipelines for a server: calls from many request threads go through one fair MicroBatcher.
 
-Each task's served class (its Task.served, pipelines.tasks) has the methods of its pipeline, written out with the
-same parameters (tests/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged and
-"go to definition" leads here. Every call that runs the model (the model run, a run with heads switched off,
-explanations, faithfulness, the head table, scoring: the methods declared @runs_model) goes through the batcher to the
-model's one runner, pipe.run_batch, in the model's own process where it has one; only cheap attributes (tokenizing,
-sizes, names) are read from the pipeline here. Who is calling comes from `calling_client`.
+Each task's served class (its Task.served, pipelines.tasks) has the methods of its pipeline, with the same
+parameters (tests/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged and "go to
+definition" leads here: the model run written out (it batches), the other runs as `alone(ThePipeline.method)`.
+Every call that runs the model (the model run, a run with heads switched off, explanations, faithfulness, the head
+table, scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch,
+in the model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the
+pipeline here. Who is calling comes from `calling_client`.
 """
 
+import functools
 import logging
 import queue
 import threading
@@ -18,11 +20,10 @@ from typing import Any, Generic, TypeVar
 
 from pipelines.attention.heads import HeadKey
 from pipelines.common import in_background
-from pipelines.explanations.faithfulness import QUICK_STEPS
 from pipelines.hosting.budget import ModelSize, review_batch
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess, remote
-from pipelines.language_model import LanguageModelPipeline, LanguageModelResult
+from pipelines.language_model import Decoding, LanguageModelPipeline
 from pipelines.sentiment import SentimentPipeline, SentimentResult
 from pipelines.translation import TranslationPipeline, TranslationResult
 
@@ -70,6 +71,17 @@ class Forwarded(Generic[T]):
         raise AttributeError(f"{self.name} is the pipeline's: set it there")
 
 
+def alone(method: Callable[..., T]) -> Callable[..., T]:
+    """A served pipeline's method that runs the pipeline's `method` (named where it is used: "go to definition" leads
+    to it) as a batch of its own on the model's runner, with `method`'s own parameters and text (functools.wraps)."""
+
+    @functools.wraps(method)
+    def run_alone(self: "ServedPipeline", *args, **kwargs) -> T:
+        return self._alone(method, *args, **kwargs)
+
+    return run_alone
+
+
 class ServedPipeline:
     """What every served pipeline shares: the model's one runner on the batcher, and the pipeline's cheap attributes
     (Forwarded: read from the pipeline)."""
@@ -83,15 +95,13 @@ class ServedPipeline:
     def _alone(self, method: Callable, /, *args, **kwargs):
         """method(pipe, *args, **kwargs) (a method of the pipeline's class) as a batch of its own on the model's
         runner; in the background queue when it is declared @runs_model(background=True)."""
+        return self._batched((args, kwargs), method, method, 1, in_background(method), one_by_one=True)
+
+    def _batched(self, item, method: Callable, bucket: Hashable, max_batch: int = 0, background=False, **options):
+        """One input (tokenized) in a batch with others of its `bucket` on the model's runner, at most max_batch of
+        them (0: the batcher's limit): method(pipe, items, **options) runs them together."""
         return self.batcher.submit(
-            self.run_batch,
-            (args, kwargs),
-            client=current_client(),
-            bucket=method,
-            max_batch=1,
-            background=in_background(method),
-            pipeline_method=method,
-            one_by_one=True,
+            self.run_batch, item, current_client(), bucket, max_batch, background, pipeline_method=method, **options
         )
 
     adapter: Forwarded[Any] = Forwarded()
@@ -122,30 +132,13 @@ class ServedSentiment(ServedPipeline):
         review = self.pipe.encode(text)  # tokenized once: it sizes the batch here and runs in it
         long = len(review.ids) > SHORT_REVIEW
         limit = self.long_batch if long and need_weights else 0  # the maps are what takes the memory
-        return self.batcher.submit(
-            self.run_batch,
-            review,
-            client=current_client(),
-            bucket=long,
-            max_batch=limit,
-            pipeline_method=SentimentPipeline.analyze_inputs,
-            need_weights=need_weights,
-        )
+        return self._batched(review, SentimentPipeline.analyze_inputs, long, limit, need_weights=need_weights)
 
-    def explain(self, text: str, method: str | None = None, target: str | None = None, progress=None):
-        return self._alone(SentimentPipeline.explain, text, method, target, progress)
-
-    def faithfulness(self, explanation):
-        return self._alone(SentimentPipeline.faithfulness, explanation)
-
-    def head_table(self, text: str) -> list[dict]:
-        return self._alone(SentimentPipeline.head_table, text)
-
-    def internals(self, text: str):
-        return self._alone(SentimentPipeline.internals, text)
-
-    def inside_head(self, text: str, layer: int, head: int, query: int, kind: str = "self"):
-        return self._alone(SentimentPipeline.inside_head, text, layer, head, query, kind)
+    explain = alone(SentimentPipeline.explain)
+    faithfulness = alone(SentimentPipeline.faithfulness)
+    head_table = alone(SentimentPipeline.head_table)
+    internals = alone(SentimentPipeline.internals)
+    inside_head = alone(SentimentPipeline.inside_head)
 
     def weak_spots(self, text: str):
         return self.pipe.weak_spots(text)  # a text search: no model run
@@ -169,43 +162,18 @@ class ServedTranslation(ServedPipeline):
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
             return self._alone(TranslationPipeline.__call__, text, beam_size, alpha, top_k, head_mask)
         source = self.pipe.source_input(text)  # tokenized once: it sizes the batch here and runs in it
-        return self.batcher.submit(
-            self.run_batch,
-            source,
-            client=current_client(),
-            bucket=len(source.ids) > SHORT_SENTENCE,
-            pipeline_method=TranslationPipeline.explain_inputs,
-            beam_size=self.pipe.beam_size if beam_size is None else beam_size,
-            alpha=self.pipe.alpha if alpha is None else alpha,
-            top_k=top_k,
-        )
+        beam_size = self.pipe.beam_size if beam_size is None else beam_size
+        alpha = self.pipe.alpha if alpha is None else alpha
+        long = len(source.ids) > SHORT_SENTENCE
+        method = TranslationPipeline.explain_inputs
+        return self._batched(source, method, long, beam_size=beam_size, alpha=alpha, top_k=top_k)
 
-    def explain(
-        self, text: str, method: str | None = None, contrast: dict[int, str] | None = None, result=None, progress=None
-    ):
-        return self._alone(TranslationPipeline.explain, text, method, contrast, result, progress)
-
-    def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):
-        return self._alone(TranslationPipeline.faithfulness, explanation, max_steps)
-
-    def head_table(
-        self,
-        text: str,
-        beam_size: int | None = None,
-        alpha: float | None = None,
-        agreement: bool = True,
-        result: TranslationResult | None = None,
-    ) -> list[dict]:
-        return self._alone(TranslationPipeline.head_table, text, beam_size, alpha, agreement, result)
-
-    def internals(self, text: str, target_ids: list[int] | None = None):
-        return self._alone(TranslationPipeline.internals, text, target_ids)
-
-    def inside_head(self, text: str, kind: str, layer: int, head: int, query: int, target_ids=None):
-        return self._alone(TranslationPipeline.inside_head, text, kind, layer, head, query, target_ids)
-
-    def score(self, text: str, target_ids: list[int], head_mask: dict[HeadKey, float] | None = None) -> float:
-        return self._alone(TranslationPipeline.score, text, target_ids, head_mask)
+    explain = alone(TranslationPipeline.explain)
+    faithfulness = alone(TranslationPipeline.faithfulness)
+    head_table = alone(TranslationPipeline.head_table)
+    internals = alone(TranslationPipeline.internals)
+    inside_head = alone(TranslationPipeline.inside_head)
+    score = alone(TranslationPipeline.score)
 
     beam_size: Forwarded[int] = Forwarded()
     alpha: Forwarded[float] = Forwarded()
@@ -219,47 +187,19 @@ class ServedLM(ServedPipeline):
 
     pipe: LanguageModelPipeline
 
-    def __call__(
-        self,
-        prompt: str,
-        max_new_tokens: int = 20,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        head_mask: dict[HeadKey, float] | None = None,
-        chat: bool = False,
-    ) -> LanguageModelResult:
-        options = (max_new_tokens, temperature, top_p, seed, head_mask, chat)
-        return self._alone(LanguageModelPipeline.__call__, prompt, *options)
-
-    def explain(self, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None):
-        return self._alone(LanguageModelPipeline.explain, prompt, method, step, token, result, progress)
-
-    def faithfulness(self, explanation):
-        return self._alone(LanguageModelPipeline.faithfulness, explanation)
-
-    def head_table(self, prompt: str, result: LanguageModelResult | None = None, progress=None, **decoding):
-        return self._alone(LanguageModelPipeline.head_table, prompt, result, progress, **decoding)
-
-    def internals(self, ids: list[int]):
-        return self._alone(LanguageModelPipeline.internals, ids)
+    __call__ = alone(LanguageModelPipeline.__call__)
+    generate = alone(LanguageModelPipeline.generate)
+    explain = alone(LanguageModelPipeline.explain)
+    faithfulness = alone(LanguageModelPipeline.faithfulness)
+    head_table = alone(LanguageModelPipeline.head_table)
+    internals = alone(LanguageModelPipeline.internals)
 
     default_explanation: Forwarded[dict] = Forwarded()
 
-    def stream(
-        self,
-        prompt: str,
-        max_new_tokens: int = 20,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        head_mask: dict[HeadKey, float] | None = None,
-        chat: bool = False,
-    ):
+    def stream(self, prompt: str, decoding: Decoding | None = None, head_mask: dict[HeadKey, float] | None = None):
         """pipe.stream's results, decoded in a batcher worker (fair between clients, like every other call). Closing
         the generator (a Stop button, a closed page) stops the decoding at the next token."""
-        options = dict(max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
-        return self._streamed(prompt, dict(options, head_mask=head_mask, chat=chat))
+        return self._streamed(prompt, dict(decoding=decoding, head_mask=head_mask))
 
     def _streamed(self, prompt: str, options: dict):
         results: queue.Queue = queue.Queue()

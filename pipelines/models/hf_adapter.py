@@ -19,6 +19,7 @@ from pipelines.attention.thread_hooks import this_thread_only
 from pipelines.common import SpecialTokensAround, TokenSpan, serving_device
 from pipelines.kinds import CROSS, DECODER, ENCODER, SELF
 from pipelines.models.adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
+from pipelines.models.snapshots import at_revision, no_hub_revision
 from transformer.generation import Hypothesis
 
 TRANSLATION_KINDS = (ENCODER.name, DECODER.name, CROSS.name)  # a seq2seq model's, in its order
@@ -75,6 +76,24 @@ def read_preprocessing(name_or_path: str) -> dict:
 def is_transformers_model(name_or_path: str) -> bool:
     config = read_config(str(name_or_path))
     return config is not None and is_transformers_config(config)
+
+
+class OursOrTransformers:
+    """A pipeline that loads ours (its from_folder) or a `transformers` model (its from_transformers)."""
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, device: str | None = None, revision: str | None = None):
+        """Ours (a folder or Hub repo with our config.json; its preprocessing.json, when there is one, gives
+        calibration, out-of-domain statistics, cutting and decoding) or a `transformers` model (a model id or folder).
+        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
+        revision: a training snapshot "step-<N>" (pipelines/models/snapshots.py), or any Hub revision of a repo id.
+        Ours gets `source` and `revision` set: which model made a result (a snapshot's own folder, or the repo)."""
+        name, hub_revision = at_revision(name_or_path, revision)
+        if is_transformers_model(name):
+            return cls.from_transformers(no_hub_revision(name, hub_revision), device)
+        pipe = cls.from_folder(name, device, hub_revision)
+        pipe.source, pipe.revision = name, revision
+        return pipe
 
 
 def _kind(name: str, encoder_kind: str) -> str:
@@ -257,16 +276,9 @@ class HFClassifier(ModelDevice, _HFTokenizing, SpecialTokensAround):
         weights = attentions[-1][:, :, 0, :].mean(1) if attentions else None  # (B, T)
         return ClassifierRun(out.logits, attentions, weights)
 
-    def logits_from_layer(
-        self,
-        layer: int,
-        hidden: torch.Tensor | None,
-        ids: torch.Tensor,
-        head_mask: KindMasks | None = None,
-        heads: torch.Tensor | None = None,
-    ) -> torch.Tensor:
+    def logits_from_layer(self, layer: int, hidden, ids: torch.Tensor, head_mask: KindMasks | None = None, heads=None):
         """Logits (B, C) of ids (B, T) with head_mask: the whole model runs (where its layers start is not known
-        for every architecture), so `layer`, `hidden` and `heads` are not needed."""
+        for every architecture), so `layer`, `hidden` (None: a run here keeps none) and `heads` are not needed."""
         return self.forward(ids, head_mask=head_mask).logits
 
     def attention_parts(self) -> dict[str, list[AttentionParts]]:

@@ -84,7 +84,7 @@ class AttentionDemoCausalLMConfig(PreTrainedConfig):
 
 
 class AttentionDemoPreTrainedModel(PreTrainedModel):
-    """What both wrappers share: the from-scratch model lives in `self.model`, and builds its own weights."""
+    """What the wrappers share: the from-scratch model lives in `self.model`, and builds its own weights."""
 
     base_model_prefix = "model"
     main_input_name = "input_ids"
@@ -100,6 +100,23 @@ class AttentionDemoPreTrainedModel(PreTrainedModel):
 
     def wants_attentions(self, output_attentions: bool | None) -> bool:
         return bool(self.config.output_attentions if output_attentions is None else output_attentions)
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        output_attentions: bool | None = None,
+        head_mask: torch.Tensor | None = None,
+        **kwargs,
+    ):
+        """The one-segment models' call (the classifier's and the language model's; the translator has its own):
+        input_ids (B, T) as the model reads them (`_read`), its outputs with the loss of `labels` (`_outputs`),
+        attentions per layer (B, H, T, T) when asked for. head_mask: (L, H) multipliers on each head's output
+        (0 = off). token_type_ids and the like are ignored: the models read one segment."""
+        ids = self._read(input_ids, attention_mask)
+        out = self.model(ids, need_weights=self.wants_attentions(output_attentions), head_mask=head_mask)
+        return self._outputs(out, labels)
 
 
 def _with_pads(ids: torch.Tensor, attention_mask: torch.Tensor | None, pad_id: int) -> torch.Tensor:
@@ -121,21 +138,11 @@ class AttentionDemoForSequenceClassification(AttentionDemoPreTrainedModel):
         self.model = TransformerClassifier(config.model_config())
         self.post_init()
 
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        head_mask: torch.Tensor | None = None,
-        **kwargs,
-    ) -> SequenceClassifierOutput:
-        """input_ids (B, T) -> logits (B, num_labels); attentions: per layer (B, H, T, T) when asked for.
-        head_mask: (L, H) or (L, B, H) multipliers on each head's output (0 = off). token_type_ids and the like
-        are ignored: the model reads one segment."""
-        need = self.wants_attentions(output_attentions)
-        ids = _with_pads(input_ids, attention_mask, self.model.config.pad_id)
-        out = self.model(ids, need_weights=need, head_mask=head_mask)
+    def _read(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+        return _with_pads(input_ids, attention_mask, self.model.config.pad_id)  # the model masks its pad id
+
+    def _outputs(self, out, labels: torch.Tensor | None) -> SequenceClassifierOutput:
+        """logits (B, num_labels); with labels (B,) their cross-entropy."""
         loss = F.cross_entropy(out.logits, labels) if labels is not None else None
         return SequenceClassifierOutput(loss=loss, logits=out.logits, attentions=_tuple(out.attentions))
 
@@ -156,7 +163,27 @@ class _SourceEncoder:
     __call__ = forward
 
 
-class AttentionDemoForConditionalGeneration(AttentionDemoPreTrainedModel, GenerationMixin):
+class _Generating(AttentionDemoPreTrainedModel, GenerationMixin):
+    """What the two generating wrappers share: their special ids in the generation config, tied embeddings stored
+    once, and generate() without a key/value cache (each step re-reads the sequence): the models are small."""
+
+    def _hold(self, model: torch.nn.Module, tied: dict[str, str], **generation) -> None:
+        """model as self.model. tied: {weight: the weight it is} where the model ties its embeddings (one matrix,
+        stored once, shared again after loading); generation: more of the generation config."""
+        c = model.config
+        self.model = model
+        if c.tie_embeddings:
+            self._tied_weights_keys = tied
+        ids = dict(bos_token_id=c.bos_id, eos_token_id=c.eos_id, pad_token_id=c.pad_id)
+        self.generation_config.update(**ids, use_cache=False, **generation)
+        self.post_init()
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        return False  # the models keep their own cache type (transformer.DecoderCache); generate() runs without
+
+
+class AttentionDemoForConditionalGeneration(_Generating):
     """transformer.Seq2SeqTransformer behind the `transformers` seq2seq interface (forward and generate).
 
     generate() runs without a key/value cache (each step re-reads the target prefix): the models are small."""
@@ -166,21 +193,8 @@ class AttentionDemoForConditionalGeneration(AttentionDemoPreTrainedModel, Genera
     def __init__(self, config: AttentionDemoSeq2SeqConfig):
         super().__init__(config)
         c = config.model_config()
-        self.model = Seq2SeqTransformer(c)
-        if c.tie_embeddings:  # one matrix, stored once (as lm_head.weight), shared again after loading
-            self._tied_weights_keys = {"model.src_emb.weight": "model.lm_head.weight"}
-        self.generation_config.update(
-            decoder_start_token_id=c.bos_id,
-            bos_token_id=c.bos_id,
-            eos_token_id=c.eos_id,
-            pad_token_id=c.pad_id,
-            use_cache=False,
-        )
-        self.post_init()
-
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the decoder keeps its own cache type (transformer.DecoderCache); generate() runs without
+        tied = {"model.src_emb.weight": "model.lm_head.weight"}  # stored as lm_head.weight
+        self._hold(Seq2SeqTransformer(c), tied, decoder_start_token_id=c.bos_id)
 
     def get_encoder(self, modality: str | None = None):
         return _SourceEncoder(self)
@@ -260,7 +274,7 @@ class AttentionDemoForConditionalGeneration(AttentionDemoPreTrainedModel, Genera
         }
 
 
-class AttentionDemoForCausalLM(AttentionDemoPreTrainedModel, GenerationMixin):
+class AttentionDemoForCausalLM(_Generating):
     """transformer.CausalLM behind the `transformers` causal-LM interface (forward and generate).
 
     generate() runs without a key/value cache (each step re-reads the whole sequence): the model is small. Rows are
@@ -270,34 +284,16 @@ class AttentionDemoForCausalLM(AttentionDemoPreTrainedModel, GenerationMixin):
 
     def __init__(self, config: AttentionDemoCausalLMConfig):
         super().__init__(config)
-        c = config.model_config()
-        self.model = CausalLM(c)
-        if c.tie_embeddings:  # one matrix, stored once (as tok_emb.weight), shared again after loading
-            self._tied_weights_keys = {"model.lm_head.weight": "model.tok_emb.weight"}
-        self.generation_config.update(
-            bos_token_id=c.bos_id, eos_token_id=c.eos_id, pad_token_id=c.pad_id, use_cache=False
-        )
-        self.post_init()
+        self._hold(CausalLM(config.model_config()), {"model.lm_head.weight": "model.tok_emb.weight"})
 
-    @classmethod
-    def _supports_default_dynamic_cache(cls) -> bool:
-        return False  # the model keeps its own cache type; generate() runs without
-
-    def forward(
-        self,
-        input_ids: torch.Tensor,
-        attention_mask: torch.Tensor | None = None,
-        labels: torch.Tensor | None = None,
-        output_attentions: bool | None = None,
-        head_mask: torch.Tensor | None = None,
-        **kwargs,
-    ) -> CausalLMOutputWithPast:
-        """input_ids (B, T) -> logits (B, T, V) for the token after each position; attentions per layer
-        (B, H, T, T) when asked for; with labels (B, T) the loss of predicting labels[:, 1:] (-100 = ignored).
-        head_mask: (L, H) multipliers on each query head's output (0 = off)."""
+    def _read(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
         if attention_mask is not None and not bool(attention_mask.all()):
             raise ValueError("this model reads unpadded rows: pass one prompt at a time")
-        out = self.model(input_ids, need_weights=self.wants_attentions(output_attentions), head_mask=head_mask)
+        return input_ids
+
+    def _outputs(self, out, labels: torch.Tensor | None) -> CausalLMOutputWithPast:
+        """logits (B, T, V) for the token after each position; with labels (B, T) the loss of predicting
+        labels[:, 1:] (-100 = ignored)."""
         loss = None
         if labels is not None:
             logits = out.logits[:, :-1].flatten(0, 1)

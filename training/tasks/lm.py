@@ -24,6 +24,7 @@ from pipelines.common import save_folder
 from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
 from training.engine.batching import bucketed_batches
 from training.engine.data import IMDB, DataError, load_splits
+from training.tasks.layer_options import generator_options
 from transformer import CausalLM, CausalLMConfig
 
 CORPUS = "corpus"  # in --out: tokenizer.json, train.npy and val.npy (uint16 ids, pieces separated by offsets)
@@ -53,19 +54,8 @@ class LMTask:
 
     def build_model(self) -> CausalLM:
         a = self.args
-        cfg = CausalLMConfig(
-            vocab_size=self.tokenizer.get_vocab_size(),
-            d_model=a.d_model,
-            n_heads=a.n_heads,
-            n_kv_heads=a.n_kv_heads,
-            d_ff=a.d_ff,
-            n_layers=a.n_layers,
-            max_len=a.seq_len,
-            dropout=a.dropout,
-            pad_id=PAD,
-            bos_id=BOS,
-            eos_id=EOS,
-        )
+        options = generator_options(a, self.tokenizer.get_vocab_size())
+        cfg = CausalLMConfig(**options, n_kv_heads=a.n_kv_heads, n_layers=a.n_layers, max_len=a.seq_len)
         return CausalLM(cfg)
 
     def train_batches(self, epoch: int) -> list:

@@ -15,7 +15,7 @@ from pipelines.translation import TranslationPipeline
 from training.engine.batching import bucketed_batches
 from training.engine.data import MULTI30K, load_splits
 from training.engine.device import model_device
-from training.tasks.layer_options import layer_options
+from training.tasks.layer_options import generator_options
 from transformer import Seq2SeqConfig, Seq2SeqTransformer
 
 
@@ -72,12 +72,11 @@ class TranslationTask:
     def build_model(self) -> Seq2SeqTransformer:
         a = self.args
         cfg = Seq2SeqConfig(
-            **layer_options(a, self.tokenizer.get_vocab_size(), PAD),
+            **generator_options(a, self.tokenizer.get_vocab_size()),
+            norm_first=a.norm_first,
             n_encoder_layers=a.n_layers,
             n_decoder_layers=a.n_layers,
             max_len=256,
-            bos_id=BOS,
-            eos_id=EOS,
         )
         return Seq2SeqTransformer(cfg)
 

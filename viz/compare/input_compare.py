@@ -208,7 +208,7 @@ def compare_prompts(pipe, text_a: str, text_b: str, decoding=None, temperature=N
     """Continue two prompts with the same decoding options (as the tab's: viz.language_model.decoding_options; sampled
     without a seed, one seed drawn for both): (state, side-by-side HTML, causal self-attention diff over the aligned
     sequences, prompt and new tokens)."""
-    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens)
+    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens, chat)
     if error:
         return None, f"⚠️ {html.escape(error)}", None
-    return compare_inputs(LM.name, pipe, text_a, text_b, layer, head, chat=bool(chat), **chosen.options())
+    return compare_inputs(LM.name, pipe, text_a, text_b, layer, head, decoding=chosen)

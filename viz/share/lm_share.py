@@ -63,12 +63,12 @@ def share_link(base, models, view, text, decoding, temperature, top_p, seed, max
 def download(models, view, prompt, decoding, temperature, top_p, seed, max_new, chat, name, position, method):
     """The JSON export of this prompt's continuation (pipelines.export.lm_record), by the model shown."""
     seed = seed_shown(view, prompt, decoding, seed)
-    chosen, error = lm.decoding_options(decoding, temperature, top_p, seed, max_new)
+    chosen, error = lm.decoding_options(decoding, temperature, top_p, seed, max_new, chat)
     if error:
         return _file(None, error)
     pipe = models.get(training_step.chosen(models, name, position))
     method = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
-    return _file(*downloads.download(LM.name, pipe, prompt, chat=bool(chat), method=method, **chosen.options()))
+    return _file(*downloads.download(LM.name, pipe, prompt, decoding=chosen, method=method))
 
 
 def _in_range(value, slider: gr.Slider, name: str, ignored: list[str]):
