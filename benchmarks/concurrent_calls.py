@@ -3,12 +3,12 @@
     python -m benchmarks.concurrent_calls                          # assets/sentiment, 3 rounds
     python -m benchmarks.concurrent_calls --model assets/sentiment-scratch --rounds 5
 
-The app runs the sentiment model in the server's process behind one MicroBatcher (two models at once, one torch
-thread each). A head table is a background call whose passes run two at a time (pipelines.attention.passes); calls of
-the same model that arrive meanwhile run at its pause points, beside its other pass. Each round starts a head table,
-then every example review's explanation (the methods under a second) and its recorded run (inside one head), each
-from a visitor and a thread of its own, and compares every answer with the same call made alone. Prints, a round a
-line, the calls that failed and those whose numbers differ (tests/test_thread_hooks.py holds the tiny model to none).
+The app runs the sentiment model in the server's process behind one MicroBatcher (two models at once, one torch thread
+each). A head table is a background call whose passes run two at a time (pipelines.attention.passes); calls of the same
+model that arrive meanwhile run at its pause points, beside its other pass. Each round starts a head table, then every
+example review's explanation (the methods under a second) and its recorded run (inside one head), each from a visitor
+and a thread of its own, and compares every answer with the same call made alone. Prints, a round a line, the calls that
+failed and those whose numbers differ (tests/pipelines/test_thread_hooks.py holds the tiny model to none).
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """Load test: start the app (python app.py) on a free port and drive the three public endpoints from many clients.
 
     python -m benchmarks.load --clients 32 --seconds 300       # the hosting check (about 7 minutes)
-    python -m benchmarks.load --quick                           # a short run, as CI does (tests/test_load.py)
+    python -m benchmarks.load --quick                           # a short run, as CI does (tests/app/test_load.py)
     python -m benchmarks.load --burst 200                       # 200 requests at once from 200 clients
 
 Phases: warm-up (each input once, sequentially: the reference answers), --sequential calls one after another
@@ -30,8 +30,8 @@ import threading
 import time
 from functools import partial
 
-from tests.browser import free_port
-from tests.load_client import (  # the clients and what they count, shared with the hosting tests
+from tests.support.browser import free_port
+from tests.support.load_client import (  # the clients and what they count, shared with the hosting tests
     CLIENTS,
     TASKS,
     api_defaults,

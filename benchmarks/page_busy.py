@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from benchmarks.app_latency import wait_quiet  # noqa: E402
 from benchmarks.view_times import longest  # noqa: E402
-from tests import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 from viz.examples import GERMAN, LONG_REVIEW  # noqa: E402
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS  # noqa: E402
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from benchmarks.app_latency import wait_quiet  # noqa: E402
-from tests import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 
 WIDE, PHONE = (1440, 900), (390, 844)
 TARGETS = {"height": 2_700, "heatmap_top": 1_800, "checkboxes": 24}
@@ -62,7 +62,7 @@ def landed(page, demo, task: str, title: str) -> None:
 
 
 def measure(page, demo, url: str, size: tuple[int, int], query: str = "") -> dict[str, dict]:
-    """Every tab's page figures (tests/browser.page_figures) at this window size."""
+    """Every tab's page figures (tests/support/browser.page_figures) at this window size."""
     page.set_viewport_size({"width": size[0], "height": size[1]})
     page.goto(url + query)
     figures = {}

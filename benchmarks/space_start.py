@@ -10,7 +10,7 @@ variables (offline: the bundled models, an empty Hub cache) and, in headless chr
   pages they share once) after that first view, then with every bundled model a tab offers loaded (the sentiment
   tab's second model chosen, the translation and next-word tabs opened on their worked examples).
 --python: the interpreter that runs the app (a fresh virtual environment with only the Space's requirements.txt, as
-tests/test_space_venv.py builds); by default this one.
+tests/app/test_space_venv.py builds); by default this one.
 """
 
 import argparse
@@ -22,8 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests import browser, space_folder  # noqa: E402
-from tests.load_client import tree_memory_mb  # noqa: E402
+from tests.support import browser, space_folder  # noqa: E402
+from tests.support.load_client import tree_memory_mb  # noqa: E402
 
 
 def load_every_bundled_model(page) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from tests import browser  # noqa: E402
+from tests.support import browser  # noqa: E402
 
 SENTENCE = "Ein kleines Mädchen klettert in ein Spielhaus aus Holz."
 CHANGED_JS = "t => document.querySelector('#translation-output textarea').value !== t"

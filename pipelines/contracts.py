@@ -1,9 +1,9 @@
 """The adapter contract in code: what a pipeline may ask of a model, as `typing.Protocol`s.
 
 pipelines/models/adapter.py implements them for the from-scratch models (OurClassifier, OurSeq2Seq, OurCausalLM),
-pipelines/models/hf_adapter.py for `transformers` models (HFClassifier, HFSeq2Seq); tests/test_contracts.py holds them
-all to them (every member present, every method with the parameters named here). A new kind of model is one class that
-satisfies one of them. `Pipeline` is the next layer up: what the app asks of a task's pipeline.
+pipelines/models/hf_adapter.py for `transformers` models (HFClassifier, HFSeq2Seq); tests/pipelines/test_contracts.py
+holds them all to them (every member present, every method with the parameters named here). A new kind of model is one
+class that satisfies one of them. `Pipeline` is the next layer up: what the app asks of a task's pipeline.
 """
 
 from pathlib import Path
@@ -122,11 +122,11 @@ class CausalLMAdapter(Adapter, Protocol):
 
 @runtime_checkable
 class Pipeline(Protocol):
-    """What the app asks of every task's pipeline (pipelines/sentiment.py, translation.py, language_model.py) and of
-    its served class (pipelines/hosting/serving.py): one run, the model's sizes and tokenizer, explanations, their
-    faithfulness, the head table and what every head read and wrote. Each task names its own parameters (a review,
-    a German sentence with its beam size, a prompt with its decoding options); tests/test_contracts.py holds each
-    served class to its pipeline's."""
+    """What the app asks of every task's pipeline (pipelines/sentiment.py, translation.py, language_model.py) and of its
+    served class (pipelines/hosting/serving.py): one run, the model's sizes and tokenizer, explanations, their
+    faithfulness, the head table and what every head read and wrote. Each task names its own parameters (a review, a
+    German sentence with its beam size, a prompt with its decoding options); tests/pipelines/test_contracts.py holds
+    each served class to its pipeline's."""
 
     @property
     def adapter(self) -> Adapter: ...

@@ -1,10 +1,10 @@
 """BERT-architecture weights in our classifier, as nanoGPT's `GPT.from_pretrained` maps GPT-2's weights onto its own
 modules: the model code stays ours, the knowledge comes from public pre-training.
 
-A BERT layer is our post-norm encoder layer with erf GELU and LayerNorm eps 1e-12; BERT's embeddings are token +
-learned position + token-type vectors, with a LayerNorm over the sum and no sqrt(d_model) scaling. The token-type
-vector of segment 0 (the only segment a single text uses) is added to every position row, so our position table
-holds both. tests/test_bert.py checks hidden states, logits and every head's attention against `transformers`.
+A BERT layer is our post-norm encoder layer with erf GELU and LayerNorm eps 1e-12; BERT's embeddings are token + learned
+position + token-type vectors, with a LayerNorm over the sum and no sqrt(d_model) scaling. The token-type vector of
+segment 0 (the only segment a single text uses) is added to every position row, so our position table holds both.
+tests/transformer/test_bert.py checks hidden states, logits and every head's attention against `transformers`.
 """
 
 import torch

@@ -1,8 +1,8 @@
 """CausalLM: a decoder-only transformer (GPT, Llama) that returns its attention, read like nanoGPT's model.py.
 
 Llama's choices by default: grouped key/value heads, rotary positions, RMSNorm, SwiGLU, pre-norm, tied embeddings.
-`CausalLM.from_llama` loads a Llama-architecture checkpoint into it (transformer/llama.py); tests/test_llama.py
-checks logits, hidden states and every head's attention against `transformers`.
+`CausalLM.from_llama` loads a Llama-architecture checkpoint into it (transformer/llama.py);
+tests/transformer/test_llama.py checks logits, hidden states and every head's attention against `transformers`.
 """
 
 from dataclasses import dataclass

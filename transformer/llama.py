@@ -1,8 +1,8 @@
 """Llama-architecture weights in our CausalLM, as nanoGPT's `GPT.from_pretrained` maps GPT-2's onto its modules.
 
-A Llama layer is our pre-norm block with RMSNorm, grouped key/value heads, rotary positions over the two halves of
-each head (`rotate_half`) and a SwiGLU feed-forward, no biases. The names are `transformers`' (LlamaForCausalLM);
-a GGUF file is read into the same names outside this package (pipelines/models/gguf.py). tests/test_llama.py checks
+A Llama layer is our pre-norm block with RMSNorm, grouped key/value heads, rotary positions over the two halves of each
+head (`rotate_half`) and a SwiGLU feed-forward, no biases. The names are `transformers`' (LlamaForCausalLM); a GGUF file
+is read into the same names outside this package (pipelines/models/gguf.py). tests/transformer/test_llama.py checks
 logits, hidden states and every head's attention against `transformers`.
 """
 

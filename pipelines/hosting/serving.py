@@ -1,12 +1,12 @@
 """Pipelines for a server: calls from many request threads go through one fair MicroBatcher.
 
-Each task's served class (its Task.served, pipelines.tasks) has the methods of its pipeline, with the same
-parameters (tests/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged and "go to
-definition" leads here: the model run written out (it batches), the other runs as `alone(ThePipeline.method)`.
-Every call that runs the model (the model run, a run with heads switched off, explanations, faithfulness, the head
-table, scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch,
-in the model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the
-pipeline here. Who is calling comes from `calling_client`.
+Each task's served class (its Task.served, pipelines.tasks) has the methods of its pipeline, with the same parameters
+(tests/pipelines/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged and "go to
+definition" leads here: the model run written out (it batches), the other runs as `alone(ThePipeline.method)`. Every
+call that runs the model (the model run, a run with heads switched off, explanations, faithfulness, the head table,
+scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch, in the
+model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the pipeline here.
+Who is calling comes from `calling_client`.
 """
 
 import functools

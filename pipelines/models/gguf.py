@@ -5,7 +5,7 @@ knows); this module names them as `transformers` does (LlamaForCausalLM) and und
 query and key rows (it stores each head's rotary pairs interleaved, Llama checkpoints as two halves), then
 transformer/llama.py maps them onto our model as for any Llama checkpoint. The tokenizer the file carries (a byte-level
 BPE: vocabulary, merges, token types) is built with `tokenizers` as `transformers`' GGUF conversion builds it
-(tests/test_gguf.py compares the two), so serving never imports `transformers` (340 MB resident); a file with
+(tests/pipelines/test_gguf.py compares the two), so serving never imports `transformers` (340 MB resident); a file with
 another kind of tokenizer (sentencepiece) still goes through `transformers`. The sha256 is checked before anything is
 read.
 

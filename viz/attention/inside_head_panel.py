@@ -101,7 +101,7 @@ def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, n
     """Opening records (once per result, by the model that made it: models is the tab's ModelRegistry) and draws;
     every choice after that redraws from the recording. step: the decoding step's control (None: no steps)."""
     # One input per positional parameter, the request last: it then reaches run_as (queued as this page's client)
-    # whatever gradio does with a left-out parameter (6.31 fills in its default; tests/test_browser_inside_head.py)
+    # whatever gradio does with a left-out parameter (6.31 fills in its default; tests/app/test_browser_inside_head.py)
     step = gr.State(None) if step is None else step
     inputs = [state, ui.recorded, ui.is_open, layer, head, token, kind, step]
 

@@ -1,0 +1,125 @@
+"""Tiny, untrained model folders built from the fixtures: for tests of loading, pipelines and the app."""
+
+import json
+from pathlib import Path
+
+import torch
+
+from pipelines.models.tokenizers_io import BOS, EOS, PAD, save_tokenizer, train_bpe
+from transformer import (
+    CausalLM,
+    CausalLMConfig,
+    ClassifierConfig,
+    Seq2SeqConfig,
+    Seq2SeqTransformer,
+    TransformerClassifier,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def read_jsonl(name: str) -> list[dict]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text().splitlines() if line.strip()]
+
+
+def make_sentiment_dir(folder: Path, max_len: int = 64, head: int = 16) -> Path:
+    torch.manual_seed(0)
+    texts = [r["text"] for r in read_jsonl("imdb_tiny.jsonl")]
+    tok = train_bpe(texts * 3, vocab_size=400, lowercase=True, strip_html_breaks=True)
+    cfg = ClassifierConfig(
+        vocab_size=tok.get_vocab_size(),
+        d_model=32,
+        n_heads=4,
+        n_layers=2,
+        d_ff=64,
+        max_len=max_len,
+        pooling="attention",
+        ngram_buckets=211,
+        ngram_order=3,
+        ngram_dim=8,
+        pad_id=PAD,
+    )
+    model = TransformerClassifier(cfg)
+    torch.nn.init.normal_(model.pool_query, std=0.5)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    save_tokenizer(tok, folder, model_max_length=max_len)
+    (folder / "preprocessing.json").write_text(
+        json.dumps({"max_len": max_len, "head": head, "labels": ["negative", "positive"]})
+    )
+    return folder
+
+
+def make_translation_dir(folder: Path) -> Path:
+    torch.manual_seed(0)
+    rows = read_jsonl("multi30k_tiny.jsonl")
+    tok = train_bpe(
+        [r["de"] for r in rows] + [r["en"] for r in rows], vocab_size=400, lowercase=False, strip_html_breaks=False
+    )
+    cfg = Seq2SeqConfig(
+        vocab_size=tok.get_vocab_size(),
+        d_model=32,
+        n_heads=4,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        d_ff=64,
+        max_len=64,
+        pad_id=PAD,
+        bos_id=BOS,
+        eos_id=EOS,
+    )
+    model = Seq2SeqTransformer(cfg)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    save_tokenizer(tok, folder, model_max_length=64)
+    (folder / "preprocessing.json").write_text(json.dumps({"beam_size": 2, "alpha": 0.6}))
+    return folder
+
+
+def make_lm_dir(folder: Path, max_len: int = 64) -> Path:
+    """A tiny random CausalLM (grouped key/value heads, rotary positions) with a BPE trained on the fixture reviews, in
+    our folder format (preprocessing.json {"task": "lm"}). Its weights are drawn wider than training's start (std
+    0.2, not 0.02), so that its heads attend unevenly and its next-token distributions are not flat."""
+    from pipelines.common import save_folder
+
+    torch.manual_seed(0)
+    texts = [r["text"] for r in read_jsonl("imdb_tiny.jsonl")]
+    tok = train_bpe(texts * 3, vocab_size=300, lowercase=False, strip_html_breaks=True)
+    cfg = CausalLMConfig(
+        vocab_size=tok.get_vocab_size(), d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, d_ff=64, max_len=max_len,
+        pad_id=PAD, bos_id=BOS, eos_id=EOS,
+    )  # fmt: skip
+    model = CausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.normal_(0.0, 0.2)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_folder(model, tok, folder, max_len, {"task": "lm"})
+    return folder
+
+
+def add_snapshots(
+    folder: Path, model_cls, steps: list[int], metric: str = "accuracy", source=None, noise: float = 0.5
+) -> Path:
+    """Give a model folder (or a run folder) snapshots/step-<N>/ for each step, as a run with --snapshots and
+    training.ship leave them: a copy of the model folder `source` (default: `folder`) whose weights are moved by
+    noise seeded with the step, of std `noise` (so each snapshot computes something else), and snapshot.json with
+    the step, a loss and a validation score that grow with the step."""
+    import shutil
+
+    source = source or folder
+    for i, step in enumerate(steps):
+        sub = folder / "snapshots" / f"step-{step}"
+        sub.mkdir(parents=True)
+        for name in ("tokenizer.json", "tokenizer_config.json", "preprocessing.json"):
+            shutil.copy2(source / name, sub / name)
+        model = model_cls.from_pretrained(source)
+        g = torch.Generator().manual_seed(step)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=g) * noise)
+        model.save_pretrained(sub)
+        info = {"step": step, "epoch": step / 10, "loss": 2.0 / (i + 1), "metric": metric, metric: 0.5 + i / 100}
+        (sub / "snapshot.json").write_text(json.dumps(info))
+    return folder
