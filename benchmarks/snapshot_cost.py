@@ -67,7 +67,7 @@ class ShippedSize:
         self.prep.pop("domain", None), self.prep.pop("temperature", None)
 
     def export(self, model, folder: Path) -> None:
-        from pipelines.common import save_folder
+        from pipelines.models.folders import save_folder
 
         save_folder(model, self.tokenizer, folder, model.config.max_len, self.prep)
 

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from pipelines.common import TokenSpan
+from pipelines.text import TokenSpan
 
 
 @runtime_checkable

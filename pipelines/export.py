@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pipelines.common import weights_sha256
 from pipelines.language_model import Decoding
+from pipelines.models.folders import weights_sha256
 from transformer.hub import weight_files
 
 SCHEMA_VERSION = 1

@@ -20,30 +20,19 @@ from pipelines.attention import heads, inside_causal_head
 from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_texts
 from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
-from pipelines.common import (
-    CONFIG,
-    TOKENIZER,
-    WEIGHTS,
-    AdapterBacked,
-    BatchRunner,
-    TokenSpan,
-    guarded,
-    load_folder,
-    require_finite,
-    runs_model,
-    serving_device,
-    wrap_spans,
-)
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
+from pipelines.models.folders import CONFIG, TOKENIZER, WEIGHTS, load_folder, serving_device
 from pipelines.models.hf_adapter import is_transformers_config, read_config
 from pipelines.models.tokenizers_io import special_ids
-from pipelines.text import clean_text
+from pipelines.pipeline import AdapterBacked, BatchRunner, runs_model
+from pipelines.text import TokenSpan, clean_text, wrap_spans
+from pipelines.trust.finite import guarded, require_finite
 from transformer import CausalLM, CheckpointError, resolve_checkpoint
 
 MAX_NEW_TOKENS = 64  # new tokens one call may ask for
 TOP_K = 10  # next tokens each step shows
-FINITE_FIELDS = ("attentions", "steps")  # what a result may never hold a NaN or an infinity in (pipelines.common)
+FINITE_FIELDS = ("attentions", "steps")  # what a result may never hold a NaN or an infinity in (pipelines.trust.finite)
 GGUF = ".gguf"
 
 
@@ -195,7 +184,7 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
     ) -> "LanguageModelPipeline":
         """Our model folder or repo (preprocessing.json's task "lm"), a Llama-architecture folder or Hub repo id
         (config.json with a model_type, safetensors, tokenizer.json), or a .gguf file. device: where the model runs
-        (common.serving_device); chat_template: Jinja, in place of the model's own. CheckpointError when it does
+        (models.folders.serving_device); chat_template: Jinja, in place of the model's own. CheckpointError when it does
         not load (a repo id offline and not in the cache among the causes)."""
         name = str(name_or_path)
         gguf = name.lower().endswith(GGUF)

@@ -11,12 +11,14 @@ from pipelines.attention import heads, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
-from pipelines.common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, require_finite, runs_model
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import OurClassifier
-from pipelines.text import clean_text, head_tail, kept_positions
+from pipelines.models.folders import load_folder
+from pipelines.pipeline import AdapterBacked, BatchRunner, runs_model
+from pipelines.text import TokenSpan, clean_text, head_tail, kept_positions
 from pipelines.trust.calibration import Temperature
 from pipelines.trust.domain import DomainModel, load_domain
+from pipelines.trust.finite import guarded, require_finite
 from pipelines.trust.weak_spots import WeakSpot, contrast_scores, find_weak_spots
 from transformer import TransformerClassifier
 

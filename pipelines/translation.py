@@ -11,15 +11,17 @@ from pipelines.attention import heads, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, translation_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
-from pipelines.common import AdapterBacked, BatchRunner, TokenSpan, guarded, load_folder, runs_model
 from pipelines.explanations.faithfulness import QUICK_STEPS
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import KindMasks, OurSeq2Seq
-from pipelines.text import clean_text
+from pipelines.models.folders import load_folder
+from pipelines.pipeline import AdapterBacked, BatchRunner, runs_model
+from pipelines.text import TokenSpan, clean_text
 from pipelines.trust.domain import DomainModel, load_domain
+from pipelines.trust.finite import guarded
 from transformer import Hypothesis, Seq2SeqTransformer
 
-# What a translation may never hold a NaN or an infinity in (pipelines.common).
+# What a translation may never hold a NaN or an infinity in (pipelines.trust.finite).
 FINITE_FIELDS = ("encoder_attentions", "decoder_attentions", "cross_attentions", "steps", "score", "mean_logprob")
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from pipelines.common import TOKENIZER, WEIGHTS
+from pipelines.models.folders import TOKENIZER, WEIGHTS
 from pipelines.models.snapshots import read_infos
 from training.engine.checkpoint import atomic_folder
 from training.engine.loop import BEST, METRICS_LOG, SUMMARY, start_record

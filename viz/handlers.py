@@ -86,7 +86,7 @@ def analyze_review(
     if checked.text is None:
         return None, None, _status([], checked.error)
     try:
-        # never a NaN: the pipeline raises NonFiniteOutput in its place (pipelines.common.guarded)
+        # never a NaN: the pipeline raises NonFiniteOutput in its place (pipelines.trust.finite.guarded)
         result = pipe(checked.text) if redraws else pipe(checked.text, need_weights=False)
     except ValueError:
         return None, None, _status(checked.notices, NO_WORDS)

@@ -15,8 +15,8 @@ import torch
 from pipelines.attention.head_stats import agreement as rank_agreement
 from pipelines.attention.head_stats import punctuation_keys, stats_rows
 from pipelines.attention.passes import at_once, run_passes
-from pipelines.common import require_finite
 from pipelines.hosting.budget import ModelSize, head_rows
+from pipelines.trust.finite import require_finite
 
 HeadKey = tuple[str, int, int]
 

@@ -4,8 +4,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipelines.common import TokenSpan
 from pipelines.explanations.registry import EXPLAINS
+from pipelines.text import TokenSpan
 
 
 @dataclass

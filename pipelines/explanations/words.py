@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from pipelines.common import TokenSpan
+from pipelines.text import TokenSpan
 
 
 def _joins(prev: TokenSpan, tok: TokenSpan) -> bool:

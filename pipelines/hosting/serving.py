@@ -19,11 +19,11 @@ from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 from pipelines.attention.heads import HeadKey
-from pipelines.common import in_background
 from pipelines.hosting.budget import ModelSize, review_batch
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess, remote
 from pipelines.language_model import Decoding, LanguageModelPipeline
+from pipelines.pipeline import in_background
 from pipelines.sentiment import SentimentPipeline, SentimentResult
 from pipelines.translation import TranslationPipeline, TranslationResult
 

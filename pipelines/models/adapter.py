@@ -17,9 +17,10 @@ from typing import NamedTuple
 
 import torch
 
-from pipelines.common import SpecialTokensAround, TokenSpan, save_folder, spans
 from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
+from pipelines.models.folders import save_folder
 from pipelines.models.tokenizers_io import special_ids
+from pipelines.text import SpecialTokensAround, TokenSpan, spans
 from transformer import CausalLM, HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
 from transformer.generation import Hypothesis, lm_steps, row_limits
 from transformer.masks import padding_mask

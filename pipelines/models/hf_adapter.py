@@ -16,10 +16,11 @@ from pathlib import Path
 import torch
 
 from pipelines.attention.thread_hooks import this_thread_only
-from pipelines.common import SpecialTokensAround, TokenSpan, serving_device
 from pipelines.kinds import CROSS, DECODER, ENCODER, SELF
 from pipelines.models.adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
+from pipelines.models.folders import serving_device
 from pipelines.models.snapshots import at_revision, no_hub_revision
+from pipelines.text import SpecialTokensAround, TokenSpan
 from transformer.generation import Hypothesis
 
 TRANSLATION_KINDS = (ENCODER.name, DECODER.name, CROSS.name)  # a seq2seq model's, in its order
@@ -85,7 +86,7 @@ class OursOrTransformers:
     def from_pretrained(cls, name_or_path: str, device: str | None = None, revision: str | None = None):
         """Ours (a folder or Hub repo with our config.json; its preprocessing.json, when there is one, gives
         calibration, out-of-domain statistics, cutting and decoding) or a `transformers` model (a model id or folder).
-        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (common.serving_device).
+        device: where the model runs ("cpu", "cuda", "auto"); None reads $MODEL_DEVICE (models.folders.serving_device).
         revision: a training snapshot "step-<N>" (pipelines/models/snapshots.py), or any Hub revision of a repo id.
         Ours gets `source` and `revision` set: which model made a result (a snapshot's own folder, or the repo)."""
         name, hub_revision = at_revision(name_or_path, revision)

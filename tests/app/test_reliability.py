@@ -22,9 +22,9 @@ from browser import serve
 from gradio_client import Client
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.common import NonFiniteOutput
 from pipelines.hosting.microbatch import TooManyRequests
 from pipelines.hosting.processes import ModelProcessDied
+from pipelines.trust.finite import NonFiniteOutput
 from viz import handlers
 from viz.models.loading import load_pipeline
 from viz.server import failures, guard
@@ -223,7 +223,7 @@ def test_weights_overwritten_with_nan_do_not_load(sentiment_dir, tmp_path, monke
 
 
 def test_weights_that_differ_from_the_recorded_hash_do_not_load(sentiment_dir, tmp_path, monkeypatch):
-    from pipelines.common import weights_sha256
+    from pipelines.models.folders import weights_sha256
 
     folder = tmp_path / "model"
     shutil.copytree(sentiment_dir, folder)
@@ -278,7 +278,7 @@ def test_nan_is_never_served_by_the_pipelines_or_the_handlers(sentiment_dir, tra
 
 
 def test_the_served_pipelines_keep_the_guard(sentiment_dir, translation_dir):
-    """NaN is checked once, in the pipeline (pipelines.common.guarded), not again in the handlers: the served
+    """NaN is checked once, in the pipeline (pipelines.trust.finite.guarded), not again in the handlers: the served
     pipelines the app's handlers call (pipelines.hosting.serving, through the batcher) must keep that check."""
     from pipelines.hosting.microbatch import MicroBatcher
     from pipelines.hosting.serving import serve
@@ -484,7 +484,7 @@ def test_exports_on_disk_are_bounded(sentiment, monkeypatch, tmp_path):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_a_nan_or_infinity_anywhere_in_a_tensor_is_found(dtype, bad):
-    from pipelines.common import non_finite
+    from pipelines.trust.finite import non_finite
 
     for where in (0, 7, -1):
         maps = torch.rand(3, 5, 5).to(dtype)

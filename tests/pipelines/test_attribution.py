@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from pipelines import SentimentPipeline
-from pipelines.common import TokenSpan
 from pipelines.explanations import default_method, is_signed, names
 from pipelines.explanations.faithfulness import evaluate_rankings, faithfulness, n_top, variants
 from pipelines.explanations.methods import GradientXInput, IntegratedGradients, Occlusion, log_odds
 from pipelines.explanations.words import word_ids, word_scores
 from pipelines.models.adapter import OurClassifier
+from pipelines.text import TokenSpan
 from transformer import ClassifierConfig, TransformerClassifier
 
 METHODS = names("sentiment")

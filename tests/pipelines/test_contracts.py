@@ -74,9 +74,9 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     """@runs_model on the pipelines' methods (not a list in serving.py): each task's served class (Task.served)
     writes out every one of them, and the run itself, with the pipeline's own parameters, and runs them through the
     batcher; what runs no model (a text search) is read from the pipeline here."""
-    from pipelines.common import declared_runs_model, in_background
     from pipelines.contracts import Pipeline
     from pipelines.hosting.microbatch import MicroBatcher
+    from pipelines.pipeline import declared_runs_model, in_background
     from pipelines.tasks import SENTIMENT, TASKS
 
     for cls, names in (

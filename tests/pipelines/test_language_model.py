@@ -15,9 +15,9 @@ import torch
 
 from pipelines import LanguageModelPipeline, PromptError
 from pipelines.attention import head_roles as roles
-from pipelines.common import NonFiniteOutput
 from pipelines.language_model import MAX_NEW_TOKENS, TOP_K, Decoding
 from pipelines.models.chat_template import CHATML, read_chat_template
+from pipelines.trust.finite import NonFiniteOutput
 from transformer import CausalLM, CheckpointError
 from transformer.generation import lm_steps
 
@@ -252,7 +252,7 @@ def test_an_alternative_next_token_is_explained_by_its_text(lm, result):
 def test_a_later_step_is_explained_as_the_prompt_and_the_tokens_before_it_read_as_a_prompt(lm, result, method):
     """Step s (0-based 2) of the continuation: the same scores, token, probability and faithfulness as explaining the
     prompt and the s tokens generated before it, read as a prompt, for its next token."""
-    from pipelines.common import TokenSpan
+    from pipelines.text import TokenSpan
 
     s = 2
     assert len(result.steps) > s

@@ -17,7 +17,7 @@ import torch
 from devices import DEVICE, FollowsDevice
 
 from pipelines import SentimentPipeline, TranslationPipeline, explanations
-from pipelines.common import serving_device
+from pipelines.models.folders import serving_device
 from viz.models.loading import load_models
 
 REVIEW = "A wonderful film, but the ending was far too long."

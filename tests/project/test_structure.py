@@ -50,6 +50,13 @@ def tests_importing_benchmarks() -> list[str]:
     return hits
 
 
+def grab_bag_modules() -> list[str]:
+    """Modules whose name says nothing of what they hold (common.py held seven things: folder I/O, the device, token
+    spans, the pipeline's base, @runs_model, the batch runner, the NaN guard)."""
+    vague = {"common.py", "utils.py", "helpers.py", "misc.py", "util.py"}
+    return [str(p.relative_to(ROOT)) for p in py_files(*PACKAGES) if p.name in vague]
+
+
 def tests_outside_their_folders() -> list[str]:
     """Test files that are not in the folder of what they test: tests/<package>/ for each package, tests/app/ for the
     app as served, tests/project/ for the repository as a whole."""
@@ -115,6 +122,7 @@ def figures() -> dict[str, int]:
         "top-level modules in pipelines/ (at most 12)": len(top_modules("pipelines")),
         "top-level modules in training/ (at most 12)": len(top_modules("training")),
         "__getattr__ forwarding or string-named batch methods in pipelines/ (0)": len(forwarding_and_named_methods()),
+        "modules named common, utils, helpers or misc in the packages (0)": len(grab_bag_modules()),
         "task names as keys or comparisons outside the registries (at most 2)": len(task_name_uses()),
         "tests importing benchmarks (0)": len(tests_importing_benchmarks()),
         "test files outside the folder of what they test (0)": len(tests_outside_their_folders()),
@@ -134,6 +142,10 @@ def test_no_benchmark_edits_sys_path():
 
 def test_no_test_imports_benchmarks():
     assert tests_importing_benchmarks() == []
+
+
+def test_modules_are_named_by_what_they_hold():
+    assert grab_bag_modules() == []
 
 
 def test_tests_mirror_the_packages():

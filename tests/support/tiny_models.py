@@ -80,7 +80,7 @@ def make_lm_dir(folder: Path, max_len: int = 64) -> Path:
     """A tiny random CausalLM (grouped key/value heads, rotary positions) with a BPE trained on the fixture reviews, in
     our folder format (preprocessing.json {"task": "lm"}). Its weights are drawn wider than training's start (std
     0.2, not 0.02), so that its heads attend unevenly and its next-token distributions are not flat."""
-    from pipelines.common import save_folder
+    from pipelines.models.folders import save_folder
 
     torch.manual_seed(0)
     texts = [r["text"] for r in read_jsonl("imdb_tiny.jsonl")]

@@ -12,7 +12,7 @@ from tiny_models import FIXTURES
 from training_runs import fake_run
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from pipelines.common import model_file_names, weights_sha256
+from pipelines.models.folders import model_file_names, weights_sha256
 from training import ship
 from training.release.checks import load_pipeline
 from transformer import CheckpointError

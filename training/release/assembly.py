@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from pipelines.common import METRICS, MODEL_FILES, model_file_names
+from pipelines.models.folders import METRICS, MODEL_FILES, model_file_names
 from pipelines.models.snapshots import INDEX, read_infos
 from training.release.checks import EXIT_INPUT, PublishError, check_repo_id, read_metrics
 from training.release.space import copy_space_sources, gradio_version, missing_sources

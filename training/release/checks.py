@@ -6,8 +6,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from pipelines.common import METRICS, MODEL_FILES
-from pipelines.common import read_metrics as pipeline_metrics
+from pipelines.models.folders import METRICS, MODEL_FILES
+from pipelines.models.folders import read_metrics as pipeline_metrics
 from transformer.hub import REPO_ID, CheckpointError, missing_files
 
 # Exit codes, one per kind of failure (argparse also exits with 2 on bad arguments).

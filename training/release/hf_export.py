@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.common import PREPROCESSING
+from pipelines.models.folders import PREPROCESSING
 from training.release.hf_modeling import (
     AttentionDemoForCausalLM,
     AttentionDemoForConditionalGeneration,

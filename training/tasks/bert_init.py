@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, normalizers
 
-from pipelines.common import TOKENIZER
+from pipelines.models.folders import TOKENIZER
 from pipelines.text import HTML_BREAK
 from training.tasks.public_weights import KNOWN
 from transformer import CheckpointError

@@ -20,7 +20,7 @@ from tokenizers import Tokenizer
 
 from pipelines.attention.head_roles import induction_scores
 from pipelines.batching import pad
-from pipelines.common import save_folder
+from pipelines.models.folders import save_folder
 from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
 from training.engine.batching import bucketed_batches
 from training.engine.data import IMDB, DataError, load_splits

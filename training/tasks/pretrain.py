@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from pipelines.batching import pad
-from pipelines.common import save_folder
+from pipelines.models.folders import save_folder
 from pipelines.models.tokenizers_io import PAD, train_bpe
 from pipelines.text import clean_text
 from training.engine.batching import bucketed_batches

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from tokenizers import Tokenizer
 
 from pipelines.batching import pad, sorted_batches
-from pipelines.common import TOKENIZER, save_folder
+from pipelines.models.folders import TOKENIZER, save_folder
 from pipelines.models.tokenizers_io import PAD, special_ids, train_bpe
 from pipelines.text import clean_text, head_tail
 from training.engine.batching import bucketed_batches

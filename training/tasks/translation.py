@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from pipelines.batching import pad, sorted_batches
-from pipelines.common import save_folder
+from pipelines.models.folders import save_folder
 from pipelines.models.tokenizers_io import BOS, EOS, PAD, train_bpe
 from pipelines.text import clean_text
 from pipelines.translation import TranslationPipeline

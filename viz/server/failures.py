@@ -7,9 +7,9 @@ restarting, a full disk, NaN from damaged weights) is logged in one line; anythi
 import errno
 import logging
 
-from pipelines.common import NonFiniteOutput
 from pipelines.hosting.microbatch import TooManyRequests
 from pipelines.hosting.processes import ModelProcessDied
+from pipelines.trust.finite import NonFiniteOutput
 
 log = logging.getLogger(__name__)
 
