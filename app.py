@@ -308,7 +308,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         translation_compare_panel(models, **inputs, training=p.snapshot, choice=choice)
     share_ui.wire_translation_links(
         demo, models, share, **inputs, scale=scale, hide=hide, state=state, drawn=drawn,
-        step=[step, step_heads, step_topk], training=p.snapshot,
+        step=[step, step_heads, step_topk], training=p.snapshot, choice=choice,
     )  # fmt: skip
     page.close(demo)
 

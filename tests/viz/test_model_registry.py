@@ -82,3 +82,23 @@ def test_bundled_alternatives_are_offered_beside_a_bundled_default_only(tmp_path
                            ("user/attention-demo-sentiment", []), ("/somewhere/else", [])):  # fmt: skip
         monkeypatch.setenv("SENTIMENT_MODEL", value)
         assert loading.alternative_sources("SENTIMENT_MODEL") == offered, value
+
+
+def test_two_models_of_one_name_are_both_offered(translation_dir, tmp_path):
+    """Two translators of one size, neither with a display_name, had the same name in the model choice: the second
+    replaced the first, which could not be chosen. Each now gets where it loads from after the shared name; the
+    same folder named twice (another spelling of its path included) is offered once."""
+    import shutil
+
+    from pipelines import TranslationPipeline
+    from viz.models import loading
+
+    first, second = (shutil.copytree(translation_dir, tmp_path / name) for name in ("mine", "yours"))
+    for folder in (first, second):
+        (folder / "metrics.json").unlink(missing_ok=True)
+    default = TranslationPipeline.from_pretrained(str(first))
+    again = str(tmp_path / "yours" / ".." / "mine")  # the default's folder, spelt otherwise
+    models = loading.translation_registry(default, lambda p: p, [str(second), again])
+    shared = loading.translation_name(str(first))
+    assert models.names == [f"{shared} (mine)", f"{shared} (yours)"]
+    assert models.get(models.names[0]) is default and models.get(models.names[1]).source == str(second)

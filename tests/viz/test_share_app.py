@@ -84,7 +84,7 @@ def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
     assert (named["translation-beam"], named["translation-layer"], named["translation-head"]) == (3, 1, 3)
     assert named["translation-scale"] == "log" and named["translation-hide-tokens"] is True
     assert values[7] == 1  # the step (0-based), applied once the run is drawn
-    assert list(values[8:]) == [gr.skip(), gr.skip()]  # no training step in the link: the slider stays
+    assert list(values[8:]) == [gr.skip()] * 3  # no model or training step in the link: the choice and slider stay
     assert presses_button_after(demo, fn, "translation-submit")
     values = outputs_of(fn, fn.fn(request(tab="translation", text="Ein Hund.", beam="99")))
     assert values["translation-beam"] == gr.skip()  # out of the slider's range
@@ -245,16 +245,27 @@ def test_a_link_to_a_model_or_step_this_app_lacks_says_so(chooser, monkeypatch):
     assert warned == ["This link's model, training step could not be used here; the default is shown instead."]
 
 
-def test_a_translation_link_keeps_the_training_step(chooser):
+def test_a_translation_link_keeps_the_model_and_the_training_step(chooser):
+    """A translation link carried the training step but not the model choice: a link to the other translator's view
+    opened the default translator's. Now it names the model (left out for the default), as a sentiment link does."""
     share = click_fn(chooser, "translation-share")
-    box = share.fn("http://127.0.0.1:7860/", "Zwei Hunde.", "greedy", 4, 0, 0, "linear", False, 2, 0)
-    link = links.from_query(urlsplit(box.value).query)
+    base = "http://127.0.0.1:7860/"
+
+    def shared(model: str, position: int) -> links.ViewLink:
+        box = share.fn(base, "Zwei Hunde.", "greedy", 4, 0, 0, "linear", False, 2, model, position)
+        return links.from_query(urlsplit(box.value).query)
+
+    link = shared("translator", 0)
     assert link.training_step == 0 and link.model is None and link.step == 1
+    other = shared("other translator", 0)
+    assert (other.model, other.training_step) == ("other translator", None)
     restore = load_fn(chooser, "translation-input")
     named = outputs_of(restore, restore.fn(request(tab="translation", text="Zwei Hunde.", training_step="0")))
-    assert named["translation-training-step"].value == 0 and "**Step 0** (before any training)" in (
-        named["translation-training-step-info"].value
-    )
+    assert named["translation-model"] == gr.skip() and named["translation-training-step"].value == 0
+    assert "**Step 0** (before any training)" in named["translation-training-step-info"].value
+    named = outputs_of(restore, restore.fn(request(tab="translation", text="Zwei Hunde.", model="other translator")))
+    assert named["translation-model"] == "other translator" and named["translation-training-step"].visible is False
+    assert presses_button_after(chooser, restore, "translation-submit")
 
 
 def test_download_follows_the_training_step_shown(chooser, monkeypatch):
@@ -268,6 +279,19 @@ def test_download_follows_the_training_step_shown(chooser, monkeypatch):
     fn.fn("Fine.", "classifier", 0, "pool")
     fn.fn("Fine.", "classifier", 3, "pool")
     assert "step-0" in str(used[0].source) and "step-" not in str(used[1].source)
+
+
+def test_a_translation_download_exports_the_model_chosen(chooser, monkeypatch):
+    """'Download data' on the translation tab exported the default translator whatever the model choice showed."""
+    from viz.share import share_ui
+
+    used = []
+    fake = lambda pipe, *a: used.append(pipe) or (None, "x")  # noqa: E731
+    monkeypatch.setattr(share_ui.downloads, "translation_download", fake)
+    fn = click_fn(chooser, "translation-download")
+    fn.fn("Zwei Hunde.", "greedy", 4, "other translator", 0)
+    fn.fn("Zwei Hunde.", "greedy", 4, "translator", 0)
+    assert used[0].source.endswith("other-translator") and "step-0" in str(used[1].source)
 
 
 @pytest.mark.parametrize("task", ["sentiment", "translation"])

@@ -96,7 +96,7 @@ def restore(models, link: links.ViewLink | None, i: SimpleNamespace, v: SimpleNa
         gr.skip() if link.seed is None else link.seed,
     ]
     layer_head = _choice(link.layer, v.layer, "layer", ignored), _choice(link.head, v.head, "head", ignored)
-    model_and_step = _model_and_step(models, link, ignored, with_choice=True)
+    model_and_step = _model_and_step(models, link, ignored)
     _warn_ignored(ignored)
     return [link.text, link.chat or gr.skip(), link.decoding or gr.skip(), *options, *layer_head, chosen,
             link.scale or gr.skip(), link.hide or gr.skip(), link.step, *model_and_step]  # fmt: skip

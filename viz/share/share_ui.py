@@ -89,15 +89,14 @@ def _link(request: gr.Request | None, task: str) -> links.ViewLink | None:
     return link if link is not None and link.tab == task else None
 
 
-def _model_and_step(models, link: links.ViewLink, ignored: list[str], with_choice: bool) -> list:
-    """The updates that put a tab at a link's model (when the tab has a choice) and training step: [the choice,]
-    the training-step slider, its text; nothing changes where the link names neither (or nothing usable)."""
-    model, position, bad = training_step.from_link(models, link.model if with_choice else None, link.training_step)
+def _model_and_step(models, link: links.ViewLink, ignored: list[str]) -> list:
+    """The updates that put a tab at a link's model and training step: the model choice, the training-step slider,
+    its text; nothing changes where the link names neither (or nothing usable)."""
+    model, position, bad = training_step.from_link(models, link.model, link.training_step)
     ignored += bad
-    chosen = [model or gr.skip()] if with_choice else []
     if model is None and position is None:
-        return [*chosen, gr.skip(), gr.skip()]
-    return [*chosen, *training_step.reset(models, model, position)]
+        return [gr.skip(), gr.skip(), gr.skip()]
+    return [model or gr.skip(), *training_step.reset(models, model, position)]
 
 
 def wire_sentiment_links(
@@ -132,7 +131,7 @@ def wire_sentiment_links(
         chosen = link.method if link.method in methods else gr.skip()
         ignored += ["method"] if link.method and link.method not in methods else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
-        model_and_step = _model_and_step(models, link, ignored, with_choice=True)
+        model_and_step = _model_and_step(models, link, ignored)
         _warn_ignored(ignored)
         return link.text, *controls, chosen, link.scale or gr.skip(), link.hide or gr.skip(), *model_and_step
 
@@ -142,43 +141,44 @@ def wire_sentiment_links(
 
 def wire_translation_links(
     demo, models, controls: ShareControls, *, german, decoding, beam, layer, head, scale, hide, state, drawn, step,
-    training
+    training, choice
 ):  # fmt: skip
-    """As wire_sentiment_links for the translation tab (decoding and beam size too; no model choice); a link's
-    decoding step is applied once the run it starts is drawn (`drawn`). step: the decoding-step slider and the two
-    plots it drives; training: the training-step slider and its text."""
+    """As wire_sentiment_links for the translation tab (decoding and beam size too); a link's decoding step is
+    applied once the run it starts is drawn (`drawn`). step: the decoding-step slider and the two plots it drives;
+    training: the training-step slider and its text; choice: the model choice."""
 
-    def share(base, text, decoding, beam, layer, head, scale, hide, step, position):
-        snapshot = training_step.to_link(models, None, position)[1]
+    def share(base, text, decoding, beam, layer, head, scale, hide, step, name, position):
+        model, snapshot = training_step.to_link(models, name, position)
         link = links.ViewLink(
             "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale, hide=bool(hide),
-            training_step=snapshot,
+            model=model, training_step=snapshot,
         )  # fmt: skip
         return _link_box(*links.share_url(base, link))
 
-    def download(text, decoding, beam, position):
-        pipe = models.get(training_step.chosen(models, None, position))
+    def download(text, decoding, beam, name, position):
+        pipe = models.get(training_step.chosen(models, name, position))
         return _file(*downloads.translation_download(pipe, text, decoding, beam))
 
-    shown = [german, decoding, beam, layer, head, scale, hide, step[0], training.slider]
-    _wire_buttons(controls, share, shown, download, [german, decoding, beam, training.slider])
+    shown = [german, decoding, beam, layer, head, scale, hide, step[0], choice, training.slider]
+    _wire_buttons(controls, share, shown, download, [german, decoding, beam, choice, training.slider])
     pending_step = gr.State(None)
 
     def restore(request: gr.Request):
         link = _link(request, "translation")
         if link is None:
-            return [gr.skip()] * 10
+            return [gr.skip()] * 11
         ignored = list(link.ignored)
         chosen_beam = link.beam if link.beam is not None and beam.minimum <= link.beam <= beam.maximum else gr.skip()
         ignored += ["beam"] if link.beam is not None and chosen_beam is not link.beam else []
         controls = _choice(link.layer, layer, "layer", ignored), _choice(link.head, head, "head", ignored)
-        snapshot = _model_and_step(models, link, ignored, with_choice=False)
+        model_and_step = _model_and_step(models, link, ignored)
         _warn_ignored(ignored)
         decoding_value = link.decoding or gr.skip()
         hidden = link.hide or gr.skip()
-        return link.text, decoding_value, chosen_beam, *controls, link.scale or gr.skip(), hidden, link.step, *snapshot
+        shown = link.text, decoding_value, chosen_beam, *controls, link.scale or gr.skip(), hidden, link.step
+        return *shown, *model_and_step
 
-    restored = [german, decoding, beam, layer, head, scale, hide, pending_step, training.slider, training.info]
+    restored = [german, decoding, beam, layer, head, scale, hide, pending_step, choice, training.slider, training.info]
     landing.press_for_link(demo.load(restore, None, restored, **PRIVATE), "translation")
     drawn.then(_apply_step, [state, layer, pending_step], [*step, pending_step], **FOLLOW_UP)
 
