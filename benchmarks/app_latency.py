@@ -11,9 +11,9 @@ polling). Before each click the app finishes what the previous one started (the 
 it has when a visitor types a new review.
 A first visit is timed too, on the app as `python app.py` serves it (build_demo(landing=True)): from navigation to
 the drawn heatmap of the worked example the sentiment tab opens on, and to the end of everything that run starts.
-With --screenshots DIR, saves screenshot-sentiment.png and screenshot-translation.png there, and the attention views
-on a long review (--long-review FILE, a text file; else the benchmark review twice over): screenshot-token-focus.png
-and screenshot-model-view.png.
+With --screenshots DIR, saves there the attention views on a long review (--long-review FILE, a text file; else the
+benchmark review twice over): screenshot-token-focus.png and screenshot-model-view.png. The tabs' own screenshots, in
+the page's layout, are benchmarks.page_layout's (--screenshots).
 """
 
 import argparse
@@ -28,8 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from tests.support import browser  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW, BENCH_SENTENCE, LANDING  # noqa: E402
-
-SENTIMENT_PNG, TRANSLATION_PNG = "screenshot-sentiment.png", "screenshot-translation.png"
 
 
 def wait_quiet(demo, quiet_s: float = 0.5, timeout_s: float = 120) -> None:
@@ -76,8 +74,8 @@ def typed(action, text: str):
     return lambda page: action(page, text)
 
 
-def cases(sentiment: bool, translation: bool, shots: Path | None) -> list[tuple]:
-    """(tab, submit, other input, name, screenshot path) for each timed input of the tabs that have a model."""
+def cases(sentiment: bool, translation: bool) -> list[tuple]:
+    """(tab, submit, other input, name) for each timed input of the tabs that have a model."""
     review, german = partial(typed, browser.analyze_review), partial(typed, browser.translate)
     found = []
     if sentiment:
@@ -88,22 +86,19 @@ def cases(sentiment: bool, translation: bool, shots: Path | None) -> list[tuple]
                 review(BENCH_SENTENCE),
                 review("A short review."),
                 f"sentiment (one sentence, {words} words)",
-                None,
             )
         )
-        words, png = len(BENCH_REVIEW.split()), shots and shots / SENTIMENT_PNG
-        found.append(
-            ("Sentiment", review(BENCH_REVIEW), review("A short review."), f"sentiment ({words}-word review)", png)
-        )
+        words = len(BENCH_REVIEW.split())
+        found.append(("Sentiment", review(BENCH_REVIEW), review("A short review."), f"sentiment ({words}-word review)"))
     if translation:
-        words, png = len(BENCH_GERMAN.split()), shots and shots / TRANSLATION_PNG
+        words = len(BENCH_GERMAN.split())
         name = f"translation ({words}-word sentence, default decoding)"
-        found.append(("Translation", german(BENCH_GERMAN), german("Ein Hund."), name, png))
+        found.append(("Translation", german(BENCH_GERMAN), german("Ein Hund."), name))
     return found
 
 
-def bench_tab(page, demo, tab: str, submit, other, name: str, screenshot: Path | None, runs: int) -> None:
-    """Time `submit` on one tab, print the line, and save the tab's screenshot if asked."""
+def bench_tab(page, demo, tab: str, submit, other, name: str, runs: int) -> None:
+    """Time `submit` on one tab and print the line."""
     ready = browser.open_tab(page, demo.local_url, tab)
     print(f"{name}: page ready {ready:.2f} s after navigation (the plotting library loaded with it)")
 
@@ -113,11 +108,6 @@ def bench_tab(page, demo, tab: str, submit, other, name: str, screenshot: Path |
 
     first, times = time_clicks(timed, lambda: other(page), runs, lambda: wait_quiet(demo))
     report(name, first, times)
-    if screenshot:
-        wait_quiet(demo)  # every plot of the last click drawn
-        if tab == "Translation":
-            browser.step_forward(page, 2)  # show a step that has a history
-        print("saved", browser.screenshot(page, screenshot))
 
 
 def first_visits(sentiment, translation, runs: int) -> None:
@@ -152,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="timed clicks per task (after one first click)")
     parser.add_argument(
-        "--screenshots", type=Path, help="save screenshot-sentiment.png / screenshot-translation.png here"
+        "--screenshots", type=Path, help="save screenshot-token-focus.png / screenshot-model-view.png here"
     )
     parser.add_argument("--long-review", type=Path, help="a text file with the long review of the views' screenshots")
     args = parser.parse_args(argv)
@@ -179,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory() as profile, browser.chromium_page(profile) as page:
             shots = args.screenshots
-            for case in cases(sentiment.pipeline is not None, translation.pipeline is not None, shots):
+            for case in cases(sentiment.pipeline is not None, translation.pipeline is not None):
                 bench_tab(page, demo, *case, args.runs)
             if shots and sentiment.pipeline is not None:
                 long = args.long_review.read_text() if args.long_review else f"{BENCH_REVIEW}\n\n{BENCH_REVIEW}"

@@ -362,22 +362,14 @@ def _views_of(page, url: str, review: str) -> None:
 
 def views_screenshots(page, url: str, review: str, folder: Path) -> list[Path]:
     """The attention views on a long review: the large map (log colour scale) with a token's row and column and
-    that token's focus; the model view; the same on a phone in the dark theme. Saved as
-    screenshot-token-focus.png, screenshot-model-view.png and screenshot-phone-dark.png."""
+    that token's focus, and the model view. Saved as screenshot-token-focus.png and screenshot-model-view.png (the
+    tabs' own screenshots, the phone's included, are benchmarks.page_layout's)."""
     _views_of(page, url, review)
     shots = [screenshot_between(page, folder / "screenshot-token-focus.png", "#sentiment-attention",
                                 "#sentiment-token-focus")]  # fmt: skip
     open_model_view(page, "sentiment")
     shots.append(screenshot_between(page, folder / "screenshot-model-view.png", "#sentiment-model-view",
                                     "#sentiment-model-view"))  # fmt: skip
-    size = page.viewport_size
-    page.set_viewport_size({"width": 390, "height": 844})
-    try:
-        _views_of(page, url + "?__theme=dark", review)
-        shots.append(screenshot_between(page, folder / "screenshot-phone-dark.png", "#sentiment-attention",
-                                        "#sentiment-token-focus"))  # fmt: skip
-    finally:
-        page.set_viewport_size(size)
     return shots
 
 
