@@ -1,5 +1,6 @@
-"""What every test shares: the tiny models, their pipelines and data folders, the app on them with a browser page,
-the Hub stood in for, one torch thread; the helpers of tests/support/ importable by name (`import browser`)."""
+"""What every test shares: the tiny models, their pipelines and data folders, the Hub stood in for, one torch
+thread; the helpers of tests/support/ importable by name (`import browser`). tests/app/conftest.py adds the app
+served on a free port and a chromium page."""
 
 import os
 import sys
@@ -109,27 +110,6 @@ def lm(lm_dir):
     from pipelines import LanguageModelPipeline
 
     return LanguageModelPipeline.from_pretrained(str(lm_dir))
-
-
-@pytest.fixture(scope="module")
-def app_url(sentiment_dir, translation_dir):
-    """The app on the tiny models, served on a free port, for the browser tests."""
-    import browser
-
-    from pipelines import SentimentPipeline, TranslationPipeline
-
-    sentiment = SentimentPipeline.from_pretrained(str(sentiment_dir))
-    with browser.serve_app(sentiment, TranslationPipeline.from_pretrained(str(translation_dir))) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def page(tmp_path_factory):
-    """One headless chromium page per test module."""
-    import browser
-
-    with browser.chromium_page(tmp_path_factory.mktemp("chromium-profile")) as page:
-        yield page
 
 
 @pytest.fixture

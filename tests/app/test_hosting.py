@@ -6,26 +6,10 @@ import uuid
 
 import httpx
 import pytest
-from browser import serve
 from gradio_client import Client
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.hosting.memory import tame_malloc
 from viz.server import hosting
-
-
-@pytest.fixture(scope="module")
-def app(sentiment_dir, translation_dir):
-    from app import build_demo
-
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    url = serve(demo)
-    try:
-        yield demo, url
-    finally:
-        demo.close()
 
 
 def test_uploads_are_refused_and_nothing_is_stored(app, tmp_path):

@@ -33,20 +33,6 @@ from viz.share import downloads, export_store, links
 GERMAN = "Zwei Hunde spielen im Schnee."
 
 
-@pytest.fixture(scope="module")
-def app(sentiment_dir, translation_dir):
-    from app import build_demo
-
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    url = serve(demo)
-    try:
-        yield demo, url
-    finally:
-        demo.close()
-
-
 def call(url: str, api: str, data, route: str = "call") -> tuple[int, object]:
     """(HTTP status, outputs) of one call by name: the outputs of a completed /call event, or the JSON body of a
     refusal (and of a /run answer)."""

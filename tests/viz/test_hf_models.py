@@ -27,30 +27,10 @@ REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
 
 
-@pytest.fixture(scope="module", params=["bert", "distilbert", "roberta"])
-def classifier(request, tmp_path_factory):
-    from tiny_hf_models import CLASSIFIERS
-
-    folder = CLASSIFIERS[request.param](tmp_path_factory.mktemp("hf") / request.param)
-    return SentimentPipeline.from_pretrained(str(folder))
-
-
-@pytest.fixture(scope="module")
-def marian_dir(tmp_path_factory):
-    from tiny_hf_models import make_marian_dir
-
-    return make_marian_dir(tmp_path_factory.mktemp("hf") / "marian")
-
-
-@pytest.fixture(scope="module")
-def translator(marian_dir):
-    return TranslationPipeline.from_pretrained(str(marian_dir))
-
-
-def test_a_translator_reads_words_it_has_never_seen(translator):
+def test_a_translator_reads_words_it_has_never_seen(marian):
     """The tiny Marian tokenizer named its unknown token '[UNK]' while its vocabulary holds '<unk>': any unseen word
     ("Drei") raised a WordPiece error and the compare view showed "model failed"."""
-    result = translator("Drei Hunde spielen.", beam_size=1)
+    result = marian("Drei Hunde spielen.", beam_size=1)
     assert result.translation is not None and result.attention_maps().maps["cross"].shape[0] == 2
 
 
@@ -77,79 +57,79 @@ def projection_name(model, kind: str, layer: int, encoder_kind: str) -> str:
 # --- classifiers -----------------------------------------------------------------------------------------
 
 
-def test_classifier_loads_behind_the_transformers_adapter(classifier):
-    assert isinstance(classifier.adapter, HFClassifier)
-    assert classifier.labels == ["negative", "positive"] and classifier.head_layers == {"self": 2}
-    result = classifier(REVIEW)
+def test_classifier_loads_behind_the_transformers_adapter(hf_classifier):
+    assert isinstance(hf_classifier.adapter, HFClassifier)
+    assert hf_classifier.labels == ["negative", "positive"] and hf_classifier.head_layers == {"self": 2}
+    result = hf_classifier(REVIEW)
     assert result.tokens[0].text == "" and result.tokens[-1].text == ""  # [CLS] / <s> ... [SEP] / </s>
     assert REVIEW[result.tokens[1].start : result.tokens[1].end] == result.tokens[1].text == "A"
 
 
-def test_classifier_attention_equals_the_models_own(classifier):
-    result = classifier(REVIEW)
+def test_classifier_attention_equals_the_models_own(hf_classifier):
+    result = hf_classifier(REVIEW)
     ids = torch.tensor([[t.id for t in result.tokens]])
-    own = own_attentions(classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids))
-    assert len(result.attentions) == len(own.attentions) == classifier.n_layers
+    own = own_attentions(hf_classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids))
+    assert len(result.attentions) == len(own.attentions) == hf_classifier.n_layers
     for layer, attn in enumerate(own.attentions):  # (1, H, T, T)
-        for head in range(classifier.n_heads):
+        for head in range(hf_classifier.n_heads):
             torch.testing.assert_close(result.attentions[layer][head], attn[0, head])
     maps = result.attention_maps()
-    assert maps.maps["self"].shape == (classifier.n_layers, classifier.n_heads, len(ids[0]), len(ids[0]))
+    assert maps.maps["self"].shape == (hf_classifier.n_layers, hf_classifier.n_heads, len(ids[0]), len(ids[0]))
 
 
-def test_classifier_head_off_equals_zeroing_its_slice_by_hand(classifier):
-    ids, _, _ = classifier.encode(REVIEW)
+def test_classifier_head_off_equals_zeroing_its_slice_by_hand(hf_classifier):
+    ids, _, _ = hf_classifier.encode(REVIEW)
     x = torch.tensor([ids])
     for layer, head in [(0, 1), (1, 3)]:
-        name = projection_name(classifier.model, "self", layer, "self")
-        by_hand = zero_head_by_hand(classifier.model, name, head, classifier.n_heads)
+        name = projection_name(hf_classifier.model, "self", layer, "self")
+        by_hand = zero_head_by_hand(hf_classifier.model, name, head, hf_classifier.n_heads)
         with torch.no_grad():
             expected = by_hand(input_ids=x, attention_mask=torch.ones_like(x)).logits
-        got = classifier.raw_logits([REVIEW], head_mask={("self", layer, head): 0.0})[0]
+        got = hf_classifier.raw_logits([REVIEW], head_mask={("self", layer, head): 0.0})[0]
         torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
-        assert not torch.allclose(got, classifier.raw_logits([REVIEW])[0])  # the head mattered
-    assert classifier.raw_logits([REVIEW], head_mask={("self", 0, 1): 1.0})[0].allclose(
-        classifier.raw_logits([REVIEW])[0]
+        assert not torch.allclose(got, hf_classifier.raw_logits([REVIEW])[0])  # the head mattered
+    assert hf_classifier.raw_logits([REVIEW], head_mask={("self", 0, 1): 1.0})[0].allclose(
+        hf_classifier.raw_logits([REVIEW])[0]
     )
 
 
-def test_classifier_padding_and_embeddings(classifier):
+def test_classifier_padding_and_embeddings(hf_classifier):
     texts = [REVIEW, "Dull."]
-    batch = classifier.predict(texts)
-    alone = [classifier.predict([t])[0] for t in texts]
+    batch = hf_classifier.predict(texts)
+    alone = [hf_classifier.predict([t])[0] for t in texts]
     for a, b in zip(batch, alone):
         assert a == pytest.approx(b, abs=1e-5)
-    x = torch.tensor([classifier.encode(REVIEW)[0]])
-    a = classifier.adapter
+    x = torch.tensor([hf_classifier.encode(REVIEW)[0]])
+    a = hf_classifier.adapter
     with torch.no_grad():
         torch.testing.assert_close(a.logits_from_embeddings(a.embed(x), x), a.forward(x).logits)
 
 
-def test_classifier_every_method_explains_and_is_measured(classifier):
-    n = classifier.adapter.n_prefix
-    for method in classifier.explanation_methods:
-        expl = classifier.explain(REVIEW, method)
+def test_classifier_every_method_explains_and_is_measured(hf_classifier):
+    n = hf_classifier.adapter.n_prefix
+    for method in hf_classifier.explanation_methods:
+        expl = hf_classifier.explain(REVIEW, method)
         assert expl.scores.shape == (len(expl.tokens),) and np.isfinite(expl.scores).all()
         assert expl.scores[:n].tolist() == [0.0] * n and expl.scores[-1] == 0.0  # special tokens: no score
-        report = classifier.faithfulness(expl)
+        report = hf_classifier.faithfulness(expl)
         assert np.isfinite([report.method.comprehensiveness, report.method.sufficiency]).all()
         assert report.method.curve[0] == pytest.approx(expl.probability, abs=1e-5)
 
 
-def test_classifier_in_the_app_handlers(classifier, tmp_path):
-    view, probabilities, status = handlers.analyze_review(classifier, REVIEW)
+def test_classifier_in_the_app_handlers(hf_classifier, tmp_path):
+    view, probabilities, status = handlers.analyze_review(hf_classifier, REVIEW)
     assert set(probabilities) == {"negative", "positive"} and "tokens read" in status
     assert "out-of-domain check is off" in status  # not fitted for this model: said so
     fig = handlers.heatmap(view, 1, 3)
     T = len(view.spans)
     assert np.asarray(fig.data[0].z).shape == (T, T)
-    expl, html = review_panel.explain(classifier, view, "gradient_x_input")
+    expl, html = review_panel.explain(hf_classifier, view, "gradient_x_input")
     assert "token-text" in html
-    assert "comprehensiveness" in review_panel.faithfulness(classifier, expl)[0]
-    heads_view, _, _, status = head_table(classifier, "sentiment", REVIEW)
+    assert "comprehensiveness" in review_panel.faithfulness(hf_classifier, expl)[0]
+    heads_view, _, _, status = head_table(hf_classifier, "sentiment", REVIEW)
     assert "8 heads measured" in status
-    assert "Switching off" in switch_off(classifier, heads_view, ["self:1:2"])
-    path, _ = downloads.sentiment_download(classifier, REVIEW, "attention")
+    assert "Switching off" in switch_off(hf_classifier, heads_view, ["self:1:2"])
+    path, _ = downloads.sentiment_download(hf_classifier, REVIEW, "attention")
     data = json.loads(Path(path).read_text())
     assert data["model"]["config"]["model_type"] in ("bert", "distilbert", "roberta")
     assert len(data["attentions"]["self"]) == 2 and data["explanation"]["method"] == "attention"
@@ -160,18 +140,18 @@ def thumbnails_by_head(fig) -> dict[tuple[int, int], np.ndarray]:
     return {(t.meta["layer"], t.meta["head"]): np.asarray(t.z, dtype=np.float64) / 1000 for t in fig.data}
 
 
-def test_classifier_model_view_shows_the_models_own_attention(classifier):
+def test_classifier_model_view_shows_the_models_own_attention(hf_classifier):
     """The views draw from AttentionMaps for a transformers model too: every layer x head thumbnail is the model's
     own output_attentions, pooled to token blocks as the views pool them (a review longer than a thumbnail)."""
     review = " ".join([REVIEW] * 3)
-    view, _, _ = handlers.analyze_review(classifier, review)
-    result = classifier(review)
+    view, _, _ = handlers.analyze_review(hf_classifier, review)
+    result = hf_classifier(review)
     ids = torch.tensor([[t.id for t in result.tokens]])
     assert ids.size(1) > 24  # pooled into blocks
-    own = own_attentions(classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids)).attentions
+    own = own_attentions(hf_classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids)).attentions
     fig = views.model_view(handlers.kinds(view)["self"])
     thumbs = thumbnails_by_head(fig)
-    assert len(thumbs) == classifier.n_layers * classifier.n_heads == len(own) * own[0].shape[1]
+    assert len(thumbs) == hf_classifier.n_layers * hf_classifier.n_heads == len(own) * own[0].shape[1]
     for (layer, head), z in thumbs.items():
         expected, _, _ = av.pool_blocks(own[layer][0, head].numpy(), 24)
         assert z.shape == expected.shape and z.shape[0] < ids.size(1)
@@ -181,12 +161,12 @@ def test_classifier_model_view_shows_the_models_own_attention(classifier):
 # --- a Marian translator ---------------------------------------------------------------------------------
 
 
-def test_translator_attention_equals_the_models_own(translator):
-    assert isinstance(translator.adapter, HFSeq2Seq)
-    result = translator(GERMAN, beam_size=2)
+def test_translator_attention_equals_the_models_own(marian):
+    assert isinstance(marian.adapter, HFSeq2Seq)
+    result = marian(GERMAN, beam_size=2)
     src = torch.tensor([[t.id for t in result.source_tokens]])
-    tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
-    own = own_attentions(translator.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
+    tgt_in = torch.tensor([[marian.adapter.bos_id] + result.target_ids[:-1]])
+    own = own_attentions(marian.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
     pairs = [
         (result.encoder_attentions, own.encoder_attentions),
         (result.decoder_attentions, own.decoder_attentions),
@@ -195,30 +175,30 @@ def test_translator_attention_equals_the_models_own(translator):
     for ours, theirs in pairs:
         assert len(ours) == len(theirs) == 2
         for layer, attn in enumerate(theirs):
-            for head in range(translator.n_heads):
+            for head in range(marian.n_heads):
                 torch.testing.assert_close(ours[layer][head], attn[0, head])
 
 
 @pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
-def test_translator_head_off_equals_zeroing_its_slice_by_hand(translator, kind):
-    result = translator(GERMAN, beam_size=1)
+def test_translator_head_off_equals_zeroing_its_slice_by_hand(marian, kind):
+    result = marian(GERMAN, beam_size=1)
     src = torch.tensor([[t.id for t in result.source_tokens]])
-    tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
-    name = projection_name(translator.model, kind, 1, "encoder")
-    by_hand = zero_head_by_hand(translator.model, name, 2, translator.n_heads)
+    tgt_in = torch.tensor([[marian.adapter.bos_id] + result.target_ids[:-1]])
+    name = projection_name(marian.model, kind, 1, "encoder")
+    by_hand = zero_head_by_hand(marian.model, name, 2, marian.n_heads)
     with torch.no_grad():
         expected = by_hand(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in).logits
-        got = translator.adapter.forward(src, tgt_in, head_mask=translator.head_masks({(kind, 1, 2): 0.0})).logits
-        intact = translator.adapter.forward(src, tgt_in).logits
+        got = marian.adapter.forward(src, tgt_in, head_mask=marian.head_masks({(kind, 1, 2): 0.0})).logits
+        intact = marian.adapter.forward(src, tgt_in).logits
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
     assert not torch.allclose(got, intact)
-    off = translator(GERMAN, beam_size=1, head_mask={(kind, 1, 2): 0.0})  # decoding runs with the head off too
+    off = marian(GERMAN, beam_size=1, head_mask={(kind, 1, 2): 0.0})  # decoding runs with the head off too
     assert off.target_ids and np.isfinite(off.score)
 
 
-def test_translator_step_log_probs_equal_the_model(translator):
-    result = translator(GERMAN, beam_size=1)
-    a = translator.adapter
+def test_translator_step_log_probs_equal_the_model(marian):
+    result = marian(GERMAN, beam_size=1)
+    a = marian.adapter
     src = torch.tensor([[t.id for t in result.source_tokens]])
     tgt = torch.tensor([[a.bos_id] + result.target_ids[:-1]])
     T = tgt.size(1)
@@ -231,42 +211,42 @@ def test_translator_step_log_probs_equal_the_model(translator):
     assert result.score == pytest.approx(float(full[torch.arange(T), torch.tensor(result.target_ids)].sum()), abs=1e-3)
 
 
-def test_translator_every_method_explains_and_is_measured(translator):
-    result = translator(GERMAN, beam_size=2)
-    for method in translator.explanation_methods:
-        expl = translator.explain(GERMAN, method, result=result)
+def test_translator_every_method_explains_and_is_measured(marian):
+    result = marian(GERMAN, beam_size=2)
+    for method in marian.explanation_methods:
+        expl = marian.explain(GERMAN, method, result=result)
         assert expl.scores.shape == (len(result.target_tokens), len(result.source_tokens))
         assert np.isfinite(expl.scores).all() and expl.head_agreement.shape == (2, 4)
-        report = translator.faithfulness(expl)
+        report = marian.faithfulness(expl)
         assert report.per_step.shape == (len(result.target_tokens),)
 
 
-def test_translator_in_the_app_handlers(translator):
-    view, english, status = handlers.translate(translator, GERMAN, "beam search", 2)
+def test_translator_in_the_app_handlers(marian):
+    view, english, status = handlers.translate(marian, GERMAN, "beam search", 2)
     assert view is not None and english == view.result.translation and "beam search" in status
     figs = handlers.task_figures("translation", view, 1, 3)
     assert all(f is not None for f in figs)
-    expl, heat, agree = translation_panel.explain(translator, view, "gradient_x_input")
+    expl, heat, agree = translation_panel.explain(marian, view, "gradient_x_input")
     assert heat is not None and agree is not None
-    assert "comprehensiveness" in translation_panel.faithfulness(translator, expl)
-    heads_view, _, _, status = head_table(translator, "translation", GERMAN, "beam search", 2, result=view.result)
+    assert "comprehensiveness" in translation_panel.faithfulness(marian, expl)
+    heads_view, _, _, status = head_table(marian, "translation", GERMAN, "beam search", 2, result=view.result)
     assert "24 heads measured" in status
-    assert "Switching off" in switch_off(translator, heads_view, ["cross:0:1"])
-    path, _ = downloads.translation_download(translator, GERMAN, "greedy", 2)
+    assert "Switching off" in switch_off(marian, heads_view, ["cross:0:1"])
+    path, _ = downloads.translation_download(marian, GERMAN, "greedy", 2)
     assert json.loads(Path(path).read_text())["model"]["config"]["model_type"] == "marian"
 
 
-def test_translator_model_view_and_token_focus_read_the_models_own_attention(translator):
-    view, _, _ = handlers.translate(translator, GERMAN, "greedy", 2)
+def test_translator_model_view_and_token_focus_read_the_models_own_attention(marian):
+    view, _, _ = handlers.translate(marian, GERMAN, "greedy", 2)
     result = view.result
     src = torch.tensor([[t.id for t in result.source_tokens]])
-    tgt_in = torch.tensor([[translator.adapter.bos_id] + result.target_ids[:-1]])
-    own = own_attentions(translator.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
+    tgt_in = torch.tensor([[marian.adapter.bos_id] + result.target_ids[:-1]])
+    own = own_attentions(marian.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
     own = {"encoder": own.encoder_attentions, "decoder": own.decoder_attentions, "cross": own.cross_attentions}
     kinds = handlers.kinds(view)
     for kind, attentions in own.items():
         thumbs = thumbnails_by_head(views.model_view(kinds[kind]))
-        assert len(thumbs) == len(attentions) * translator.n_heads
+        assert len(thumbs) == len(attentions) * marian.n_heads
         for (layer, head), z in thumbs.items():
             expected, _, _ = av.pool_blocks(attentions[layer][0, head].numpy(), 24)
             np.testing.assert_allclose(z, np.minimum(expected, 0.999), atol=1.5e-3)
@@ -277,19 +257,19 @@ def test_translator_model_view_and_token_focus_read_the_models_own_attention(tra
         (f"src:{s}", maps.layer("cross", 1)[:, :, s]),
     ]:
         fig = views.token_focus(kinds["cross"], 1, token)
-        assert len(fig.data) == translator.n_heads  # one panel: an English token is no key, a German one no query
+        assert len(fig.data) == marian.n_heads  # one panel: an English token is no key, a German one no query
         np.testing.assert_allclose(np.array([bar.y for bar in fig.data]), weights, atol=1e-3)
 
 
-def test_translator_runs_in_a_model_process(translator):
+def test_translator_runs_in_a_model_process(marian):
     """A model process gets the pipeline pickled; a transformers model loads again there (unpickled as it is, it
     returned no attention weights in the child)."""
     from pipelines.hosting.processes import ModelProcess
 
-    here = translator(GERMAN, beam_size=1)
-    process = ModelProcess(translator).start()
+    here = marian(GERMAN, beam_size=1)
+    process = ModelProcess(marian).start()
     try:
-        source = [translator.source_input(GERMAN)]
+        source = [marian.source_input(GERMAN)]
         batch = TranslationPipeline.explain_inputs
         (there,) = process.call("run_batch", source, batch, beam_size=1, alpha=0.6, top_k=5)
     finally:
@@ -298,21 +278,21 @@ def test_translator_runs_in_a_model_process(translator):
     torch.testing.assert_close(there.cross_attentions[1], here.cross_attentions[1])
 
 
-def test_two_models_side_by_side(classifier, sentiment):
+def test_two_models_side_by_side(hf_classifier, sentiment):
     from viz.compare.model_compare import compare_models
 
-    html, first, second = compare_models(classifier, sentiment, REVIEW, layer=1, head=3)
+    html, first, second = compare_models(hf_classifier, sentiment, REVIEW, layer=1, head=3)
     assert html.count("compare-side") >= 2 and ("agree" in html)
     assert first is not None and second is not None
-    assert compare_models(classifier, sentiment, "")[1:] == (None, None)
+    assert compare_models(hf_classifier, sentiment, "")[1:] == (None, None)
 
 
-def test_compare_views_on_transformers_models(classifier, translator):
+def test_compare_views_on_transformers_models(hf_classifier, marian):
     from viz.compare import input_compare as compare
 
-    view, html, diff = compare.compare_reviews(classifier, REVIEW, REVIEW.replace("wonderful", "dreadful"), 1, 2)
+    view, html, diff = compare.compare_reviews(hf_classifier, REVIEW, REVIEW.replace("wonderful", "dreadful"), 1, 2)
     assert view is not None and diff is not None and "First" in html
-    view, html, diff = compare.compare_translations(translator, GERMAN, "Eine Frau fährt mit dem Fahrrad.", "greedy")
+    view, html, diff = compare.compare_translations(marian, GERMAN, "Eine Frau fährt mit dem Fahrrad.", "greedy")
     assert view is not None and diff is not None
 
 
@@ -330,12 +310,12 @@ def test_calibration_where_fitted(tmp_path):
     assert list(fitted.predict([REVIEW])[0].values()) == pytest.approx(expected.tolist(), abs=1e-5)
 
 
-def test_faithfulness_benchmark_on_a_transformers_classifier(classifier):
+def test_faithfulness_benchmark_on_a_transformers_classifier(hf_classifier):
     """The faithfulness benchmark's scoring ranks the review's own tokens: [CLS] and [SEP] stay in place."""
     from pipelines.explanations.faithfulness import sentiment_input
 
-    row = sentiment_input(classifier, REVIEW, seed=0)
-    assert set(row["methods"]) == set(classifier.explanation_methods)
+    row = sentiment_input(hf_classifier, REVIEW, seed=0)
+    assert set(row["methods"]) == set(hf_classifier.explanation_methods)
     assert all(np.isfinite(f.comprehensiveness) for f in row["methods"].values())
 
 
@@ -350,14 +330,14 @@ def expected_diff(maps_a, maps_b, kind: str, layer: int, head: int, rows, cols) 
     return out
 
 
-def test_compare_diff_is_the_difference_of_the_two_inputs_attention_maps(classifier, translator):
+def test_compare_diff_is_the_difference_of_the_two_inputs_attention_maps(hf_classifier, marian):
     """The compare view's diff on a transformers model is B's AttentionMaps minus A's for the shared tokens (the
     view keeps float16 maps), and its rows and columns are the maps' tokens."""
     from viz.compare import input_compare as compare
 
     other = REVIEW.replace("wonderful", "dreadful")
-    view, _, fig = compare.compare_reviews(classifier, REVIEW, other, 1, 2)
-    ma, mb = classifier(REVIEW).attention_maps(), classifier(other).attention_maps()
+    view, _, fig = compare.compare_reviews(hf_classifier, REVIEW, other, 1, 2)
+    ma, mb = hf_classifier(REVIEW).attention_maps(), hf_classifier(other).attention_maps()
     assert {t.kind for t in view.rows} == {"shared", "deleted", "inserted"}
     assert [t.text for t in view.rows if t.b_index is not None] == mb.queries["self"]
     assert [t.text for t in view.rows if t.a_index is not None] == ma.queries["self"]
@@ -366,9 +346,9 @@ def test_compare_diff_is_the_difference_of_the_two_inputs_attention_maps(classif
     )
 
     second = "Eine Frau fährt mit dem Fahrrad."
-    view, _, fig = compare.compare_translations(translator, GERMAN, second, "greedy", 1, 1, 3)
-    ma = translator(GERMAN, beam_size=1).attention_maps()
-    mb = translator(second, beam_size=1).attention_maps()
+    view, _, fig = compare.compare_translations(marian, GERMAN, second, "greedy", 1, 1, 3)
+    ma = marian(GERMAN, beam_size=1).attention_maps()
+    mb = marian(second, beam_size=1).attention_maps()
     assert [t.text for t in view.cols if t.b_index is not None] == mb.keys["cross"]
     assert [t.text for t in view.rows if t.b_index is not None] == mb.queries["cross"]
     assert any(t.kind == "shared" for t in view.cols) and any(t.kind == "shared" for t in view.rows)

@@ -7,28 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.attention import attention_views as av
 from pipelines.attention.inside_head import AttentionInternals
 from pipelines.models.model_registry import ModelRegistry
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
-
-
-@pytest.fixture(scope="module", params=["bert", "distilbert", "roberta"])
-def hf_classifier(request, tmp_path_factory):
-    from tiny_hf_models import CLASSIFIERS
-
-    folder = CLASSIFIERS[request.param](tmp_path_factory.mktemp("hf") / request.param)
-    return SentimentPipeline.from_pretrained(str(folder))
-
-
-@pytest.fixture(scope="module")
-def marian(tmp_path_factory):
-    from tiny_hf_models import make_marian_dir
-
-    return TranslationPipeline.from_pretrained(str(make_marian_dir(tmp_path_factory.mktemp("hf") / "marian")))
 
 
 def inputs_of(parts, call):
