@@ -154,6 +154,11 @@ def read_gguf(path: str | Path, sha256: str | None = None) -> tuple[dict, dict[s
     return hf, state_of(reader, hf)
 
 
+# llama.cpp's pre-tokenizers (tokenizer.ggml.pre) that put every numeral apart before the byte-level split: "smollm",
+# the name its converter gives SmolLM's tokenizer.json, which splits so (llama.cpp: "\p{N}", then GPT-2's pattern).
+NUMERALS_APART = {"smollm"}
+
+
 def gguf_tokenizer(reader, path: str | Path) -> tuple[Tokenizer, str | None]:
     """The `tokenizers` tokenizer the file carries and its chat template (or None): a byte-level BPE ("gpt2", as
     SmolLM2's) built here from the metadata (tokenizers_io.byte_level_bpe); another kind by transformers."""
@@ -163,7 +168,8 @@ def gguf_tokenizer(reader, path: str | Path) -> tuple[Tokenizer, str | None]:
     bos = field(reader, "tokenizer.ggml.bos_token_id")
     add_bos = tokens[bos] if field(reader, "tokenizer.ggml.add_bos_token", False) and bos is not None else None
     types = field(reader, "tokenizer.ggml.token_type")
-    tok = byte_level_bpe(tokens, field(reader, "tokenizer.ggml.merges", []), types, add_bos)
+    split = field(reader, "tokenizer.ggml.pre") in NUMERALS_APART
+    tok = byte_level_bpe(tokens, field(reader, "tokenizer.ggml.merges", []), types, add_bos, split_numerals=split)
     return tok, field(reader, "tokenizer.chat_template")
 
 

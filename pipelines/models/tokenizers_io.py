@@ -88,20 +88,28 @@ def byte_alphabet() -> dict[int, str]:
 
 
 def byte_level_bpe(
-    tokens: list[str], merges: list[str], token_types: list[int] | None = None, add_bos: str | None = None
+    tokens: list[str],
+    merges: list[str],
+    token_types: list[int] | None = None,
+    add_bos: str | None = None,
+    split_numerals: bool = False,
 ) -> Tokenizer:
     """A byte-level BPE tokenizer (GPT-2's; SmolLM2's) from a vocabulary in id order and its merges ("a b", best
     first), as a GGUF file stores them and as `transformers`' GGUF conversion builds it: a token spelled outside the
     byte alphabet is spelled in it; token_types (llama.cpp's: 3 control, 4 user-defined) make the control tokens
     special added tokens and the user-defined ones plain added tokens (matched whole in a text); add_bos: a start
-    token the post-processor puts before every text."""
+    token the post-processor puts before every text; split_numerals: every numeral (Unicode's N categories, "٣", "½"
+    too) a piece of its own before the byte-level split, as SmolLM2's own tokenizer does (and llama.cpp for its
+    "smollm" pre-tokenizer; `transformers`' GGUF conversion does not)."""
     spelling = byte_alphabet()
     alphabet = set(spelling.values())
     respell = lambda t: t if set(t) <= alphabet else "".join(spelling[b] for b in t.encode("utf-8"))  # noqa: E731
     vocab = {respell(t): i for i, t in enumerate(tokens)}
     pairs = [tuple(m.split(" ")) for m in merges]
     tok = Tokenizer(models.BPE(vocab, pairs, continuing_subword_prefix="", end_of_word_suffix="", fuse_unk=False))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=True)
+    numerals = [pre_tokenizers.Digits(individual_digits=True)] if split_numerals else []
+    tok.pre_tokenizer = pre_tokenizers.Sequence([*numerals, byte_level]) if numerals else byte_level
     tok.decoder = decoders.ByteLevel(add_prefix_space=True, trim_offsets=True, use_regex=True)
     bos = (f"{add_bos}:0 ", f"{add_bos}:1 ") if add_bos else ("", "")
     specials = [(add_bos, vocab[add_bos])] if add_bos else []

