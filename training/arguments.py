@@ -110,12 +110,12 @@ def encoder_task_parser(sub, task: str, summary: str, group: str, **loop_default
     return p, m
 
 
-def add_sizes(m, vocab: tuple[int, str], d_model: int, n_heads: int, n_layers: int, d_ff: int, **helps: str) -> None:
+def add_sizes(m, vocab: tuple[int, str], d_model: int, n_heads: int, n_layers: int, d_ff: int, helps=None) -> None:
     """The sizes every task's model takes (training.tasks.layer_options reads them): the vocabulary (its size, what
-    it is) and the layers'; helps: words on an option, as NAME_help="..."."""
+    it is) and the layers'; helps: {option name: words on it}."""
     m.add_argument("--vocab-size", type=int, default=vocab[0], help=vocab[1])
     for name, default in (("d_model", d_model), ("n_heads", n_heads), ("n_layers", n_layers), ("d_ff", d_ff)):
-        m.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=helps.get(f"{name}_help"))
+        m.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, help=(helps or {}).get(name))
 
 
 def task_parser(sub, task: str, summary: str, group: str, **loop_defaults):
@@ -268,7 +268,8 @@ def add_translation_parser(sub) -> None:
     loop = dict(epochs=18, lr=7e-4, batch_size=128, warmup=0.1, schedule="cosine")
     _, m = task_parser(sub, "translation", "Multi30k German -> English", "model and tokenizer", **loop)
     vocab = (8000, "joint German-English byte-level BPE vocabulary")
-    add_sizes(m, vocab, d_model=256, n_heads=4, n_layers=3, d_ff=1024, n_layers_help="encoder and decoder layers each")
+    helps = {"n_layers": "encoder and decoder layers each"}
+    add_sizes(m, vocab, d_model=256, n_heads=4, n_layers=3, d_ff=1024, helps=helps)
     m.add_argument("--max-tokens", type=int, default=4096, help="target tokens per batch at most")
     m.add_argument("--beam", type=int, default=4, help="beam size for the final validation score")
     m.add_argument("--alpha", type=float, default=0.6, help="length penalty for beam search")
@@ -283,8 +284,8 @@ def add_lm_parser(sub) -> None:
     p.set_defaults(dropout=0.0, label_smoothing=0.0, weight_decay=0.1)
     p.set_defaults(applies_limit=True)  # the task applies --limit: to training reviews after the held-out ones
     vocab = (8192, "byte-level BPE vocabulary")
-    helps = dict(n_heads_help="query heads", d_ff_help="SwiGLU width")
-    add_sizes(m, vocab, d_model=384, n_heads=6, n_layers=6, d_ff=1024, **helps)
+    helps = {"n_heads": "query heads", "d_ff": "SwiGLU width"}
+    add_sizes(m, vocab, d_model=384, n_heads=6, n_layers=6, d_ff=1024, helps=helps)
     m.add_argument("--n-kv-heads", type=int, default=2, help="key/value heads, each shared by n-heads / this")
     m.add_argument("--seq-len", type=int, default=256, help="tokens a training piece holds; the model's max_len")
     m.add_argument("--max-tokens", type=int, default=32768, help="tokens per batch at most")

@@ -1,24 +1,14 @@
 """The app's public API, served on the tiny models and called with gradio_client as a user would."""
 
 import pytest
-from browser import serve
 from gradio_client import Client
-
-from pipelines import SentimentPipeline, TranslationPipeline
 
 
 @pytest.fixture(scope="module")
-def client(sentiment_dir, translation_dir, tmp_path_factory):
-    from app import build_demo
-
-    demo = build_demo(
-        SentimentPipeline.from_pretrained(str(sentiment_dir)), TranslationPipeline.from_pretrained(str(translation_dir))
-    )
-    url = serve(demo)
-    try:
-        yield Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path_factory.mktemp("dl")))
-    finally:
-        demo.close()
+def client(app, tmp_path_factory):
+    """A gradio_client Client of the app on the two tiny models (tests/app/conftest.py)."""
+    _, url = app
+    return Client(url, verbose=False, analytics_enabled=False, download_files=str(tmp_path_factory.mktemp("dl")))
 
 
 def test_only_the_model_endpoints_are_public(client):

@@ -8,6 +8,7 @@ import browser
 import numpy as np
 import pytest
 import torch
+from page_probes import PLOT_JS, TRACE_JS
 from tiny_models import make_sentiment_dir
 
 from pipelines.attention import attention_views as av
@@ -22,13 +23,9 @@ pytestmark = [
 ]
 SHORT_REVIEW = "A warm, funny and beautifully acted film about two brothers who finally talk."
 PUNCTUATED = "Wow. A dull, slow film; far too long! Still, the music... is lovely?"
-PLOT_JS = "id => document.querySelector('#' + id + ' .js-plotly-plot')"
 SHAPES_JS = f"""([id, name]) => {{ const gd = ({PLOT_JS})(id);
   const s = ((gd && gd.layout.shapes) || []).find(s => s.name === name);
   return s ? [s.x0, s.x1, s.y0, s.y1] : null; }}"""
-
-
-TRACE_JS = f"id => {{ const t = ({PLOT_JS})(id)._fullData[0]; return [t.y, Array.from(t.z, r => Array.from(r))]; }}"
 
 
 def open_model_view(page, task: str) -> int:

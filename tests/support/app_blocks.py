@@ -18,3 +18,12 @@ def click_fn(demo, elem_id: str):
     target = blocks(demo)[elem_id]
     (fn,) = [f for f in demo.fns.values() if f.targets and f.targets[0][0] == target._id and f.fn is not None]
     return fn
+
+
+def shared_link(box):
+    """The ViewLink in the link box a share button's handler returned."""
+    from urllib.parse import urlsplit
+
+    from viz.share import links
+
+    return links.from_query(urlsplit(box.value).query)

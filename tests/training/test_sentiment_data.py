@@ -6,7 +6,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from tiny_models import read_jsonl
 
 from training.cli import main as train_main
 from training.contrast import PAIRS, load_pairs, score_pairs
@@ -17,13 +16,10 @@ TINY += "--ngram-dim 8 --val-size 8 --sst2-val-size 6".split()
 
 
 @pytest.fixture(scope="module")
-def data_dirs(tmp_path_factory):
-    imdb = tmp_path_factory.mktemp("imdb")
-    reviews = pd.DataFrame(read_jsonl("imdb_tiny.jsonl"))
-    reviews.to_parquet(imdb / "train.parquet")
-    reviews.to_parquet(imdb / "test.parquet")
-    unlabeled = reviews.assign(label=-1)
-    unlabeled.to_parquet(imdb / "unsupervised.parquet")
+def data_dirs(imdb_dir, tmp_path_factory):
+    """The tiny IMDB folder (conftest) with its reviews again as the unlabelled split, and a tiny SST-2."""
+    imdb = imdb_dir
+    pd.read_parquet(imdb / "train.parquet").assign(label=-1).to_parquet(imdb / "unsupervised.parquet")
     sst2 = tmp_path_factory.mktemp("sst2")
     pairs = load_pairs()
     rows = [{"sentence": p[s].lower(), "label": p[f"label_{s}"], "idx": i} for i, p in enumerate(pairs) for s in "ab"]

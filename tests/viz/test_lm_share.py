@@ -5,11 +5,10 @@ applied once."""
 
 import json
 from types import SimpleNamespace
-from urllib.parse import urlsplit
 
 import gradio as gr
 import pytest
-from app_blocks import blocks, click_fn, load_fn
+from app_blocks import blocks, click_fn, load_fn, shared_link
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from viz import language_model
@@ -86,7 +85,7 @@ def test_copy_link_records_the_view_and_the_drawn_seed(demo, lm):
     share = click_fn(demo, "lm-share")
     options = ["sampled", 1.0, 0.9, None, 5, False]  # no seed typed: one was drawn, named in the status
     box = share.fn(BASE, view, "This movie was", *options, 1, 2, 3, "occlusion", "norm", True, *shown(demo))
-    link = links.from_query(urlsplit(box.value).query)
+    link = shared_link(box)
     assert box.visible is True and box.value.startswith(BASE + "?tab=lm&")
     assert link == links.ViewLink(
         "lm", "This movie was", 1, 2, 2, "sampled", method="occlusion", scale="norm", hide=True,
@@ -94,7 +93,7 @@ def test_copy_link_records_the_view_and_the_drawn_seed(demo, lm):
     )  # fmt: skip
     greedy = share.fn(BASE, None, "Another prompt", "greedy", 1.0, 0.9, 3, 20, True, 0, 0, 1, None, "linear",
                       False, *shown(demo))  # fmt: skip
-    link = links.from_query(urlsplit(greedy.value).query)
+    link = shared_link(greedy)
     assert (link.seed, link.temperature, link.step, link.chat, link.max_new_tokens) == (None, None, None, True, None)
 
 

@@ -3,11 +3,10 @@ opening a view, the copy-link handler, and the contrast pairs."""
 
 import json
 from types import SimpleNamespace
-from urllib.parse import urlsplit
 
 import gradio as gr
 import pytest
-from app_blocks import blocks, click_fn, load_fn
+from app_blocks import blocks, click_fn, load_fn, shared_link
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from viz.examples import ContrastSetError, contrast_pairs
@@ -123,7 +122,7 @@ def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
 def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     fn = click_fn(demo, "sentiment-share")
     box = fn.fn("http://127.0.0.1:7860/", "Großartig! <script>x</script>", 1, 0, "pool", "norm", True, None, 1)
-    link = links.from_query(urlsplit(box.value).query)
+    link = shared_link(box)
     text = "Großartig! <script>x</script>"
     expected = links.ViewLink("sentiment", text, layer=1, head=0, method="pool", scale="norm", hide=True)
     assert link == expected
@@ -213,9 +212,7 @@ def test_a_link_keeps_the_model_and_the_training_step_shown(chooser):
     base = "http://127.0.0.1:7860/"
 
     def shared(model: str, position: int) -> links.ViewLink:
-        return links.from_query(
-            urlsplit(share.fn(base, "Fine.", 0, 0, "pool", "linear", False, model, position).value).query
-        )
+        return shared_link(share.fn(base, "Fine.", 0, 0, "pool", "linear", False, model, position))
 
     at_step_10 = shared("classifier", 1)
     assert (at_step_10.model, at_step_10.training_step) == (None, 10)  # the default model, at its snapshot
@@ -252,8 +249,7 @@ def test_a_translation_link_keeps_the_model_and_the_training_step(chooser):
     base = "http://127.0.0.1:7860/"
 
     def shared(model: str, position: int) -> links.ViewLink:
-        box = share.fn(base, "Zwei Hunde.", "greedy", 4, 0, 0, "linear", False, 2, model, position)
-        return links.from_query(urlsplit(box.value).query)
+        return shared_link(share.fn(base, "Zwei Hunde.", "greedy", 4, 0, 0, "linear", False, 2, model, position))
 
     link = shared("translator", 0)
     assert link.training_step == 0 and link.model is None and link.step == 1

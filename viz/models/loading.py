@@ -204,9 +204,9 @@ def task_registry(task: str, default, wrap, compare=None, sources: list[str] = (
     from pipelines.tasks import TASKS
 
     name = name or (lambda source, pipe: display_name(pipe, source) if pipe is not None else entry_name(source))
-    where = lambda p: str(getattr(p, "source", ""))  # noqa: E731
-    pipes = {_place(where(p)): p for p in (compare, default) if p is not None}  # one place twice: the default's
-    loaded = [named(entry(where(p), p), name(where(p), p)) for p in reversed(pipes.values())]
+    source = lambda p: str(getattr(p, "source", ""))  # noqa: E731
+    pipes = {_place(source(p)): p for p in (compare, default) if p is not None}  # one place twice: the default's
+    loaded = [named(entry(source(p), p), name(source(p), p)) for p in reversed(pipes.values())]
     entries = distinct(loaded + [named(entry(s), name(s, None)) for s in sources])
     registry = ModelRegistry(entries, partial(_load_entry, TASKS[task].pipeline), wrap=wrap)
     registry.preload({e.name: pipes[_place(e.source)] for e in entries if _place(e.source) in pipes})
@@ -221,18 +221,17 @@ def _place(source) -> str:
 
 def distinct(entries: list) -> list:
     """The entries in order, one a place they load from (the first kept), each under a name of its own: models that
-    share a display name (two folders of one size, say) get where they load from after it, so that neither hides the
-    other in the model choice."""
+    share a display name (two folders of one size, say) get where they load from after it (the folder's name, or its
+    whole path where two folders share a name), so that neither hides the other in the model choice."""
     kept, places = [], set()
     for e in entries:
         if _place(e.source) not in places:
             places.add(_place(e.source))
             kept.append(e)
-    shared = {e.name for e in kept if sum(o.name == e.name for o in kept) > 1}
-    where = lambda e: str(e.source).rstrip("/").rsplit("/", 1)[-1] or str(e.source)  # noqa: E731
-    out = [named(e, f"{e.name} ({where(e)})") if e.name in shared else e for e in kept]
-    still = {e.name for e in out if sum(o.name == e.name for o in out) > 1}  # two folders of one name
-    return [named(e, f"{e.name} ({e.source})") if e.name in still else e for e in out]
+    for where in (lambda e: str(e.source).rstrip("/").rsplit("/", 1)[-1], lambda e: str(e.source)):
+        names = [e.name for e in kept]
+        kept = [named(e, f"{e.name} ({where(e)})") if names.count(e.name) > 1 else e for e in kept]
+    return kept
 
 
 def named(model_entry, name: str):
