@@ -36,6 +36,11 @@ class Adapter(Protocol):
 
     def tokenize_many(self, texts: list[str]) -> list[list[int]]: ...
 
+    # the model's internals, through the core's hook-point names (pipelines/models/hook_names.py)
+    def run_with_cache(self, forward, names) -> tuple[object, dict[str, torch.Tensor]]: ...
+
+    def W_O(self, kind: str) -> torch.Tensor: ...  # (L, H, hs, D)
+
 
 @runtime_checkable
 class ClassifierAdapter(Adapter, Protocol):
@@ -110,8 +115,6 @@ class CausalLMAdapter(Adapter, Protocol):
     def embed(self, ids: torch.Tensor) -> torch.Tensor: ...
 
     def logits_from_embeddings(self, emb: torch.Tensor) -> torch.Tensor: ...
-
-    def value_vectors(self, hidden: torch.Tensor, layer: int) -> torch.Tensor: ...
 
     def detokenize(self, ids: list[int]) -> str: ...
 

@@ -12,16 +12,16 @@ import torch
 from .config import ClassifierConfig
 from .hub import CheckpointError, file_sha256, read_checkpoint, rename_tensors  # noqa: F401 (file_sha256: re-exported)
 
-# BERT's names for one layer's tensors -> ours (encoder.layers.N. is prefixed to both sides' keys).
+# BERT's names for one layer's tensors -> ours (encoder.layer.N. / encoder.blocks.N. prefixed).
 LAYER_NAMES = {
-    "attention.self.query": "self_attn.q_proj",
-    "attention.self.key": "self_attn.k_proj",
-    "attention.self.value": "self_attn.v_proj",
-    "attention.output.dense": "self_attn.out_proj",
-    "attention.output.LayerNorm": "res_attn.norm",
-    "intermediate.dense": "ff.net.0",
-    "output.dense": "ff.net.3",
-    "output.LayerNorm": "res_ff.norm",
+    "attention.self.query": "attn.q_proj",
+    "attention.self.key": "attn.k_proj",
+    "attention.self.value": "attn.v_proj",
+    "attention.output.dense": "attn.o_proj",
+    "attention.output.LayerNorm": "attn_norm",
+    "intermediate.dense": "mlp.up",
+    "output.dense": "mlp.down",
+    "output.LayerNorm": "mlp_norm",
 }
 TOP_NAMES = {  # outside the layers
     "embeddings.word_embeddings": "tok_emb",
@@ -67,7 +67,7 @@ def map_state_dict(bert: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A BERT state dict (with or without the "bert." prefix) -> ours. Position and segment-0 vectors are summed."""
     bert = {k.removeprefix("bert."): v for k, v in bert.items() if not k.endswith(IGNORED)}
     summed = ("embeddings.position_embeddings", "embeddings.token_type_embeddings")  # below
-    ours = rename_tensors(bert, ("encoder.layer.", "encoder.layers."), LAYER_NAMES, TOP_NAMES, "BERT", skip=summed)
+    ours = rename_tensors(bert, ("encoder.layer.", "encoder.blocks."), LAYER_NAMES, TOP_NAMES, "BERT", skip=summed)
     positions = bert["embeddings.position_embeddings.weight"]  # (max_len, D)
     segment0 = bert["embeddings.token_type_embeddings.weight"][0]  # (D,): every token of a single text
     ours["encoder.positions.table"] = positions + segment0

@@ -10,7 +10,9 @@ from .config import ClassifierConfig
 from .embeddings import HashedNgramEmbedding, token_embedding
 from .encoder import Encoder
 from .head_mask import StackMask
+from .hooks import Hooked, HookRegistry
 from .hub import HUB_KWARGS, ShardedWeights
+from .legacy_names import accept_old_names
 from .masks import padding_mask
 
 
@@ -19,14 +21,13 @@ class ClassifierOutput:
     logits: torch.Tensor  # (B, num_labels)
     attentions: list[torch.Tensor] | None = None  # per layer (B, H, T, T), when need_weights
     pool_weights: torch.Tensor | None = None  # (B, T): how much each token contributes to the pooled vector
-    hidden: list[torch.Tensor] | None = None  # per layer (B, T, D) what it read, when need_hidden
-    heads: list[torch.Tensor] | None = None  # per layer (B, T, D) its heads' outputs before the mix, when need_hidden
 
 
 class TransformerClassifier(
-    nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="text-classification", **HUB_KWARGS
+    nn.Module, Hooked, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="text-classification", **HUB_KWARGS
 ):
-    """Sequence classifier. Padding never changes a prediction: keys and the pooling both skip it."""
+    """Sequence classifier. Padding never changes a prediction: keys and the pooling both skip it.
+    Hook points: hook_embed, blocks.{l}.* (transformer.layers.Block), hook_final (the encoder's output)."""
 
     def __init__(self, config: ClassifierConfig):
         super().__init__()
@@ -42,10 +43,19 @@ class TransformerClassifier(
         # BERT's pooler: the first token ([CLS]) through a dense layer and tanh, before the head.
         self.pooler = nn.Sequential(nn.Linear(c.d_model, c.d_model), nn.Tanh()) if c.pooling == "cls" else None
         self.head = nn.Sequential(nn.Dropout(c.dropout), nn.Linear(c.d_model, c.num_labels))
+        self.hook_registry = HookRegistry().bind(self, strip="encoder.")
+        accept_old_names(self)
 
-    def forward(
-        self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None, need_hidden: bool = False
-    ) -> ClassifierOutput:
+    # Weight views (TransformerLens's names): the encoder's, and the classifier's output weights as W_U (D, C)
+    W_Q = property(lambda self: self.encoder.W_Q)
+    W_K = property(lambda self: self.encoder.W_K)
+    W_V = property(lambda self: self.encoder.W_V)
+    W_O = property(lambda self: self.encoder.W_O)
+    b_O = property(lambda self: self.encoder.b_O)
+    W_U = property(lambda self: self.head[1].weight.T)
+    blocks = property(lambda self: self.encoder.blocks)
+
+    def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None) -> ClassifierOutput:
         """ids (B, T), right- or left-padded with pad_id -> ClassifierOutput.
         head_mask: (L, H) or (L, B, H) multipliers on each layer's heads (0 = off), this call only."""
         mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
@@ -53,30 +63,31 @@ class TransformerClassifier(
         if self.ngram_emb is not None:
             # The encoder scales by sqrt(D); divide so n-gram vectors enter at their own scale.
             tok = tok + self.ngram_emb(ids) / self.encoder.scale
-        enc = self.encoder(tok, mask, need_weights=need_weights, head_mask=head_mask, need_hidden=need_hidden)
+        enc = self.encoder(tok, mask, need_weights=need_weights, head_mask=head_mask)
         return self._output(enc, mask)
 
-    def logits_from_layer(
+    def forward_from(
         self,
         layer: int,
-        x: torch.Tensor,
+        resid: torch.Tensor,
         ids: torch.Tensor,
         head_mask: StackMask = None,
-        heads: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """x (B, T, D), what layer `layer` read in a pass on ids (B, T) (ClassifierOutput.hidden[layer]) -> logits
-        (B, num_labels) of the layers from `layer` on, run again (head_mask as in forward; earlier layers' unused).
-        heads: (B, T, D) that layer's heads' outputs in the same pass (ClassifierOutput.heads[layer]): it mixes them
-        again instead of attending (Encoder.layers_from)."""
+        z: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> ClassifierOutput:
+        """resid (B, T, D), what block `layer` read in a pass on ids (B, T) (blocks.{layer}.hook_resid_pre) -> the
+        output of the blocks from `layer` on, run again (head_mask as in forward; the earlier blocks are not run).
+        z: (B, T, H, hs) that block's heads' outputs in the same pass (blocks.{layer}.attn.hook_z): it mixes them
+        again instead of attending (Encoder.forward_from)."""
         mask = padding_mask(ids, self.config.pad_id)  # (B, 1, 1, T)
-        enc = self.encoder.layers_from(layer, x, mask, head_mask=head_mask, heads=heads)
-        return self._output(enc, mask).logits
+        enc = self.encoder.forward_from(layer, resid, mask, need_weights, head_mask, z)
+        return self._output(enc, mask)
 
     def _output(self, enc, mask: torch.Tensor) -> ClassifierOutput:
         """The encoder's output pooled over the real tokens of mask (B, 1, 1, T) and classified."""
         x = enc.memory  # (B, T, D)
         pool_weights = self.pool_weights(x, mask[:, 0, 0, :])  # (B, T)
-        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights, enc.hidden, enc.heads)
+        return ClassifierOutput(self.classify(x, pool_weights), enc.attentions, pool_weights)
 
     def classify(self, x: torch.Tensor, pool_weights: torch.Tensor) -> torch.Tensor:
         """The last layer's output (B, T, D) pooled by pool_weights (B, T) -> logits (B, num_labels)."""

@@ -1,4 +1,4 @@
-"""Dataclass configs for the two models. Plain scalars only, so they round-trip through config.json.
+"""Dataclass configs for the three models. Plain scalars only, so they round-trip through config.json.
 
 `TransformerConfig` holds what every layer needs; it is passed down whole (as nanoGPT passes `config`)
 to the encoder, the decoder and their layers. The two model configs add what only they use.
@@ -30,14 +30,24 @@ class TransformerConfig:
     layer_norm_eps: float = 1e-5  # BERT: 1e-12
     scale_embeddings: bool = True  # token vectors times sqrt(d_model) before positions are added (BERT: no)
     embedding_norm: bool = False  # a LayerNorm over token + position vectors before the first layer (BERT: yes)
+    norm: str = "layernorm"  # "layernorm" | "rmsnorm" (Llama)
+    n_kv_heads: int = 0  # key/value heads, each shared by n_heads / n_kv_heads query heads; 0: one per query head
+    head_dim: int = 0  # 0: d_model / n_heads
+    bias: bool = True  # biases in the attention projections (Llama: no)
 
     # What this kind of model supports (a subclass widens them; class attributes, not fields)
     POSITIONS = POSITIONS
     ACTIVATIONS = ACTIVATIONS
 
     def __post_init__(self):
-        if self.d_model % self.n_heads:
+        if not self.head_dim and self.d_model % self.n_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads})")
+        self.n_kv_heads = self.n_kv_heads or self.n_heads
+        self.head_dim = self.head_dim or self.d_model // self.n_heads
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads})")
+        if self.norm not in ("rmsnorm", "layernorm"):
+            raise ValueError(f"norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
         if self.positions not in self.POSITIONS:
             raise ValueError(f"positions must be one of {self.POSITIONS}, got {self.positions!r}")
         if self.activation not in self.ACTIVATIONS:
@@ -100,22 +110,14 @@ class CausalLMConfig(TransformerConfig):
     activation: str = "swiglu"
     scale_embeddings: bool = False
     n_layers: int = 4
-    n_kv_heads: int = 0  # key/value heads, each shared by n_heads / n_kv_heads query heads; 0: one per query head
-    head_dim: int = 0  # 0: d_model / n_heads
-    norm: str = "rmsnorm"  # "rmsnorm" | "layernorm"
+    norm: str = "rmsnorm"
     rope_base: float = 10000.0
-    bias: bool = False  # biases in the attention projections (GPT-2: yes; Llama: no)
+    bias: bool = False  # GPT-2: yes; Llama: no
     tie_embeddings: bool = True
     bos_id: int = 1
     eos_id: int = 2
 
     def __post_init__(self):
         super().__post_init__()
-        self.n_kv_heads = self.n_kv_heads or self.n_heads
-        self.head_dim = self.head_dim or self.d_model // self.n_heads
-        if self.n_heads % self.n_kv_heads:
-            raise ValueError(f"n_kv_heads ({self.n_kv_heads}) must divide n_heads ({self.n_heads})")
-        if self.norm not in ("rmsnorm", "layernorm"):
-            raise ValueError(f"norm must be 'rmsnorm' or 'layernorm', got {self.norm!r}")
         if not self.norm_first:
             raise ValueError("a CausalLM is pre-norm (norm_first=True)")

@@ -1,4 +1,4 @@
-"""Decoder: a stack of causal self-attention + cross-attention layers, with a key/value cache."""
+"""Decoder: a stack of causal self-attention + cross-attention blocks, with a key/value cache."""
 
 from dataclasses import dataclass, field
 
@@ -6,9 +6,10 @@ import torch
 
 from .config import TransformerConfig
 from .head_mask import StackMask, layer_mask
-from .layers import KV, DecoderLayer
+from .attention import KV
+from .layers import CrossInput
 from .masks import causal_mask
-from .stack import LayerStack
+from .stack import LayerStack, WeightViews, stacked
 
 
 @dataclass
@@ -40,11 +41,17 @@ class DecoderStackOutput:
     cross_attentions: list[torch.Tensor] | None = None  # per layer (B, H, Tq, Ts), when need_weights
 
 
-class Decoder(LayerStack):
-    """A stack of decoder layers; the cache makes step-by-step decoding cost O(T) per step."""
+class Decoder(LayerStack, WeightViews):
+    """A stack of decoder blocks; the cache makes step-by-step decoding cost O(T) per step. The cross-attention's
+    weight views are cross_W_Q, cross_W_K, cross_W_V, cross_W_O (L, H, ...)."""
 
     def __init__(self, c: TransformerConfig, n_layers: int):
-        super().__init__(c, DecoderLayer, n_layers)
+        super().__init__(c, n_layers, cross=True)
+
+    cross_W_Q = property(lambda self: stacked(self.blocks, "cross_attn", "W_Q"))
+    cross_W_K = property(lambda self: stacked(self.blocks, "cross_attn", "W_K"))
+    cross_W_V = property(lambda self: stacked(self.blocks, "cross_attn", "W_V"))
+    cross_W_O = property(lambda self: stacked(self.blocks, "cross_attn", "W_O"))
 
     def forward(
         self,
@@ -61,31 +68,54 @@ class Decoder(LayerStack):
         """tok (B, Tq, D) target vectors (only the new ones with a cache) over memory (B, Ts, D).
         head_mask / cross_head_mask: per layer (H,) or (B, H) multipliers on the self- / cross-attention heads."""
         past = cache.length if cache is not None else 0
-        Tq = tok.size(1)
-        self_mask = causal_mask(Tq, past + Tq, tok.device)  # (1, 1, Tq, Tt)
-        if tgt_pad_mask is not None:
-            self_mask = self_mask & tgt_pad_mask  # (B, 1, Tq, Tt)
-        x = self.embed(tok, offset=past)
+        masks = DecoderMasks(memory, src_mask, tgt_pad_mask, head_mask, cross_head_mask)
+        return self.forward_from(0, self.embed(tok, offset=past), masks, cache, use_cache, need_weights)
+
+    def forward_from(
+        self,
+        start: int,
+        x: torch.Tensor,
+        masks: "DecoderMasks",
+        cache: DecoderCache | None = None,
+        use_cache: bool = False,
+        need_weights: bool = False,
+    ) -> DecoderStackOutput:
+        """x (B, Tq, D), what block `start` reads (decoder.blocks.{start}.hook_resid_pre of an earlier pass) ->
+        the output of the blocks from `start` on (a cache, when used, covers those blocks only)."""
+        past = cache.length if cache is not None else 0
+        Tq = x.size(1)
+        self_mask = causal_mask(Tq, past + Tq, x.device)  # (1, 1, Tq, Tt)
+        if masks.tgt_pad is not None:
+            self_mask = self_mask & masks.tgt_pad  # (B, 1, Tq, Tt)
         out = DecoderStackOutput(x, DecoderCache() if use_cache else None, [], [])
-        for i, layer in enumerate(self.layers):
-            step = layer(
-                x,
-                memory,
-                self_mask,
-                src_mask,
-                need_weights,
-                past_self_kv=cache.self_kv[i] if cache is not None else None,
-                past_cross_kv=cache.cross_kv[i] if cache is not None else None,
-                head_mask=layer_mask(head_mask, i),
-                cross_head_mask=layer_mask(cross_head_mask, i),
+        for i in range(start, len(self.blocks)):
+            j = i - start  # the cache's index
+            cross = CrossInput(
+                masks.memory,
+                masks.src,
+                cache.cross_kv[j] if cache is not None else None,
+                layer_mask(masks.cross_head, i),
             )
+            past_kv = cache.self_kv[j] if cache is not None else None
+            step = self.blocks[i](x, self_mask, need_weights, past_kv, layer_mask(masks.head, i), cross=cross)
             x = step.x
-            out.self_attentions.append(step.self_weights)
+            out.self_attentions.append(step.weights)
             out.cross_attentions.append(step.cross_weights)
             if use_cache:
-                out.cache.self_kv.append(step.self_kv)
+                out.cache.self_kv.append(step.kv)
                 out.cache.cross_kv.append(step.cross_kv)
-        out.hidden = self.final_norm(x)
+        out.hidden = self.final(x)
         if not need_weights:
             out.self_attentions = out.cross_attentions = None
         return out
+
+
+@dataclass
+class DecoderMasks:
+    """What every decoder block reads besides its input: the encoder's output and the masks of one pass."""
+
+    memory: torch.Tensor  # (B, Ts, D)
+    src: torch.Tensor | None = None  # (B, 1, 1, Ts) True = a real source token
+    tgt_pad: torch.Tensor | None = None  # (B, 1, 1, Tt) True = a real target token
+    head: StackMask = None  # per layer (H,) or (B, H) on the self-attention heads
+    cross_head: StackMask = None  # and on the cross-attention heads

@@ -1,4 +1,6 @@
-"""Encoder and decoder layers as in "Attention Is All You Need" (post-norm), with pre-norm as an option."""
+"""The one block of every model here: self-attention, cross-attention (a decoder's), then a feed-forward, each added
+back to the residual stream with its norm before the sublayer (pre-norm: Llama, GPT-2) or after the sum (post-norm:
+"Attention Is All You Need", BERT). Norms and feed-forwards are pluggable through the config."""
 
 from typing import NamedTuple
 
@@ -6,22 +8,40 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import KV, Attention, Rope
 from .config import TransformerConfig
+from .embeddings import Rotary
+from .hooks import HookPoint
 
-KV = tuple[torch.Tensor, torch.Tensor]
 
-
-class FeedForward(nn.Module):
-    """Position-wise two-layer MLP."""
+class MLP(nn.Module):
+    """Position-wise two-layer MLP: down(act(up(x))), act ReLU or the exact (erf) GELU, as BERT."""
 
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        act = nn.GELU() if c.activation == "gelu" else nn.ReLU()  # nn.GELU: the exact (erf) form, as BERT
-        self.net = nn.Sequential(nn.Linear(c.d_model, c.d_ff), act, nn.Dropout(c.dropout), nn.Linear(c.d_ff, c.d_model))
+        self.up = nn.Linear(c.d_model, c.d_ff)
+        self.act = nn.GELU() if c.activation == "gelu" else nn.ReLU()
+        self.dropout = nn.Dropout(c.dropout)
+        self.down = nn.Linear(c.d_ff, c.d_model)
+        self.hook_post = HookPoint()  # (B, T, d_ff) the hidden activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.net(x)
+        return self.down(self.dropout(self.hook_post(self.act(self.up(x)))))
+
+
+class SwiGLU(nn.Module):
+    """down(silu(gate(x)) * up(x)) (Shazeer 2020), the feed-forward of Llama, without biases."""
+
+    def __init__(self, c: TransformerConfig):
+        super().__init__()
+        self.gate = nn.Linear(c.d_model, c.d_ff, bias=False)
+        self.up = nn.Linear(c.d_model, c.d_ff, bias=False)
+        self.down = nn.Linear(c.d_ff, c.d_model, bias=False)
+        self.dropout = nn.Dropout(c.dropout)
+        self.hook_post = HookPoint()  # (B, T, d_ff) the gated activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(self.dropout(self.hook_post(F.silu(self.gate(x)) * self.up(x))))
 
 
 class RMSNorm(nn.Module):
@@ -38,140 +58,90 @@ class RMSNorm(nn.Module):
         return self.weight * x32.to(x.dtype)
 
 
+NORMS = {"layernorm": nn.LayerNorm, "rmsnorm": RMSNorm}
+FEED_FORWARDS = {"relu": MLP, "gelu": MLP, "swiglu": SwiGLU}
+
+
 def norm(c: TransformerConfig) -> nn.Module:
-    """The config's norm over d_model: LayerNorm unless it asks for RMSNorm."""
-    if getattr(c, "norm", "layernorm") == "rmsnorm":
-        return RMSNorm(c.d_model, c.layer_norm_eps)
-    return nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
+    """The config's norm over d_model."""
+    return NORMS[c.norm](c.d_model, eps=c.layer_norm_eps)
 
 
-class SwiGLU(nn.Module):
-    """down(silu(gate(x)) * up(x)) (Shazeer 2020), the feed-forward of Llama, without biases."""
+def attention(c: TransformerConfig, rotary: Rotary | None = None) -> Attention:
+    return Attention(c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.attn_dropout, c.bias, rotary)
 
-    def __init__(self, c: TransformerConfig):
+
+class BlockOutput(NamedTuple):
+    x: torch.Tensor  # (B, Tq, D) the block's output
+    weights: torch.Tensor | None  # (B, H, Tq, Tk) self-attention, when asked for
+    kv: KV  # self-attention's keys and values, for the cache
+    cross_weights: torch.Tensor | None = None  # (B, H, Tq, Ts)
+    cross_kv: KV | None = None
+
+
+class Block(nn.Module):
+    """Self-attention, cross-attention to an encoder's output when built with cross=True, then the feed-forward.
+
+    Hook points: hook_resid_pre (what the block reads), hook_attn_out, hook_resid_mid (after self-attention),
+    hook_cross_attn_out and hook_resid_cross (after cross-attention, cross blocks only), hook_mlp_out, hook_resid_post;
+    all (B, T, D). Pre-norm: resid_post == resid_mid + mlp_out (or resid_cross + mlp_out).
+    """
+
+    def __init__(self, c: TransformerConfig, cross: bool = False, rotary: Rotary | None = None):
         super().__init__()
-        self.gate = nn.Linear(c.d_model, c.d_ff, bias=False)
-        self.up = nn.Linear(c.d_model, c.d_ff, bias=False)
-        self.down = nn.Linear(c.d_ff, c.d_model, bias=False)
-        self.dropout = nn.Dropout(c.dropout)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down(self.dropout(F.silu(self.gate(x)) * self.up(x)))
-
-
-def feed_forward(c: TransformerConfig) -> nn.Module:
-    """The config's feed-forward: SwiGLU, or a two-layer MLP with ReLU or GELU."""
-    return SwiGLU(c) if c.activation == "swiglu" else FeedForward(c)
-
-
-class Residual(nn.Module):
-    """x + dropout(sublayer(x)) with LayerNorm after (post-norm) or before the sublayer (pre-norm)."""
-
-    def __init__(self, c: TransformerConfig):
-        super().__init__()
-        self.norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)
-        self.dropout = nn.Dropout(c.dropout)
         self.norm_first = c.norm_first
+        self.attn_norm, self.attn = norm(c), attention(c, rotary)
+        self.cross_norm, self.cross_attn = (norm(c), attention(c)) if cross else (None, None)
+        self.mlp_norm, self.mlp = norm(c), FEED_FORWARDS[c.activation](c)
+        self.dropout = nn.Dropout(c.dropout)
+        names = ["hook_resid_pre", "hook_attn_out", "hook_resid_mid", "hook_mlp_out", "hook_resid_post"]
+        for name in names + (["hook_cross_attn_out", "hook_resid_cross"] if cross else []):
+            setattr(self, name, HookPoint())
 
-    def pre(self, x: torch.Tensor) -> torch.Tensor:
-        """What the sublayer reads."""
-        return self.norm(x) if self.norm_first else x
+    def _pre(self, norm: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        """What a sublayer reads."""
+        return norm(x) if self.norm_first else x
 
-    def post(self, x: torch.Tensor, sub_out: torch.Tensor) -> torch.Tensor:
-        """Add the sublayer's output back."""
-        y = x + self.dropout(sub_out)
-        return y if self.norm_first else self.norm(y)
-
-
-def attention(c: TransformerConfig) -> MultiHeadAttention:
-    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout)
-
-
-class EncoderLayerOutput(NamedTuple):
-    x: torch.Tensor  # (B, T, D)
-    weights: torch.Tensor | None  # (B, H, T, T) when asked for
-    heads: torch.Tensor | None = None  # (B, T, D) the heads' outputs before the mask and mix (AttentionOutput.heads)
-
-
-class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward."""
-
-    def __init__(self, c: TransformerConfig):
-        super().__init__()
-        self.self_attn = attention(c)
-        self.ff = FeedForward(c)
-        self.res_attn = Residual(c)
-        self.res_ff = Residual(c)
+    def _post(self, norm: nn.Module, x: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """The sublayer's output added back (and normed, post-norm)."""
+        y = x + self.dropout(out)
+        return y if self.norm_first else norm(y)
 
     def forward(
         self,
         x: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        past_kv: KV | None = None,
         head_mask: torch.Tensor | None = None,
-        heads: torch.Tensor | None = None,
-    ) -> EncoderLayerOutput:
-        """x (B, T, D), mask (B, 1, 1, T) -> x (B, T, D) and the weights (B, H, T, T) or None.
-        head_mask: (H,) or (B, H) multipliers on the heads' outputs, this call only.
-        heads: (B, T, D) what the heads computed on this x in an earlier pass (EncoderLayerOutput.heads): mixed
-        again under head_mask without attending (no weights then)."""
-        if heads is None:
-            a = self.self_attn(self.res_attn.pre(x), mask=mask, need_weights=need_weights, head_mask=head_mask)
-            out, weights, heads = a.output, a.weights, a.heads
+        causal: bool = False,
+        rope: Rope | None = None,
+        cross: "CrossInput | None" = None,
+        z: torch.Tensor | None = None,
+    ) -> BlockOutput:
+        """x (B, Tq, D) -> BlockOutput. mask, causal, past_kv, head_mask, rope: as Attention's. cross: the encoder's
+        output, its mask, cache and head mask (cross blocks). z (B, Tq, H, hs): what the heads computed on this x in an
+        earlier pass (hook_z): mixed again under head_mask without attending (no weights then)."""
+        x = self.hook_resid_pre(x)
+        if z is None:
+            a = self.attn(self._pre(self.attn_norm, x), None, mask, need_weights, past_kv, False, head_mask, causal, rope)
         else:
-            out, weights = self.self_attn.mix(heads, head_mask), None
-        x = self.res_attn.post(x, out)
-        x = self.res_ff.post(x, self.ff(self.res_ff.pre(x)))
-        return EncoderLayerOutput(x, weights, heads)
+            a = (self.attn.mix(z, head_mask), None, None)
+        x = self.hook_resid_mid(self._post(self.attn_norm, x, self.hook_attn_out(a[0])))
+        c = None
+        if self.cross_attn is not None:
+            c = self.cross_attn(
+                self._pre(self.cross_norm, x), cross.memory, cross.mask, need_weights, cross.kv, True, cross.head_mask
+            )
+            x = self.hook_resid_cross(self._post(self.cross_norm, x, self.hook_cross_attn_out(c.output)))
+        x = self.hook_resid_post(self._post(self.mlp_norm, x, self.hook_mlp_out(self.mlp(self._pre(self.mlp_norm, x)))))
+        return BlockOutput(x, a[1], a[2], c.weights if c else None, c.kv if c else None)
 
 
-class DecoderLayerOutput(NamedTuple):
-    x: torch.Tensor  # (B, Tq, D)
-    self_weights: torch.Tensor | None  # (B, H, Tq, Tq_total)
-    cross_weights: torch.Tensor | None  # (B, H, Tq, Ts)
-    self_kv: KV  # for the cache
-    cross_kv: KV
+class CrossInput(NamedTuple):
+    """What a decoder block's cross-attention reads."""
 
-
-class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention to the encoder output, then feed-forward."""
-
-    def __init__(self, c: TransformerConfig):
-        super().__init__()
-        self.self_attn = attention(c)
-        self.cross_attn = attention(c)
-        self.ff = FeedForward(c)
-        self.res_self = Residual(c)
-        self.res_cross = Residual(c)
-        self.res_ff = Residual(c)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        memory: torch.Tensor,
-        self_mask: torch.Tensor | None = None,
-        cross_mask: torch.Tensor | None = None,
-        need_weights: bool = False,
-        past_self_kv: KV | None = None,
-        past_cross_kv: KV | None = None,
-        head_mask: torch.Tensor | None = None,
-        cross_head_mask: torch.Tensor | None = None,
-    ) -> DecoderLayerOutput:
-        """x (B, Tq, D) over memory (B, Ts, D); masks broadcast to (B, H, Tq, Tk).
-        head_mask / cross_head_mask: (H,) or (B, H) multipliers on the self- / cross-attention heads' outputs."""
-        s = self.self_attn(
-            self.res_self.pre(x), mask=self_mask, need_weights=need_weights, past_kv=past_self_kv, head_mask=head_mask
-        )
-        x = self.res_self.post(x, s.output)
-        c = self.cross_attn(
-            self.res_cross.pre(x),
-            memory,
-            mask=cross_mask,
-            need_weights=need_weights,
-            past_kv=past_cross_kv,
-            static_kv=True,
-            head_mask=cross_head_mask,
-        )
-        x = self.res_cross.post(x, c.output)
-        x = self.res_ff.post(x, self.ff(self.res_ff.pre(x)))
-        return DecoderLayerOutput(x, s.weights, c.weights, s.kv, c.kv)
+    memory: torch.Tensor  # (B, Ts, D) the encoder's output
+    mask: torch.Tensor | None = None  # (B, 1, 1, Ts), True = a real source token
+    kv: KV | None = None  # its cached keys and values
+    head_mask: torch.Tensor | None = None  # (H,) or (B, H)

@@ -11,7 +11,7 @@ import torch
 from .config import CausalLMConfig
 from .hub import CheckpointError, read_checkpoint, rename_tensors
 
-# transformers' names for one layer's tensors -> ours (layers.N. / model.layers.N. prefixed on both sides)
+# transformers' names for one layer's tensors -> ours (model.layers.N. / blocks.N. prefixed)
 LAYER_NAMES = {
     "self_attn.q_proj": "attn.q_proj",
     "self_attn.k_proj": "attn.k_proj",
@@ -23,7 +23,7 @@ LAYER_NAMES = {
     "input_layernorm": "attn_norm",
     "post_attention_layernorm": "mlp_norm",
 }
-TOP_NAMES = {"model.embed_tokens": "tok_emb", "model.norm": "norm", "lm_head": "lm_head"}
+TOP_NAMES = {"model.embed_tokens": "tok_emb", "model.norm": "final_norm", "lm_head": "lm_head"}
 IGNORED = ("rotary_emb.inv_freq",)  # a buffer some checkpoints save
 
 
@@ -74,7 +74,7 @@ def _first(value, default: int) -> int:
 def map_state_dict(llama: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """A LlamaForCausalLM state dict -> ours."""
     kept = {k: v for k, v in llama.items() if not k.endswith(IGNORED)}
-    return rename_tensors(kept, ("model.layers.", "layers."), LAYER_NAMES, TOP_NAMES, "Llama")
+    return rename_tensors(kept, ("model.layers.", "blocks."), LAYER_NAMES, TOP_NAMES, "Llama")
 
 
 def from_state(cls, hf: dict, llama: dict[str, torch.Tensor], source: str = "checkpoint"):

@@ -11,7 +11,9 @@ from .decoder import Decoder, DecoderCache
 from .embeddings import token_embedding
 from .encoder import Encoder, EncoderOutput
 from .head_mask import HeadMasks
+from .hooks import Hooked, HookRegistry
 from .hub import HUB_KWARGS, ShardedWeights
+from .legacy_names import accept_old_names
 from .masks import padding_mask
 
 
@@ -23,8 +25,13 @@ class DecoderOutput:
     cross_attentions: list[torch.Tensor] | None = None  # per layer (B, H, Tq, Ts)
 
 
-class Seq2SeqTransformer(nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="translation", **HUB_KWARGS):
-    """Encoder-decoder transformer (Vaswani et al., 2017) over a shared vocabulary."""
+class Seq2SeqTransformer(
+    nn.Module, Hooked, ShardedWeights, PyTorchModelHubMixin, pipeline_tag="translation", **HUB_KWARGS
+):
+    """Encoder-decoder transformer (Vaswani et al., 2017) over a shared vocabulary. Hook points: encoder.hook_embed,
+    encoder.blocks.{l}.*, encoder.hook_final, the same under decoder. with decoder.blocks.{l}.cross_attn.*; weight
+    views on model.encoder and model.decoder (W_Q ... W_O, and the decoder's cross_W_Q ...); W_U the output
+    projection (D, V)."""
 
     def __init__(self, config: Seq2SeqConfig):
         super().__init__()
@@ -36,6 +43,13 @@ class Seq2SeqTransformer(nn.Module, ShardedWeights, PyTorchModelHubMixin, pipeli
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         if c.tie_embeddings:
             self.lm_head.weight = self.tgt_emb.weight
+        self.hook_registry = HookRegistry().bind(self)
+        accept_old_names(self)
+
+    @property
+    def W_U(self) -> torch.Tensor:
+        """(D, V) the output projection."""
+        return self.lm_head.weight.T
 
     def encode(
         self, src_ids: torch.Tensor, need_weights: bool = False, head_mask: HeadMasks | None = None

@@ -4,8 +4,9 @@ before and after the rotation), row i sees keys 0..i only (the causal mask), and
 n_kv_heads < n_heads, key/value head g serves query heads g * G .. g * G + G - 1 (G = n_heads / n_kv_heads), as the
 model's `repeat_interleave` shares them.
 
-Everything is the model's own: one forward pass (the one that makes the result's maps) with the projections recorded
-(inside_head.recording), the rotation applied by the layer's own `rotate`, and the softmax weights the run's maps. So
+Everything is the model's own: one forward pass (the one that makes the result's maps) with its hook points cached
+(attn.hook_q and hook_k after the rotation, hook_v, hook_z), the rotation undone for the "before" views (a rotation
+is orthogonal: the inverse turns by -angle), and the softmax weights the run's maps. So
 softmax(mask(q_rot . k_rot / sqrt(hs))) of a row equals that head's returned attention row.
 """
 
@@ -14,15 +15,10 @@ from dataclasses import dataclass
 
 import torch
 
-from pipelines.attention.inside_head import (
-    AttentionInternals,
-    HeadInternals,
-    KindInternals,
-    _split,
-    _w_o,
-    recording,
-)
+from pipelines.attention.inside_head import HEAD_POINTS, AttentionInternals, HeadInternals, KindInternals
 from pipelines.kinds import CAUSAL
+from pipelines.models.hook_names import attn_point
+from transformer.embeddings import Rotary
 from transformer.masks import causal_mask
 
 
@@ -75,17 +71,22 @@ class CausalInternals(AttentionInternals):
                                    n_kv_heads=self.n_kv_heads, rotated=self.rotated)  # fmt: skip
 
 
-def _layer(seen: dict, attn, i: int, n_heads: int, n_kv: int) -> dict[str, torch.Tensor]:
-    """One layer's recordings split into heads, rotated by the layer's own `rotate`, keys and values repeated to every
-    query head as the layer repeats them."""
-    kind = CAUSAL.name
-    q0 = _split(seen[(kind, i, "q")], n_heads)  # (H, T, hs)
-    k0, v = _split(seen[(kind, i, "k")], n_kv), _split(seen[(kind, i, "v")], n_kv)  # (Hkv, T, hs)
-    q, k = attn.rotate(q0[None], k0[None], 0)  # (1, H, T, hs), (1, Hkv, T, hs)
-    group = n_heads // n_kv
+def _unrotated(x: torch.Tensor, rotary: Rotary | None) -> torch.Tensor:
+    """(h, T, hs) rotated at positions 0 .. T - 1 -> as the projection gave it, before the rotation."""
+    if rotary is None:
+        return x
+    cos, sin = rotary.cos_sin(x.size(1), 0, x.device)  # (T, hs) each
+    return Rotary.rotate(x, cos, -sin)
+
+
+def _layer(cache: dict, attn, i: int, n_heads: int) -> dict[str, torch.Tensor]:
+    """One layer's cached points, heads first: keys and values repeated to every query head as the layer repeats them,
+    q and k also before the rotation."""
+    q, k, v, z = (cache[attn_point(CAUSAL.name, i, p)][0].float().transpose(0, 1) for p in HEAD_POINTS)  # (h, T, hs)
+    group = n_heads // k.size(0)
     return {
-        "q": q[0], "k": k[0].repeat_interleave(group, 0), "v": v.repeat_interleave(group, 0),
-        "heads": _split(seen[(kind, i, "heads")], n_heads), "q_before": q0, "k_before": k0,
+        "q": q, "k": k.repeat_interleave(group, 0), "v": v.repeat_interleave(group, 0), "heads": z,
+        "q_before": _unrotated(q, attn.rotary), "k_before": _unrotated(k, attn.rotary),
     }  # fmt: skip
 
 
@@ -95,19 +96,19 @@ def causal_internals(adapter, ids: list[int]) -> CausalInternals:
     forward pass with need_weights (the pass LanguageModelPipeline makes for a result's maps: result.sequence_ids)."""
     if not ids:
         raise ValueError("the sequence has no tokens")
-    parts = adapter.attention_parts()
     x = torch.tensor([ids], device=adapter.device)  # (1, T)
-    with recording(parts) as seen:
-        run = adapter.forward(x, need_weights=True)
-    c = adapter.config
-    per = [_layer(seen, block.attn, i, c.n_heads, c.n_kv_heads) for i, block in enumerate(adapter.model.layers)]
+    L, H = adapter.n_layers, adapter.n_heads
+    names = [attn_point(CAUSAL.name, i, p) for i in range(L) for p in HEAD_POINTS]
+    run, cache = adapter.run_with_cache(lambda: adapter.forward(x, need_weights=True), names)
+    blocks = adapter.model.blocks
+    per = [_layer(cache, blocks[i].attn, i, H) for i in range(L)]
     stacked = {name: torch.stack([p[name] for p in per]).cpu() for name in per[0]}  # (L, H or Hkv, T, hs)
-    w_o = [_w_o(p, c.n_heads).cpu() for p in parts[CAUSAL.name]]  # per layer (H, hs, D)
-    projected = torch.stack([h @ w for h, w in zip(stacked["heads"], w_o)])  # (L, H, T, D)
-    value_norms = torch.stack([(v @ w).norm(dim=-1) for v, w in zip(stacked["v"], w_o)])  # (L, H, T)
+    w_o = adapter.W_O(CAUSAL.name).float().cpu()  # (L, H, hs, D)
+    projected = stacked["heads"] @ w_o  # (L, H, T, D)
+    value_norms = (stacked["v"] @ w_o).norm(dim=-1)  # (L, H, T)
     maps = torch.stack([a[0] for a in run.attentions]).float().cpu()  # (L, H, T, T)
     T = len(ids)
     kind = KindInternals(stacked["q"], stacked["k"], stacked["v"], stacked["heads"], maps, causal_mask(T, T)[0, 0],
                          projected, value_norms)  # fmt: skip
-    rotated = any(block.attn.rotary is not None for block in adapter.model.layers)
+    rotated = any(block.attn.rotary is not None for block in blocks)
     return CausalInternals({CAUSAL.name: kind}, stacked["q_before"], stacked["k_before"], rotated)

@@ -1,8 +1,8 @@
 """Inside one head: how a row of attention is computed, and how much each weighted value carries.
 
-One model run (the adapter's own forward, the one that makes the heatmaps) with hooks on every attention block's
-projections (adapter.attention_parts) keeps what each head read and wrote: its queries, keys and values (the
-outputs of q, k and v, split into heads) and its output (what the output projection read). The softmax weights
+One model run (the adapter's own forward, the one that makes the heatmaps) with the core's hook points cached
+(adapter.run_with_cache: attn.hook_q, hook_k, hook_v and hook_z of every layer, pipelines/models/hook_names.py) keeps
+what each head read and wrote: its queries, keys and values and its output (what the output projection read). The softmax weights
 are the run's own attention maps, the same tensors the heatmaps show; everything else about one query is
 arithmetic on those, done in `AttentionInternals.head`:
 
@@ -16,13 +16,11 @@ Works for every adapter (ours, `transformers` BERT-family and Marian): their hea
 
 import dataclasses
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
 
-from pipelines.attention.thread_hooks import this_thread_only
-from pipelines.models.adapter import AttentionParts
+from pipelines.models.hook_names import attn_point, attn_points
 from transformer.masks import causal_mask
 
 
@@ -107,51 +105,27 @@ class AttentionInternals:
         )  # fmt: skip
 
 
-@contextmanager
-def recording(parts: dict[str, list[AttentionParts]]):
-    """Inside: every call of the projections of `parts` made on this thread is recorded, {(kind, layer, name): tensor
-    (B, T, D)}: "q", "k", "v" (their outputs) and "heads" (what "out" reads: the heads' outputs, concatenated)."""
-    seen: dict[tuple[str, int, str], torch.Tensor] = {}
-    hooks = []
-
-    def keep(key, read_input=False):
-        def hook(module, args, output=None):
-            if key in seen:
-                raise RuntimeError(f"{key} ran twice in one recorded run")
-            seen[key] = (args[0] if read_input else output).detach()
-
-        return hook
-
-    try:
-        for kind, layers in parts.items():
-            for i, p in enumerate(layers):
-                for name in ("q", "k", "v"):
-                    hooks.append(getattr(p, name).register_forward_hook(this_thread_only(keep((kind, i, name)))))
-                heads = this_thread_only(keep((kind, i, "heads"), read_input=True))
-                hooks.append(p.out.register_forward_pre_hook(heads))
-        yield seen
-    finally:
-        for h in hooks:
-            h.remove()
+HEAD_POINTS = ("hook_q", "hook_k", "hook_v", "hook_z")
 
 
-def _split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """(1, T, D) -> (H, T, hs)."""
-    _, T, D = x.shape
-    return x[0].float().reshape(T, n_heads, D // n_heads).transpose(0, 1)  # (H, T, hs)
+def _heads_first(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """(1, T, h, hs) a hook point's value -> (H, T, hs) float32, key/value heads repeated to the n_heads query heads
+    that read them."""
+    x = x[0].float().transpose(0, 1)  # (h, T, hs)
+    return x.repeat_interleave(n_heads // x.size(0), dim=0) if x.size(0) != n_heads else x
 
 
 def kind_internals(
-    seen: dict, parts: list[AttentionParts], weights: list[torch.Tensor], mask: torch.Tensor, kind: str, n_heads: int
+    cache: dict, w_o: torch.Tensor, weights: list[torch.Tensor], mask: torch.Tensor, kind: str, n_heads: int
 ) -> KindInternals:
-    """One kind's recordings (every layer) as a KindInternals; weights: per layer (1, H, Tq, Tk) of the run."""
+    """One kind's cached points (every layer) as a KindInternals; w_o (L, H, hs, D) its output projections, weights:
+    per layer (1, H, Tq, Tk) of the run."""
     per = {name: [] for name in ("q", "k", "v", "heads", "projected", "value_norms")}
-    for i, p in enumerate(parts):
-        for name in ("q", "k", "v", "heads"):
-            per[name].append(_split(seen[(kind, i, name)], n_heads))  # (H, T, hs)
-        w_o = _w_o(p, n_heads)  # (H, hs, D)
-        per["projected"].append(per["heads"][-1] @ w_o)  # (H, Tq, D)
-        per["value_norms"].append((per["v"][-1] @ w_o).norm(dim=-1))  # (H, Tk)
+    for i in range(len(weights)):
+        for name, point in zip(("q", "k", "v", "heads"), HEAD_POINTS):
+            per[name].append(_heads_first(cache[attn_point(kind, i, point)], n_heads))  # (H, T, hs)
+        per["projected"].append(per["heads"][-1] @ w_o[i])  # (H, Tq, D)
+        per["value_norms"].append((per["v"][-1] @ w_o[i]).norm(dim=-1))  # (H, Tk)
     stacked = {name: torch.stack(xs).cpu() for name, xs in per.items()}
     maps = torch.stack([w[0] for w in weights]).float().cpu()  # (L, H, Tq, Tk)
     return KindInternals(**stacked, weights=maps, mask=mask.cpu())
@@ -175,17 +149,15 @@ def masks_for(kinds, Tq: dict[str, int], Tk: dict[str, int]) -> dict[str, torch.
 
 @torch.no_grad()
 def record(adapter, forward: Callable[[], object]) -> AttentionInternals:
-    """forward(): the adapter's own forward with need_weights=True on a batch of one (no padding), run once with
-    every attention block's projections recorded."""
-    parts = adapter.attention_parts()
-    with recording(parts) as seen:
-        run = forward()
+    """forward(): the adapter's own forward with need_weights=True on a batch of one (no padding), run once with every
+    attention's q, k, v and z points cached."""
+    run, cache = adapter.run_with_cache(forward, attn_points(adapter.head_layers, HEAD_POINTS))
     maps = run_maps(run)
     shapes = {kind: maps[kind][0].shape[-2:] for kind in maps}
     masks = masks_for(maps, {k: s[0] for k, s in shapes.items()}, {k: s[1] for k, s in shapes.items()})
     H = adapter.n_heads
     return AttentionInternals(
-        {kind: kind_internals(seen, parts[kind], maps[kind], masks[kind], kind, H) for kind in maps}
+        {kind: kind_internals(cache, adapter.W_O(kind), maps[kind], masks[kind], kind, H) for kind in maps}
     )
 
 
@@ -215,12 +187,13 @@ def translation_internals(pipe, text: str, target_ids: list[int]) -> AttentionIn
     return record(a, lambda: a.forward(src, tgt_in, need_weights=True))
 
 
-def combined_norms(ki: KindInternals, parts: AttentionParts, layer: int, readout: torch.Tensor) -> torch.Tensor:
+def combined_norms(ki: KindInternals, w_o: torch.Tensor, layer: int, readout: torch.Tensor) -> torch.Tensor:
     """readout (R, Tq) @ ||sum_h w^h_ij v^h_j W_O^h|| -> (R, Tk): what each key's weighted values, summed over
     the layer's heads and projected, carry into the block's output (Kobayashi et al.'s norm of the whole
-    layer, bias apart), mixed over the queries by each readout row. Queries go QUERY_CHUNK at a time."""
+    layer, bias apart), mixed over the queries by each readout row; w_o (H, hs, D) the layer's output projection.
+    Queries go QUERY_CHUNK at a time."""
     H, Tk, hs = ki.v.shape[1:]
-    carried = ki.v[layer] @ _w_o(parts, H).cpu()  # (H, Tk, D): v_j^h W_O^h
+    carried = ki.v[layer] @ w_o.float().cpu()  # (H, Tk, D): v_j^h W_O^h
     out = torch.zeros(readout.size(0), Tk)
     for start in range(0, ki.weights.size(2), QUERY_CHUNK):
         rows = slice(start, start + QUERY_CHUNK)
@@ -232,41 +205,23 @@ def combined_norms(ki: KindInternals, parts: AttentionParts, layer: int, readout
 QUERY_CHUNK = 32  # queries a pass in combined_norms: (32, Tk, D) floats at a time
 
 
-def _w_o(parts: AttentionParts, n_heads: int) -> torch.Tensor:
-    """(H, hs, D): each head's slice of the output projection, as a right-hand factor."""
-    D = parts.out.weight.size(0)
-    return parts.out.weight.detach().float().reshape(D, n_heads, -1).permute(1, 2, 0)
+def value_norms(v: torch.Tensor, w_o: torch.Tensor) -> torch.Tensor:
+    """v (B, Tk, h, hs) a layer's hook_v (h = its key/value heads), w_o (H, hs, D) -> (B, H, Tk) ||v_j W_O^h||: for
+    grouped heads, the value head each query head reads, times that query head's slice of W_O."""
+    v = v.float().transpose(1, 2)  # (B, h, Tk, hs)
+    v = v.repeat_interleave(w_o.size(0) // v.size(1), dim=1)  # (B, H, Tk, hs)
+    return (v @ w_o.float().to(v.device)).norm(dim=-1)  # (B, H, Tk)
 
 
 @torch.no_grad()
 def with_value_norms(adapter, forward: Callable[[], object]) -> tuple[object, dict[str, torch.Tensor]]:
     """(forward(), {kind: (B, L, H, Tk) ||v_j W_O^h||}): the run, and the norm of every value vector through its
-    head's slice of the output projection, read from the same run (a hook on each value projection). The maps
-    weighted by what each value carries are then weights (B, H, Tq, Tk) * norms[:, layer, :, None, :]."""
-    parts, H = adapter.attention_parts(), adapter.n_heads
-    seen, hooks = {}, []
-
-    def keep(key):
-        def hook(module, args, out):
-            seen[key] = out
-
-        return hook
-
-    for kind, layers in parts.items():
-        for i, p in enumerate(layers):
-            hooks.append(p.v.register_forward_hook(this_thread_only(keep((kind, i)))))
-    try:
-        run = forward()
-    finally:
-        for h in hooks:
-            h.remove()
+    head's slice of the output projection, read from the same run (each layer's attn.hook_v). The maps weighted by
+    what each value carries are then weights (B, H, Tq, Tk) * norms[:, layer, :, None, :]."""
+    layers = adapter.head_layers
+    run, cache = adapter.run_with_cache(forward, attn_points(layers, ("hook_v",)))
     norms = {}
-    for kind, layers in parts.items():
-        per_layer = []
-        for i, p in enumerate(layers):
-            v = seen[(kind, i)].float()  # (B, Tk, D)
-            B, Tk, D = v.shape
-            v = v.reshape(B, Tk, H, D // H).transpose(1, 2)  # (B, H, Tk, hs)
-            per_layer.append((v @ _w_o(p, H)).norm(dim=-1))  # (B, H, Tk)
-        norms[kind] = torch.stack(per_layer, dim=1)  # (B, L, H, Tk)
+    for kind, n in layers.items():
+        w_o = adapter.W_O(kind)  # (L, H, hs, D)
+        norms[kind] = torch.stack([value_norms(cache[attn_point(kind, i, "hook_v")], w_o[i]) for i in range(n)], 1)
     return run, norms

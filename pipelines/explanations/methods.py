@@ -209,30 +209,29 @@ class AttentionNorm(Method):
             readout[0, 0] = 1.0
         else:
             readout[0] = run["out"].token_weights[0].float().cpu()
-        parts = adapter.attention_parts()["self"][last]
-        return _shares(_numpy(inside_head.combined_norms(internals.kinds["self"], parts, last, readout)[0]))  # (T,)
+        w_o = adapter.W_O("self")[last]  # (H, hs, D)
+        return _shares(_numpy(inside_head.combined_norms(internals.kinds["self"], w_o, last, readout)[0]))  # (T,)
 
     @torch.no_grad()
     def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
         from pipelines.attention import inside_head
 
         internals = inside_head.record(adapter, lambda: adapter.forward(src, tgt_in, need_weights=True))
-        ki, parts = internals.kinds["cross"], adapter.attention_parts()["cross"]
+        ki, w_o = internals.kinds["cross"], adapter.W_O("cross")  # (L, H, hs, D)
         eye = torch.eye(ki.weights.size(2))  # (Tt, Tt): every step its own row
-        maps = [inside_head.combined_norms(ki, p, layer, eye) for layer, p in enumerate(parts)]  # (Tt, Ts) each
+        maps = [inside_head.combined_norms(ki, w, layer, eye) for layer, w in enumerate(w_o)]  # (Tt, Ts) each
         return _source_only(torch.stack(maps).mean(0).numpy(), produced)
 
     @torch.no_grad()
     def next_token(self, adapter, ids, target, words, progress=None):
         """Language model: the last layer's row of the last position, ||sum_h w^h_j v^h_j W_O^h|| for each key j
         (grouped key/value heads: each query head reads its key/value head's values)."""
-        from pipelines.attention.inside_head import _w_o
-
-        run = adapter.forward(ids, need_weights=True, need_hidden=True)
-        last = len(run.attentions) - 1
-        v = adapter.value_vectors(run.hidden[last], last)[0].float()  # (H, T, hs)
-        parts = adapter.attention_parts()["causal"][last]
-        carried = v @ _w_o(parts, v.size(0)).to(v.device)  # (H, T, D): v_j^h W_O^h
+        last = adapter.head_layers["causal"] - 1
+        point = f"blocks.{last}.attn.hook_v"
+        run, cache = adapter.run_with_cache(lambda: adapter.forward(ids, need_weights=True), [point])
+        v = cache[point][0].float().transpose(0, 1)  # (Hkv, T, hs)
+        w_o = adapter.W_O("causal")[last].float().to(v.device)  # (H, hs, D)
+        carried = v.repeat_interleave(w_o.size(0) // v.size(0), 0) @ w_o  # (H, T, D): v_j^h W_O^h
         w = run.attentions[last][0, :, -1].float()  # (H, T) the predicting row of every head
         return _shares(_numpy(torch.einsum("hk,hkd->kd", w, carried).norm(dim=-1)))  # (T,)
 

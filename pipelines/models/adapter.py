@@ -3,8 +3,9 @@ from-scratch models of transformer/. pipelines/models/hf_adapter.py implements i
 
 What a pipeline may ask of a model: its device (where every tensor fed to it must be), tokenize with character
 offsets, add the special tokens, embed ids, run forward from embeddings (what attribution differentiates),
-return attention weights by kind, layer and head, switch heads off for one call, and (seq2seq) generate.
-Nothing else of a model's internals.
+return attention weights by kind, layer and head, switch heads off for one call, (seq2seq) generate, and read its
+internals through the core's named hook points: `run_with_cache(forward, names)` and the weight view `W_O(kind)`
+(pipelines/models/hook_names.py names the points of each kind). Nothing else of a model's internals.
 
 Head masks come in one form everywhere: {kind: (L, H) or (L, B, H) multipliers}, 0 = head off (pipelines.attention.heads
 builds them from {(kind, layer, head): multiplier}).
@@ -13,12 +14,13 @@ builds them from {(kind, layer, head): multiplier}).
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from collections.abc import Callable
 
 import torch
 
 from pipelines.kinds import CAUSAL, CROSS, DECODER, ENCODER, SELF
 from pipelines.models.folders import save_folder
+from pipelines.models.hook_names import KIND_POINTS, attn_point, block_point
 from pipelines.models.tokenizers_io import special_ids
 from pipelines.text import SpecialTokensAround, TokenSpan, spans
 from transformer import CausalLM, HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
@@ -33,21 +35,6 @@ def _config_field(name: str) -> property:
     return property(lambda self: getattr(self.model.config, name))
 
 
-class AttentionParts(NamedTuple):
-    """The four projections of one attention block (pipelines.attention.inside_head hooks them): out(concat(heads)) with
-    head h = softmax(q(x) k(y)^T / sqrt(hs)) v(y) on its own hs-wide slice of q, k and v."""
-
-    q: torch.nn.Linear
-    k: torch.nn.Linear
-    v: torch.nn.Linear
-    out: torch.nn.Linear
-
-
-def our_parts(attn) -> AttentionParts:
-    """The projections of a transformer.attention.MultiHeadAttention."""
-    return AttentionParts(attn.q_proj, attn.k_proj, attn.v_proj, attn.out_proj)
-
-
 @dataclass
 class ClassifierRun:
     """One forward pass of a classifier adapter."""
@@ -56,7 +43,7 @@ class ClassifierRun:
     attentions: list[torch.Tensor]  # per layer (B, H, T, T), rows = queries; [] without need_weights
     token_weights: torch.Tensor | None  # (B, T) what the classifier reads of each token (sums to 1), or None
     hidden: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (B, T, D) what it read, if asked
-    heads: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (B, T, D) its heads' outputs, too
+    heads: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (B, T, H, hs) its hook_z, too
 
 
 @dataclass
@@ -102,6 +89,34 @@ class OurModel(ModelDevice):
 
     def config_dict(self) -> dict:
         return dataclasses.asdict(self.model.config)
+
+    def run_with_cache(self, forward: Callable[[], object], names) -> tuple[object, dict[str, torch.Tensor]]:
+        """(forward(), {name: activation}) of the model's hook points `names` (a list or a predicate), cached during
+        forward() on this thread only (transformer/hooks.py)."""
+        cache: dict[str, torch.Tensor] = {}
+
+        def keep(x, name):
+            cache[name] = x.detach()
+
+        registry = self.model.hook_registry
+        with registry.hooks((name, keep) for name in registry.select(names)):
+            run = forward()
+        return run, cache
+
+    def W_O(self, kind: str) -> torch.Tensor:
+        """(L, H, hs, D) the output projection of each layer of kind `kind`, head by head (detached)."""
+        prefix, attn = KIND_POINTS[kind]
+        stack = self.model.get_submodule(prefix.rstrip(".")) if prefix else self.model
+        return torch.stack([getattr(b, attn).W_O for b in stack.blocks]).detach()
+
+    def hidden_and_heads(self, forward: Callable[[], object], kind: str, heads: bool = False):
+        """(forward(), [what each block of kind `kind` read (B, T, D)], [each block's hook_z (B, T, H, hs)] if heads)."""
+        n = self.head_layers[kind]
+        names = [block_point(kind, i, "hook_resid_pre") for i in range(n)]
+        names += [attn_point(kind, i, "hook_z") for i in range(n)] if heads else []
+        run, cache = self.run_with_cache(forward, names)
+        z = [cache[attn_point(kind, i, "hook_z")] for i in range(n)] if heads else []
+        return run, [cache[names[i]] for i in range(n)], z
 
 
 class TokenizerMixin:
@@ -156,10 +171,11 @@ class OurClassifier(OurModel, TokenizerMixin, SpecialTokensAround):
     def forward(
         self, ids: torch.Tensor, need_weights: bool = False, head_mask: KindMasks | None = None, need_hidden=False
     ):
-        """ids (B, T) padded with pad_id -> ClassifierRun (with what each layer read, if need_hidden)."""
+        """ids (B, T) padded with pad_id -> ClassifierRun (with what each layer read and its heads' outputs, read from
+        the hook points, if need_hidden)."""
         mask = None if head_mask is None else head_mask["self"]
-        out = self.model(ids, need_weights=need_weights, head_mask=mask, need_hidden=need_hidden)
-        hidden, heads = list(out.hidden or []), list(out.heads or [])
+        run = lambda: self.model(ids, need_weights=need_weights, head_mask=mask)  # noqa: E731
+        out, hidden, heads = self.hidden_and_heads(run, SELF.name, heads=True) if need_hidden else (run(), [], [])
         return ClassifierRun(out.logits, list(out.attentions or []), out.pool_weights, hidden, heads)
 
     def logits_from_layer(
@@ -170,15 +186,11 @@ class OurClassifier(OurModel, TokenizerMixin, SpecialTokensAround):
         head_mask: KindMasks | None = None,
         heads: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Logits (B, C) of ids (B, T) when only the heads of layer `layer` and later ones change: the layers from
+        """Logits (B, C) of ids (B, T) when only the heads of layer `layer` and later ones change: the blocks from
         it on run again on hidden (B, T, D), what it read in a pass on ids (ClassifierRun.hidden[layer]); with heads
-        (B, T, D), its heads' outputs in that pass (ClassifierRun.heads[layer]), that layer does not attend again."""
+        (B, T, H, hs), its heads' outputs in that pass (ClassifierRun.heads[layer]), that block does not attend again."""
         mask = None if head_mask is None else head_mask["self"]
-        return self.model.logits_from_layer(layer, hidden, ids, head_mask=mask, heads=heads)
-
-    def attention_parts(self) -> dict[str, list[AttentionParts]]:
-        """{"self": the projections of each layer's attention}."""
-        return {"self": [our_parts(layer.self_attn) for layer in self.model.encoder.layers]}
+        return self.model.forward_from(layer, hidden, ids, head_mask=mask, z=heads).logits
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) ids -> (B, T, D): token plus hashed n-gram embeddings, what the encoder scales and positions."""
@@ -252,15 +264,6 @@ class OurSeq2Seq(OurModel, DecodingMixin, TokenizerMixin):
             dec.logits, list(enc.attentions or []), list(dec.self_attentions or []), list(dec.cross_attentions or [])
         )
 
-    def attention_parts(self) -> dict[str, list[AttentionParts]]:
-        """{kind: the projections of each layer's attention of that kind}."""
-        enc, dec = self.model.encoder.layers, self.model.decoder.layers
-        return {
-            "encoder": [our_parts(layer.self_attn) for layer in enc],
-            "decoder": [our_parts(layer.self_attn) for layer in dec],
-            "cross": [our_parts(layer.cross_attn) for layer in dec],
-        }
-
     def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
         return self.model.src_emb(ids)
 
@@ -293,6 +296,7 @@ class OurCausalLM(OurModel, TokenizerMixin):
     bos_id = _config_field("bos_id")
     eos_id = _config_field("eos_id")
     max_len = _config_field("max_len")
+    n_layers = _config_field("n_layers")
 
     @property
     def head_layers(self) -> dict[str, int]:
@@ -303,8 +307,13 @@ class OurCausalLM(OurModel, TokenizerMixin):
     ) -> LMRun:
         """ids (B, T), right-padded if at all (causal: a row's own positions never see its padding) -> LMRun."""
         mask = None if head_mask is None else head_mask[CAUSAL.name]
-        out = self.model(ids, need_weights=need_weights, head_mask=mask, need_hidden=need_hidden)
-        return LMRun(out.logits, list(out.attentions or []), list(out.hidden_states or []))
+        run = lambda: self.model(ids, need_weights=need_weights, head_mask=mask)  # noqa: E731
+        if not need_hidden:
+            out = run()
+            return LMRun(out.logits, list(out.attentions or []))
+        names = [f"blocks.{i}.hook_resid_pre" for i in range(self.n_layers)] + ["hook_final"]
+        out, cache = self.run_with_cache(run, names)
+        return LMRun(out.logits, list(out.attentions or []), [cache[n] for n in names])
 
     def next_log_probs(self, ids: torch.Tensor, lengths: list[int], head_mask: KindMasks | None = None):
         """(B, V) log-probabilities of the token after position lengths[b] - 1 of each right-padded row of ids
@@ -317,7 +326,7 @@ class OurCausalLM(OurModel, TokenizerMixin):
         """(B, V) log-probabilities of the token after the last position, from hidden (B, T, D), what block `layer`
         read in a pass over these rows (LMRun.hidden[layer]): only the blocks from `layer` on run again."""
         mask = None if head_mask is None else head_mask[CAUSAL.name]
-        return self.model.logits_from_layer(layer, hidden, mask, last_only=True).float().log_softmax(-1)
+        return self.model.forward_from(layer, hidden, mask, last_only=True).logits[:, -1].float().log_softmax(-1)
 
     def steps(self, ids: list[int], max_new_tokens: int, temperature=0.0, top_p=1.0, seed=None, head_mask=None):
         """transformer.generation.lm_steps on this model, on its key/value cache: LMStep after LMStep (stopping
@@ -331,23 +340,7 @@ class OurCausalLM(OurModel, TokenizerMixin):
 
     def logits_from_embeddings(self, emb: torch.Tensor) -> torch.Tensor:
         """emb (B, T, D) in place of embed(ids) -> logits (B, T, V): the model's forward from its embeddings on."""
-        m = self.model
-        x = m.positions(emb) if m.positions is not None else emb  # rotary models rotate inside each block
-        for block in m.layers:
-            x = block(x)[0]  # (B, T, D)
-        return m.lm_head(m.norm(x))
-
-    def value_vectors(self, hidden: torch.Tensor, layer: int) -> torch.Tensor:
-        """(B, H, T, hs): each query head's value vectors in `layer` (its key/value head's, repeated), from hidden
-        (B, T, D), what that layer read (LMRun.hidden[layer])."""
-        block = self.model.layers[layer]
-        _, _, v = block.attn.project(block.attn_norm(hidden))  # (B, Hkv, T, hs)
-        return v.repeat_interleave(self.n_heads // v.size(1), dim=1)  # (B, H, T, hs)
-
-    def attention_parts(self) -> dict[str, list[AttentionParts]]:
-        """{"causal": the projections of each layer's attention} (k and v have n_kv_heads heads)."""
-        return {CAUSAL.name: [AttentionParts(b.attn.q_proj, b.attn.k_proj, b.attn.v_proj, b.attn.o_proj)
-                              for b in self.model.layers]}  # fmt: skip
+        return self.model.forward_from(0, self.model.from_token_vectors(emb)).logits
 
     def detokenize(self, ids: list[int]) -> str:
         """Generated ids -> text, special tokens left out, spaces kept (it continues the prompt)."""

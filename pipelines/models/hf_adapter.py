@@ -5,20 +5,26 @@
 transformers 5 facts this relies on: attention weights come back only with attn_implementation="eager", and
 `forward` takes no head_mask any more. A head is switched off, for one call, by a forward pre-hook on its
 layer's attention output projection that scales that head's slice of the projection's input (the heads' outputs,
-concatenated), exactly what our models' head masks do. Nothing edits the weights.
+concatenated), exactly what our models' head masks do. Nothing edits the weights. The core's hook-point names
+(attn.hook_q, hook_k, hook_v, hook_z: pipelines/models/hook_names.py) are given to what these modules compute, by
+forward hooks for one call on one thread (HookNames.run_with_cache), so the views that read our models' internals
+read these models' too.
 """
 
 import json
 import re
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
 from pipelines.attention.thread_hooks import this_thread_only
 from pipelines.kinds import CROSS, DECODER, ENCODER, SELF
-from pipelines.models.adapter import AttentionParts, ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
+from pipelines.models.adapter import ClassifierRun, DecodingMixin, KindMasks, ModelDevice, Seq2SeqRun
 from pipelines.models.folders import serving_device
+from pipelines.models.hook_names import attn_point
 from pipelines.models.snapshots import at_revision, no_hub_revision
 from pipelines.text import SpecialTokensAround, TokenSpan
 from transformer.generation import Hypothesis
@@ -117,6 +123,74 @@ def out_projections(model: torch.nn.Module, encoder_kind: str) -> dict[str, list
         names = ", ".join(OUT_PROJECTIONS)
         raise ValueError(f"{type(model).__name__}: no attention output projections found ({names})")
     return {kind: [layers[i] for i in sorted(layers)] for kind, layers in found.items()}
+
+
+class AttentionParts(NamedTuple):
+    """The four projections of one attention block: out(concat(heads)) with head h = softmax(q(x) k(y)^T / sqrt(hs))
+    v(y) on its own hs-wide slice of q, k and v."""
+
+    q: torch.nn.Linear
+    k: torch.nn.Linear
+    v: torch.nn.Linear
+    out: torch.nn.Linear
+
+
+# hook point -> (the projection of AttentionParts it reads, whether it reads the projection's input)
+PART_POINTS = {"hook_q": ("q", False), "hook_k": ("k", False), "hook_v": ("v", False), "hook_z": ("out", True)}
+
+
+@contextmanager
+def caching(parts: dict[str, list[AttentionParts]], names: list[str], n_heads: int):
+    """Inside: the calls made on this thread fill {name: (B, T, H, hs)} for each attention point of `names` that these
+    projections compute (q, k and v outputs, the output projection's input), named as the core names them."""
+    cache: dict[str, torch.Tensor] = {}
+    wanted, hooks = set(names), []
+
+    def keep(name, read_input):
+        def hook(module, args, output=None):
+            x = (args[0] if read_input else output).detach()  # (B, T, H * hs)
+            cache[name] = x.reshape(*x.shape[:2], n_heads, -1)
+
+        return hook
+
+    try:
+        for kind, layers in parts.items():
+            for i, p in enumerate(layers):
+                for point, (part, read_input) in PART_POINTS.items():
+                    name = attn_point(kind, i, point)
+                    if name in wanted:
+                        module, hook = getattr(p, part), this_thread_only(keep(name, read_input))
+                        register = module.register_forward_pre_hook if read_input else module.register_forward_hook
+                        hooks.append(register(hook))
+                        wanted.discard(name)
+        if wanted:
+            raise KeyError(f"no hook point named {sorted(wanted)[0]!r} on this transformers model")
+        yield cache
+    finally:
+        for h in hooks:
+            h.remove()
+
+
+class HookNames:
+    """run_with_cache and W_O of the adapter interface over a `transformers` model's attention projections."""
+
+    model: torch.nn.Module
+    n_heads: int
+    encoder_kind: str
+
+    def attention_parts(self) -> dict[str, list[AttentionParts]]:
+        return attention_parts(self.model, self.encoder_kind)
+
+    def run_with_cache(self, forward: Callable[[], object], names) -> tuple[object, dict[str, torch.Tensor]]:
+        """(forward(), {name: (B, T, H, hs)}) for the attention points `names` (a list)."""
+        with caching(self.attention_parts(), list(names), self.n_heads) as cache:
+            run = forward()
+        return run, cache
+
+    def W_O(self, kind: str) -> torch.Tensor:
+        """(L, H, hs, D) each layer's output projection of kind `kind`, head by head (detached)."""
+        w = torch.stack([p.out.weight.detach() for p in self.attention_parts()[kind]])  # (L, D, H * hs)
+        return w.reshape(w.size(0), w.size(1), self.n_heads, -1).permute(0, 2, 3, 1)
 
 
 def attention_parts(model: torch.nn.Module, encoder_kind: str) -> dict[str, list[AttentionParts]]:
@@ -222,10 +296,11 @@ def _eager(cls, name_or_path: str, device: str | None):
     return cls.from_pretrained(name_or_path, attn_implementation="eager").to(device).eval()
 
 
-class HFClassifier(ModelDevice, _HFTokenizing, SpecialTokensAround):
+class HFClassifier(ModelDevice, HookNames, _HFTokenizing, SpecialTokensAround):
     """The adapter for a transformers sequence classifier."""
 
     kind = "transformers"
+    encoder_kind = SELF.name
 
     def __init__(self, model, tokenizer):
         self.model, self.tokenizer = model.eval(), tokenizer
@@ -282,9 +357,6 @@ class HFClassifier(ModelDevice, _HFTokenizing, SpecialTokensAround):
         for every architecture), so `layer`, `hidden` (None: a run here keeps none) and `heads` are not needed."""
         return self.forward(ids, head_mask=head_mask).logits
 
-    def attention_parts(self) -> dict[str, list[AttentionParts]]:
-        return attention_parts(self.model, "self")
-
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) -> (B, T, D): the word embeddings (the model adds positions and token types itself)."""
         return self.model.get_input_embeddings()(ids)
@@ -298,7 +370,7 @@ class HFClassifier(ModelDevice, _HFTokenizing, SpecialTokensAround):
         (Path(folder) / "preprocessing.json").write_text(json.dumps(preprocessing, indent=2) + "\n")
 
 
-class HFSeq2Seq(ModelDevice, DecodingMixin, _HFTokenizing):
+class HFSeq2Seq(ModelDevice, HookNames, DecodingMixin, _HFTokenizing):
     """The adapter for a transformers encoder-decoder (Marian and kin): source + EOS in, the decoder starts from
     decoder_start_token_id."""
 
@@ -399,9 +471,6 @@ class HFSeq2Seq(ModelDevice, DecodingMixin, _HFTokenizing):
         token_logp = logp.gather(-1, gold[..., None])[..., 0].cpu()  # (B, Tt); past a row's end: padding
         for h, row, p in zip(hyps, token_logp, produced):
             h.score = float(row[: len(p)].sum())
-
-    def attention_parts(self) -> dict[str, list[AttentionParts]]:
-        return attention_parts(self.model, "encoder")
 
     def embed_source(self, ids: torch.Tensor) -> torch.Tensor:
         """What the encoder adds positions to: its token embeddings, scaled as its own forward scales them."""

@@ -32,7 +32,7 @@ def tiny(n_heads=6, n_kv_heads=2, positions="rotary", bias=False) -> OurCausalLM
 def block_inputs(adapter, ids):
     """What each layer's attention read (its norm's output), by hand: (1, T, D) per layer."""
     seen, hooks = [], []
-    for block in adapter.model.layers:
+    for block in adapter.model.blocks:
         hooks.append(block.attn.register_forward_pre_hook(lambda m, args: seen.append(args[0].detach())))
     try:
         with torch.no_grad():
@@ -53,7 +53,7 @@ def test_every_row_is_the_models_own_before_and_after_the_rotation(n_heads, n_kv
     T, hs = len(IDS), adapter.config.head_dim
     group = n_heads // n_kv_heads
     for layer, (x, attn) in enumerate(zip(inputs, attentions)):
-        a = adapter.model.layers[layer].attn
+        a = adapter.model.blocks[layer].attn
         with torch.no_grad():
             q = a.q_proj(x)[0].view(T, n_heads, hs).transpose(0, 1)  # (H, T, hs) by hand
             k = a.k_proj(x)[0].view(T, n_kv_heads, hs).transpose(0, 1)  # (Hkv, T, hs)

@@ -135,7 +135,7 @@ def test_a_prompt_without_tokens_is_refused(lm, monkeypatch):
 def test_a_model_that_computes_nan_gives_no_result(lm_dir):
     pipe = LanguageModelPipeline.from_pretrained(str(lm_dir))
     with torch.no_grad():
-        pipe.model.layers[1].mlp_norm.weight.fill_(float("nan"))
+        pipe.model.blocks[1].mlp_norm.weight.fill_(float("nan"))
     with pytest.raises(NonFiniteOutput):
         pipe(PROMPT, max_new_tokens=2)
 

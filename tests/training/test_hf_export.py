@@ -107,9 +107,9 @@ def test_the_cards_how_to_use_runs_on_the_folder(task, sentiment_repo, translati
     scope: dict = {}
     exec(code.replace(f"alice/demo-{task}", str(folder)), scope)
     out, model = scope["out"], scope["model"]
-    n_layers = len(model.model.encoder.layers)
+    n_layers = len(model.model.encoder.blocks)
     maps = out.attentions if task == "sentiment" else out.cross_attentions
-    assert len(maps) == (n_layers if task == "sentiment" else len(model.model.decoder.layers))
+    assert len(maps) == (n_layers if task == "sentiment" else len(model.model.decoder.blocks))
     assert maps[-1].dim() == 4 and maps[-1].size(1) == model.config.n_heads
 
 

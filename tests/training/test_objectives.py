@@ -24,7 +24,7 @@ def batch() -> torch.Tensor:
 def test_the_generator_shares_the_token_embeddings_and_is_smaller():
     model = tiny_detector()
     assert model.generator.backbone.tok_emb is model.backbone.tok_emb
-    assert len(model.generator.backbone.encoder.layers) == 1 and len(model.backbone.encoder.layers) == 2
+    assert len(model.generator.backbone.encoder.blocks) == 1 and len(model.backbone.encoder.blocks) == 2
     frozen = {id(p) for p in [*model.backbone.head.parameters(), model.backbone.pool_query]}
     assert all(not p.requires_grad for p in model.parameters() if id(p) in frozen)
 
@@ -54,7 +54,7 @@ def test_the_loss_counts_every_real_token_and_trains_both_parts():
     loss.backward()
     assert model.detect.weight.grad.abs().sum() > 0  # the detector
     assert model.generator.bias.grad.abs().sum() > 0  # the generator
-    assert model.backbone.encoder.layers[0].self_attn.out_proj.weight.grad.abs().sum() > 0  # the encoder being trained
+    assert model.backbone.encoder.blocks[0].attn.o_proj.weight.grad.abs().sum() > 0  # the encoder being trained
     scores = objective.scores(sums)
     assert set(scores) == {"mlm_accuracy", "mlm_loss", "rtd_accuracy", "rtd_loss", "replaced_share"}
     assert 0.0 <= scores["rtd_accuracy"] <= 1.0 and scores["replaced_share"] <= 0.3 + 0.2

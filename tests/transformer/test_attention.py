@@ -2,27 +2,27 @@ import pytest
 import torch
 from torch import nn
 
-from transformer import MultiHeadAttention, causal_mask, padding_mask
+from transformer import Attention, causal_mask, padding_mask
 
 D, H = 32, 4
 
 
-def _copy_from_torch(mha: MultiHeadAttention, ref: nn.MultiheadAttention) -> None:
+def _copy_from_torch(mha: Attention, ref: nn.MultiheadAttention) -> None:
     wq, wk, wv = ref.in_proj_weight.chunk(3)
     bq, bk, bv = ref.in_proj_bias.chunk(3)
     with torch.no_grad():
         for lin, w, b in ((mha.q_proj, wq, bq), (mha.k_proj, wk, bk), (mha.v_proj, wv, bv)):
             lin.weight.copy_(w)
             lin.bias.copy_(b)
-        mha.out_proj.weight.copy_(ref.out_proj.weight)
-        mha.out_proj.bias.copy_(ref.out_proj.bias)
+        mha.o_proj.weight.copy_(ref.out_proj.weight)
+        mha.o_proj.bias.copy_(ref.out_proj.bias)
 
 
 @pytest.mark.parametrize("need_weights", [False, True])
 @pytest.mark.parametrize("kind", ["self", "cross", "causal"])
 def test_matches_torch_multihead_attention(kind, need_weights):
     ref = nn.MultiheadAttention(D, H, batch_first=True).eval()
-    mha = MultiHeadAttention(D, H).eval()
+    mha = Attention(D, H).eval()
     _copy_from_torch(mha, ref)
     B, Tq = 3, 5
     Tk = 7 if kind == "cross" else Tq
@@ -50,7 +50,7 @@ def _inputs(B=2, T=6):
 
 
 def test_fast_path_equals_explicit_path():
-    mha = MultiHeadAttention(D, H).eval()
+    mha = Attention(D, H).eval()
     x, mask = _inputs()
     mask = mask & causal_mask(6, 6)
     fast = mha(x, mask=mask)
@@ -60,7 +60,7 @@ def test_fast_path_equals_explicit_path():
 
 
 def test_weights_rows_sum_to_one_and_masked_keys_get_exactly_zero():
-    mha = MultiHeadAttention(D, H).eval()
+    mha = Attention(D, H).eval()
     x, mask = _inputs()
     w = mha(x, mask=mask, need_weights=True).weights  # (B, H, T, T)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, H, 6))
@@ -69,7 +69,7 @@ def test_weights_rows_sum_to_one_and_masked_keys_get_exactly_zero():
 
 
 def test_causal_rows_never_see_the_future():
-    mha = MultiHeadAttention(D, H).eval()
+    mha = Attention(D, H).eval()
     x = torch.randn(1, 6, D)
     w = mha(x, mask=causal_mask(6, 6), need_weights=True).weights[0]  # (H, T, T)
     future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
@@ -84,7 +84,7 @@ def test_causal_rows_never_see_the_future():
 
 
 def test_fully_masked_row_gives_zeros_not_nan():
-    mha = MultiHeadAttention(D, H).eval()
+    mha = Attention(D, H).eval()
     x = torch.randn(1, 4, D)
     mask = torch.zeros(1, 1, 4, 4, dtype=torch.bool)
     mask[..., 1:, :] = True  # query 0 sees nothing
@@ -103,7 +103,7 @@ def test_causal_mask_with_cache_offset():
 
 def test_explicit_path_gradients_equal_the_fast_path():
     """The explicit path works partly in place (less memory for long batches); gradients must not notice."""
-    attn = MultiHeadAttention(16, 4).eval()
+    attn = Attention(16, 4).eval()
     x = torch.randn(2, 5, 16)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=torch.bool)[:, None, None, :]
     grads = []
@@ -129,7 +129,7 @@ class _Calls(torch.overrides.TorchFunctionMode):
 def test_an_unpadded_input_fills_no_mask_and_gives_the_same_weights():
     """With every key real, the maps come without filling the all-True padding mask (it took a third of the
     forward that returns the maps); a padded batch is still masked."""
-    mha = MultiHeadAttention(D, H).eval()
+    mha = Attention(D, H).eval()
     x = torch.randn(2, 6, D)
     full = padding_mask(torch.ones(2, 6, dtype=torch.long), 0)  # (B, 1, 1, T) all True
     with torch.no_grad(), _Calls() as calls:

@@ -67,12 +67,12 @@ def test_a_head_mask_switches_one_head_off_for_one_call():
     torch.testing.assert_close(per_row.logits[1], masked.logits[1])
     # switching off head 1 equals zeroing its slice of the output projection's input
     with torch.no_grad():
-        model.layers[1].attn.o_proj.weight[:, 8:16] = 0
+        model.blocks[1].attn.o_proj.weight[:, 8:16] = 0
         torch.testing.assert_close(model(IDS).logits, masked.logits, atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("fields", [{"n_layers": 3}, {"n_layers": 3, "positions": "learned", "norm": "layernorm"}])
-def test_logits_from_a_layer_equal_the_whole_pass(fields):
+def test_forward_from_a_layer_equal_the_whole_pass(fields):
     """Run again from what block `layer` read, with a head mask from that layer on, the logits are the whole pass's
     with the same mask; last_only gives the last position's row alone."""
     model = tiny(**fields)
@@ -80,16 +80,17 @@ def test_logits_from_a_layer_equal_the_whole_pass(fields):
     off[1, 0, 2] = 0.0  # row 0: layer 1's head 2 off
     off[2, 1, 0] = 0.0  # row 1: layer 2's head 0 off
     with torch.no_grad():
-        run = model(IDS, need_hidden=True)
+        run, cache = model.run_with_cache(IDS, names=lambda n: n.endswith("hook_resid_pre"))
+        hidden = [cache[f"blocks.{i}.hook_resid_pre"] for i in range(3)]
         masked = model(IDS, head_mask=off).logits  # (2, T, V)
         for layer in range(3):
             rows = off if layer <= 1 else torch.stack([torch.ones(2, 4), torch.ones(2, 4), off[2]])
             whole = model(IDS, head_mask=rows).logits
-            torch.testing.assert_close(model.logits_from_layer(layer, run.hidden_states[layer], rows), whole)
-            last = model.logits_from_layer(layer, run.hidden_states[layer], rows, last_only=True)  # (2, V)
-            torch.testing.assert_close(last, whole[:, -1], atol=1e-5, rtol=0)
-        one = model.logits_from_layer(2, run.hidden_states[2][:, :1], last_only=True)  # a one-token sequence
-    torch.testing.assert_close(one, run.logits[:, 0], atol=1e-5, rtol=0)
+            torch.testing.assert_close(model.forward_from(layer, hidden[layer], rows).logits, whole)
+            last = model.forward_from(layer, hidden[layer], rows, last_only=True).logits  # (2, 1, V)
+            torch.testing.assert_close(last[:, -1], whole[:, -1], atol=1e-5, rtol=0)
+        one = model.forward_from(2, hidden[2][:, :1], last_only=True).logits  # a one-token sequence
+    torch.testing.assert_close(one[:, -1], run.logits[:, 0], atol=1e-5, rtol=0)
     assert not torch.allclose(masked[:, -1], run.logits[:, -1])
 
 

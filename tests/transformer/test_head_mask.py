@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from transformer import (
     ClassifierConfig,
     HeadMasks,
-    MultiHeadAttention,
+    Attention,
     Seq2SeqConfig,
     Seq2SeqTransformer,
     TransformerClassifier,
@@ -37,21 +37,21 @@ def ids(B: int = 2, T: int = 7) -> torch.Tensor:
     return torch.randint(4, 50, (B, T))
 
 
-def zero_slice_of_out_proj_input(attn: MultiHeadAttention, head: int):
+def zero_slice_of_out_proj_input(attn: Attention, head: int):
     """A forward pre-hook that zeroes head `head`'s slice of out_proj's input (the reference for a mask of 0)."""
-    hs = attn.head_size
+    hs = attn.head_dim
 
     def hook(_module, args):
         x = args[0].clone()
         x[..., head * hs : (head + 1) * hs] = 0.0
         return (x,)
 
-    return attn.out_proj.register_forward_pre_hook(hook)
+    return attn.o_proj.register_forward_pre_hook(hook)
 
 
 @pytest.mark.parametrize("need_weights", [False, True])
 def test_mask_of_ones_gives_exactly_the_intact_output(need_weights):
-    attn = MultiHeadAttention(16, H).eval()
+    attn = Attention(16, H).eval()
     x = torch.randn(2, 5, 16)
     assert torch.equal(attn(x, head_mask=torch.ones(H)).output, attn(x).output)
     assert torch.equal(attn(x, head_mask=torch.ones(2, H)).output, attn(x).output)
@@ -66,16 +66,16 @@ def test_mask_of_ones_gives_exactly_the_intact_output(need_weights):
 
 
 def residual_only_by_hand(layer, x: torch.Tensor) -> torch.Tensor:
-    """An encoder layer whose heads are all off: attention adds only out_proj's bias, then the feed-forward."""
-    res_a, res_f, ff = layer.res_attn, layer.res_ff, layer.ff.net
+    """An encoder block whose heads are all off: attention adds only o_proj's bias, then the feed-forward."""
+    ff = layer.mlp
     ln = lambda norm, v: F.layer_norm(v, v.shape[-1:], norm.weight, norm.bias, norm.eps)  # noqa: E731
-    mlp = lambda v: F.linear(F.relu(F.linear(v, ff[0].weight, ff[0].bias)), ff[3].weight, ff[3].bias)  # noqa: E731
-    bias = layer.self_attn.out_proj.bias
-    if res_a.norm_first:
+    mlp = lambda v: F.linear(F.relu(F.linear(v, ff.up.weight, ff.up.bias)), ff.down.weight, ff.down.bias)  # noqa: E731
+    bias = layer.attn.o_proj.bias
+    if layer.norm_first:
         y = x + bias
-        return y + mlp(ln(res_f.norm, y))
-    y = ln(res_a.norm, x + bias)
-    return ln(res_f.norm, y + mlp(y))
+        return y + mlp(ln(layer.mlp_norm, y))
+    y = ln(layer.attn_norm, x + bias)
+    return ln(layer.mlp_norm, y + mlp(y))
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -84,10 +84,10 @@ def test_every_head_off_leaves_only_the_residual_path(norm_first):
     enc = model.encoder
     x0 = enc.positions(model.tok_emb(ids()) * enc.scale)  # what the first layer reads (eval: no dropout)
     expected = x0
-    for layer in enc.layers:
+    for layer in enc.blocks:
         expected = residual_only_by_hand(layer, expected)
     expected = enc.final_norm(expected)
-    off = torch.zeros(len(enc.layers), H)
+    off = torch.zeros(len(enc.blocks), H)
     out = enc(model.tok_emb(ids()), None, head_mask=off)
     hidden = out.memory if hasattr(out, "memory") else out[0]
     torch.testing.assert_close(hidden, expected, rtol=1e-5, atol=1e-5)
@@ -99,7 +99,7 @@ def test_one_head_off_equals_zeroing_its_slice_of_the_output_projection_input(la
     mask = torch.ones(2, H)
     mask[layer, head] = 0.0
     masked = model(ids(), head_mask=mask).logits
-    handle = zero_slice_of_out_proj_input(model.encoder.layers[layer].self_attn, head)
+    handle = zero_slice_of_out_proj_input(model.encoder.blocks[layer].attn, head)
     try:
         reference = model(ids()).logits
     finally:
@@ -115,9 +115,9 @@ def test_one_head_off_in_the_translator(kind):
     mask[1, 2] = 0.0
     masked = model(ids(), ids(T=5), head_mask=HeadMasks(**{kind: mask})).logits
     module = {
-        "encoder": model.encoder.layers[1].self_attn,
-        "decoder": model.decoder.layers[1].self_attn,
-        "cross": model.decoder.layers[1].cross_attn,
+        "encoder": model.encoder.blocks[1].attn,
+        "decoder": model.decoder.blocks[1].attn,
+        "cross": model.decoder.blocks[1].cross_attn,
     }[kind]
     handle = zero_slice_of_out_proj_input(module, 2)
     try:
@@ -140,7 +140,7 @@ def test_a_mask_per_row_equals_running_each_row_alone():
 
 
 def test_a_mask_scales_a_head_and_rejects_the_wrong_shape():
-    attn = MultiHeadAttention(16, H).eval()
+    attn = Attention(16, H).eval()
     x = torch.randn(1, 5, 16)
     half = attn(x, head_mask=torch.tensor([0.5, 1.0, 1.0, 1.0])).output
     off = attn(x, head_mask=torch.tensor([0.0, 1.0, 1.0, 1.0])).output
@@ -205,24 +205,26 @@ def test_the_mask_is_not_stored_in_the_model():
 @pytest.mark.parametrize("layer", [0, 1])
 def test_running_again_from_a_layer_equals_the_whole_pass(layer):
     """Heads off in layer `layer` change nothing before it: the layers from it on, run on what it read in the intact
-    pass (need_hidden), give the logits of the whole masked pass, padding included."""
+    pass (blocks.{l}.hook_resid_pre), give the logits of the whole masked pass, padding included."""
     model = classifier()
     batch = ids(B=2)
     batch[1, -2:] = model.config.pad_id
-    intact = model(batch, need_hidden=True)
-    assert len(intact.hidden) == 2 and intact.hidden[0].shape == (2, 7, 16)
+    out, cache = model.run_with_cache(batch, names=lambda n: n.endswith(("hook_resid_pre", "attn.hook_z")))
+    hidden = [cache[f"blocks.{i}.hook_resid_pre"] for i in range(2)]
+    heads = [cache[f"blocks.{i}.attn.hook_z"] for i in range(2)]
+    assert len(cache) == 4 and hidden[0].shape == (2, 7, 16)
     mask = torch.ones(2, 2, H)  # (L, B, H)
     mask[layer, 0, 1] = 0.0
     mask[layer, 1, 3] = 0.0
-    again = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask)
+    again = model.forward_from(layer, hidden[layer], batch, head_mask=mask).logits
     whole = model(batch, head_mask=mask).logits
     torch.testing.assert_close(again, whole, rtol=0, atol=1e-6)
     # and it is not the intact result: the masked heads were applied
-    assert not torch.allclose(again, intact.logits, atol=1e-4)
+    assert not torch.allclose(again, out.logits, atol=1e-4)
     # The layer's own heads need not attend again either: mixing what they computed in the intact pass is the same
-    assert len(intact.heads) == 2 and intact.heads[layer].shape == (2, 7, 16)
-    mixed = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask, heads=intact.heads[layer])
+    assert heads[layer].shape == (2, 7, H, 16 // H)
+    mixed = model.forward_from(layer, hidden[layer], batch, head_mask=mask, z=heads[layer]).logits
     torch.testing.assert_close(mixed, whole, rtol=0, atol=1e-6)
     # what is mixed is what counts: another layer's heads in their place give another answer
-    other = model.logits_from_layer(layer, intact.hidden[layer], batch, head_mask=mask, heads=intact.heads[1 - layer])
+    other = model.forward_from(layer, hidden[layer], batch, head_mask=mask, z=heads[1 - layer]).logits
     assert not torch.allclose(other, whole, atol=1e-4)

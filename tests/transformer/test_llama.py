@@ -4,6 +4,7 @@ every head's attention equal theirs; a wrong mapping (rotary halves paired the w
 wrong way) is caught; the weights' sha256 is checked."""
 
 import json
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -50,8 +51,11 @@ def reference(folder, ids):
 
 
 def ours(model, ids):
+    """Our logits, attentions and hidden states (each block's hook_resid_pre, then hook_final) on ids."""
+    names = [f"blocks.{i}.hook_resid_pre" for i in range(len(model.blocks))] + ["hook_final"]
     with torch.no_grad():
-        return model(ids, need_weights=True, need_hidden=True)
+        out, cache = model.run_with_cache(ids, names=names, need_weights=True)
+    return SimpleNamespace(logits=out.logits, attentions=out.attentions, hidden_states=[cache[n] for n in names])
 
 
 IDS = torch.tensor([[1, 5, 17, 42, 8, 8, 90, 3, 11, 60, 2], [1, 64, 12, 12, 7, 33, 4, 81, 19, 5, 6]])
