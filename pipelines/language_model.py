@@ -16,10 +16,11 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from pipelines import explanations
-from pipelines.attention import heads, inside_causal_head
+from pipelines.attention import heads, inside_causal_head, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_texts
 from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
+from pipelines.kinds import CAUSAL
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
 from pipelines.models.folders import CONFIG, TOKENIZER, WEIGHTS, load_folder, serving_device
@@ -85,6 +86,7 @@ class LanguageModelResult:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int | None = None
+    value_norms: list[torch.Tensor] = dataclasses.field(default_factory=list)  # per layer (H, T) ||v_j W_O^h||
 
     @property
     def prompt_ids(self) -> list[int]:
@@ -264,9 +266,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
     def _complete(self, result: LanguageModelResult, masks: KindMasks | None) -> LanguageModelResult:
         """result with the maps of one forward pass (need_weights) over its final sequence, guarded."""
         x = torch.tensor([result.sequence_ids], device=self.adapter.device)  # (1, T)
-        run = self.adapter.forward(x, need_weights=True, head_mask=masks)
+        run, carried = inside_head.with_value_norms(
+            self.adapter, lambda: self.adapter.forward(x, need_weights=True, head_mask=masks)
+        )
         maps = [a[0].to("cpu", copy=True) for a in run.attentions]  # per layer (H, T, T)
-        done = guarded([dataclasses.replace(result, attentions=maps, complete=True)], "lm", FINITE_FIELDS)[0]
+        norms = [n.to("cpu", copy=True) for n in carried[CAUSAL.name][0]]  # per layer (H, T)
+        done = dataclasses.replace(result, attentions=maps, value_norms=norms, complete=True)
+        done = guarded([done], "lm", FINITE_FIELDS)[0]
         if isinstance(done, Exception):
             raise done
         return done

@@ -9,8 +9,8 @@ from .encoder import Encoder, EncoderOutput
 from .generation import Hypothesis, LMStep, beam_search, generate, greedy_decode, lm_steps
 from .head_mask import HeadMasks
 from .hooks import Hooked, HookPoint, HookRegistry
-from .layers import Block, BlockOutput
 from .hub import CheckpointError, load_model, resolve_checkpoint
+from .layers import Block, BlockOutput
 from .masks import causal_mask, padding_mask
 from .seq2seq import DecoderOutput, Seq2SeqTransformer
 

@@ -4,9 +4,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .attention import KV
 from .config import TransformerConfig
 from .head_mask import StackMask, layer_mask
-from .attention import KV
 from .layers import CrossInput
 from .masks import causal_mask
 from .stack import LayerStack, WeightViews, stacked

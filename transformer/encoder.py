@@ -23,7 +23,11 @@ class Encoder(LayerStack, WeightViews):
         super().__init__(c, n_layers)
 
     def forward(
-        self, tok: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False, head_mask: StackMask = None
+        self,
+        tok: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        head_mask: StackMask = None,
     ) -> EncoderOutput:
         """tok (B, T, D) token vectors, mask (B, 1, 1, T) -> EncoderOutput.
         head_mask: per layer (H,) or (B, H) multipliers on the heads' outputs, e.g. a (L, H) tensor."""

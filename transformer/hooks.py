@@ -29,7 +29,7 @@ class HookRegistry:
     """The hook points of one model, by name, and the hooks active on the calling thread."""
 
     def __init__(self):
-        self.points: dict[str, "HookPoint"] = {}
+        self.points: dict[str, HookPoint] = {}
         self._local = threading.local()
 
     def __getstate__(self) -> dict:  # copies and pickles (a model deep-copied for weight averaging) start hook-free

@@ -124,7 +124,9 @@ class Block(nn.Module):
         earlier pass (hook_z): mixed again under head_mask without attending (no weights then)."""
         x = self.hook_resid_pre(x)
         if z is None:
-            a = self.attn(self._pre(self.attn_norm, x), None, mask, need_weights, past_kv, False, head_mask, causal, rope)
+            a = self.attn(
+                self._pre(self.attn_norm, x), None, mask, need_weights, past_kv, False, head_mask, causal, rope
+            )
         else:
             a = (self.attn.mix(z, head_mask), None, None)
         x = self.hook_resid_mid(self._post(self.attn_norm, x, self.hook_attn_out(a[0])))

@@ -64,7 +64,8 @@ class LMView:
         n = len(self.result.tokens) + clamp(step, 1, len(self.steps), self.step) - 1
         kind = LM.main
         tokens = self.full.queries[kind][:n]
-        return AttentionMaps({kind: self.full.maps[kind][:, :, :n, :n]}, {kind: tokens}, {kind: tokens})
+        carried = {k: c[:, :, :n] for k, c in self.full.carried.items()}  # (L, H, n): what each value carries
+        return AttentionMaps({kind: self.full.maps[kind][:, :, :n, :n]}, {kind: tokens}, {kind: tokens}, carried)
 
 
 def decoding_words(decoding: Decoding) -> str:

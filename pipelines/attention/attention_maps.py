@@ -103,4 +103,5 @@ def lm_maps(result) -> AttentionMaps:
     """The causal self-attention of a complete LanguageModelResult: rows and columns are the sequence of its one
     pass, the prompt's tokens (<s> and a chat template's by name) then the generated ones but the last."""
     toks = result.sequence_texts
-    return AttentionMaps({"causal": _stack(result.attentions)}, {"causal": toks}, {"causal": toks})
+    carried = {"causal": _stack(result.value_norms)} if result.value_norms else {}
+    return AttentionMaps({"causal": _stack(result.attentions)}, {"causal": toks}, {"causal": toks}, carried)

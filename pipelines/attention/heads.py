@@ -100,7 +100,7 @@ def classifier_effects(pipe, ids: list[int], label: int, run=None) -> tuple[floa
     def probs(keys: list[HeadKey]) -> list[float]:
         layer = keys[0][1]
         masks = single_head_off(keys, layers, H, adapter.device)
-        rows = lambda kept: kept[layer].expand(len(keys), -1, -1) if kept else None  # noqa: E731  (N, T, D)
+        rows = lambda kept: kept[layer].expand(len(keys), *kept[layer].shape[1:]) if kept else None  # noqa: E731
         logits = adapter.logits_from_layer(layer, rows(run.hidden), x.expand(len(keys), -1), masks, rows(run.heads))
         return pipe.calibrated(logits, [len(ids)] * len(keys))[:, label].tolist()  # (N,)
 

@@ -12,9 +12,9 @@ builds them from {(kind, layer, head): multiplier}).
 """
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 
 import torch
 
@@ -110,7 +110,8 @@ class OurModel(ModelDevice):
         return torch.stack([getattr(b, attn).W_O for b in stack.blocks]).detach()
 
     def hidden_and_heads(self, forward: Callable[[], object], kind: str, heads: bool = False):
-        """(forward(), [what each block of kind `kind` read (B, T, D)], [each block's hook_z (B, T, H, hs)] if heads)."""
+        """(forward(), [what each block of kind `kind` read (B, T, D)], [each block's hook_z (B, T, H, hs)] if
+        heads)."""
         n = self.head_layers[kind]
         names = [block_point(kind, i, "hook_resid_pre") for i in range(n)]
         names += [attn_point(kind, i, "hook_z") for i in range(n)] if heads else []
@@ -188,7 +189,8 @@ class OurClassifier(OurModel, TokenizerMixin, SpecialTokensAround):
     ) -> torch.Tensor:
         """Logits (B, C) of ids (B, T) when only the heads of layer `layer` and later ones change: the blocks from
         it on run again on hidden (B, T, D), what it read in a pass on ids (ClassifierRun.hidden[layer]); with heads
-        (B, T, H, hs), its heads' outputs in that pass (ClassifierRun.heads[layer]), that block does not attend again."""
+        (B, T, H, hs), its heads' outputs in that pass (ClassifierRun.heads[layer]), that block does not attend
+        again."""
         mask = None if head_mask is None else head_mask["self"]
         return self.model.forward_from(layer, hidden, ids, head_mask=mask, z=heads).logits
 

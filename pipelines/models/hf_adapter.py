@@ -375,6 +375,7 @@ class HFSeq2Seq(ModelDevice, HookNames, DecodingMixin, _HFTokenizing):
     decoder_start_token_id."""
 
     kind = "transformers"
+    encoder_kind = ENCODER.name
 
     def __init__(self, model, tokenizer):
         self.model, self.tokenizer = model.eval(), tokenizer

@@ -4,6 +4,9 @@ weights and input, after it they are those rotated by the model's own Rotary, th
 and k through the causal mask and softmax are the model's returned attention row, and each query head reads the
 key/value head of its group."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 import torch
 
@@ -148,3 +151,26 @@ def test_the_panel_shows_the_steps_row_with_its_rotation_group_and_mask(lm_dir):
     picked, _ = panel.figures(view, internals, "causal", 0, 0, "src:2", 2)  # a token picked in token focus
     assert 'data-query="2"' in picked and 'data-group="0-1"' in picked and "shared with query heads 1–2" in picked
     assert panel.figures(view, internals, "causal", 0, 0, f"src:{Tp + 3}", 2) == (panel.PICK, None)  # past the step
+
+
+def test_the_next_word_results_value_norms_are_hook_v_through_w_o_with_grouped_heads():
+    """8 query heads over 2 key/value heads: query head h reads value head h // 4, through its own slice of W_O."""
+    from pipelines.attention.attention_maps import lm_maps
+    from pipelines.attention.inside_head import with_value_norms
+
+    adapter = tiny(n_heads=8, n_kv_heads=2)
+    x = torch.tensor([[3, 14, 15, 9, 26, 5]])
+    run, norms = with_value_norms(adapter, lambda: adapter.forward(x, need_weights=True))
+    _, cache = adapter.model.run_with_cache(x, names=["blocks.1.attn.hook_v"])
+    v = cache["blocks.1.attn.hook_v"][0]  # (T, 2, hs)
+    w_o = adapter.model.blocks[1].attn.o_proj.weight  # (D, H * hs)
+    hs = adapter.config.head_dim
+    for h in range(8):
+        by_hand = (v[:, h // 4] @ w_o[:, h * hs : (h + 1) * hs].T).norm(dim=-1)  # (T,)
+        torch.testing.assert_close(norms["causal"][0, 1, h], by_hand, rtol=1e-5, atol=1e-6)
+    # the maps carry them: the weights times what each value carries are not the weights
+    result = SimpleNamespace(attentions=[a[0] for a in run.attentions], value_norms=list(norms["causal"][0]),
+                             sequence_texts=[str(i) for i in x[0].tolist()])  # fmt: skip
+    maps = lm_maps(result)
+    assert maps.carried["causal"].shape == (2, 8, 6)
+    assert np.abs(maps.norm_maps("causal") - maps.maps["causal"]).max() > 1e-3

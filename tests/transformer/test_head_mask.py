@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from transformer import (
+    Attention,
     ClassifierConfig,
     HeadMasks,
-    Attention,
     Seq2SeqConfig,
     Seq2SeqTransformer,
     TransformerClassifier,

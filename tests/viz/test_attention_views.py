@@ -274,3 +274,14 @@ def test_token_focus_names_bars_apart_from_each_other():
     bar_names = [a for a in fig.layout.annotations if a.font.size == 9]
     assert {a.xanchor for a in bar_names if a.x == "39:word"} == {"right"}  # at the edge it leans inwards
     assert {a.xanchor for a in bar_names if a.x == "10:word"} == {"center"}
+
+
+def test_the_next_word_tabs_norm_scale_draws_the_value_norms(lm):
+    """The language model's results carry value norms, so 'weight × value norm' draws another heatmap."""
+    from viz.attention.view_handlers import kinds_of, layer_maps
+
+    result = lm("The film was a", max_new_tokens=3)
+    km = kinds_of(result.attention_maps())["causal"]
+    assert km.carried is not None and km.carried.shape[:2] == (lm.n_layers, lm.n_heads)
+    plain, weighed = layer_maps(km, 1), layer_maps(km, 1, scale="norm")
+    assert plain.shape == weighed.shape and np.abs(plain - weighed).max() > 1e-3

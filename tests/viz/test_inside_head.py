@@ -9,6 +9,7 @@ import torch
 
 from pipelines.attention import attention_views as av
 from pipelines.attention.inside_head import AttentionInternals
+from pipelines.models.hf_adapter import AttentionParts
 from pipelines.models.model_registry import ModelRegistry
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
@@ -68,8 +69,24 @@ def check_head(parts, seen, internals: AttentionInternals, heatmap_row, kind, la
     assert torch.allclose(ki.head_norms(layer, query)[head], torch.tensor(h.projected_norm), **tol)
 
 
+def parts_of(adapter) -> dict[str, list[AttentionParts]]:
+    """The four projections of every attention, by kind: a transformers adapter's own, or read off our model's blocks
+    (the by-hand side of these checks hooks the projections themselves)."""
+    if hasattr(adapter, "attention_parts"):
+        return adapter.attention_parts()
+    m = adapter.model
+    of = lambda attn: AttentionParts(attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj)  # noqa: E731
+    if "self" in adapter.head_layers:
+        return {"self": [of(b.attn) for b in m.blocks]}
+    return {
+        "encoder": [of(b.attn) for b in m.encoder.blocks],
+        "decoder": [of(b.attn) for b in m.decoder.blocks],
+        "cross": [of(b.cross_attn) for b in m.decoder.blocks],
+    }
+
+
 def check_review(pipe):
-    parts = pipe.adapter.attention_parts()
+    parts = parts_of(pipe.adapter)
     result, seen = inputs_of(parts, lambda: pipe(REVIEW))
     internals = pipe.internals(REVIEW)
     T = len(result.tokens)
@@ -91,7 +108,7 @@ def test_every_step_of_a_transformers_classifiers_heads(hf_classifier):
 
 
 def check_translation(pipe):
-    parts = pipe.adapter.attention_parts()
+    parts = parts_of(pipe.adapter)
     result, seen = inputs_of(parts, lambda: pipe(GERMAN, beam_size=1))
     internals = pipe.internals(GERMAN, result.target_ids)
     maps = {"encoder": result.encoder_attentions, "decoder": result.decoder_attentions}
@@ -153,7 +170,7 @@ def test_attention_norm_explains_a_review_by_what_the_last_layer_carries(sentime
     e = sentiment.explain(REVIEW, "attention_norm")
     internals = sentiment.internals(REVIEW)
     last = sentiment.n_layers - 1
-    parts = sentiment.adapter.attention_parts()["self"][last]
+    parts = parts_of(sentiment.adapter)["self"][last]
     pool = sentiment(REVIEW).pool_weights  # (T,) what our classifier reads of each position
     expected = pool @ by_hand_layer_norms(internals, parts, "self", last, sentiment.n_heads)
     assert e.scores == pytest.approx((expected / expected.sum()).numpy(), abs=1e-5)
@@ -175,7 +192,7 @@ def test_attention_norm_explains_each_step_by_cross_attention_norms(translation)
     result = translation(GERMAN, beam_size=1)
     e = translation.explain(GERMAN, "attention_norm", result=result)
     internals = translation.internals(GERMAN, result.target_ids)
-    parts = translation.adapter.attention_parts()["cross"]
+    parts = parts_of(translation.adapter)["cross"]
     maps = [by_hand_layer_norms(internals, p, "cross", i, translation.n_heads) for i, p in enumerate(parts)]
     assert e.scores == pytest.approx(torch.stack(maps).mean(0).numpy(), abs=1e-5)
     assert e.scores.shape == (len(result.target_tokens), len(result.source_tokens))

@@ -300,7 +300,8 @@ def from_pretrained_encoder(folder: str, cfg: ClassifierConfig) -> TransformerCl
     The pooling query and the classification head start fresh."""
     pre = TransformerClassifier.from_pretrained(folder)
     p = pre.config
-    shape = ["vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "positions", "norm_first"]
+    shape = ["vocab_size", "d_model", "n_heads", "n_kv_heads", "head_dim", "n_layers", "d_ff", "positions"]
+    shape += ["norm_first"]
     shape += ["ngram_buckets", "ngram_order", "ngram_dim"] + (["max_len"] if p.positions == "learned" else [])
     for field in shape:
         setattr(cfg, field, getattr(p, field))
