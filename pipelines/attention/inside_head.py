@@ -3,9 +3,8 @@
 One model run (the adapter's own forward, the one that makes the heatmaps) with the core's hook points cached
 (adapter.run_with_cache: attn.hook_q, hook_k, hook_v and hook_z of every layer, pipelines/models/hook_names.py) keeps
 what each head read and wrote: its queries, keys and values and its output (what the output projection read).
-The softmax weights
-are the run's own attention maps, the same tensors the heatmaps show; everything else about one query is
-arithmetic on those, done in `AttentionInternals.head`:
+The softmax weights are the run's own attention maps, the same tensors the heatmaps show; everything else about one
+query is arithmetic on those, done in `AttentionInternals.head`:
 
     scores = q . k_j          scaled = scores / sqrt(hs)        masked: -inf where the mask hides key j
     weights = softmax(masked)  output = sum_j weights_j v_j      projected = output W_O^h (the head's slice of W_O)
