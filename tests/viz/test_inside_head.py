@@ -261,3 +261,22 @@ def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentime
     np.testing.assert_allclose(cells, t_view.maps.head("decoder", 0, 1)[1].astype(np.float32), atol=6e-4)
     Tt = len(t_view.steps)
     assert Tt >= 2 and f"{Tt - 2} key(s) hidden" in steps  # causal: step 2 reads <s> and step 1's output only
+
+
+def test_a_transformers_model_answers_to_the_cores_hook_names(hf_classifier):
+    """The adapter of a transformers model caches the same names as ours, in the same layout (B, T, H, hs)."""
+    a = hf_classifier.adapter
+    ids = torch.tensor([a.wrap(a.tokenize(REVIEW)[0])], device=a.device)
+    names = ["blocks.0.attn.hook_q", "blocks.0.attn.hook_v", "blocks.1.attn.hook_z"]
+    run, cache = a.run_with_cache(lambda: a.forward(ids, need_weights=True), names)
+    assert sorted(cache) == sorted(names)
+    T, H = ids.size(1), a.n_heads
+    assert all(cache[n].shape[:3] == (1, T, H) for n in names)
+    # hook_z through W_O, summed over the heads, plus the bias, is the attention block's output projection
+    out = a.attention_parts()["self"][1].out
+    z = cache["blocks.1.attn.hook_z"]
+    torch.testing.assert_close(
+        torch.einsum("bthe,hed->btd", z, a.W_O("self")[1]) + out.bias, out(z.flatten(2)), rtol=0, atol=1e-5
+    )
+    with pytest.raises(KeyError, match="no hook point"):
+        a.run_with_cache(lambda: a.forward(ids), ["blocks.9.attn.hook_z"])
