@@ -20,6 +20,7 @@ from pipelines.attention import heads, inside_causal_head, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_texts
 from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
+from pipelines.contracts import CausalLMAdapter
 from pipelines.kinds import CAUSAL
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
@@ -169,6 +170,8 @@ def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
 
 
 class LanguageModelPipeline(AdapterBacked, BatchRunner):
+    adapter: CausalLMAdapter
+
     """A decoder-only language model behind its adapter (pipelines.models.adapter.OurCausalLM), from our folder, a Llama
     folder or repo id, or a GGUF file."""
 

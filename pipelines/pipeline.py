@@ -4,9 +4,13 @@ the served path calls (BatchRunner)."""
 
 from collections.abc import Callable
 
+from pipelines.contracts import Adapter
+
 
 class AdapterBacked:
     """A pipeline that reaches its model only through `self.adapter` (pipelines/models/adapter.py, hf_adapter.py)."""
+
+    adapter: Adapter  # each task's pipeline narrows it to its kind of adapter (pipelines/contracts.py)
 
     @property
     def model(self):

@@ -11,6 +11,7 @@ from pipelines.attention import heads, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
+from pipelines.contracts import ClassifierAdapter
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import OurClassifier
 from pipelines.models.folders import load_folder
@@ -65,6 +66,8 @@ def _uniform(T: int) -> torch.Tensor:
 
 
 class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
+    adapter: ClassifierAdapter
+
     """A classifier behind a model adapter (pipelines.models.adapter): ours (a TransformerClassifier with its tokenizer)
     or a `transformers` sequence classifier (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
 

@@ -11,6 +11,7 @@ from pipelines.attention import heads, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, translation_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
+from pipelines.contracts import Seq2SeqAdapter
 from pipelines.explanations.faithfulness import QUICK_STEPS
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import KindMasks, OurSeq2Seq
@@ -79,6 +80,8 @@ def keys(Ts: int, Tt: int) -> list[tuple[str, int]]:
 
 
 class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
+    adapter: Seq2SeqAdapter
+
     """A translator behind a model adapter (pipelines.models.adapter): ours (a Seq2SeqTransformer with its tokenizer)
     or a `transformers` seq2seq model (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
 

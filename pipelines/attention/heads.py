@@ -15,6 +15,7 @@ import torch
 from pipelines.attention.head_stats import agreement as rank_agreement
 from pipelines.attention.head_stats import punctuation_keys, stats_rows
 from pipelines.attention.passes import at_once, run_passes
+from pipelines.contracts import Adapter, CausalLMAdapter, Seq2SeqAdapter
 from pipelines.hosting.budget import ModelSize, head_rows
 from pipelines.trust.finite import require_finite
 
@@ -63,7 +64,9 @@ def single_head_off(
     return {kind: m.to(device) for kind, m in out.items()}
 
 
-def _chunks(adapter, keys: list[HeadKey], tokens: int, by_layer: bool = False, passes: int = 1) -> list[list[HeadKey]]:
+def _chunks(
+    adapter: Adapter, keys: list[HeadKey], tokens: int, by_layer: bool = False, passes: int = 1
+) -> list[list[HeadKey]]:
     """The heads in batches as large as the memory budget allows for this model and input with `passes` batches
     running at once (pipelines.hosting.budget), as even as that allows; by_layer: a batch holds heads of one (kind,
     layer)."""
@@ -139,7 +142,7 @@ def sentiment_head_table(pipe, text: str) -> list[dict]:
 
 
 @torch.no_grad()
-def teacher_forced_log_prob(adapter, src_ids: list[int], produced: list[int], masks, rows: int = 1):
+def teacher_forced_log_prob(adapter: Seq2SeqAdapter, src_ids: list[int], produced: list[int], masks, rows: int = 1):
     """(rows,) log-probability, on the CPU, of the token ids `produced` (EOS included if it is there) given the source,
     in one teacher-forced pass; masks {kind: (L, H) or (L, rows, H)}, one row per variant."""
     if not produced:
@@ -152,7 +155,7 @@ def teacher_forced_log_prob(adapter, src_ids: list[int], produced: list[int], ma
     return logp.gather(-1, gold)[..., 0].sum(-1).cpu()
 
 
-def masked_effects(adapter, tokens: int, score) -> tuple[float, dict[HeadKey, float]]:
+def masked_effects(adapter: Adapter, tokens: int, score) -> tuple[float, dict[HeadKey, float]]:
     """(score with every head on, {head: its change with that head alone off}): score(masks, rows) -> (rows,) is
     one batched pass, masks {kind: (L, rows, H)} (None: every head on); inputs of `tokens` tokens size the batches."""
     layers, H = adapter.head_layers, adapter.n_heads
@@ -168,7 +171,9 @@ def masked_effects(adapter, tokens: int, score) -> tuple[float, dict[HeadKey, fl
     return intact, effects
 
 
-def translator_effects(adapter, src_ids: list[int], produced: list[int]) -> tuple[float, dict[HeadKey, float]]:
+def translator_effects(
+    adapter: Seq2SeqAdapter, src_ids: list[int], produced: list[int]
+) -> tuple[float, dict[HeadKey, float]]:
     """(log-probability of the produced translation with every head on, {head: its change with the head off})."""
     score = lambda masks, rows: teacher_forced_log_prob(adapter, src_ids, produced, masks, rows)  # noqa: E731
     return masked_effects(adapter, max(len(src_ids), len(produced)), score)
@@ -236,14 +241,18 @@ def translation_head_table(
 
 
 @torch.no_grad()
-def next_token_log_prob(adapter, ids: list[int], token: int, masks=None, rows: int = 1) -> torch.Tensor:
+def next_token_log_prob(
+    adapter: CausalLMAdapter, ids: list[int], token: int, masks=None, rows: int = 1
+) -> torch.Tensor:
     """(rows,) log p(token | ids), on the CPU, in one pass; masks {"causal": (L, H) or (L, rows, H)}."""
     x = torch.tensor([ids], device=adapter.device).expand(rows, -1)  # (rows, T)
     return adapter.next_log_probs(x, [len(ids)] * rows, masks)[:, token].cpu()  # (rows,)
 
 
 @torch.no_grad()
-def lm_effects(adapter, ids: list[int], token: int, progress=None) -> tuple[float, dict[HeadKey, float]]:
+def lm_effects(
+    adapter: CausalLMAdapter, ids: list[int], token: int, progress=None
+) -> tuple[float, dict[HeadKey, float]]:
     """(log p(token | ids) with every head on, {head: its change with that head alone off}); progress(heads done,
     heads) after each batch. The numbers of a pass with every head on but one (masked_effects over
     next_token_log_prob), cheaper: a head off in layer L changes nothing below L, so one pass keeps what each block

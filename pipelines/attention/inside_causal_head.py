@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from pipelines.attention.inside_head import HEAD_POINTS, AttentionInternals, HeadInternals, KindInternals
+from pipelines.contracts import CausalLMAdapter
 from pipelines.kinds import CAUSAL
 from pipelines.models.hook_names import attn_point
 from transformer.embeddings import Rotary
@@ -91,7 +92,7 @@ def _layer(cache: dict, attn, i: int, n_heads: int) -> dict[str, torch.Tensor]:
 
 
 @torch.no_grad()
-def causal_internals(adapter, ids: list[int]) -> CausalInternals:
+def causal_internals(adapter: CausalLMAdapter, ids: list[int]) -> CausalInternals:
     """Every head of a CausalLM adapter (pipelines.models.adapter.OurCausalLM) on one sequence of ids, from one
     forward pass with need_weights (the pass LanguageModelPipeline makes for a result's maps: result.sequence_ids)."""
     if not ids:

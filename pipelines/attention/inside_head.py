@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from pipelines.contracts import Adapter
 from pipelines.models.hook_names import attn_point, attn_points
 from transformer.masks import causal_mask
 
@@ -148,7 +149,7 @@ def masks_for(kinds, Tq: dict[str, int], Tk: dict[str, int]) -> dict[str, torch.
 
 
 @torch.no_grad()
-def record(adapter, forward: Callable[[], object]) -> AttentionInternals:
+def record(adapter: Adapter, forward: Callable[[], object]) -> AttentionInternals:
     """forward(): the adapter's own forward with need_weights=True on a batch of one (no padding), run once with every
     attention's q, k, v and z points cached."""
     run, cache = adapter.run_with_cache(forward, attn_points(adapter.head_layers, HEAD_POINTS))
@@ -214,7 +215,7 @@ def value_norms(v: torch.Tensor, w_o: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def with_value_norms(adapter, forward: Callable[[], object]) -> tuple[object, dict[str, torch.Tensor]]:
+def with_value_norms(adapter: Adapter, forward: Callable[[], object]) -> tuple[object, dict[str, torch.Tensor]]:
     """(forward(), {kind: (B, L, H, Tk) ||v_j W_O^h||}): the run, and the norm of every value vector through its
     head's slice of the output projection, read from the same run (each layer's attn.hook_v). The maps weighted by
     what each value carries are then weights (B, H, Tq, Tk) * norms[:, layer, :, None, :]."""

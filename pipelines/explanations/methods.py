@@ -16,6 +16,7 @@ from attention, which is not a neutral input. The convergence delta is reported 
 import numpy as np
 import torch
 
+from pipelines.contracts import CausalLMAdapter, ClassifierAdapter, Seq2SeqAdapter
 from pipelines.explanations.registry import Attribution, Method, register
 
 IG_STEPS = 32  # Gauss-Legendre points
@@ -146,14 +147,14 @@ class AttentionMethod(Method):
     signed = False
 
     @torch.no_grad()
-    def review(self, adapter, ids, target, words, progress=None):
+    def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
         return _shares(_numpy(adapter.forward(ids, need_weights=True).token_weights[0]))  # (T,)
 
-    def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
+    def steps(self, adapter: Seq2SeqAdapter, src, tgt_in, produced, alts, cross, progress=None):
         return _source_only(np.mean([a.mean(0) for a in cross], axis=0), produced)  # (Tt, Ts)
 
     @torch.no_grad()
-    def next_token(self, adapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         """Language model: the last position's row (the one that predicts), averaged over every layer and head."""
         maps = adapter.forward(ids, need_weights=True).attentions  # per layer (1, H, T, T)
         return _shares(np.mean([_numpy(a[0, :, -1]).mean(0) for a in maps], axis=0))  # (T,)
@@ -169,12 +170,12 @@ class RolloutMethod(Method):
     signed = False
 
     @torch.no_grad()
-    def review(self, adapter, ids, target, words, progress=None):
+    def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
         out = adapter.forward(ids, need_weights=True)
         return _shares(_numpy(out.token_weights[0]) @ attention_rollout([_numpy(a[0]) for a in out.attentions]))
 
     @torch.no_grad()
-    def next_token(self, adapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         """Language model: the rollout's last row, what the predicting position draws on."""
         maps = adapter.forward(ids, need_weights=True).attentions  # per layer (1, H, T, T)
         return _shares(attention_rollout([_numpy(a[0]) for a in maps])[-1])  # (T,)
@@ -198,7 +199,7 @@ class AttentionNorm(Method):
     signed = False
 
     @torch.no_grad()
-    def review(self, adapter, ids, target, words, progress=None):
+    def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
         from pipelines.attention import inside_head
 
         run = {}
@@ -213,7 +214,7 @@ class AttentionNorm(Method):
         return _shares(_numpy(inside_head.combined_norms(internals.kinds["self"], w_o, last, readout)[0]))  # (T,)
 
     @torch.no_grad()
-    def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
+    def steps(self, adapter: Seq2SeqAdapter, src, tgt_in, produced, alts, cross, progress=None):
         from pipelines.attention import inside_head
 
         internals = inside_head.record(adapter, lambda: adapter.forward(src, tgt_in, need_weights=True))
@@ -223,7 +224,7 @@ class AttentionNorm(Method):
         return _source_only(torch.stack(maps).mean(0).numpy(), produced)
 
     @torch.no_grad()
-    def next_token(self, adapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         """Language model: the last layer's row of the last position, ||sum_h w^h_j v^h_j W_O^h|| for each key j
         (grouped key/value heads: each query head reads its key/value head's values)."""
         last = adapter.head_layers["causal"] - 1
@@ -245,14 +246,14 @@ class GradientXInput(Method):
     signed = True
     contrastive = True
 
-    def review(self, adapter, ids, target, words, progress=None):
+    def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
         from captum.attr import InputXGradient  # captum (and matplotlib, which it loads) only when asked for
 
         emb = adapter.embed(ids).detach().requires_grad_()
         attr = InputXGradient(_review_fn(adapter)).attribute(emb, target=target, additional_forward_args=(ids,))
         return Attribution(_token_sums(attr)[0])
 
-    def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
+    def steps(self, adapter: Seq2SeqAdapter, src, tgt_in, produced, alts, cross, progress=None):
         from captum.attr import InputXGradient
 
         def attribute(inputs, extra):
@@ -262,7 +263,7 @@ class GradientXInput(Method):
         src_a, tgt_a, _ = _by_steps(attribute, *_step_inputs(adapter, src, tgt_in, produced, alts), progress)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a))
 
-    def next_token(self, adapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         from captum.attr import InputXGradient
 
         emb = adapter.embed(ids).detach().requires_grad_()  # (1, T, D)
@@ -279,7 +280,7 @@ class IntegratedGradients(Method):
     contrastive = True
     n_steps = IG_STEPS
 
-    def review(self, adapter, ids, target, words, progress=None):
+    def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
         from captum.attr import IntegratedGradients as IG
 
         emb = adapter.embed(ids).detach()
@@ -294,7 +295,7 @@ class IntegratedGradients(Method):
         )
         return Attribution(_token_sums(attr)[0], steps=self.n_steps, delta=float(delta[0]))
 
-    def steps(self, adapter, src, tgt_in, produced, alts, cross, progress=None):
+    def steps(self, adapter: Seq2SeqAdapter, src, tgt_in, produced, alts, cross, progress=None):
         from captum.attr import IntegratedGradients as IG
 
         def attribute(inputs, extra):
@@ -313,7 +314,7 @@ class IntegratedGradients(Method):
         deltas = _numpy(delta).astype(np.float32)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a), steps=self.n_steps, deltas=deltas)
 
-    def next_token(self, adapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         from captum.attr import IntegratedGradients as IG
 
         emb = adapter.embed(ids).detach()  # (1, T, D)
@@ -338,7 +339,7 @@ class Occlusion(Method):
     signed = True
 
     @torch.no_grad()
-    def review(self, adapter, ids, target, words, progress=None):
+    def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
         """One forward pass per word, OCCLUSION_BATCH words a pass (captum's FeatureAblation's numbers, in
         batches of our own so that a long review reports its progress: progress(words done, words))."""
         words = np.asarray(words)
@@ -358,7 +359,7 @@ class Occlusion(Method):
         pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
         return Attribution((drops[words] / pieces).astype(np.float32))
 
-    def next_token(self, adapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         """Language model: the drop in log p(target) when a word's tokens are deleted from the context (a causal
         model has no padding mask to hide them with), shared evenly by the word's pieces."""
         seq, words = ids[0].tolist(), np.asarray(words)
