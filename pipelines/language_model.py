@@ -22,6 +22,7 @@ from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
 from pipelines.kinds import CAUSAL
+from pipelines.lens import tasks as lens_tasks
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
 from pipelines.models.folders import CONFIG, TOKENIZER, WEIGHTS, load_folder, serving_device
@@ -342,6 +343,18 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency over the prompt's tokens, beside random rankings."""
         return explanations.faithfulness(self, explanation)
+
+    @runs_model
+    def logit_lens(self, prompt: str, result=None, step: int = 1, chat: bool = False):
+        """pipelines.lens.Lens of what the model had read when it chose new token `step` of `result` (None: the
+        prompt, before its first new token)."""
+        return lens_tasks.lm_lens(self, prompt, result, step, chat)
+
+    @runs_model
+    def direct_logit_attribution(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
+        """pipelines.lens.Attribution of the next token `target` (default: the most likely; an id or the text of one
+        of the top-10) after what the model read at `step`, minus `contrast`'s logit where given."""
+        return lens_tasks.lm_attribution(self, prompt, target, contrast, result, step, chat)
 
     @runs_model
     def internals(self, ids: list[int]):

@@ -12,6 +12,7 @@ from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import ClassifierAdapter
+from pipelines.lens import tasks as lens_tasks
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import OurClassifier
 from pipelines.models.folders import load_folder
@@ -241,6 +242,18 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         progress(done, total) is called as a slow method (occlusion) goes.
         Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
         return explanations.explain_review(self, text, method, target, progress)
+
+    @runs_model
+    def logit_lens(self, text: str):
+        """pipelines.lens.Lens: the classifier's head on each layer's states (each position's, and pooled: P(label)
+        by layer)."""
+        return lens_tasks.sentiment_lens(self, text)
+
+    @runs_model
+    def direct_logit_attribution(self, text: str, target=None, contrast=None):
+        """pipelines.lens.Attribution of the label `target` (default: the predicted one; an index or a name), minus
+        `contrast`'s logit where given: each head's and feed-forward layer's direct part."""
+        return lens_tasks.sentiment_attribution(self, text, target, contrast)
 
     @runs_model
     def internals(self, text: str):

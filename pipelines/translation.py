@@ -13,6 +13,7 @@ from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import Seq2SeqAdapter
 from pipelines.explanations.faithfulness import QUICK_STEPS
+from pipelines.lens import tasks as lens_tasks
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import KindMasks, OurSeq2Seq
 from pipelines.models.folders import load_folder
@@ -180,6 +181,17 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         progress(steps done, steps) is called as a gradient method goes.
         Returns a pipelines.explanations.Explanation (scores (Tt, Ts))."""
         return explanations.explain_translation(self, text, method, contrast, result, progress)
+
+    @runs_model
+    def logit_lens(self, text: str, result=None):
+        """pipelines.lens.Lens over the decoding steps of the translation (result; None: greedy now)."""
+        return lens_tasks.translation_lens(self, text, result)
+
+    @runs_model
+    def direct_logit_attribution(self, text: str, step: int = 0, target=None, contrast=None, result=None):
+        """pipelines.lens.Attribution at decoding step `step` (0-based) of English token `target` (default: the one
+        produced; an id or the text of one of the step's top tokens), minus `contrast`'s logit where given."""
+        return lens_tasks.translation_attribution(self, text, step, target, contrast, result)
 
     @runs_model
     def internals(self, text: str, target_ids: list[int] | None = None):

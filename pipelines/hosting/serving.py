@@ -138,6 +138,8 @@ class ServedSentiment(ServedPipeline):
     faithfulness = alone(SentimentPipeline.faithfulness)
     head_table = alone(SentimentPipeline.head_table)
     internals = alone(SentimentPipeline.internals)
+    logit_lens = alone(SentimentPipeline.logit_lens)
+    direct_logit_attribution = alone(SentimentPipeline.direct_logit_attribution)
     inside_head = alone(SentimentPipeline.inside_head)
 
     def weak_spots(self, text: str):
@@ -172,6 +174,8 @@ class ServedTranslation(ServedPipeline):
     faithfulness = alone(TranslationPipeline.faithfulness)
     head_table = alone(TranslationPipeline.head_table)
     internals = alone(TranslationPipeline.internals)
+    logit_lens = alone(TranslationPipeline.logit_lens)
+    direct_logit_attribution = alone(TranslationPipeline.direct_logit_attribution)
     inside_head = alone(TranslationPipeline.inside_head)
     score = alone(TranslationPipeline.score)
 
@@ -193,6 +197,8 @@ class ServedLM(ServedPipeline):
     faithfulness = alone(LanguageModelPipeline.faithfulness)
     head_table = alone(LanguageModelPipeline.head_table)
     internals = alone(LanguageModelPipeline.internals)
+    logit_lens = alone(LanguageModelPipeline.logit_lens)
+    direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
 
     default_explanation: Forwarded[dict] = Forwarded()
 

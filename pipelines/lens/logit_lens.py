@@ -1,0 +1,78 @@
+"""The logit lens (nostalgebraist 2020): each layer's residual stream read out as if the model stopped there, through
+the final norm and the unembedding (the classifier: its pooling and head). For a post-norm stack (BERT, the
+Vaswani translator) every block already ends in a norm, so its output is read through the unembedding directly."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from pipelines.lens.readout import ClassifierReadout, Readout
+
+TOP_K = 5
+
+
+@dataclass
+class Lens:
+    """What each layer predicts. Rows are layers (embeddings, then after each block), columns the positions."""
+
+    layers: list[str]  # L + 1 names
+    tokens: list[str]  # the positions' tokens
+    top_tokens: list[list[list[str]]]  # [l][t]: the TOP_K most likely outputs read out at layer l, position t
+    top_probs: list[list[list[float]]]  # [l][t]: their probabilities
+    final_token: str  # what the model finally puts first (at the last position; the classifier: its label)
+    final_prob: list[float]  # [l]: the probability layer l gives final_token
+    kl: list[float]  # [l]: KL(final || layer l) of the last position's distributions, in nats
+    post_norm: bool  # the stack normalises after each block: what the readout means differs (note)
+    note: str
+
+    def top_token(self, layer: int, position: int) -> str:
+        return self.top_tokens[layer][position][0]
+
+
+POST_NORM_NOTE = (
+    "This model is post-norm: each block ends in a LayerNorm, so a block's output is read out through the output "
+    "layer directly (no final norm to borrow); the early rows are what the output layer makes of a normalised state "
+    "it was never trained to read there."
+)
+PRE_NORM_NOTE = "Each row is that layer's residual stream through the model's final norm and output layer."
+
+
+def top(probs: torch.Tensor, k: int, text: Callable[[int], str]) -> tuple[list[list[str]], list[list[float]]]:
+    """probs (T, V) -> per position the k most likely outputs' texts and probabilities."""
+    p, ids = probs.topk(min(k, probs.size(-1)), dim=-1)  # (T, k)
+    return [[text(int(i)) for i in row] for row in ids], p.tolist()
+
+
+def kl(final: torch.Tensor, other: torch.Tensor) -> float:
+    """KL(final || other) of two log-probability vectors (V,)."""
+    return float((final.exp() * (final - other)).sum())
+
+
+@torch.no_grad()
+def logit_lens(
+    readout: Readout, cache: dict, tokens: list[str], text: Callable[[int], str], real: torch.Tensor | None = None
+) -> Lens:
+    """The lens of one cached pass (a batch of one holding readout.names()); text(i): output i's text; real (1, T):
+    the classifier's real tokens."""
+    states = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
+    log_probs = [readout.logits(s)[0].float().log_softmax(-1) for s in states]  # (T, V) each
+    if isinstance(readout, ClassifierReadout):  # the prediction is the pooled state's, not a position's
+        last = [readout.pooled_logits(s, real)[0].float().log_softmax(-1) for s in states]  # (C,) each
+    else:
+        last = [lp[-1] for lp in log_probs]
+    final = last[-1]
+    best = int(final.argmax())
+    rows = [top(lp.exp(), TOP_K, text) for lp in log_probs]
+    post = not readout.norm_first
+    return Lens(
+        readout.layer_names,
+        tokens,
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        text(best),
+        [float(lp[best].exp()) for lp in last],
+        [kl(final, lp) for lp in last],
+        post,
+        POST_NORM_NOTE if post else PRE_NORM_NOTE,
+    )

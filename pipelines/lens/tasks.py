@@ -1,0 +1,164 @@
+"""The layer-by-layer views of each task's pipeline: which pass to cache (the input as the pipeline reads it), which
+stack to read out (readout.py, by adapter), and targets given as an output id, a label's index, or the text of an
+output. The pipelines' `logit_lens` and `direct_logit_attribution` call these."""
+
+from collections.abc import Callable
+
+import torch
+
+from pipelines.attention.attention_maps import token_texts
+from pipelines.lens import attribution
+from pipelines.lens.attribution import Attribution
+from pipelines.lens.logit_lens import Lens, logit_lens
+from pipelines.lens.readout import ClassifierReadout, Readout, decoder_readout, lm_readout
+from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
+
+READOUTS: dict[type, Callable] = {
+    OurCausalLM: lm_readout,
+    OurSeq2Seq: decoder_readout,
+    OurClassifier: ClassifierReadout,
+}
+
+
+def readout_of(adapter) -> Readout:
+    """The stack an adapter's model answers from; ValueError for a model read through `transformers`, whose residual
+    stream this project does not name."""
+    for cls, make in READOUTS.items():
+        if isinstance(adapter, cls):
+            return make(adapter.model)
+    raise ValueError(
+        "Layer by layer reads the residual stream through this project's hook points: it is there for the models "
+        "of this project (from scratch or with public weights loaded into our code), not for a transformers model."
+    )
+
+
+def output_id(value, logits: torch.Tensor, text: Callable[[int], str], tokenize=None, what: str = "output") -> int:
+    """An output id from an id, or from the text of one of the 10 most likely outputs of logits (V,) (then from a text
+    that tokenizes to one token, where tokenize is given); ValueError otherwise."""
+    if isinstance(value, (int, torch.Tensor)) and not isinstance(value, bool):
+        i = int(value)
+        if not 0 <= i < logits.numel():
+            raise ValueError(f"{what} {i} is not an id of this model (0..{logits.numel() - 1})")
+        return i
+    wanted = str(value).strip()
+    for i in logits.topk(min(10, logits.numel())).indices.tolist():
+        if text(i).strip() == wanted:
+            return i
+    ids = tokenize(str(value)) if tokenize is not None else []
+    if len(ids) == 1:
+        return ids[0]
+    raise ValueError(f"{value!r} is not one of the 10 most likely outputs here, nor one token: give its id")
+
+
+def _cached(adapter, forward, names) -> tuple[object, dict]:
+    with torch.no_grad():
+        return adapter.run_with_cache(forward, names)
+
+
+def _attribute(readout, cache, logits, target, contrast, text, tokenize, position=-1, pool=None) -> Attribution:
+    t = output_id(logits.argmax() if target is None else target, logits, text, tokenize, "target")
+    c = None if contrast is None else output_id(contrast, logits, text, tokenize, "contrast")
+    total = float(logits[t] - (logits[c] if c is not None else 0.0))
+    return attribution.direct_logit_attribution(
+        readout, cache, total, t, c, position, (text(t), None if c is None else text(c)), pool
+    )
+
+
+# --- next word ---------------------------------------------------------------------------------------------------
+
+
+def lm_ids(pipe, prompt: str, result=None, step: int = 1, chat: bool = False) -> list[int]:
+    """What the model read when it chose new token `step` (1-based) of `result`, or the prompt as it reads it."""
+    if result is None:
+        return list(pipe.encode(prompt, chat).ids)
+    if not 1 <= step <= max(len(result.steps), 1):
+        raise ValueError(f"step {step} is not one of this continuation's steps (1..{len(result.steps)})")
+    return list(result.sequence_ids[: len(result.tokens) + step - 1])
+
+
+def _lm_pass(pipe, ids: list[int], names: list[str]):
+    if not ids:
+        raise ValueError("the prompt has no tokens")
+    a = pipe.adapter
+    x = torch.tensor([ids], device=a.device)  # (1, T)
+    return _cached(a, lambda: a.forward(x), names)
+
+
+def lm_lens(pipe, prompt: str, result=None, step: int = 1, chat: bool = False) -> Lens:
+    ids, readout, a = lm_ids(pipe, prompt, result, step, chat), readout_of(pipe.adapter), pipe.adapter
+    _, cache = _lm_pass(pipe, ids, readout.names())
+    return logit_lens(readout, cache, [a.token_text(i) for i in ids], a.token_text)
+
+
+def lm_attribution(pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False) -> Attribution:
+    ids, readout, a = lm_ids(pipe, prompt, result, step, chat), readout_of(pipe.adapter), pipe.adapter
+    run, cache = _lm_pass(pipe, ids, attribution.names(readout))
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    return _attribute(readout, cache, run.logits[0, -1].float(), target, contrast, a.token_text, tokenize)
+
+
+# --- sentiment ---------------------------------------------------------------------------------------------------
+
+
+def _review_pass(pipe, text: str, names: list[str]):
+    read = pipe.encode(text)
+    if not read.ids:
+        raise ValueError("the text has no tokens")
+    a = pipe.adapter
+    x = torch.tensor([read.ids], device=a.device)  # (1, T)
+    run, cache = _cached(a, lambda: a.forward(x), names)
+    return read, x != a.pad_id, run, cache
+
+
+def sentiment_lens(pipe, text: str) -> Lens:
+    readout = readout_of(pipe.adapter)
+    read, real, _, cache = _review_pass(pipe, text, readout.names())
+    return logit_lens(readout, cache, token_texts(read.tokens), lambda i: pipe.labels[i], real)
+
+
+def sentiment_attribution(pipe, text: str, target=None, contrast=None) -> Attribution:
+    """target, contrast: a label's index or name (default: the predicted label, no contrast)."""
+    readout = readout_of(pipe.adapter)
+    _, _, run, cache = _review_pass(pipe, text, attribution.names(readout))
+    label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731
+    logits = run.logits[0].float()
+    target, contrast = label(target), label(contrast)
+    pool = run.token_weights[0] if run.token_weights is not None else None
+    return _attribute(readout, cache, logits, target, contrast, lambda i: pipe.labels[i], None, pool=pool)
+
+
+# --- translation -------------------------------------------------------------------------------------------------
+
+
+def _sentence_pass(pipe, text: str, result, names: list[str]):
+    from pipelines.batching import pad
+
+    result = pipe(text, beam_size=1) if result is None else result
+    ids, _, _ = pipe.encode_source([text])
+    if len(ids[0]) <= 1:
+        raise ValueError("the text has no tokens")
+    a = pipe.adapter
+    src = pad(ids, a.pad_id, a.device)  # (1, Ts)
+    tgt_in = pad([[a.bos_id] + list(result.target_ids)[:-1]], a.pad_id, a.device)  # (1, Tt)
+    run, cache = _cached(a, lambda: a.forward(src, tgt_in), names)
+    return result, run, cache
+
+
+def translation_lens(pipe, text: str, result=None) -> Lens:
+    """The decoder's residual stream at each decoding step (teacher-forced on the translation), read out."""
+    readout = readout_of(pipe.adapter)
+    result, _, cache = _sentence_pass(pipe, text, result, readout.names())
+    read = ["<s>", *result.target_tokens[:-1]]
+    return logit_lens(readout, cache, read, pipe.adapter.token_text)
+
+
+def translation_attribution(pipe, text: str, step: int = 0, target=None, contrast=None, result=None) -> Attribution:
+    """At decoding step `step` (0-based): default target the token produced there."""
+    readout = readout_of(pipe.adapter)
+    result, run, cache = _sentence_pass(pipe, text, result, attribution.names(readout))
+    if not 0 <= step < len(result.target_ids):
+        raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
+    a = pipe.adapter
+    target = result.target_ids[step] if target is None else target
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    return _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
