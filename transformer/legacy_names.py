@@ -10,17 +10,23 @@ import torch
 # self_attn / cross_attn (out_proj), res_attn / res_self / res_cross / res_ff norms and ff.net.0 / ff.net.3; the
 # decoder-only model's `layers.N.` blocks, its `norm` and attn_norm / attn / mlp_norm / mlp (already today's names).
 RULES = [
-    (r"(^|\.)layers\.(\d+)\.", r"\1blocks.\2."),
+    (r"layers\.(\d+)\.", r"blocks.\1."),
     (r"\.self_attn\.out_proj\.", ".attn.o_proj."),
     (r"\.self_attn\.", ".attn."),
     (r"\.cross_attn\.out_proj\.", ".cross_attn.o_proj."),
-    (r"\.(res_attn|res_self)\.norm\.", ".attn_norm."),
+    (r"\.res_attn\.norm\.", ".attn_norm."),
+    (r"\.res_self\.norm\.", ".attn_norm."),
     (r"\.res_cross\.norm\.", ".cross_norm."),
     (r"\.res_ff\.norm\.", ".mlp_norm."),
-    (r"\.(ff|mlp)\.net\.0\.", ".mlp.up."),
-    (r"\.(ff|mlp)\.net\.3\.", ".mlp.down."),
+    (r"\.ff\.net\.0\.", ".mlp.up."),
+    (r"\.ff\.net\.3\.", ".mlp.down."),
+    (r"\.mlp\.net\.0\.", ".mlp.up."),
+    (r"\.mlp\.net\.3\.", ".mlp.down."),
     (r"^norm\.", "final_norm."),
+    (r"^model\.norm\.", "model.final_norm."),  # the same inside the transformers wrapper (training/release)
 ]
+# The same renames as `transformers`' from_pretrained(key_mapping=...) takes them (one capture group at most, \1)
+KEY_MAPPING = dict(RULES)
 COMPILED = [(re.compile(p), r) for p, r in RULES]
 OLD_MARKS = ("layers.", "norm.")  # every old file has keys with one of these; today's have neither at the start
 

@@ -47,4 +47,6 @@ def test_shipped_configs_load_as_written():
         assert {k: loaded[k] for k in raw} == raw
         # fields added since a model was saved take their defaults (BERT's options: off, as before them)
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        # but the sizes derived from others when left 0: one key/value head a query head, d_model / n_heads wide
+        defaults |= {"n_kv_heads": loaded["n_heads"], "head_dim": loaded["d_model"] // loaded["n_heads"]}
         assert all(loaded[k] == defaults[k] for k in loaded.keys() - raw.keys())

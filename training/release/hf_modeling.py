@@ -34,6 +34,7 @@ from transformer.config import CausalLMConfig, ClassifierConfig, Seq2SeqConfig
 from transformer.embeddings import Positions, Rotary, sinusoidal_table
 from transformer.encoder import EncoderOutput
 from transformer.head_mask import HeadMasks
+from transformer.legacy_names import KEY_MAPPING
 from transformer.seq2seq import Seq2SeqTransformer
 
 
@@ -88,6 +89,13 @@ class AttentionDemoPreTrainedModel(PreTrainedModel):
 
     base_model_prefix = "model"
     main_input_name = "input_ids"
+
+    @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """transformers' from_pretrained, with the parameter names of files written before the one-core rewrite
+        renamed to today's (transformer/legacy_names.py): the published weights go up unchanged."""
+        kwargs.setdefault("key_mapping", KEY_MAPPING)
+        return super().from_pretrained(*args, **kwargs)
 
     def _init_weights(self, module):
         """Only the fixed sinusoidal position tables and rotary frequencies, which are not saved (non-persistent
