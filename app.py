@@ -7,7 +7,7 @@ logic lives in viz/.
 """
 
 import os
-from types import SimpleNamespace
+from dataclasses import dataclass
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -18,28 +18,35 @@ from pipelines.hosting.memory import tame_malloc  # noqa: E402
 from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
 from pipelines.hosting.serving import serve  # noqa: E402
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION  # noqa: E402
-from viz import handlers  # noqa: E402
-from viz.attention import inside_head_panel, views_panel  # noqa: E402
+from viz.attention import inside_head_panel, task_views, views_panel  # noqa: E402
+from viz.attention.inside_head_panel import InsideHeadUI  # noqa: E402
+from viz.attention.views_panel import ViewsUI  # noqa: E402
 from viz.compare.input_panels import sentiment_compare_panel, translation_compare_panel  # noqa: E402
 from viz.compare.model_compare import model_compare_panel  # noqa: E402
 from viz.examples import GERMAN, LANDING, REVIEWS  # noqa: E402
 from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
+from viz.explanations.explanation_panel import ExplanationPanel  # noqa: E402
+from viz.explanations.translation_explanation_panel import TranslationExplanationPanel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
-from viz.lm_tab import lm_tab  # noqa: E402
+from viz.inputs import LM_DECODINGS, TRANSLATION_DECODINGS, clamp_layer_head  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
+from viz.models.training_step import TrainingStepUI  # noqa: E402
+from viz.next_word.tab import lm_tab  # noqa: E402
 from viz.page import layout, theme  # noqa: E402
 from viz.page.landing import land_on_examples, press_after, select_tab_on_load  # noqa: E402
+from viz.page.layout import MainHeatmap, TaskPage  # noqa: E402
+from viz.sentiment.handlers import analyze_review  # noqa: E402
 from viz.server import hosting  # noqa: E402
-from viz.server.events import FOLLOW_UP  # noqa: E402
+from viz.server.events import FOLLOW_UP, PRIVATE  # noqa: E402
+from viz.server.hosting import MODEL_EVENTS  # noqa: E402
 from viz.share import export_store, share_ui  # noqa: E402
+from viz.share.share_ui import ShareControls  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
+from viz.translation.handlers import default_decoding, step_slider, translation_step  # noqa: E402
+from viz.translation.handlers import translate as translate_german  # noqa: E402
 
 CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
-# Model events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
-# (the two models side by side) and is fair across clients; gradio's own queue is first come, first served.
-MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
-PRIVATE = dict(api_visibility="private")  # redraws from gr.State: not part of the public API
 # A tab's button pressed while its last run is still pending runs once more when that one ends, with the inputs
 # then: gradio's default for a click ("once") dropped the press, so three quick arrow keys on the translator's
 # training-step slider (each presses the button) showed step 653 beside the translation of step 102.
@@ -82,7 +89,7 @@ def _missing_translation(status: str) -> None:
         """Translate German to English: (English text, status with any notices)."""
         return "", status
 
-    inputs = [gr.Textbox(visible=False), gr.Radio(handlers.DECODING, visible=False), gr.Number(visible=False)]
+    inputs = [gr.Textbox(visible=False), gr.Radio(list(TRANSLATION_DECODINGS), visible=False), gr.Number(visible=False)]
     hosting.api_endpoint(translate, inputs, [gr.Textbox(visible=False), gr.Markdown("", visible=False)], "translate")
 
 
@@ -91,7 +98,7 @@ def _missing_lm(status: str) -> None:
         """Continue a prompt: (continuation, the first step's top next tokens, status)."""
         return "", None, status
 
-    inputs = [gr.Textbox(visible=False), gr.Number(visible=False), gr.Radio(["greedy", "sampled"], visible=False)]
+    inputs = [gr.Textbox(visible=False), gr.Number(visible=False), gr.Radio(list(LM_DECODINGS), visible=False)]
     inputs += [gr.Number(visible=False) for _ in range(3)]
     outputs = [gr.Textbox(visible=False), gr.Label(visible=False), gr.Markdown("", visible=False)]
     hosting.api_endpoint(generate, inputs, outputs, "generate")
@@ -121,7 +128,26 @@ def _sentiment_inputs():
     return review, submit
 
 
-def _sentiment_page(models, pipe) -> SimpleNamespace:
+@dataclass
+class SentimentPage:
+    """The sentiment tab's components that its events read (viz.page.layout), by name."""
+
+    page: TaskPage
+    review: gr.Textbox
+    submit: gr.Button
+    choice: gr.Radio  # the model choice (viz.models.model_choice)
+    label: gr.Label
+    status: gr.Markdown
+    share: ShareControls
+    panel: ExplanationPanel
+    main: MainHeatmap  # the large heatmap with its layer, head, colour scale and hide controls
+    overview: gr.Plot
+    views: ViewsUI
+    snapshot: TrainingStepUI
+    inside: InsideHeadUI
+
+
+def _sentiment_page(models, pipe) -> SentimentPage:
     """The sentiment tab's main view and the sections its events read (viz.page.layout), by name."""
     page = layout.task_page("sentiment", layout.present(models))
     with page.ask:
@@ -144,7 +170,9 @@ def _sentiment_page(models, pipe) -> SimpleNamespace:
     with page.section("Inside one head"):
         inside = inside_head_panel.build("sentiment")
     page.opens("Inside one head", inside.accordion)
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe")})
+    return SentimentPage(
+        page, review, submit, choice, label, status, share, panel, main, overview, views, snapshot, inside
+    )
 
 
 def sentiment_tab(models, demo: gr.Blocks) -> None:
@@ -163,15 +191,15 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
         chosen, name = model_choice.resolve(models, training_step.chosen(models, name, position))
         if chosen is None:
             return None, None, name, None, gr.skip(), gr.skip()
-        view, probabilities, status = hosting.run_as(request, handlers.analyze_review, chosen, review, True, name)
-        asked, (layer, head) = (layer, head), handlers.clamp_layer_head(chosen, layer, head)
-        heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
+        view, probabilities, status = hosting.run_as(request, analyze_review, chosen, review, True, name)
+        asked, (layer, head) = (layer, head), clamp_layer_head(chosen, layer, head)
+        heatmap = task_views.drawn_heatmap(view, layer, head, scale, hide)
         status, sized = training_step.noted(models, name, status), model_choice.sized(chosen, layer, head, asked)
         return view, probabilities, status, heatmap, *sized
 
     def sentiment(review: str, request: gr.Request = None):
         """Classify a review: (probabilities per label, status with any notices)."""
-        return hosting.run_as(request, handlers.analyze_review, pipe, review, False)[1:]
+        return hosting.run_as(request, analyze_review, pipe, review, False)[1:]
 
     outputs = [state, label, status, single, layer, head]
     inputs = [review, choice, snapshot.slider, layer, head, scale, hide]
@@ -202,8 +230,10 @@ def _translation_inputs(pipe):
     """The German input, the decoding options, the button and the examples: (german, decoding, beam, submit)."""
     german = _input_box("translation")
     with gr.Row():
-        default, beam = handlers.default_decoding(pipe)  # what the model was evaluated with
-        decoding = gr.Radio(handlers.DECODING, value=default, label="Decoding", elem_id="translation-decoding")
+        default, beam = default_decoding(pipe)  # what the model was evaluated with
+        decoding = gr.Radio(
+            list(TRANSLATION_DECODINGS), value=default, label="Decoding", elem_id="translation-decoding"
+        )
         beam_size = gr.Slider(2, 8, value=beam, step=1, label="Beam size", elem_id="translation-beam")
     submit = gr.Button("Translate", variant="primary", elem_id="translation-submit")
     examples = gr.Examples(
@@ -214,7 +244,33 @@ def _translation_inputs(pipe):
     return german, decoding, beam_size, submit
 
 
-def _translation_page(models) -> SimpleNamespace:
+@dataclass
+class TranslationPage:
+    """The translation tab's components that its events read (viz.page.layout), by name."""
+
+    page: TaskPage
+    german: gr.Textbox
+    decoding: gr.Radio
+    beam_size: gr.Slider
+    submit: gr.Button
+    choice: gr.Radio  # the model choice: ours, and Marian from the Hub (viz.models.model_choice)
+    english: gr.Textbox
+    status: gr.Markdown
+    share: ShareControls
+    explanations: TranslationExplanationPanel
+    main: MainHeatmap  # the large cross-attention heatmap with its layer, head, colour scale and hide controls
+    step: gr.Slider  # the decoding step
+    step_topk: gr.Plot
+    cross_overview: gr.Plot
+    step_heads: gr.Plot
+    views: ViewsUI
+    encoder: gr.Plot  # the chosen head's self-attention in the encoder and in the decoder
+    decoder: gr.Plot
+    inside: InsideHeadUI
+    snapshot: TrainingStepUI
+
+
+def _translation_page(models) -> TranslationPage:
     """The translation tab's main view and its sections (viz.page.layout), by name."""
     pipe = models.get()
     page = layout.task_page("translation", layout.present(models))
@@ -230,7 +286,7 @@ def _translation_page(models) -> SimpleNamespace:
         explanations = translation_explanation_panel.build()
     with page.heatmap:
         main = layout.main_heatmap("translation", pipe, "large plots")
-    layer, head, scale, hide, cross = main.layer, main.head, main.scale, main.hide, main.plot
+    scale, hide = main.scale, main.hide
     with page.answer:  # the translation step by step, as the Next word tab's continuation
         gr.Markdown(STEP_HELP)
         step = gr.Slider(1, 2, value=1, step=1, label="Decoding step", interactive=False, elem_id="translation-step")
@@ -248,7 +304,10 @@ def _translation_page(models) -> SimpleNamespace:
     page.opens("Inside one head", inside.accordion)
     with page.section("Training steps"):
         snapshot = training_step.build(models, "translation")
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "pipe", "main")})
+    return TranslationPage(
+        page, german, decoding, beam_size, submit, choice, english, status, share, explanations, main, step, step_topk,
+        cross_overview, step_heads, views, encoder, decoder, inside, snapshot,
+    )  # fmt: skip
 
 
 def translation_tab(models, demo: gr.Blocks) -> None:
@@ -259,8 +318,8 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     p = _translation_page(models)
     page, german, decoding, beam_size, submit = p.page, p.german, p.decoding, p.beam_size, p.submit
     choice, english, status, share = p.choice, p.english, p.status, p.share
-    layer, head, scale, hide, cross, cross_overview = p.layer, p.head, p.scale, p.hide, p.cross, p.cross_overview
-    step, step_heads, step_topk, encoder, decoder = p.step, p.step_heads, p.step_topk, p.encoder, p.decoder
+    layer, head, scale, hide, cross = p.main.layer, p.main.head, p.main.scale, p.main.hide, p.main.plot
+    step, step_heads, step_topk, cross_overview = p.step, p.step_heads, p.step_topk, p.cross_overview
 
     def run(german_text: str, decoding, beam, name, position, layer, head, scale, hide, request: gr.Request = None):
         """The button: the translation and the large cross-attention heatmap come back together (by the chosen model,
@@ -269,19 +328,19 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         chosen, name = model_choice.resolve(models, training_step.chosen(models, name, position))
         if chosen is None:
             return None, "", name, None, gr.skip(), gr.skip()
-        view, text, status = hosting.run_as(request, handlers.translate, chosen, german_text, decoding, beam, name)
-        asked, (layer, head) = (layer, head), handlers.clamp_layer_head(chosen, layer, head)
-        heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
+        view, text, status = hosting.run_as(request, translate_german, chosen, german_text, decoding, beam, name)
+        asked, (layer, head) = (layer, head), clamp_layer_head(chosen, layer, head)
+        heatmap = task_views.drawn_heatmap(view, layer, head, scale, hide)
         sized = model_choice.sized(chosen, layer, head, asked)
         return view, text, training_step.noted(models, name, status), heatmap, *sized
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""
-        return hosting.run_as(request, handlers.translate, pipe, german_text, decoding, beam_size)[1:]
+        return hosting.run_as(request, translate_german, pipe, german_text, decoding, beam_size)[1:]
 
     def redraw(view, layer, head, scale, hide):  # the other plots of a new translation, with the step slider at 1
-        encoder_decoder = handlers.large_figures("translation", view, layer, head, scale, hide)[1:]
-        return (*encoder_decoder, handlers.step_slider(view), *handlers.translation_step(view, layer, 1))
+        encoder_decoder = task_views.large_figures("translation", view, layer, head, scale, hide)[1:]
+        return (*encoder_decoder, step_slider(view), *translation_step(view, layer, 1))
 
     inputs = [german, decoding, beam_size]
     outputs = [state, english, status, cross, layer, head]
@@ -290,16 +349,16 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     training_step.wire(p.snapshot, models, "translation", choice)  # another model or step translates it again
     painted = hosting.after_paint(translated, english)
     viewed = views_panel.wire(
-        p.views, "translation", state, layer, head, [cross, encoder, decoder], cross_overview, painted
+        p.views, "translation", state, layer, head, [cross, p.encoder, p.decoder], cross_overview, painted
     )
-    redrawn = [encoder, decoder, step, step_heads, step_topk]
+    redrawn = [p.encoder, p.decoder, step, step_heads, step_topk]
     drawn = viewed.then(redraw, [state, layer, head, scale, hide], redrawn, **FOLLOW_UP)
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, models, state, step, translated)
     inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)
     step_io = ([state, layer, step], [step_heads, step_topk])
-    layer.change(handlers.translation_step, *step_io, **PRIVATE)
-    step.input(handlers.translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
+    layer.change(translation_step, *step_io, **PRIVATE)
+    step.input(translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
     hosting.watch_for_expiry(state, layer, head, step)
     with page.section("What each head does"):
         heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])

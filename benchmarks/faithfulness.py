@@ -85,11 +85,11 @@ def time_long_input(pipe, task: str, default: str, runs: int = 3) -> dict:
                 timed(lambda m=m: pipe.explain(text, m, result=pipe(text)))[1] for _ in range(runs)
             )
     if task == "sentiment":  # what the app does on a click: the prediction, then the default explanation
-        from viz import handlers
         from viz.explanations import explanation_panel
+        from viz.sentiment.handlers import analyze_review
 
         def click():
-            view = handlers.analyze_review(pipe, text)[0]
+            view = analyze_review(pipe, text)[0]
             return explanation_panel.explain(pipe, view, default)
 
         out[f"prediction_plus_{default}"] = statistics.median(timed(click)[1] for _ in range(max(runs, 5)))

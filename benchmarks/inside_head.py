@@ -21,9 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from pipelines.models.model_registry import ModelRegistry  # noqa: E402
-from viz import handlers  # noqa: E402
 from viz.attention import inside_head_panel as panel  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
+from viz.sentiment.handlers import analyze_review  # noqa: E402
+from viz.translation.handlers import translate  # noqa: E402
 
 
 def sent(steps: str, heads) -> int:
@@ -70,14 +71,14 @@ def main(argv: list[str] | None = None) -> int:
     sentiment, translation = load_models()
     if sentiment.pipeline is not None:
         print(f"sentiment model: {sentiment.source}")
-        view, _, _ = handlers.analyze_review(sentiment.pipeline, BENCH_REVIEW)
+        view, _, _ = analyze_review(sentiment.pipeline, BENCH_REVIEW)
         T = len(view.maps.queries["self"])
         tokens = [f"src:{(i * (T - 1)) // max(args.runs - 1, 1)}" for i in range(args.runs)]
         name = f"sentiment ({len(BENCH_REVIEW.split())}-word review)"
         report(name, view, sentiment.pipeline, "self", tokens, [None] * len(tokens))
     if translation.pipeline is not None:
         print(f"translation model: {translation.source}")
-        view, _, _ = handlers.translate(translation.pipeline, BENCH_GERMAN)
+        view, _, _ = translate(translation.pipeline, BENCH_GERMAN)
         T = len(view.maps.queries["cross"])
         steps = [1 + (i % T) for i in range(args.runs)]
         name = f"translation ({len(BENCH_GERMAN.split())}-word sentence)"

@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 
 from benchmarks.smollm2 import LONG, rss_mb
-from viz import handlers
-from viz.language_model import generate, next_tokens
+from viz.attention import task_views
+from viz.next_word.handlers import generate, next_tokens
 
 PROMPT_TOKENS = 30
 
@@ -55,7 +55,7 @@ def click(pipe, prompt: str, new: int) -> tuple[float, object, float]:
     for state, *_ in generate(pipe, prompt, "greedy", max_new_tokens=new):
         first = first or time.perf_counter() - t0
         view = state
-    heat = handlers.heatmap(view, 0, 0, "linear", False)
+    heat = task_views.heatmap(view, 0, 0, "linear", False)
     top = next_tokens(view)
     return time.perf_counter() - t0, (view, heat, top), first
 

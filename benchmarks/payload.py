@@ -16,9 +16,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from viz import handlers  # noqa: E402
-from viz.attention import view_handlers  # noqa: E402
+from viz.attention import task_views, view_handlers  # noqa: E402
 from viz.examples import BENCH_GERMAN, BENCH_REVIEW  # noqa: E402
+from viz.sentiment.handlers import analyze_review  # noqa: E402
+from viz.translation.handlers import translate, translation_step  # noqa: E402
 
 
 def figure_bytes(fig) -> int:
@@ -43,9 +44,9 @@ def choices_bytes(choices) -> int:
 
 
 def sentiment_report(pipe) -> None:
-    view, _, _ = handlers.analyze_review(pipe, BENCH_REVIEW)
-    overview, single = handlers.task_figures("sentiment", view, 0, 0)
-    kinds = handlers.kinds(view)
+    view, _, _ = analyze_review(pipe, BENCH_REVIEW)
+    overview, single = task_views.task_figures("sentiment", view, 0, 0)
+    kinds = task_views.kinds(view)
     tokens = choices_bytes(view_handlers.token_choices(list(kinds.values())))
     first = report(
         f"sentiment ({len(BENCH_REVIEW.split())}-word review, {len(view.maps.queries['self'])} tokens)",
@@ -54,7 +55,7 @@ def sentiment_report(pipe) -> None:
     print(f"  with the token list of token focus ({tokens / 1000:.0f} KB): {(first + tokens) / 1000:.0f} KB in all")
     L, H = view.maps.n_layers("self"), view.maps.n_heads
     worst = max(
-        (sum(figure_bytes(f) for f in handlers.task_figures("sentiment", view, layer, head)), layer, head)
+        (sum(figure_bytes(f) for f in task_views.task_figures("sentiment", view, layer, head)), layer, head)
         for layer in range(L)
         for head in range(H)
     )
@@ -62,9 +63,9 @@ def sentiment_report(pipe) -> None:
     on_demand = {
         "model view": view_handlers.model_view(kinds["self"]),
         "token focus": view_handlers.token_focus(kinds["self"], 0, "src:5"),
-        "single, log scale": handlers.heatmap(view, 0, 0, "log"),
-        "single, row-max scale": handlers.heatmap(view, 0, 0, "row"),
-        "single, tokens hidden": handlers.heatmap(view, 0, 0, "linear", True),
+        "single, log scale": task_views.heatmap(view, 0, 0, "log"),
+        "single, row-max scale": task_views.heatmap(view, 0, 0, "row"),
+        "single, tokens hidden": task_views.heatmap(view, 0, 0, "linear", True),
     }
     print("  on demand: " + ", ".join(f"{k} {figure_bytes(f) / 1000:.0f} KB" for k, f in on_demand.items()))
     inside_head_report(pipe, view, "self", "src:5")
@@ -91,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     if sentiment.pipeline is not None:
         sentiment_report(sentiment.pipeline)
     if translation.pipeline is not None:
-        view, _, _ = handlers.translate(translation.pipeline, BENCH_GERMAN)
-        figs = handlers.task_figures("translation", view, 0, 0)
-        steps = handlers.translation_step(view, 0, 1)
+        view, _, _ = translate(translation.pipeline, BENCH_GERMAN)
+        figs = task_views.task_figures("translation", view, 0, 0)
+        steps = translation_step(view, 0, 1)
         names = ["cross overview", "cross", "encoder", "decoder", "step heads", "step top-k"]
         report(f"translation ({len(BENCH_GERMAN.split())}-word sentence)", dict(zip(names, [*figs, *steps])))
         inside_head_report(translation.pipeline, view, "cross", "tgt:0")

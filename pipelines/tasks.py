@@ -1,6 +1,6 @@
 """The tasks, declared once each: the pipeline that runs it, its kinds of attention, the download, the comparison
 and the words for a head's effect. The app (viz.tasks), the training commands and the benchmarks look a task up
-here by name, instead of testing names; a third task (docs/adding-a-task.md) is one more entry.
+here by name, instead of testing names; another task (docs/adding-a-task.md) is one more entry.
 """
 
 from collections.abc import Callable

@@ -1,1 +1,2 @@
-"""Training, evaluation and publishing for the demo's two models."""
+"""Training, evaluation and publishing for the demo's models of its three tasks: sentiment, translation and the
+next word (python -m training <task>)."""

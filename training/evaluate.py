@@ -4,8 +4,8 @@ FILE is Parquet, CSV or JSON lines with `text` (or SST-2's `sentence`) and `labe
 `de` and `en` (translation) or `text` (lm): each task's columns and scorer are its entry in training/tasks/table.py
 (the scorers: training/tasks/scoring.py). Prints one JSON object with the scores on its last line: sentiment accuracy
 and `ece` (expected calibration error of the probabilities the pipeline returns, 10 equal-width bins of top-class
-confidence over 0.5-1); for both tasks `out_of_domain_rate`, the share of inputs the model flags as unlike
-its training data (when its folder has out-of-domain statistics).
+confidence over 0.5-1); for sentiment and translation `out_of_domain_rate`, the share of inputs the model flags as
+unlike its training data (when its folder has out-of-domain statistics).
 """
 
 import argparse

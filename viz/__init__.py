@@ -1,3 +1,4 @@
-"""The Gradio app's side: each task's words and limits (tasks.py), input checks (inputs.py), examples, notices,
-token labels (explain.py) and the run handlers (handlers.py) at the top; the views in subpackages by what they do:
-attention/, heads/, explanations/, compare/, share/, models/, page/ and server/. Imports no model at import time."""
+"""The Gradio app's side of its three tasks: each task's words and limits (tasks.py), input checks (inputs.py),
+examples, notices and numbers at the top; a package a task for its run handlers and the view it keeps (sentiment/,
+translation/, next_word/, which holds the Next word tab too); the views in subpackages by what they do: attention/,
+heads/, explanations/, compare/, share/, models/, page/ and server/. Imports no model at import time."""

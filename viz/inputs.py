@@ -119,8 +119,23 @@ def clamp(value: object, low: int, high: int, default: int) -> int:
     return min(max(to_int(value, default), low), high)
 
 
+def layer_head(n_layers: int, n_heads: int, layer, head) -> tuple[int, int]:
+    """Clamp layer and head choices (ints, or strings from an API client) into range."""
+    return clamp(layer, 0, n_layers - 1, 0), clamp(head, 0, n_heads - 1, 0)
+
+
+def clamp_layer_head(pipe, layer, head) -> tuple[int, int]:
+    """Layer and head choices clamped into this model's range (another model may have fewer)."""
+    return layer_head(pipe.n_layers, pipe.n_heads, layer, head)
+
+
 MAX_BEAM = 8  # the slider's maximum; API clients are held to it too
-DECODINGS = ("beam search", "greedy")
+# Each tab's decoding choices (the radio, the API's and a link's), the default first where the tab has a fixed one:
+# the translator starts on what its model was evaluated with (viz.translation.handlers.default_decoding).
+TRANSLATION_DECODINGS = ("beam search", "greedy")
+LM_DECODINGS = ("greedy", "sampled")
+MAX_TEMPERATURE = 5.0  # the most a client may ask for (the Next word tab's slider may offer less)
+MAX_SEED = 2**31 - 1
 
 
 def whole_number(value: object) -> int | None:
@@ -146,7 +161,7 @@ def decoding_options(decoding: object, beam_size: object, default_beam: int) -> 
     when that is 1)."""
     if isinstance(decoding, str):
         decoding = decoding.strip().lower()
-    if decoding is not None and decoding not in DECODINGS:
+    if decoding is not None and decoding not in TRANSLATION_DECODINGS:
         sent = kind_of(decoding)
         return None, f"Decoding must be “beam search” or “greedy”; this request sent {sent} that is neither."
     if decoding == "greedy":

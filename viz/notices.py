@@ -4,11 +4,13 @@ import math
 import unicodedata
 
 from pipelines.models.snapshots import is_snapshot
+from pipelines.models.tokenizers_io import unknown_token
 from pipelines.trust.calibration import confidence_words
 from pipelines.trust.domain import looks_english
 
 from .examples import built_in_example
 
+NO_WORDS = "The model found no words to read in this text."
 SENTIMENT_OUT_OF_DOMAIN = "This does not look like an English review."
 LOOKS_ENGLISH = "This looks like English: the model translates German into English. Try a German sentence."
 TRANSLATION_OUT_OF_DOMAIN = (
@@ -20,6 +22,12 @@ DOMAIN_OFF = (
     "The out-of-domain check is off for this model: it has no out-of-domain statistics "
     "(`python -m training.calibrate` fits them on held-out in-domain data)."
 )
+
+
+def status(lines: list[str], error: str | None = None) -> str:
+    """Markdown for a run's status line: the error or the first line, then one bullet per further line."""
+    first, rest = (f"⚠️ {error}", lines) if error else (lines[0], lines[1:])
+    return "\n".join([first, *(f"- {line}" for line in rest)])
 
 
 def domain_note(pipe) -> str | None:
@@ -152,3 +160,11 @@ def vocabulary_notice(text: str, unknown: list[str], unk: str | None) -> str | N
     if any(unicodedata.category(c) == "So" for c in text):
         return "Emoji and symbols are split into pieces; the model saw few of them in training."
     return None
+
+
+def tokens_notice(pipe, text: str, tokens) -> str | None:
+    """vocabulary_notice for the tokens (TokenSpans) `pipe` read of `text`: those read as its tokenizer's unknown
+    token, by id, named by the text they cover; the sentiment and translation tabs."""
+    unk_id, unk = unknown_token(getattr(pipe, "tokenizer", None))
+    unknown = [t.text for t in tokens if unk_id is not None and t.id == unk_id]
+    return vocabulary_notice(text, unknown, unk)

@@ -9,10 +9,12 @@ import pytest
 
 from pipelines import SentimentPipeline
 from pipelines.explanations.methods import attention_rollout
-from viz import explain, handlers
+from viz.attention import task_views, token_labels
 from viz.examples import GERMAN, LONG_REVIEW, REVIEWS
 from viz.explanations import explanation_panel
 from viz.inputs import MAX_GERMAN_CHARS, MAX_REVIEW_CHARS
+from viz.sentiment.handlers import analyze_review
+from viz.translation.handlers import step_slider, translate, translation_step
 
 SCRIPT = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="alert(1)">'
@@ -51,11 +53,11 @@ def heatmap_labels(fig) -> tuple[list[str], list[str]]:
 
 
 def test_review_gives_probabilities_status_and_state(sentiment):
-    view, probs, status = handlers.analyze_review(sentiment, "A warm and funny film.")
+    view, probs, status = analyze_review(sentiment, "A warm and funny film.")
     assert set(probs) == {"negative", "positive"} and sum(probs.values()) == pytest.approx(1.0, abs=1e-5)
     best = max(probs, key=probs.get)
     assert f"**{best}** ({probs[best]:.1%})" in status
-    labels = handlers.kinds(view)["self"].q_labels
+    labels = task_views.kinds(view)["self"].q_labels
     assert len(labels) == len(view.spans) == view.maps.layer("self", 0).shape[-1]
     assert view.cut_after is None and view.n_skipped == 0
 
@@ -66,15 +68,15 @@ def test_review_gives_probabilities_status_and_state(sentiment):
 )
 def test_empty_review_gets_a_friendly_message_and_no_run(sentiment, bad, expected):
     stub = Counting(sentiment)
-    view, probs, status = handlers.analyze_review(stub, bad)
+    view, probs, status = analyze_review(stub, bad)
     assert view is None and probs is None and expected in status and status.startswith("⚠️")
     assert stub.calls == 0
-    assert handlers.task_figures("sentiment", view, 0, 0) == (None, None)
+    assert task_views.task_figures("sentiment", view, 0, 0) == (None, None)
     assert highlight(stub, view) == ""
 
 
 def test_huge_paste_is_cut_with_a_notice(sentiment):
-    view, probs, status = handlers.analyze_review(sentiment, "This film is great. " * 10_000)  # 200,000 chars
+    view, probs, status = analyze_review(sentiment, "This film is great. " * 10_000)  # 200,000 chars
     assert probs is not None
     assert "200,000 characters" in status and f"first {MAX_REVIEW_CHARS:,}" in status
     assert len(view.text) == MAX_REVIEW_CHARS
@@ -93,7 +95,7 @@ def test_huge_paste_is_cut_with_a_notice(sentiment):
     ],
 )
 def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, notice):
-    view, probs, status = handlers.analyze_review(sentiment, text)
+    view, probs, status = analyze_review(sentiment, text)
     assert probs is not None and notice in status
     page = highlight(sentiment, view)
     assert "<script" not in page and "<img" not in page
@@ -102,15 +104,15 @@ def test_unusual_reviews_run_with_a_notice_and_render_as_text(sentiment, text, n
     assert shown == expected  # every character once, as text (emoji bytes merged back into one character)
     if SCRIPT in text:
         assert "&lt;" in page and "&gt;" in page  # shown as the characters < and >
-    for fig in handlers.task_figures("sentiment", view, 0, 0):
+    for fig in task_views.task_figures("sentiment", view, 0, 0):
         js = fig.to_json()
         assert "<script" not in js and "<img" not in js
 
 
 def test_markup_never_reaches_status_or_labels(sentiment):
-    view, _, status = handlers.analyze_review(sentiment, SCRIPT)
+    view, _, status = analyze_review(sentiment, SCRIPT)
     assert "<" not in status and "script" not in status
-    labels = handlers.kinds(view)["self"].q_labels
+    labels = task_views.kinds(view)["self"].q_labels
     assert all("<" not in label for label in labels)
     assert any("&lt;" in label for label in labels)  # shown as the text '<' by plotly
 
@@ -129,7 +131,7 @@ def test_a_long_paste_is_cut_at_the_end_of_a_word():
 def test_highlight_keeps_a_long_review_readable(sentiment):
     review = (LONG_REVIEW + "\n\n") * 2  # about 600 words
     assert len(review.split()) > 500
-    view, _, _ = handlers.analyze_review(sentiment, review)
+    view, _, _ = analyze_review(sentiment, review)
     out = highlight(sentiment, view)
     assert "white-space:pre-wrap" in out and "overflow-y:auto" in out  # wraps and scrolls
     head, tail = token_text(out).split("[…")
@@ -139,7 +141,7 @@ def test_highlight_keeps_a_long_review_readable(sentiment):
 
 
 def test_highlight_modes_weigh_tokens_to_one(sentiment):
-    view, _, _ = handlers.analyze_review(sentiment, REVIEWS[2][1])
+    view, _, _ = analyze_review(sentiment, REVIEWS[2][1])
     attentions = list(view.maps.maps["self"].astype(np.float32))
     pool = sentiment.explain(view.text, "attention").scores
     rollout = sentiment.explain(view.text, "rollout").scores
@@ -152,14 +154,15 @@ def test_highlight_modes_weigh_tokens_to_one(sentiment):
 
 def test_sentiment_figures_have_unique_token_labels_and_hover(sentiment):
     review = "the film, the actors and the the music: the end"  # repeated tokens
-    view, _, _ = handlers.analyze_review(sentiment, review)
-    overview, single = handlers.task_figures("sentiment", view, 1, 2)
+    view, _, _ = analyze_review(sentiment, review)
+    overview, single = task_views.task_figures("sentiment", view, 1, 2)
     x, y = heatmap_labels(single)
     T = len(view.spans)
     assert len(x) == len(set(x)) == T and x == y
     assert sum(label.endswith(":the") for label in x) >= 4  # the real tokens, one label per occurrence
     assert all(
-        label.split(":", 1)[1] == explain.display_token(s) for label, s in zip(x, (review[a:b] for a, b in view.spans))
+        label.split(":", 1)[1] == token_labels.display_token(s)
+        for label, s in zip(x, (review[a:b] for a, b in view.spans))
     )
     tpl = single.data[0].hovertemplate
     assert "query %{y}" in tpl and "key %{x}" in tpl and "weight 0.%{z" in tpl
@@ -177,7 +180,7 @@ def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mas
     rng = np.random.default_rng(0)
     logits = rng.normal(size=(4, 300, 300))
     attn = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)  # rows sum to 1
-    axis = explain.TokenAxis.of([f"w{i % 7}" for i in range(300)])
+    axis = token_labels.TokenAxis.of([f"w{i % 7}" for i in range(300)])
     pooled, rows, cols = figures.pool_blocks(attn, axis, axis, max_cells=128)
     assert pooled.shape == (4, 100, 100) and len(rows) == len(set(rows)) == 100
     np.testing.assert_allclose(pooled.sum(-1), 1.0, rtol=1e-6)  # a block row still spreads all of its attention
@@ -194,17 +197,17 @@ def test_overview_of_a_long_input_is_drawn_in_blocks_that_keep_the_attention_mas
 
 
 def test_layer_and_head_out_of_range_are_clamped(sentiment):
-    view, _, _ = handlers.analyze_review(sentiment, REVIEWS[1][1])
-    _, single = handlers.task_figures("sentiment", view, 99, "7")
+    view, _, _ = analyze_review(sentiment, REVIEWS[1][1])
+    _, single = task_views.task_figures("sentiment", view, 99, "7")
     assert "Layer 2, head 4" in single.layout.title.text
 
 
 def test_changing_layer_head_or_highlight_never_runs_the_model(sentiment):
     stub = Counting(sentiment)
-    view, _, _ = handlers.analyze_review(stub, REVIEWS[3][1])
+    view, _, _ = analyze_review(stub, REVIEWS[3][1])
     for layer in range(2):
         for head in range(4):
-            handlers.task_figures("sentiment", view, layer, head)
+            task_views.task_figures("sentiment", view, layer, head)
     assert stub.calls == 1
 
 
@@ -215,7 +218,7 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
     stub = Counting(sentiment)
     demo = build_demo(stub, None)
     blocks = {b.elem_id: b for b in demo.blocks.values() if getattr(b, "elem_id", None)}
-    view, _, _ = handlers.analyze_review(stub, REVIEWS[0][1])
+    view, _, _ = analyze_review(stub, REVIEWS[0][1])
     triggered = 0
     for fn in demo.fns.values():
         sources = {t[0] for t in fn.targets}
@@ -239,12 +242,12 @@ def test_app_wires_layer_and_head_to_redraw_only(sentiment):
 
 
 def test_translation_gives_text_status_and_every_figure(translation):
-    view, english, status = handlers.translate(translation, GERMAN[0], "greedy", 4)
+    view, english, status = translate(translation, GERMAN[0], "greedy", 4)
     assert isinstance(english, str) and "greedy decoding" in status
-    kinds = handlers.kinds(view)
+    kinds = task_views.kinds(view)
     src, tgt = kinds["cross"].k_labels, kinds["cross"].q_labels
     Tt, Ts = len(view.steps), len(src)
-    cross_all, cross, enc, dec = handlers.task_figures("translation", view, 1, 2)
+    cross_all, cross, enc, dec = task_views.task_figures("translation", view, 1, 2)
     x, y = heatmap_labels(cross)
     assert (len(y), len(x)) == (Tt, Ts) and len(set(x)) == Ts and len(set(y)) == Tt
     assert x[0].endswith(":Ein") and x[-1] == f"{Ts - 1}:&lt;/s&gt;"
@@ -256,7 +259,7 @@ def test_translation_gives_text_status_and_every_figure(translation):
     assert heatmap_labels(enc) == (src, src)
     # the decoder's keys are what it read at each step: the start token, then its earlier output
     produced = [s.token for s in view.steps]
-    assert heatmap_labels(dec) == (explain.axis_labels(["<s>", *produced[:-1]]), tgt)  # (x, y)
+    assert heatmap_labels(dec) == (token_labels.axis_labels(["<s>", *produced[:-1]]), tgt)  # (x, y)
     dz = np.asarray(dec.data[0].z, dtype=object)
     above = np.triu(np.ones(dz.shape, dtype=bool), k=1)
     assert all(v is None for v in dz[above])  # causal: no step looks ahead, its cells drawn blank (not as 0)
@@ -264,9 +267,9 @@ def test_translation_gives_text_status_and_every_figure(translation):
 
 
 def test_translation_step_figures(translation):
-    view, _, _ = handlers.translate(translation, GERMAN[3], "greedy", 4)
-    heads, topk = handlers.translation_step(view, 0, 2)
-    src = explain.axis_labels([t.text for t in view.result.source_tokens[:-1]] + ["</s>"])
+    view, _, _ = translate(translation, GERMAN[3], "greedy", 4)
+    heads, topk = translation_step(view, 0, 2)
+    src = token_labels.axis_labels([t.text for t in view.result.source_tokens[:-1]] + ["</s>"])
     H, Ts = view.maps.n_heads, len(src)
     assert np.asarray(heads.data[0].z).shape == (H, Ts) and list(heads.data[0].x) == src
     weights = np.minimum(view.maps.layer("cross", 0)[:, 1, :].astype(np.float32), 0.999)
@@ -275,25 +278,25 @@ def test_translation_step_figures(translation):
     bars = topk.data[0]
     assert len(bars.y) == len(set(bars.y)) == 5
     assert list(bars.x) == sorted(bars.x, reverse=True) and all(0 <= p <= 1 for p in bars.x)
-    last, _ = handlers.translation_step(view, 0, 10_000)  # clamped to the last step
+    last, _ = translation_step(view, 0, 10_000)  # clamped to the last step
     assert f"Step {len(view.steps)} of {len(view.steps)}" in last.layout.title.text
-    slider = handlers.step_slider(view)
+    slider = step_slider(view)
     assert (slider.minimum, slider.maximum, slider.value) == (1, max(len(view.steps), 2), 1)
 
 
 def test_beam_search_is_used_when_asked(translation):
-    _, _, status = handlers.translate(translation, "Ein Hund.", "beam search", 3)
+    _, _, status = translate(translation, "Ein Hund.", "beam search", 3)
     assert "beam search, 3 beams" in status
 
 
 def test_changing_layer_head_or_step_never_runs_the_translator(translation):
     stub = Counting(translation)
-    view, _, _ = handlers.translate(stub, GERMAN[1], "greedy", 2)
+    view, _, _ = translate(stub, GERMAN[1], "greedy", 2)
     for layer in range(2):
         for head in range(4):
-            handlers.task_figures("translation", view, layer, head)
+            task_views.task_figures("translation", view, layer, head)
         for step in range(1, len(view.steps) + 1):
-            handlers.translation_step(view, layer, step)
+            translation_step(view, layer, step)
     assert stub.calls == 1
 
 
@@ -302,10 +305,10 @@ def test_changing_layer_head_or_step_never_runs_the_translator(translation):
     [("", "Please type or paste a German sentence"), (" \n ", "empty"), ("\x00\x01\x02", "empty")],
 )
 def test_empty_german_gets_a_friendly_message(translation, bad, expected):
-    view, english, status = handlers.translate(translation, bad, "greedy", 4)
+    view, english, status = translate(translation, bad, "greedy", 4)
     assert view is None and english == "" and expected in status
-    assert handlers.task_figures("translation", view, 0, 0) == (None, None, None, None)
-    assert handlers.translation_step(view, 0, 1) == (None, None)
+    assert task_views.task_figures("translation", view, 0, 0) == (None, None, None, None)
+    assert translation_step(view, 0, 1) == (None, None)
 
 
 @pytest.mark.parametrize(
@@ -318,11 +321,11 @@ def test_empty_german_gets_a_friendly_message(translation, bad, expected):
     ],
 )
 def test_unusual_german_runs_with_a_notice(translation, text, notice):
-    view, english, status = handlers.translate(translation, text, "greedy", 4)
+    view, english, status = translate(translation, text, "greedy", 4)
     assert view is not None and notice in status
     if len(text) > MAX_GERMAN_CHARS:
         assert "longer than the model reads" in status
-    for fig in (*handlers.task_figures("translation", view, 0, 0), *handlers.translation_step(view, 0, 1)):
+    for fig in (*task_views.task_figures("translation", view, 0, 0), *translation_step(view, 0, 1)):
         js = fig.to_json()
         assert "<script" not in js and "<img" not in js
 
@@ -372,8 +375,8 @@ def test_app_without_models_explains_instead_of_failing():
 
 
 def test_an_api_call_gets_the_answer_without_maps_or_state(sentiment):
-    view, probs, status = handlers.analyze_review(sentiment, LONG_REVIEW)
-    none, api_probs, api_status = handlers.analyze_review(sentiment, LONG_REVIEW, redraws=False)
+    view, probs, status = analyze_review(sentiment, LONG_REVIEW)
+    none, api_probs, api_status = analyze_review(sentiment, LONG_REVIEW, redraws=False)
     assert view is not None and none is None
     assert api_status == status and api_probs == pytest.approx(probs, abs=1e-5)
 
@@ -396,9 +399,9 @@ def test_a_new_head_redraws_only_the_plots_of_that_head(sentiment, translation):
     assert {"sentiment-overview", "sentiment-attention"} <= changes["sentiment-layer"]
     assert "translation-overview" in changes["translation-layer"]
 
-    view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
-    titles = [fig.layout.title.text for fig in handlers.task_figures("translation", view, 1, 2)]
-    assert [fig.layout.title.text for fig in handlers.large_figures("translation", view, 1, 2)] == titles[1:]
+    view, _, _ = translate(translation, GERMAN[0], "greedy", 4)
+    titles = [fig.layout.title.text for fig in task_views.task_figures("translation", view, 1, 2)]
+    assert [fig.layout.title.text for fig in task_views.large_figures("translation", view, 1, 2)] == titles[1:]
 
 
 def test_a_translation_of_no_words_says_what_the_model_wrote_and_claims_no_confidence():
@@ -409,7 +412,7 @@ def test_a_translation_of_no_words_says_what_the_model_wrote_and_claims_no_confi
     from viz.models.loading import ROOT
 
     pipe = TranslationPipeline.from_pretrained(str(ROOT / "assets" / "translation" / "snapshots" / "step-0"))
-    _, english, status = handlers.translate(pipe, "Ein Mann fährt Fahrrad.")
+    _, english, status = translate(pipe, "Ein Mann fährt Fahrrad.")
     assert english == "" and "produced no words for this sentence: only special tokens" in status
     assert "confidence" not in status
 

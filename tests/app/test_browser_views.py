@@ -14,8 +14,9 @@ from tiny_models import make_sentiment_dir
 from pipelines.attention import attention_views as av
 from pipelines.models.tokenizers_io import PAD
 from transformer import ClassifierConfig, TransformerClassifier
-from viz import handlers
+from viz.attention import task_views
 from viz.examples import BENCH_GERMAN, LONG_REVIEW
+from viz.sentiment.handlers import analyze_review
 
 pytestmark = [
     pytest.mark.browser,
@@ -125,8 +126,8 @@ def test_hiding_tokens_shows_the_rows_the_pipeline_renormalised(page, app_url, s
     page.locator("#sentiment-hide-tokens input").check()
     browser.wait_redrawn(page, "sentiment-attention")
     shown = page.evaluate(TRACE_JS, "sentiment-attention")
-    view, _, _ = handlers.analyze_review(sentiment, PUNCTUATED)  # the same weights, outside the app
-    labels = handlers.kinds(view)["self"].q_labels
+    view, _, _ = analyze_review(sentiment, PUNCTUATED)  # the same weights, outside the app
+    labels = task_views.kinds(view)["self"].q_labels
     hidden = av.hidden_positions([label.split(":", 1)[1] for label in labels])
     expected, kept, _ = av.hide_tokens(view.maps.layer("self", 0).astype(np.float32), hidden, hidden)
     assert shown[0] == [labels[i] for i in kept] and hidden.sum() >= 6

@@ -25,10 +25,11 @@ from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.hosting.microbatch import TooManyRequests
 from pipelines.hosting.processes import ModelProcessDied
 from pipelines.trust.finite import NonFiniteOutput
-from viz import handlers
 from viz.models.loading import load_pipeline
+from viz.sentiment.handlers import analyze_review
 from viz.server import failures, guard
 from viz.share import downloads, export_store, links
+from viz.translation.handlers import translate
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
@@ -257,9 +258,9 @@ def test_nan_is_never_served_by_the_pipelines_or_the_handlers(sentiment_dir, tra
         sentiment.head_table("A fine film.")
     with pytest.raises(NonFiniteOutput):
         translation(GERMAN, beam_size=1)
-    view, probabilities, status = handlers.analyze_review(sentiment, "A fine film.")
+    view, probabilities, status = analyze_review(sentiment, "A fine film.")
     assert view is None and probabilities is None and failures.NOT_FINITE in status and "nan" not in status
-    view, english, status = handlers.translate(translation, GERMAN, "greedy", 2)
+    view, english, status = translate(translation, GERMAN, "greedy", 2)
     assert view is None and english == "" and failures.NOT_FINITE in status
 
 
@@ -274,9 +275,9 @@ def test_the_served_pipelines_keep_the_guard(sentiment_dir, translation_dir):
     sentiment = serve(SENTIMENT, _poisoned(SentimentPipeline.from_pretrained(str(sentiment_dir))), batcher)
     translation = serve(TRANSLATION, _poisoned(TranslationPipeline.from_pretrained(str(translation_dir))), batcher)
     for redraws in (True, False):  # the tab's click, and the API's call (no maps)
-        view, probabilities, status = handlers.analyze_review(sentiment, "A fine film.", redraws)
+        view, probabilities, status = analyze_review(sentiment, "A fine film.", redraws)
         assert view is None and probabilities is None and failures.NOT_FINITE in status and "nan" not in status
-    view, english, status = handlers.translate(translation, GERMAN, "greedy", 2)
+    view, english, status = translate(translation, GERMAN, "greedy", 2)
     assert view is None and english == "" and failures.NOT_FINITE in status
 
 
@@ -401,7 +402,7 @@ def test_failures_say_what_happened_not_blame_the_text(error, message):
         raise error
 
     broken.beam_size = 2
-    for status in (handlers.analyze_review(broken, "A fine film.")[2], handlers.translate(broken, GERMAN)[2]):
+    for status in (analyze_review(broken, "A fine film.")[2], translate(broken, GERMAN)[2]):
         assert message in status and "another one" not in status
 
 
@@ -417,7 +418,7 @@ def test_a_model_process_that_dies_mid_call_reads_as_restarting():
             return process.call("__call__")
 
         served.beam_size = 2
-        _, english, status = handlers.translate(served, GERMAN)
+        _, english, status = translate(served, GERMAN)
         assert english == "" and failures.RESTARTING in status
     finally:
         process.close()

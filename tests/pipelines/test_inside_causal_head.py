@@ -124,8 +124,8 @@ def test_the_panel_shows_the_steps_row_with_its_rotation_group_and_mask(lm_dir):
     import re
 
     from pipelines.models.model_registry import ModelRegistry
-    from viz import language_model as lm
     from viz.attention import inside_head_panel as panel
+    from viz.next_word import handlers as lm
 
     pipe = LanguageModelPipeline.from_pretrained(str(lm_dir))  # 4 query heads, 2 key/value heads
     view = list(lm.generate(pipe, "A wonderful film with a dull ending.", max_new_tokens=5))[-1][0]

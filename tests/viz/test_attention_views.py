@@ -95,19 +95,19 @@ def test_thumbnails_keep_every_row_a_distribution():
 
 @pytest.fixture(scope="module")
 def long_view(sentiment):
-    from viz import handlers
     from viz.examples import LONG_REVIEW
+    from viz.sentiment.handlers import analyze_review
 
-    view, _, _ = handlers.analyze_review(sentiment, LONG_REVIEW)
+    view, _, _ = analyze_review(sentiment, LONG_REVIEW)
     assert view.cut_after == 16 and view.n_skipped > 0  # the tiny model reads 64 tokens: 16 + 48
     return view
 
 
 @pytest.mark.parametrize("name", ["linear", "log", "row"])
 def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, name):
-    from viz import handlers
+    from viz.attention import task_views
 
-    fig = handlers.heatmap(long_view, 1, 2, name)
+    fig = task_views.heatmap(long_view, 1, 2, name)
     scale = av.color_scale(name)
     assert scale.label in fig.layout.title.subtitle.text
     weights = long_view.maps.head("self", 1, 2).astype(np.float32)
@@ -121,10 +121,10 @@ def test_the_large_heatmap_names_its_scale_and_hovers_the_weights(long_view, nam
 
 
 def test_the_cut_marker_is_drawn_where_the_pipeline_puts_it_with_tokens_hidden(long_view):
-    from viz import handlers
+    from viz.attention import task_views
 
-    fig = handlers.heatmap(long_view, 0, 0, "linear", True)
-    labels = handlers.kinds(long_view)["self"].q_labels
+    fig = task_views.heatmap(long_view, 0, 0, "linear", True)
+    labels = task_views.kinds(long_view)["self"].q_labels
     tokens = [label.split(":", 1)[1] for label in labels]
     kept = np.flatnonzero(~av.hidden_positions(tokens))
     marker = av.cut_marker(long_view.cut_after, long_view.n_skipped, kept)
@@ -139,12 +139,13 @@ def test_the_cut_marker_is_drawn_where_the_pipeline_puts_it_with_tokens_hidden(l
 
 @pytest.fixture(scope="module")
 def translated(translation):
-    from viz import handlers
+    from viz.attention import task_views
     from viz.examples import GERMAN
+    from viz.translation.handlers import translate
 
-    view, _, _ = handlers.translate(translation, GERMAN[0], "greedy", 4)
+    view, _, _ = translate(translation, GERMAN[0], "greedy", 4)
     assert len(view.steps) >= 3
-    return view, handlers.kinds(view)
+    return view, task_views.kinds(view)
 
 
 def test_token_focus_on_the_decoder_reads_the_token_where_the_next_step_read_it(translated):
@@ -207,7 +208,7 @@ def test_model_view_draws_every_kind_even_with_weights_past_a_byte(translated):
 
 def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
     """A German token in decoder self-attention (or a hidden one) drew an empty plot with no word of why."""
-    from viz import handlers
+    from viz.attention import task_views
     from viz.attention import view_handlers as views
 
     _, kinds = translated
@@ -220,7 +221,7 @@ def test_token_focus_says_why_a_token_is_not_drawn(translated, long_view):
         assert not fig.data and words in fig.layout.annotations[0].text
     assert views.token_focus(kinds["cross"], 0, "src:1").data  # on an axis: drawn
     assert views.token_focus(kinds["cross"], 0, None) is None  # no token chosen: nothing to say
-    km = handlers.kinds(long_view)["self"]
+    km = task_views.kinds(long_view)["self"]
     comma = next(i for i, text in enumerate(km.q.tokens) if text in {".", ","})
     fig = views.token_focus(km, 0, f"src:{comma}", hide=True)
     assert not fig.data and "is hidden" in fig.layout.annotations[0].text

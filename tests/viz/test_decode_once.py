@@ -10,9 +10,9 @@ from pipelines import TranslationPipeline
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.serving import serve
 from pipelines.tasks import TRANSLATION
-from viz import handlers
 from viz.explanations import translation_explanation_panel as panel
 from viz.heads.measure import head_table
+from viz.translation.handlers import translate
 
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
 
@@ -45,7 +45,7 @@ def counted(translation_dir):
 def test_the_click_chain_decodes_once_and_runs_through_the_batcher(counted):
     pipe, count = counted
     served_pipe = serve(TRANSLATION, pipe, MicroBatcher(4))
-    view, english, _ = handlers.translate(served_pipe, GERMAN, "beam search", 3)  # the button
+    view, english, _ = translate(served_pipe, GERMAN, "beam search", 3)  # the button
     expl, _, _ = panel.explain(served_pipe, view, "gradient_x_input")  # the explanation panel
     assert "comprehensiveness" in panel.faithfulness(served_pipe, expl)
     heads_view, *_ = head_table(served_pipe, "translation", GERMAN, "beam search", 3, result=view.result)
@@ -56,7 +56,7 @@ def test_the_click_chain_decodes_once_and_runs_through_the_batcher(counted):
 
 def test_a_result_of_another_decoding_is_not_reused(counted):
     pipe, count = counted
-    view, *_ = handlers.translate(pipe, GERMAN, "greedy", 3)
+    view, *_ = translate(pipe, GERMAN, "greedy", 3)
     head_table(pipe, "translation", GERMAN, "beam search", 3, result=view.result)  # another beam width
     assert count.decodes == 2
 

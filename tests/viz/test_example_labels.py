@@ -8,9 +8,9 @@ import pytest
 
 from pipelines import SentimentPipeline
 from training.contrast import evaluate_model, score_examples
-from viz import handlers
 from viz.examples import REVIEW_LABELS, REVIEWS, built_in_example
 from viz.notices import example_notice
+from viz.sentiment.handlers import analyze_review
 
 ROOT = Path(__file__).resolve().parents[2]
 WRONG = "The model gets this example wrong"
@@ -52,9 +52,9 @@ def test_the_notice_names_what_a_reader_says_only_when_the_model_disagrees():
 def test_the_status_line_flags_exactly_the_examples_the_model_gets_wrong(sentiment, label):
     pipe = FixedLabel(sentiment, label)
     for name, text in REVIEWS:
-        _, _, status = handlers.analyze_review(pipe, text, redraws=False)
+        _, _, status = analyze_review(pipe, text, redraws=False)
         assert (WRONG in status) == (REVIEW_LABELS[name] != label), name
-    _, _, status = handlers.analyze_review(pipe, "A fine film of my own making.", redraws=False)
+    _, _, status = analyze_review(pipe, "A fine film of my own making.", redraws=False)
     assert WRONG not in status
 
 
@@ -81,5 +81,5 @@ def test_the_shipped_model_is_flagged_on_the_examples_it_misreads():
     counted = evaluate_model(str(folder))["builtin_examples"]
     assert counted == {"right": len(REVIEWS) - len(wrong), "examples": len(REVIEWS), "wrong": wrong}
     for name, text in REVIEWS:
-        _, _, status = handlers.analyze_review(pipe, text, redraws=False)
+        _, _, status = analyze_review(pipe, text, redraws=False)
         assert (WRONG in status) == (name in wrong), name

@@ -6,9 +6,9 @@ import re
 import pytest
 
 from pipelines.explanations import is_signed, names
-from viz import handlers
 from viz.examples import LONG_REVIEW
 from viz.explanations import attributions, explanation_panel
+from viz.sentiment.handlers import analyze_review
 
 REVIEW = "The acting was wooden, but the music was wonderful <script>alert(1)</script>."
 
@@ -20,7 +20,7 @@ def visible_text(out: str) -> str:
 
 @pytest.mark.parametrize("method", names("sentiment"))
 def test_highlight_shows_words_and_a_legend(sentiment, method):
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     expl, out = explanation_panel.explain(sentiment, view, method)
     assert expl.method == method and "attr-legend" in out
     assert "<script" not in out and " ".join(visible_text(out).split()) == " ".join(REVIEW.split())
@@ -48,13 +48,13 @@ def test_diverging_colours_follow_the_sign():
 
 
 def test_long_review_marks_the_skipped_middle(sentiment):
-    view, _, _ = handlers.analyze_review(sentiment, LONG_REVIEW)
+    view, _, _ = analyze_review(sentiment, LONG_REVIEW)
     _, out = explanation_panel.explain(sentiment, view, "gradient_x_input")
     assert f"{view.n_skipped:,} tokens in the middle are not read" in out
 
 
 def test_faithfulness_is_shown_beside_random(sentiment):
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     expl, _ = explanation_panel.explain(sentiment, view, "integrated_gradients")
     text, fig = explanation_panel.faithfulness(sentiment, expl)
     assert "comprehensiveness" in text and "random" in text and "convergence delta" in text
@@ -65,7 +65,7 @@ def test_faithfulness_is_shown_beside_random(sentiment):
 def test_faithfulness_never_shows_minus_zero(sentiment):
     """The pre-trained model's view of 'Not my cup of tea, but the acting was superb and I laughed a lot.' read
     'sufficiency -0.000': a score that rounds to zero is written 0.000, as in the head table."""
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     expl, _ = explanation_panel.explain(sentiment, view, "attention_norm")
     report = sentiment.faithfulness(expl)
     report.method.sufficiency, report.random.comprehensiveness = -0.0002, -0.01
@@ -86,7 +86,7 @@ def test_the_verdict_against_random_reads_the_numbers_as_shown():
 
 def test_the_verdict_compares_the_numbers_the_table_shows(sentiment):
     """0.0004 against 0.0006 reads 0.000 against 0.001: random is ahead as shown, not tied."""
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     expl, _ = explanation_panel.explain(sentiment, view, "attention_norm")
     report = sentiment.faithfulness(expl)
     report.method.comprehensiveness, report.random.comprehensiveness = 0.0004, 0.0006
@@ -101,7 +101,7 @@ def test_no_review_gives_empty_outputs(sentiment):
 
 
 def test_a_failing_method_gives_a_message_not_a_traceback(sentiment):
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     expl, out = explanation_panel.explain(sentiment, view, "no-such-method")
     assert expl is None and "could not be computed" in out and "Traceback" not in out
 
@@ -168,7 +168,7 @@ def test_only_against_says_nothing_supports():
 def test_unsigned_methods_are_worded_without_a_direction(sentiment, method):
     """Issue 25 item 3: attention has no sign, yet it read "each word's score toward 'negative'" and
     "Supports 'negative' most: 'Meadowvale' 1.2%"."""
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     _, out = explanation_panel.explain(sentiment, view, method)
     text = html.unescape(re.sub(r"<[^>]+>", " ", out))
     assert "Supports" not in text and "toward" not in text and "against" not in text
@@ -177,7 +177,7 @@ def test_unsigned_methods_are_worded_without_a_direction(sentiment, method):
 
 def test_faithfulness_text_has_no_command_line(sentiment):
     """Issue 25 item 5: the default method's reason showed the benchmark's command line (broken over two lines)."""
-    view, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    view, _, _ = analyze_review(sentiment, REVIEW)
     expl, _ = explanation_panel.explain(sentiment, view, "integrated_gradients")
     text, _ = explanation_panel.faithfulness(sentiment, expl)
     assert "Default method" in text and "python " not in text and "`" not in text and "--task" not in text
@@ -192,7 +192,7 @@ def test_a_slow_method_moves_a_progress_bar_with_an_estimate(sentiment, monkeypa
     monkeypatch.setattr(methods, "OCCLUSION_BATCH", 8)  # the tiny model reads few words: several batches
     calls = []
     report = reporter(lambda value, desc, unit: calls.append((value, desc)), "Occlusion", "words")
-    view, _, _ = handlers.analyze_review(sentiment, LONG_REVIEW)
+    view, _, _ = analyze_review(sentiment, LONG_REVIEW)
     expl, out = explanation_panel.explain(sentiment, view, "occlusion", report)
     assert expl is not None and "Occlusion" in out
     n_words = int(expl.words.max()) + 1

@@ -11,8 +11,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from viz import handlers
+from viz.attention import task_views
 from viz.explanations import explanation_panel
+from viz.inputs import TRANSLATION_DECODINGS
+from viz.sentiment.handlers import analyze_review
+from viz.translation.handlers import step_slider, translate, translation_step
 
 OUR_TAGS = re.compile(r"</?(?:div|p|span|b)(?:\s+(?:class|style|title)=\"[^\"<>]*\")*\s*>")
 ANY_CHAR = st.characters(codec=None, exclude_categories=())  # every code point, lone surrogates included
@@ -37,7 +40,7 @@ NUMBER = st.one_of(
 )  # fmt: skip
 HUGE = ["<b>x</b>" * 25_000, "\u200b" * 200_000, "Wort " * 40_000, "\ud800" * 200_000]
 FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-DECODING = st.one_of(st.sampled_from(handlers.DECODING), st.text(max_size=8), st.none())
+DECODING = st.one_of(st.sampled_from(TRANSLATION_DECODINGS), st.text(max_size=8), st.none())
 SECONDS = 60  # per handler call at most, on a slow shared CI machine (a few ms to 1 s normally)
 
 
@@ -81,14 +84,14 @@ def assert_safe_figures(*figs) -> None:
 @example(text=HUGE[1], layer=0, head=0, mode="attention")
 @example(text=HUGE[3], layer=1, head=3, mode="rollout")
 def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
-    view, probs, status = timed(handlers.analyze_review, sentiment, text)
+    view, probs, status = timed(analyze_review, sentiment, text)
     assert_message(status)
     if view is None:
         assert probs is None and status.startswith("⚠️")
         return
     assert sum(probs.values()) == pytest.approx(1.0, abs=1e-4)
     assert_safe_html(timed(lambda: explanation_panel.explain(sentiment, view, mode)[1]))
-    assert_safe_figures(*timed(handlers.task_figures, "sentiment", view, layer, head))
+    assert_safe_figures(*timed(task_views.task_figures, "sentiment", view, layer, head))
     assert html.escape("<script", quote=False) not in status
 
 
@@ -99,13 +102,13 @@ def test_sentiment_handlers_never_fail(sentiment, text, layer, head, mode):
 def test_translation_handlers_never_fail(translation, text, decoding, beam, layer, head, step):
     if decoding != "greedy" and isinstance(beam, int) and beam > 2:
         beam = 2  # keeps the untrained model's full-length beam searches short; the clamp is tested elsewhere
-    view, english, status = timed(handlers.translate, translation, text, decoding, beam)
+    view, english, status = timed(translate, translation, text, decoding, beam)
     assert_message(status)
     assert isinstance(english, str)
     if view is None:
         assert english == "" and status.startswith("⚠️")
         return
-    assert_safe_figures(*timed(handlers.task_figures, "translation", view, layer, head))
-    assert_safe_figures(*timed(handlers.translation_step, view, layer, step))
-    slider = handlers.step_slider(view)
+    assert_safe_figures(*timed(task_views.task_figures, "translation", view, layer, head))
+    assert_safe_figures(*timed(translation_step, view, layer, step))
+    slider = step_slider(view)
     assert 1 <= slider.value <= slider.maximum and np.isfinite(slider.maximum)

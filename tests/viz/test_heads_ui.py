@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from viz import explain, handlers
+from viz.attention import token_labels
 from viz.heads.clicked import head_heatmap, selected_head, table_head
 from viz.heads.comparisons import _word_diff, switched_off_names
 from viz.heads.effects import effect_decimals
@@ -15,6 +15,8 @@ from viz.heads.names import parse_heads
 from viz.heads.switch_off import add_head, switch_off
 from viz.heads.table import empty_table, head_table_view
 from viz.numbers import number
+from viz.sentiment.handlers import analyze_review
+from viz.translation.handlers import translate
 
 REVIEW = "A warm, funny film. The acting is great!"
 GERMAN = "Ein Mann fährt Fahrrad."
@@ -41,7 +43,7 @@ def test_sentiment_table_grid_and_click(sentiment):
     value = selected_head(view, click(grid, 1, 3))
     assert value == "self:1:2"
     assert selected_head(view, click(grid, 1, 0)) is None  # the name column
-    state, _, _ = handlers.analyze_review(sentiment, REVIEW)
+    state, _, _ = analyze_review(sentiment, REVIEW)
     fig = head_heatmap(state, view, value)
     assert "layer 2, head 3" in fig.layout.title.text and "effect" in fig.layout.title.text
     T = len(state.maps.queries["self"])
@@ -67,10 +69,14 @@ def test_translation_table_click_and_switch_off(translation):
     view, grid, table, status = head_table(translation, "translation", GERMAN, "greedy", 4)
     assert "24 heads measured" in status and view.beam_size == 1
     assert list(grid.data.iloc[:, 0]) == ["encoder 1", "encoder 2", "decoder 1", "decoder 2", "cross 1", "cross 2"]
-    state, english, _ = handlers.translate(translation, GERMAN, "greedy", 4)
+    state, english, _ = translate(translation, GERMAN, "greedy", 4)
     produced = [s.token for s in state.steps]
-    src = explain.axis_labels([t.text for t in state.result.source_tokens[:-1]] + ["</s>"])
-    labels = {"src": src, "tgt": explain.axis_labels(produced), "read": explain.axis_labels(["<s>", *produced[:-1]])}
+    src = token_labels.axis_labels([t.text for t in state.result.source_tokens[:-1]] + ["</s>"])
+    labels = {
+        "src": src,
+        "tgt": token_labels.axis_labels(produced),
+        "read": token_labels.axis_labels(["<s>", *produced[:-1]]),
+    }
     for row, kind, (q, k) in [
         (0, "encoder", ("src", "src")),
         (3, "decoder", ("tgt", "read")),  # the decoder's keys: the start token, then its earlier output

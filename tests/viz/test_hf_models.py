@@ -15,13 +15,15 @@ import torch
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.attention import attention_views as av
 from pipelines.models.hf_adapter import HFClassifier, HFSeq2Seq, out_projections
-from viz import handlers
+from viz.attention import task_views
 from viz.attention import view_handlers as views
 from viz.explanations import explanation_panel as review_panel
 from viz.explanations import translation_explanation_panel as translation_panel
 from viz.heads.measure import head_table
 from viz.heads.switch_off import switch_off
+from viz.sentiment.handlers import analyze_review
 from viz.share import downloads
+from viz.translation.handlers import translate
 
 REVIEW = "A wonderful film, but the ending was dull and far too long."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
@@ -117,10 +119,10 @@ def test_classifier_every_method_explains_and_is_measured(hf_classifier):
 
 
 def test_classifier_in_the_app_handlers(hf_classifier, tmp_path):
-    view, probabilities, status = handlers.analyze_review(hf_classifier, REVIEW)
+    view, probabilities, status = analyze_review(hf_classifier, REVIEW)
     assert set(probabilities) == {"negative", "positive"} and "tokens read" in status
     assert "out-of-domain check is off" in status  # not fitted for this model: said so
-    fig = handlers.heatmap(view, 1, 3)
+    fig = task_views.heatmap(view, 1, 3)
     T = len(view.spans)
     assert np.asarray(fig.data[0].z).shape == (T, T)
     expl, html = review_panel.explain(hf_classifier, view, "gradient_x_input")
@@ -144,12 +146,12 @@ def test_classifier_model_view_shows_the_models_own_attention(hf_classifier):
     """The views draw from AttentionMaps for a transformers model too: every layer x head thumbnail is the model's
     own output_attentions, pooled to token blocks as the views pool them (a review longer than a thumbnail)."""
     review = " ".join([REVIEW] * 3)
-    view, _, _ = handlers.analyze_review(hf_classifier, review)
+    view, _, _ = analyze_review(hf_classifier, review)
     result = hf_classifier(review)
     ids = torch.tensor([[t.id for t in result.tokens]])
     assert ids.size(1) > 24  # pooled into blocks
     own = own_attentions(hf_classifier.model, input_ids=ids, attention_mask=torch.ones_like(ids)).attentions
-    fig = views.model_view(handlers.kinds(view)["self"])
+    fig = views.model_view(task_views.kinds(view)["self"])
     thumbs = thumbnails_by_head(fig)
     assert len(thumbs) == hf_classifier.n_layers * hf_classifier.n_heads == len(own) * own[0].shape[1]
     for (layer, head), z in thumbs.items():
@@ -222,9 +224,9 @@ def test_translator_every_method_explains_and_is_measured(marian):
 
 
 def test_translator_in_the_app_handlers(marian):
-    view, english, status = handlers.translate(marian, GERMAN, "beam search", 2)
+    view, english, status = translate(marian, GERMAN, "beam search", 2)
     assert view is not None and english == view.result.translation and "beam search" in status
-    figs = handlers.task_figures("translation", view, 1, 3)
+    figs = task_views.task_figures("translation", view, 1, 3)
     assert all(f is not None for f in figs)
     expl, heat, agree = translation_panel.explain(marian, view, "gradient_x_input")
     assert heat is not None and agree is not None
@@ -237,13 +239,13 @@ def test_translator_in_the_app_handlers(marian):
 
 
 def test_translator_model_view_and_token_focus_read_the_models_own_attention(marian):
-    view, _, _ = handlers.translate(marian, GERMAN, "greedy", 2)
+    view, _, _ = translate(marian, GERMAN, "greedy", 2)
     result = view.result
     src = torch.tensor([[t.id for t in result.source_tokens]])
     tgt_in = torch.tensor([[marian.adapter.bos_id] + result.target_ids[:-1]])
     own = own_attentions(marian.model, input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=tgt_in)
     own = {"encoder": own.encoder_attentions, "decoder": own.decoder_attentions, "cross": own.cross_attentions}
-    kinds = handlers.kinds(view)
+    kinds = task_views.kinds(view)
     for kind, attentions in own.items():
         thumbs = thumbnails_by_head(views.model_view(kinds[kind]))
         assert len(thumbs) == len(attentions) * marian.n_heads

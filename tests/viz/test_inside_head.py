@@ -212,20 +212,21 @@ def test_the_main_run_keeps_what_each_value_carries(sentiment, translation):
 
 
 def test_the_norm_scale_redraws_every_view_with_each_rows_shares(sentiment):
-    from viz import handlers
+    from viz.attention import task_views
     from viz.attention import view_handlers as views
+    from viz.sentiment.handlers import analyze_review
 
-    view = handlers.analyze_review(sentiment, REVIEW)[0]
+    view = analyze_review(sentiment, REVIEW)[0]
     weights = view.maps.layer("self", 1).astype(np.float32)  # (H, T, T)
     shares = av.norm_shares(weights, view.maps.carried["self"][1])
     np.testing.assert_allclose(shares.sum(-1), 1.0, atol=1e-5)
     assert not np.allclose(shares, weights, atol=1e-3)  # the values' norms differ: the picture changes
-    norm = handlers.heatmap(view, 1, 0, "norm")
+    norm = task_views.heatmap(view, 1, 0, "norm")
     np.testing.assert_allclose(np.asarray(norm.data[0].z) / 1000, np.minimum(shares[0], 0.999), atol=6e-4)
     assert av.color_scale("norm").label in norm.layout.title.subtitle.text
-    km = handlers.kinds(view)["self"]
+    km = task_views.kinds(view)["self"]
     for draw in (
-        lambda scale: handlers.overview(view, 1, scale),
+        lambda scale: task_views.overview(view, 1, scale),
         lambda scale: views.token_focus(km, 1, "src:2", False, scale),
         lambda scale: views.model_view(km, scale),
     ):
@@ -236,10 +237,11 @@ def test_the_norm_scale_redraws_every_view_with_each_rows_shares(sentiment):
 def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentiment, translation):
     import re
 
-    from viz import handlers
     from viz.attention import inside_head_panel as panel
+    from viz.sentiment.handlers import analyze_review
+    from viz.translation.handlers import translate
 
-    view = handlers.analyze_review(sentiment, REVIEW)[0]
+    view = analyze_review(sentiment, REVIEW)[0]
     internals = panel.record(ModelRegistry.of(sentiment), view)
     steps, bars = panel.figures(view, internals, "self", 1, 2, "src:3")
     cells = [float(x) for x in re.findall(r'<td data-key="\d+">([0-9.]+)</td>', steps)]
@@ -252,7 +254,7 @@ def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentime
     assert places == [int(j) for j in order] and len(places) == 4
     assert len(bars.data[0].y) == sentiment.n_heads + 1  # each head, and their sum
     assert panel.figures(view, internals, "self", 1, 2, None)[1] is None  # no token: a note, nothing drawn
-    t_view = handlers.translate(translation, GERMAN, "greedy")[0]
+    t_view = translate(translation, GERMAN, "greedy")[0]
     t_internals = panel.record(ModelRegistry.of(translation), t_view)
     # a German token is no row of cross-attention: the step slider's row is shown
     assert panel.query_of("cross", "src:1", 2) == 1 and panel.query_of("encoder", "src:1", 2) == 1

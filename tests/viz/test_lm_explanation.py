@@ -10,15 +10,15 @@ import numpy as np
 import pytest
 
 from pipelines.explanations import is_signed, label, names
-from viz import language_model
 from viz.explanations import explanation_panel
+from viz.next_word import handlers as next_word
 
 PROMPT = "This movie was <b>great</b> & fun"
 
 
 @pytest.fixture(scope="module")
 def view(lm):
-    return list(language_model.generate(lm, PROMPT, max_new_tokens=4))[-1][0]
+    return list(next_word.generate(lm, PROMPT, max_new_tokens=4))[-1][0]
 
 
 def visible_text(out: str) -> str:
@@ -48,7 +48,7 @@ def test_the_prompt_is_shaded_toward_the_first_new_token(lm, view, method):
 
 
 def test_a_sampled_continuation_explains_its_own_first_token(lm):
-    view = list(language_model.generate(lm, "This movie was", "sampled", 1.5, 1.0, 3, 3))[-1][0]
+    view = list(next_word.generate(lm, "This movie was", "sampled", 1.5, 1.0, 3, 3))[-1][0]
     for step in range(1, len(view.steps) + 1):
         expl, _ = explanation_panel.explain(lm, view, "gradient_x_input", step=step)
         assert expl.output_ids == [view.steps[step - 1].token_id]

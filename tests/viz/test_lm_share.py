@@ -11,8 +11,8 @@ import pytest
 from app_blocks import blocks, click_fn, load_fn, shared_link
 
 from pipelines import SentimentPipeline, TranslationPipeline
-from viz import language_model
 from viz.examples import LANDING, LM_EXAMPLES
+from viz.next_word import handlers as next_word
 from viz.page.landing import page_step
 from viz.share import export_store, links, lm_share
 
@@ -81,7 +81,7 @@ def test_a_link_for_another_tab_changes_nothing_here_and_bad_values_are_named(de
 
 
 def test_copy_link_records_the_view_and_the_drawn_seed(demo, lm):
-    view = list(language_model.generate(lm, "This movie was", "sampled", 1.0, 0.9, None, 5))[-1][0]
+    view = list(next_word.generate(lm, "This movie was", "sampled", 1.0, 0.9, None, 5))[-1][0]
     share = click_fn(demo, "lm-share")
     options = ["sampled", 1.0, 0.9, None, 5, False]  # no seed typed: one was drawn, named in the status
     box = share.fn(BASE, view, "This movie was", *options, 1, 2, 3, "occlusion", "norm", True, *shown(demo))
@@ -100,7 +100,7 @@ def test_copy_link_records_the_view_and_the_drawn_seed(demo, lm):
 def test_the_linked_step_is_applied_once_after_the_run(lm, monkeypatch):
     warned = []
     monkeypatch.setattr(lm_share.gr, "Warning", lambda message, *a, **k: warned.append(message))
-    view = list(language_model.generate(lm, "This movie was", max_new_tokens=4))[-1][0]
+    view = list(next_word.generate(lm, "This movie was", max_new_tokens=4))[-1][0]
     slider, heat, top, overview, pending = lm_share.apply_step(view, 1, 0, "linear", False, 2)
     assert slider.value == 3 and pending is None and view.step == 3
     assert "Step 3 of" in top.layout.title.text and heat is not None and overview is not None
@@ -110,7 +110,7 @@ def test_the_linked_step_is_applied_once_after_the_run(lm, monkeypatch):
 
 
 def test_download_exports_the_continuation_on_screen(demo, lm, monkeypatch):
-    view = list(language_model.generate(lm, "This movie was", "sampled", 1.0, 0.9, None, 4))[-1][0]
+    view = list(next_word.generate(lm, "This movie was", "sampled", 1.0, 0.9, None, 4))[-1][0]
     fn = click_fn(demo, "lm-download")
     url = fn.fn(view, "This movie was", "sampled", 1.0, 0.9, None, 4, False, *shown(demo), "attention")
     assert url.startswith("exports/attention-lm-")  # the address the page fetches

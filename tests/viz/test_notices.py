@@ -5,7 +5,9 @@ import pytest
 
 from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.trust.domain import DomainModel, piece_letters, quantiles
-from viz import handlers, notices
+from viz import notices
+from viz.sentiment.handlers import analyze_review
+from viz.translation.handlers import translate
 
 
 def with_domain(pipe, threshold: float, signals=("words",)):
@@ -19,7 +21,7 @@ def with_domain(pipe, threshold: float, signals=("words",)):
 @pytest.mark.parametrize("threshold, shown", [(1.01, True), (-1.0, False)])
 def test_sentiment_status_shows_the_notice_only_when_flagged(sentiment_dir, threshold, shown):
     pipe = with_domain(SentimentPipeline.from_pretrained(str(sentiment_dir)), threshold)
-    view, probs, status = handlers.analyze_review(pipe, "Ich habe keine Ahnung, was du meinst.")
+    view, probs, status = analyze_review(pipe, "Ich habe keine Ahnung, was du meinst.")
     assert view is not None and probs  # the prediction is still shown
     assert (notices.SENTIMENT_OUT_OF_DOMAIN in status) is shown
     best = max(probs, key=probs.get)
@@ -31,7 +33,7 @@ def test_sentiment_status_shows_the_notice_only_when_flagged(sentiment_dir, thre
 def test_translation_status_shows_the_notice_and_confidence_in_words(translation_dir, threshold, shown):
     pipe = TranslationPipeline.from_pretrained(str(translation_dir))
     with_domain(pipe, threshold, ("words", "output_logprob"))
-    view, english, status = handlers.translate(pipe, "Ich habe keine Ahnung, was du meinst.", "greedy")
+    view, english, status = translate(pipe, "Ich habe keine Ahnung, was du meinst.", "greedy")
     assert view is not None
     assert (notices.TRANSLATION_OUT_OF_DOMAIN in status) is shown
     # confidence in its words, in words (the tiny untrained model may write none: then none is claimed)
@@ -40,7 +42,7 @@ def test_translation_status_shows_the_notice_and_confidence_in_words(translation
 
 def test_models_without_domain_statistics_never_show_the_notice(sentiment_dir):
     pipe = SentimentPipeline.from_pretrained(str(sentiment_dir))
-    _, _, status = handlers.analyze_review(pipe, "SELECT * FROM users;")
+    _, _, status = analyze_review(pipe, "SELECT * FROM users;")
     assert notices.SENTIMENT_OUT_OF_DOMAIN not in status
 
 
@@ -63,9 +65,9 @@ def test_english_in_the_translation_tab_is_called_english(translation_dir, thres
     pipe = with_domain(
         TranslationPipeline.from_pretrained(str(translation_dir)), threshold, ("words", "output_logprob")
     )
-    _, _, status = handlers.translate(pipe, "A man in a blue shirt is riding his bike down the street.", "greedy")
+    _, _, status = translate(pipe, "A man in a blue shirt is riding his bike down the street.", "greedy")
     assert notices.LOOKS_ENGLISH in status and notices.TRANSLATION_OUT_OF_DOMAIN not in status
-    _, _, german = handlers.translate(pipe, "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad.", "greedy")
+    _, _, german = translate(pipe, "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad.", "greedy")
     assert notices.LOOKS_ENGLISH not in german
 
 
@@ -86,15 +88,15 @@ def test_a_word_piece_model_says_which_pieces_it_reads_as_unknown(sentiment_dir)
     from pathlib import Path
 
     shipped = SentimentPipeline.from_pretrained(str(Path(__file__).resolve().parents[2] / "assets" / "sentiment"))
-    status = handlers.analyze_review(shipped, "Loved it 😍🔥, a joy ✨.", False)[2]
+    status = analyze_review(shipped, "Loved it 😍🔥, a joy ✨.", False)[2]
     assert "lacks 2 pieces of the text (😍🔥, ✨): it reads each as its unknown token `[UNK]`" in status
     assert "byte pieces" not in status and "Emoji and symbols" not in status
-    known = handlers.analyze_review(shipped, "Five stars ★★★★★.", False)[2]  # ★ is in its vocabulary
+    known = analyze_review(shipped, "Five stars ★★★★★.", False)[2]  # ★ is in its vocabulary
     assert "Emoji and symbols are split into pieces" in known and "unknown token" not in known
-    assert "Emoji" not in handlers.analyze_review(shipped, "A plain review.", False)[2]
+    assert "Emoji" not in analyze_review(shipped, "A plain review.", False)[2]
 
     byte_level = SentimentPipeline.from_pretrained(str(sentiment_dir))  # every byte is in its vocabulary
-    status = handlers.analyze_review(byte_level, "Loved it 😍🔥, a joy ✨.", False)[2]
+    status = analyze_review(byte_level, "Loved it 😍🔥, a joy ✨.", False)[2]
     assert "Emoji and symbols are split into pieces" in status and "unknown token" not in status
 
 
@@ -104,7 +106,7 @@ def test_a_translator_that_reads_emoji_as_unknown_says_so(tmp_path):
     from tiny_hf_models import make_marian_dir
 
     pipe = TranslationPipeline.from_pretrained(str(make_marian_dir(tmp_path / "marian")))
-    status = handlers.translate(pipe, "Ein Hund 😍 läuft.", "greedy")[2]
+    status = translate(pipe, "Ein Hund 😍 läuft.", "greedy")[2]
     assert "lacks 1 piece of the text (😍): it reads it as its unknown token `<unk>`" in status
     assert "Emoji and symbols are split into pieces" not in status
 
@@ -136,7 +138,7 @@ def test_the_out_of_domain_notice_says_why_and_how_unusual(sentiment_dir):
 
     pipe = with_domain(SentimentPipeline.from_pretrained(str(sentiment_dir)), 1.01)  # every input flagged
     text = "Ich habe keine Ahnung, was du meinst."
-    _, _, status = handlers.analyze_review(pipe, text)
+    _, _, status = analyze_review(pipe, text)
     reason = pipe(text).domain_reason  # the check says why, with the score
     assert reason in notices.DOMAIN_REASONS and notices.DOMAIN_REASONS[reason][1:] in status
     assert "of the held-out reviews and sentences looked as unusual" in status
@@ -152,7 +154,7 @@ def test_the_translation_notice_says_why_and_how_unusual(translation_dir):
     pipe = TranslationPipeline.from_pretrained(str(translation_dir))
     with_domain(pipe, 1.01, ("words", "output_logprob"))  # every input flagged
     text = "Die Zentralbank hat die Zinsen erhöht."
-    view, _, status = handlers.translate(pipe, text, "greedy")
+    view, _, status = translate(pipe, text, "greedy")
     reason = view.result.domain_reason
     assert reason in notices.TRANSLATION_REASONS and notices.TRANSLATION_REASONS[reason][1:] in status
     assert "of the held-out captions looked as unusual" in status

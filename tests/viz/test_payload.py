@@ -6,8 +6,7 @@ import numpy as np
 import plotly.io as pio
 import pytest
 
-from viz import explain
-from viz.attention import figures
+from viz.attention import figures, token_labels
 
 
 def sent_bytes(fig) -> int:
@@ -27,7 +26,7 @@ def attention(T: int, peak: float, seed: int = 0) -> np.ndarray:
 def test_a_long_input_heatmap_is_light_and_keeps_hover_precision(peak):
     T = 361  # the tokens of the ~300-word benchmark review
     w = attention(T, peak)
-    labels = explain.axis_labels([f"w{i}" for i in range(T)])
+    labels = token_labels.axis_labels([f"w{i}" for i in range(T)])
     fig = figures.attention_heatmap(w, labels, labels, "one head")
     old = fig.to_plotly_json()
     old["data"][0]["z"] = w.astype(np.float32)  # how the figure was sent before: float32
@@ -47,7 +46,7 @@ def test_a_long_input_heatmap_is_light_and_keeps_hover_precision(peak):
 def test_small_multiples_share_one_colour_scale_with_a_colour_bar_and_ticks():
     """Each head was scaled to its own maximum without saying so, with no colour bar and no ticks past 20 tokens."""
     w = np.stack([attention(40, peak, seed=h) for h, peak in enumerate((0.1, 0.5, 0.9, 0.0))])
-    axis = explain.TokenAxis.of([f"w{i}" for i in range(40)])
+    axis = token_labels.TokenAxis.of([f"w{i}" for i in range(40)])
     fig = figures.heads_overview(w, axis, axis, "Layer 1")
     assert {t.coloraxis for t in fig.data} == {"coloraxis"}
     assert fig.layout.coloraxis.cmax == max(int(np.asarray(t.z).max()) for t in fig.data)
@@ -58,7 +57,7 @@ def test_small_multiples_share_one_colour_scale_with_a_colour_bar_and_ticks():
 
 def test_overview_of_a_long_input_has_at_most_32_cells_a_side():
     w = np.stack([attention(361, 0.3, seed=h) for h in range(4)])
-    axis = explain.TokenAxis.of([f"w{i}" for i in range(361)])
+    axis = token_labels.TokenAxis.of([f"w{i}" for i in range(361)])
     fig = figures.heads_overview(w, axis, axis, "Layer 1")
     assert all(max(np.asarray(t.z).shape) <= figures.OVERVIEW_CELLS for t in fig.data)
     assert sent_bytes(fig) < 40_000

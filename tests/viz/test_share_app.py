@@ -90,11 +90,11 @@ def test_a_translation_link_fills_decoding_layer_head_and_keeps_the_step(demo):
 
 
 def test_the_linked_step_is_applied_once(translation_dir):
-    from viz import handlers
     from viz.share.share_ui import _apply_step
+    from viz.translation.handlers import translate
 
     pipe = TranslationPipeline.from_pretrained(str(translation_dir))
-    view, _, _ = handlers.translate(pipe, "Zwei Hunde.", "greedy", 4)
+    view, _, _ = translate(pipe, "Zwei Hunde.", "greedy", 4)
     slider, heads, topk, pending = _apply_step(view, 1, 2)
     assert slider.value == 3 and pending is None
     assert "Step 3 of" in heads.layout.title.text and "layer 2" in heads.layout.title.text
@@ -103,14 +103,14 @@ def test_the_linked_step_is_applied_once(translation_dir):
 
 def test_a_linked_step_past_the_end_says_so(translation_dir, monkeypatch):
     """A step beyond the translation's last was clamped without a word (issue 22, item 9)."""
-    from viz import handlers
     from viz.share import share_ui
+    from viz.translation.handlers import step_slider, translate
 
     warned = []
     monkeypatch.setattr(share_ui.gr, "Warning", lambda message, *a, **k: warned.append(message))
     pipe = TranslationPipeline.from_pretrained(str(translation_dir))
-    view, _, _ = handlers.translate(pipe, "Zwei Hunde.", "greedy", 4)
-    last = handlers.step_slider(view).maximum
+    view, _, _ = translate(pipe, "Zwei Hunde.", "greedy", 4)
+    last = step_slider(view).maximum
     slider, *_ = share_ui._apply_step(view, 0, 40)
     assert slider.value == last and warned == [
         f"This link's step 41 is past this translation's last step; step {last} is shown."

@@ -13,12 +13,13 @@ from pipelines import SentimentPipeline, TranslationPipeline
 from pipelines.models.model_registry import ModelEntry, ModelRegistry
 from pipelines.models.snapshots import Snapshot
 from transformer import CheckpointError, Seq2SeqTransformer, TransformerClassifier
-from viz import handlers
-from viz.attention import inside_head_panel
+from viz.attention import inside_head_panel, task_views
 from viz.examples import GERMAN, REVIEWS
 from viz.heads.measure import head_table
 from viz.models import training_step
 from viz.models.loading import sentiment_registry, translation_registry
+from viz.sentiment.handlers import analyze_review
+from viz.translation.handlers import translate
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -130,11 +131,11 @@ def test_each_step_translates_with_its_snapshot_and_the_view_records_it(translat
     views = {}
     for position in (0, 3):
         name = training_step.chosen(translators, None, position)
-        views[position], _, _ = handlers.translate(translators.get(name), GERMAN[0], "greedy", None, name)
+        views[position], _, _ = translate(translators.get(name), GERMAN[0], "greedy", None, name)
     early, final = views[0], views[3]
     assert early.model == f"{translators.default}@step-0" and final.model == translators.default
     assert early.result.translation != final.result.translation
-    early_cross, final_cross = (handlers.kinds(v)["cross"].maps[0] for v in (early, final))
+    early_cross, final_cross = (task_views.kinds(v)["cross"].maps[0] for v in (early, final))
     assert early_cross.shape[-1] == final_cross.shape[-1] and not np.allclose(
         early_cross[..., :1], final_cross[..., :1]
     )
@@ -156,7 +157,7 @@ def test_snapshots_load_on_first_use_and_at_most_two_stay_besides_the_default(tr
 def test_sentiment_steps_classify_with_their_snapshot(classifier_dir):
     models = sentiment_registry(SentimentPipeline.from_pretrained(str(classifier_dir)), lambda p: p)
     review = REVIEWS[0][1]
-    runs = [handlers.analyze_review(models.get(n), review, True, n) for n in training_step.positions(models, None)]
+    runs = [analyze_review(models.get(n), review, True, n) for n in training_step.positions(models, None)]
     assert [view.model for view, _, _ in runs] == training_step.positions(models, None)
     assert len({round(probs["positive"], 4) for _, probs, _ in runs}) > 1  # the snapshots read it differently
     slider, info = training_step.reset(models, models.default)
@@ -173,7 +174,7 @@ def test_a_snapshots_status_says_which_step_it_is(classifier_dir):
 
     models = sentiment_registry(SentimentPipeline.from_pretrained(str(classifier_dir)), lambda p: p)
     for name in training_step.positions(models, None):
-        status = training_step.noted(models, name, handlers.analyze_review(models.get(name), REVIEWS[0][1])[2])
+        status = training_step.noted(models, name, analyze_review(models.get(name), REVIEWS[0][1])[2])
         entry = models.entries[name]
         if entry.snapshot is None:
             assert "Training step" not in status

@@ -2,14 +2,14 @@
 
 import numpy as np
 
-from viz import handlers
 from viz.explanations import translation_explanation_panel as panel
+from viz.translation.handlers import translate
 
 GERMAN = "Zwei Hunde spielen im Schnee."
 
 
 def test_explains_the_translation_on_screen_with_heatmaps(translation):
-    view, english, _ = handlers.translate(translation, GERMAN, "greedy", 2)
+    view, english, _ = translate(translation, GERMAN, "greedy", 2)
     expl, heat, agree = panel.explain(translation, view, "gradient_x_input")
     assert expl.translation == english and expl.target_tokens == [s.token for s in view.steps]
     assert heat.data[0].z.shape == (len(expl.target_tokens), len(expl.source_tokens))
@@ -20,7 +20,7 @@ def test_explains_the_translation_on_screen_with_heatmaps(translation):
 
 
 def test_contrast_at_the_slider_step(translation):
-    view, _, _ = handlers.translate(translation, GERMAN, "greedy", 2)
+    view, _, _ = translate(translation, GERMAN, "greedy", 2)
     choices = panel.alternatives(view, 2)
     alts = [c[0] if isinstance(c, tuple) else c for c in choices.choices][1:]
     assert 1 <= len(alts) <= 4 and view.steps[1].token not in alts
@@ -38,7 +38,7 @@ def test_nothing_to_explain(translation):
 def test_an_explanation_that_fails_says_so(translation, monkeypatch):
     """The panel showed nothing at all when the explanation failed (as it did in the served app, whose model
     process could not be sent the progress callback): now the plot says it could not be computed."""
-    view, _, _ = handlers.translate(translation, GERMAN, "greedy", 2)
+    view, _, _ = translate(translation, GERMAN, "greedy", 2)
 
     def fail(*args, **kwargs):
         raise RuntimeError("boom")
@@ -58,7 +58,7 @@ def test_integrated_gradients_report_progress_step_by_step(translation, monkeypa
 
     calls = []
     report = reporter(lambda value, desc, unit: calls.append(value), "Integrated gradients", "steps")
-    view, _, _ = handlers.translate(translation, GERMAN, "greedy", 4)
+    view, _, _ = translate(translation, GERMAN, "greedy", 4)
     expl, fig, _ = panel.explain(translation, view, "integrated_gradients", progress=report)
     n = len(expl.produced)
     assert calls[-1] == (n, n) and len(calls) == -(-n // STEPS_PER_CALL)
@@ -69,7 +69,7 @@ def test_integrated_gradients_report_progress_step_by_step(translation, monkeypa
 
 def test_mean_cross_attention_is_shown_without_a_sign(translation):
     """Issue 25 item 3, translation tab: the unsigned attention view hovered a signed 'score +0.123'."""
-    view, _, _ = handlers.translate(translation, GERMAN, "greedy", 2)
+    view, _, _ = translate(translation, GERMAN, "greedy", 2)
     _, heat, _ = panel.explain(translation, view, "attention")
     assert "no sign" in heat.data[0].hovertemplate and "+" not in heat.data[0].hovertemplate.split("<br>")[-1]
     _, heat, _ = panel.explain(translation, view, "gradient_x_input")

@@ -10,8 +10,8 @@ import pytest
 from pipelines import SentimentPipeline
 from pipelines.trust.weak_spots import WEAK_BELOW, contrast_scores, find_weak_spots
 from transformer import CheckpointError
-from viz import handlers
 from viz.examples import REVIEW_LABELS, REVIEWS
+from viz.sentiment.handlers import analyze_review
 
 ROOT = Path(__file__).resolve().parents[2]
 WEAK = {"negation": (11, 30), "but": (9, 20), "yet": (7, 10), "sarcasm": (3, 15)}
@@ -69,7 +69,7 @@ def test_the_shipped_model_reads_its_own_scores():
     recorded = json.loads((folder / "metrics.json").read_text())["contrast"]["by_kind"]
     pipe = SentimentPipeline.from_pretrained(str(folder))
     assert pipe.contrast == {kind: (k["flipped"], k["pairs"]) for kind, k in recorded.items()}
-    _, _, status = handlers.analyze_review(pipe, "Not bad at all, I actually enjoyed it.", redraws=False)
+    _, _, status = analyze_review(pipe, "Not bad at all, I actually enjoyed it.", redraws=False)
     negation = recorded["negation"]
     if negation["flipped"] < WEAK_BELOW * negation["pairs"]:
         assert f'{NOTICE} negation ("not")' in status
@@ -84,7 +84,7 @@ def test_not_said_of_text_that_is_no_english_review():
     spanish = "No, mañana no vamos a la playa con mis primos."
     assert pipe(spanish, need_weights=False).out_of_domain, "pick a text the shipped model flags"
     assert [s.kind for s in pipe.weak_spots(spanish)] == ["negation"]  # the cue alone would fire
-    _, _, status = handlers.analyze_review(pipe, spanish, redraws=False)
+    _, _, status = analyze_review(pipe, spanish, redraws=False)
     assert "This does not look like an English review" in status and NOTICE not in status
 
 
@@ -101,17 +101,17 @@ def by_kind(**scores):
 
 def test_the_status_names_the_weak_construction_and_its_score(sentiment_dir, tmp_path):
     pipe = with_metrics(sentiment_dir, tmp_path, by_kind(negation=(11, 30), yet=(7, 10)))
-    _, _, status = handlers.analyze_review(pipe, "I liked it, yet I would not watch it twice.", redraws=False)
+    _, _, status = analyze_review(pipe, "I liked it, yet I would not watch it twice.", redraws=False)
     assert f'{NOTICE} negation ("not") and contrast with "yet" ("yet")' in status
     assert "11 of 30 and 7 of 10" in status
-    _, _, status = handlers.analyze_review(pipe, "A warm and funny film.", redraws=False)
+    _, _, status = analyze_review(pipe, "A warm and funny film.", redraws=False)
     assert NOTICE not in status
 
 
 def test_no_notice_for_a_model_that_reads_negation_well_or_has_no_scores(sentiment_dir, sentiment, tmp_path):
     good = with_metrics(sentiment_dir, tmp_path, by_kind(negation=(28, 30)))
     for pipe in (good, sentiment):  # the tiny model has no metrics.json
-        _, _, status = handlers.analyze_review(pipe, "This movie was not bad.", redraws=False)
+        _, _, status = analyze_review(pipe, "This movie was not bad.", redraws=False)
         assert NOTICE not in status
     assert sentiment.contrast == {}
 
@@ -122,7 +122,7 @@ def test_a_wrong_example_is_said_once(sentiment_dir, tmp_path):
     for name, text in REVIEWS:
         if not pipe.weak_spots(text):
             continue
-        _, _, status = handlers.analyze_review(pipe, text, redraws=False)
+        _, _, status = analyze_review(pipe, text, redraws=False)
         wrong = status.split()[0].strip("*") != REVIEW_LABELS[name]
         assert ("The model gets this example wrong" in status) == wrong
         assert (NOTICE in status) == (not wrong), name

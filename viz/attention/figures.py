@@ -1,6 +1,6 @@
 """Plotly figures: attention heatmaps (one head large, all heads of a layer as small multiples), the heads
-at one decoding step, and the top-k next tokens. Labels come in unique and escaped (explain.axis_labels); the small
-multiples take each axis's tokens too (explain.TokenAxis), to name the token blocks of a long input."""
+at one decoding step, and the top-k next tokens. Labels come in unique and escaped (token_labels.axis_labels); the small
+multiples take each axis's tokens too (token_labels.TokenAxis), to name the token blocks of a long input."""
 
 import html
 import math
@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from pipelines.attention import attention_views as av
 
-from ..explain import TokenAxis
+from .token_labels import TokenAxis
 
 COLORSCALE = "Blues"
 FONT = dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12)

@@ -12,12 +12,11 @@ from pipelines.kinds import KINDS, TGT
 
 from ..page.theme import waiting_plot
 from ..server import hosting
-from ..server.events import FOLLOW_UP
+from ..server.events import FOLLOW_UP, PRIVATE
 from . import inside_head_causal as causal
 from . import inside_head_view as draw
 from . import view_handlers as views
 
-PRIVATE = dict(api_visibility="private")
 PICK = "<p class='ih-note'>Pick a token (token focus), or click a row of a large heatmap, to see its row computed.</p>"
 
 

@@ -4,9 +4,9 @@ model view.
 
 Every map and token comes from one source, a result's AttentionMaps (pipelines.attention.attention_maps), whichever
 model made it (ours or a `transformers` one); `kinds_of` turns it into KindMaps, one per kind, their rows' and columns'
-tokens kept as TokenAxis (viz.explain: the tokens, and the axis labels built once from them). Tokens are named
-"side:position" with side "src" (the input: the review, the German sentence) or "tgt" (the English output): the
-token produced at step position. A row or column of a map is that token, or none (the decoder's start token).
+tokens kept as TokenAxis (viz.attention.token_labels: the tokens, and the axis labels built once from them). Tokens
+are named "side:position" with side "src" (the input: the review, the German sentence) or "tgt" (the English output):
+the token produced at step position. A row or column of a map is that token, or none (the decoder's start token).
 """
 
 from dataclasses import dataclass
@@ -17,9 +17,9 @@ from pipelines.attention import attention_views as av
 from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.kinds import KINDS, SIDE_NAMES, SIDES
 
-from ..explain import TokenAxis, display_token, token_label
 from ..inputs import clamp
 from . import figures, view_figures
+from .token_labels import TokenAxis, display_token, token_label
 
 
 class LabelledAxes:

@@ -1,7 +1,7 @@
 """The attention views of a tab, laid out and wired: colour scale and hidden tokens (options under the layer and
 head controls), token focus, and the model view (every layer x head, drawn only once its accordion is opened).
 
-The same events serve both tabs: a tab names its task (pipelines.tasks), whose kinds of attention and large heatmaps
+The same events serve every tab: a tab names its task (pipelines.tasks), whose kinds of attention and large heatmaps
 the events draw.
 A click in the page (viz/page/js/plot_clicks.js) writes into a hidden textbox: a heatmap cell picks its row's token,
 a thumbnail of the model view sets the layer and head controls."""
@@ -15,14 +15,13 @@ from pipelines.attention import attention_views as av
 from pipelines.kinds import KINDS
 from pipelines.tasks import TASKS
 
-from .. import handlers
 from ..page.scripts import call
 from ..page.sections import section_id
 from ..page.theme import waiting_plot
-from ..server.events import FOLLOW_UP
+from ..server.events import FOLLOW_UP, PRIVATE
+from . import task_views
 from . import view_handlers as views
 
-PRIVATE = dict(api_visibility="private")
 HIDE_LABEL = "Hide special tokens and punctuation (rows renormalised)"
 # Clicks on plots, in the browser (viz/page/js/plot_clicks.js), on the plots of every tab's elements
 PLOT_HOSTS = ", ".join(f'[id^="{t}-"]' for t in TASKS)
@@ -91,7 +90,7 @@ def focus_and_model(task: str, scale: gr.Radio, hide: gr.Checkbox, boxes: tuple 
 
 
 def _focus_kind(view, kind):
-    kinds = handlers.kinds(view)
+    kinds = task_views.kinds(view)
     return kinds.get(kind) or next(iter(kinds.values()))
 
 
@@ -106,18 +105,18 @@ def _focus(view, layer, token, hide, kind, scale=None):
 
 
 def _token_box(view):
-    choices = [] if view is None else views.token_choices(list(handlers.kinds(view).values()))
+    choices = [] if view is None else views.token_choices(list(task_views.kinds(view).values()))
     return gr.Dropdown(choices=choices, value=None)
 
 
 def after_run(view, layer, head, scale, hide, token, kind, is_open):
     """The step after a run: the small multiples, the token list (emptied), token focus (cleared), the model view;
     and the run's own large heatmap (its main kind) again only for a layer or head picked while the run went on
-    (handlers.drawn_heatmap). The tab draws its other large heatmaps after the run at the page's choice anyway."""
+    (task_views.drawn_heatmap). The tab draws its other large heatmaps after the run at the page's choice anyway."""
     moved = view is not None and getattr(view, "drawn_at", None) not in (None, (layer, head))
-    main = handlers.heatmap(view, layer, head, scale, hide) if moved else gr.skip()
+    main = task_views.heatmap(view, layer, head, scale, hide) if moved else gr.skip()
     return (
-        handlers.overview(view, layer, scale, hide),
+        task_views.overview(view, layer, scale, hide),
         _token_box(view),
         None,
         _model(view, scale, hide, kind, is_open),
@@ -144,11 +143,11 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
     tokens, token, kind, model view. `large`: the tab's large heatmaps, in its task's order (pipelines.tasks).
     Returns the event that redraws the rest of a new result (small multiples, token list, model view)."""
     common = [state, layer, head, ui.scale, ui.hide, ui.token, ui.kind, ui.model_open]
-    draw = partial(handlers.large_figures, task)  # (view, layer, head, scale, hide, token) -> the large heatmaps
+    draw = partial(task_views.large_figures, task)  # (view, layer, head, scale, hide, token) -> the large heatmaps
 
     def on_layer(view, layer, head, scale, hide, token, kind, is_open):
         large_figs = draw(view, layer, head, scale, hide, token)
-        return handlers.overview(view, layer, scale, hide), *large_figs, _focus(view, layer, token, hide, kind, scale)
+        return task_views.overview(view, layer, scale, hide), *large_figs, _focus(view, layer, token, hide, kind, scale)
 
     def on_head(view, layer, head, scale, hide, token, kind, is_open):
         figs = draw(view, layer, head, scale, hide, token)
@@ -156,7 +155,7 @@ def wire(ui: ViewsUI, task: str, state, layer, head, large: list, overview, pain
 
     def on_scale(view, layer, head, scale, hide, token, kind, is_open):  # also the hidden tokens' box
         model, focus = _model(view, scale, hide, kind, is_open), _focus(view, layer, token, hide, kind, scale)
-        return *draw(view, layer, head, scale, hide, token), handlers.overview(view, layer, scale, hide), model, focus
+        return *draw(view, layer, head, scale, hide, token), task_views.overview(view, layer, scale, hide), model, focus
 
     def on_token(view, layer, head, scale, hide, token, kind, is_open):
         return *draw(view, layer, head, scale, hide, token), _focus(view, layer, token, hide, kind, scale)

@@ -17,9 +17,9 @@ from pipelines.kinds import KINDS
 from pipelines.language_model import PromptError
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
-from ..explain import display_token
+from ..attention.token_labels import display_token
 from ..inputs import beam_width, check_text, plural
-from ..language_model import decoding_options
+from ..next_word.handlers import decoding_options
 from ..numbers import points
 from ..tasks import TASKS
 
@@ -205,9 +205,9 @@ def compare_translations(pipe, text_a: str, text_b: str, decoding="beam search",
 
 def compare_prompts(pipe, text_a: str, text_b: str, decoding=None, temperature=None, top_p=None, seed=None,
                     max_new_tokens=None, chat=False, layer=0, head=0):  # fmt: skip
-    """Continue two prompts with the same decoding options (as the tab's: viz.language_model.decoding_options; sampled
-    without a seed, one seed drawn for both): (state, side-by-side HTML, causal self-attention diff over the aligned
-    sequences, prompt and new tokens)."""
+    """Continue two prompts with the same decoding options (as the tab's: viz.next_word.handlers.decoding_options;
+    sampled without a seed, one seed drawn for both): (state, side-by-side HTML, causal self-attention diff over the
+    aligned sequences, prompt and new tokens)."""
     chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens, chat)
     if error:
         return None, f"⚠️ {html.escape(error)}", None

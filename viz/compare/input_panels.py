@@ -14,9 +14,9 @@ from ..models import model_choice, training_step
 from ..page.landing import press_after
 from ..page.scripts import script
 from ..page.theme import waiting_plot
+from ..server.events import PRIVATE
 from . import input_compare as compare
 
-PRIVATE = dict(api_visibility="private")
 GERMAN_PAIRS = [  # (first, second, button label)
     ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", "Eine Frau fährt mit dem Fahrrad die Straße entlang.",
      "Mann → Frau"),

@@ -10,21 +10,20 @@ import gradio as gr
 from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.compare import compare_classifiers
 
-from .. import explain
-from ..attention import figures
+from ..attention import figures, token_labels
 from ..inputs import MAX_REVIEW_CHARS, check_text
 from ..models.loading import display_name
 from ..page.theme import waiting_plot
+from ..server.events import PRIVATE
 from .input_compare import STYLE, _side
 
 log = logging.getLogger(__name__)
-PRIVATE = dict(api_visibility="private")
 
 
 def _head_figure(pipe, maps: AttentionMaps, layer: int, head: int):
     layer = min(max(int(layer or 0), 0), maps.n_layers("self") - 1)
     head = min(max(int(head or 0), 0), maps.n_heads - 1)
-    rows, cols = explain.axis_labels(maps.queries["self"]), explain.axis_labels(maps.keys["self"])
+    rows, cols = token_labels.axis_labels(maps.queries["self"]), token_labels.axis_labels(maps.keys["self"])
     title = f"{html.escape(display_name(pipe))}: layer {layer + 1}, head {head + 1}"
     return figures.attention_heatmap(maps.head("self", layer, head), rows, cols, title)
 

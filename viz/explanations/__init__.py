@@ -1,2 +1,2 @@
-"""The explanation panels of both tabs and their drawings: words shaded by signed attributions, produced by
+"""The explanation panels of the three tabs and their drawings: words shaded by signed attributions, produced by
 source token maps, and how faithful each view is."""

@@ -16,7 +16,7 @@ from pipelines.explanations.words import word_scores
 from pipelines.tasks import SENTIMENT
 
 from ..attention.figures import FONT
-from ..explain import _gap, display_token
+from ..attention.token_labels import _gap, display_token
 from ..numbers import decimals_for, number, shown
 from ..tasks import TASKS
 

@@ -21,12 +21,11 @@ from pipelines.tasks import LM, SENTIMENT
 from ..inputs import clamp
 from ..page import layout
 from ..page.progress import reporter
-from ..server.events import FOLLOW_UP
+from ..server.events import FOLLOW_UP, PRIVATE
 from ..tasks import TASKS
 from . import attributions, step_explanation
 
 log = logging.getLogger(__name__)
-PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
@@ -36,9 +35,9 @@ def _explain_review(pipe, view, method: str | None, progress, step=None):
 
 
 def _explain_step(pipe, view, method: str | None, progress, step=None):
-    """Token `step` (1-based; None: the step the view shows) of the continuation in `view` (viz.language_model.LMView),
-    read from the prompt and the step - 1 tokens before it: its result is reused, so the token explained is the one
-    on screen, sampled or not, without decoding again."""
+    """Token `step` (1-based; None: the step the view shows) of the continuation in `view`
+    (viz.next_word.handlers.LMView), read from the prompt and the step - 1 tokens before it: its result is reused, so
+    the token explained is the one on screen, sampled or not, without decoding again."""
     s = clamp(view.step if step is None else step, 1, len(view.steps), view.step)
     return pipe.explain(view.text, method, step=s - 1, result=view.result, progress=progress)
 

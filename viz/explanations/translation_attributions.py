@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from pipelines.explanations import label
 
 from ..attention.figures import _layout
-from ..explain import axis_labels
+from ..attention.token_labels import axis_labels
 from ..numbers import number
 
 

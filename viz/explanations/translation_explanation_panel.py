@@ -17,12 +17,11 @@ from pipelines.explanations import default_method
 from ..attention.view_figures import note
 from ..page import layout
 from ..page.progress import reporter
-from ..server.events import FOLLOW_UP
+from ..server.events import FOLLOW_UP, PRIVATE
 from . import translation_attributions as figs
 from .explanation_panel import made_by
 
 log = logging.getLogger(__name__)
-PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 NO_CONTRAST = "(no contrast)"
 TITLE = "Which German tokens drove each English token"
@@ -30,8 +29,8 @@ TITLE = "Which German tokens drove each English token"
 
 def explain(pipe, view, method: str, step=None, alternative: str | None = None, progress=None):
     """(explanation for gr.State, attribution heatmap, head-agreement heatmap) for the translation in `view`
-    (handlers.TranslationView: its result is reused); with an alternative, step (1-based, as on the slider)
-    is explained against it. progress(done, total) as a gradient method goes."""
+    (viz.translation.handlers.TranslationView: its result is reused); with an alternative, step (1-based, as on the
+    slider) is explained against it. progress(done, total) as a gradient method goes."""
     if view is None or view.result is None:
         return None, None, None
     contrast = None

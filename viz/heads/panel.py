@@ -5,7 +5,7 @@ import gradio as gr
 
 from ..page.progress import reporter
 from ..page.theme import HEADS_GRID, waiting_plot
-from ..server.events import FOLLOW_UP
+from ..server.events import FOLLOW_UP, PRIVATE
 from ..tasks import TASKS
 from .clicked import head_heatmap, selected_head, table_head
 from .grid import empty_grid
@@ -14,7 +14,6 @@ from .names import head_choices
 from .switch_off import add_head, switch_off
 from .table import TABLE_JS, empty_table
 
-PRIVATE = dict(api_visibility="private")
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 

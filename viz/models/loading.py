@@ -1,5 +1,6 @@
-"""Loading the two pipelines once at start, from Hub repo ids or local folders named by env vars: ours or
-`transformers` models (a model id or folder), and optionally a second sentiment model to compare with."""
+"""Loading the three tasks' pipelines once at start, from Hub repo ids or local folders named by env vars: ours or
+`transformers` models (a model id or folder), the language model also from a GGUF file (the installed SmolLM2), and
+optionally a second sentiment model to compare with; each tab's ModelRegistry over its models."""
 
 import inspect
 import json

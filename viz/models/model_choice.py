@@ -13,7 +13,6 @@ from transformer import CheckpointError
 from ..page.scripts import call
 
 log = logging.getLogger(__name__)
-PRIVATE = dict(api_visibility="private")
 
 
 def notes(models) -> str:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from .model_choice import PRIVATE, rerun_js
+from ..server.events import PRIVATE
+from .model_choice import rerun_js
 
 
 def label(n: int) -> str:

@@ -5,10 +5,10 @@ Each step is a file of viz/page/js given the page's tools (page_tools.js: the li
 page) and its own values.
 """
 
+from ..server.events import PRIVATE
 from ..share.links import TABS
 from .scripts import Code, call
 
-PRIVATE = dict(api_visibility="private")
 PAGE = Code(call("page_tools.js", list(TABS)))
 
 

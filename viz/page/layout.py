@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ..server.events import PRIVATE
 from . import scripts
 from .sections import SECTIONS, section_id
 
@@ -81,7 +82,7 @@ def task_page(task: str, shown: tuple[str, ...] = SECTIONS) -> TaskPage:
             for name in SECTIONS
         }
     for tab in tabs.values():
-        tab.select(None, None, None, js=scripts.script("resize_plots.js"), api_visibility="private")
+        tab.select(None, None, None, js=scripts.script("resize_plots.js"), **PRIVATE)
     return TaskPage(task, ask, answer, explain, heatmap, sections, tabs)
 
 
@@ -137,7 +138,7 @@ def model_notes(models, task: str, notes: str | None = None) -> None:
 
 def open_for_links(demo: gr.Blocks, task: str) -> None:
     """A share link that sets a view kept in a section (LINKED) opens that section of its tab as the page loads."""
-    from .landing import PRIVATE, page_step
+    from .landing import page_step
 
     sections = {parameter: section_id(task, name) for parameter, name in LINKED.items()}
     demo.load(None, None, None, js=page_step("open_linked_section.js", task, sections), **PRIVATE)

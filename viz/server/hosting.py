@@ -14,9 +14,13 @@ from ..page import html_head as page
 from ..page import theme
 from ..page.scripts import call
 from ..share.export_store import ServeExports
+from .events import PRIVATE
 from .guard import ApiGuard
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
+# A model's events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
+# (the models side by side) and is fair across clients; gradio's own queue is first come, first served.
+MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=QUEUE_SIZE)
 MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
 # The two models run side by side, one batch each at a time, on one torch thread each: on the 2-core machine a
 # second thread sped one translation up by 4% and one review by 5%, while the two models in parallel use both
@@ -125,8 +129,8 @@ def after_paint(event, busy: gr.components.Component):
     """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs. Its
     step, and a step on failure (gradio's page chains no .then step after a failed event), clear the busy mark
     first_view(busy) set on `busy`."""
-    event.failure(None, js=call("clear_busy.js", busy.elem_id), api_visibility="private")
-    return event.then(None, js=call("after_paint.js", busy.elem_id), api_visibility="private")
+    event.failure(None, js=call("clear_busy.js", busy.elem_id), **PRIVATE)
+    return event.then(None, js=call("after_paint.js", busy.elem_id), **PRIVATE)
 
 
 # Gradio's page keeps a loading status for every component that was ever an event's progress target (by default
@@ -162,7 +166,7 @@ def warn_if_no_result(view) -> None:
 def watch_for_expiry(state: gr.State, *controls) -> None:
     """Wire warn_if_no_result to the visitor's own changes of these controls (not to programmatic ones)."""
     for control in controls:
-        control.input(warn_if_no_result, [state], None, api_visibility="private")
+        control.input(warn_if_no_result, [state], None, **PRIVATE)
 
 
 def parallel_models() -> int:

@@ -8,13 +8,13 @@ import logging
 from pipelines.tasks import SENTIMENT, TRANSLATION
 
 from ..inputs import beam_width, check_text
+from ..notices import NO_WORDS
 from ..server.failures import failure_message
 from ..tasks import TASKS
 from .export_store import ExportsFull, write_json
 
 log = logging.getLogger(__name__)
 FULL = "Too many downloads are waiting to be fetched on the server. Please try again in a minute or two."
-NO_WORDS = "The model found no words to read in this text."
 
 
 def _failed(error: Exception, task: str) -> tuple[None, str]:

@@ -24,13 +24,10 @@ from urllib.parse import parse_qsl, urlencode
 from pipelines.attention.attention_views import COLOR_SCALES
 from pipelines.tasks import LM
 
-from ..inputs import whole_number
+from ..inputs import LM_DECODINGS, MAX_SEED, MAX_TEMPERATURE, TRANSLATION_DECODINGS, whole_number
 
 TABS = ("sentiment", "translation", "lm")
-DECODINGS = ("beam search", "greedy")  # the translator's
-TAB_DECODINGS = {LM.name: ("greedy", "sampled")}  # a tab whose decodings are other than DECODINGS
-MAX_TEMPERATURE = 5.0  # the most a client may ask for (viz.language_model); the tab's slider may offer less
-MAX_SEED = 2**31 - 1
+TAB_DECODINGS = {LM.name: LM_DECODINGS}  # a tab whose decodings are other than the translator's
 MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
 DEFAULT_SCALE = "linear"  # left out of links
 MAX_INDEX = 64  # layers, heads and steps beyond this are not real choices: ignore them
@@ -174,7 +171,7 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         layer=indices["layer"],
         head=indices["head"],
         step=indices["step"],
-        decoding=decoding if decoding in TAB_DECODINGS.get(tab, DECODINGS) else None,
+        decoding=decoding if decoding in TAB_DECODINGS.get(tab, TRANSLATION_DECODINGS) else None,
         beam=None if indices["beam"] is None else indices["beam"] + 1,
         method=method[:40] or None,
         scale=scale if scale in COLOR_SCALES else None,

@@ -12,10 +12,10 @@ import gradio as gr
 
 from pipelines.tasks import LM
 
-from .. import handlers
-from .. import language_model as lm
+from ..attention import task_views
 from ..inputs import MAX_PROMPT_CHARS, check_text
 from ..models import training_step
+from ..next_word import handlers as lm
 from ..page import landing
 from ..server.events import FOLLOW_UP
 from . import downloads, links
@@ -119,13 +119,13 @@ def apply_step(view, layer, head, scale, hide, pending: int | None):
         gr.Warning(f"This link's step {pending + 1} is past this continuation's last step; step {n} is shown.")
     slider = gr.Slider(**{**lm.step_slider_value(view), "value": chosen})
     heatmap, top = lm.show_step(view, layer, head, chosen, scale, hide)
-    return slider, heatmap, top, handlers.overview(view, layer, scale, hide), None
+    return slider, heatmap, top, task_views.overview(view, layer, scale, hide), None
 
 
 def wire_lm_links(demo, models, controls: ShareControls, *, i, v, choice, method, state, drawn):
     """Copy link and download (by the model shown: the choice at the training step's snapshot), and opening a link
-    (restore); i: the tab's inputs, v: its views (viz.lm_tab). Returns the event that moves the step slider to the
-    link's step (the explanation panel explains that step after it)."""
+    (restore); i: the tab's inputs, v: its views (viz.next_word.tab: LMInputs, LMViews). Returns the event that moves
+    the step slider to the link's step (the explanation panel explains that step after it)."""
     options = [i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
     shown = [state, i.prompt, *options, v.layer, v.head, v.step, method, v.scale, v.hide, choice, v.snapshot.slider]
     _wire_buttons(

@@ -10,14 +10,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from .. import handlers
 from ..models import training_step
 from ..page import landing
 from ..page.scripts import script
-from ..server.events import FOLLOW_UP
+from ..server.events import FOLLOW_UP, PRIVATE
+from ..translation.handlers import step_slider, translation_step
 from . import downloads, export_store, links
-
-PRIVATE = dict(api_visibility="private")
 
 
 @dataclass
@@ -187,9 +185,9 @@ def _apply_step(view, layer, pending: int | None):
     """Move the step slider (and its plots) to the step a link asked for, once; nothing otherwise."""
     if pending is None or view is None:
         return gr.skip(), gr.skip(), gr.skip(), None
-    maximum = handlers.step_slider(view).maximum
+    maximum = step_slider(view).maximum
     chosen = min(pending + 1, maximum)
     if chosen != pending + 1:  # a link made for a longer translation, or typed by hand
         gr.Warning(f"This link's step {pending + 1} is past this translation's last step; step {maximum} is shown.")
     slider = gr.Slider(minimum=1, maximum=maximum, value=chosen, step=1, interactive=True)
-    return slider, *handlers.translation_step(view, layer, chosen), None
+    return slider, *translation_step(view, layer, chosen), None

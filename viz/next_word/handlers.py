@@ -19,15 +19,24 @@ from pipelines.attention.attention_maps import AttentionMaps
 from pipelines.language_model import MAX_NEW_TOKENS, Decoding, PromptError
 from pipelines.tasks import LM, Task
 
-from . import handlers
-from .attention import figures
-from .inputs import MAX_PROMPT_CHARS, check_text, clamp, kind_of, plural, whole_number
-from .server.failures import failure_message
+from ..attention import figures
+from ..attention.task_views import heatmap
+from ..inputs import (
+    LM_DECODINGS,
+    MAX_PROMPT_CHARS,
+    MAX_SEED,
+    MAX_TEMPERATURE,
+    check_text,
+    clamp,
+    kind_of,
+    layer_head,
+    plural,
+    whole_number,
+)
+from ..notices import status as status_line
+from ..server.failures import failure_message
 
-DECODINGS = ["greedy", "sampled"]
 DEFAULT_TEMPERATURE, DEFAULT_TOP_P, DEFAULT_NEW_TOKENS = 0.8, 0.95, 20
-MAX_TEMPERATURE = 5.0
-MAX_SEED = 2**31 - 1
 
 
 @dataclass
@@ -97,7 +106,7 @@ def decoding_options(decoding=None, temperature=None, top_p=None, seed=None, max
     20 new tokens; sampled: temperature 0.8, top-p 0.95, a seed drawn now); chat: the chat template applied. A sampled
     Decoding always has a seed (drawn when none was given), shown so it can be reused."""
     decoding = decoding.strip().lower() if isinstance(decoding, str) else decoding
-    if decoding is not None and decoding not in DECODINGS:
+    if decoding is not None and decoding not in LM_DECODINGS:
         return None, f"Decoding must be “greedy” or “sampled”; this request sent {kind_of(decoding)} that is neither."
     n = DEFAULT_NEW_TOKENS if max_new_tokens is None else whole_number(max_new_tokens)
     if n is None or not 1 <= n <= MAX_NEW_TOKENS:
@@ -136,7 +145,7 @@ def summary(result, decoding: Decoding, stopped: bool) -> str:
     first = result.steps[0] if result.steps else None
     if first is not None:
         lines.append(f"First new token {first.token!r} at {first.probability:.1%}; the step slider shows each step.")
-    return handlers._status(lines)
+    return status_line(lines)
 
 
 def _partial(result) -> tuple:
@@ -155,19 +164,19 @@ def generate(
     pressed Stop; the tokens so far are kept and read once more for the maps (same options: the same tokens)."""
     checked = check_text(prompt, MAX_PROMPT_CHARS, "prompt")
     if checked.text is None:
-        yield None, "", handlers._status([], checked.error), None
+        yield None, "", status_line([], checked.error), None
         return
     chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens, chat)
     if error:
-        yield None, "", handlers._status([], error), None
+        yield None, "", status_line([], error), None
         return
     try:
         result, halted = yield from _decode(pipe, checked.text, chosen, stopped)
     except PromptError as e:
-        yield None, "", handlers._status(checked.notices, f"{str(e)[:1].upper()}{str(e)[1:]}."), None
+        yield None, "", status_line(checked.notices, f"{str(e)[:1].upper()}{str(e)[1:]}."), None
         return
     except Exception as e:
-        yield None, "", handlers._status(checked.notices, failure_message(e, "lm")), None
+        yield None, "", status_line(checked.notices, failure_message(e, "lm")), None
         return
     view = LMView(result, result.attention_maps().astype(np.float16), checked.text, len(result.steps), model)
     status = summary(result, chosen, halted)
@@ -226,5 +235,5 @@ def show_step(view: LMView | None, layer, head, step, scale="linear", hide=False
     if view is None:
         return None, None
     view.step = clamp(step, 1, len(view.steps), len(view.steps))
-    layer, head = handlers._layer_head(view.full.n_layers(LM.main), view.full.n_heads, layer, head)
-    return handlers.heatmap(view, layer, head, scale, hide), next_tokens(view)
+    layer, head = layer_head(view.full.n_layers(LM.main), view.full.n_heads, layer, head)
+    return heatmap(view, layer, head, scale, hide), next_tokens(view)

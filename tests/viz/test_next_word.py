@@ -1,4 +1,4 @@
-"""The Next word tab's handlers (viz.language_model) on the tiny language model: generation streamed token by
+"""The Next word tab's handlers (viz.next_word.handlers) on the tiny language model: generation streamed token by
 token, the step slider, the decoding options and bad input answered with a message."""
 
 import math
@@ -6,14 +6,15 @@ import math
 import numpy as np
 import pytest
 
-from viz import handlers, language_model
+from viz.attention import task_views
 from viz.heads.clicked import head_heatmap
 from viz.heads.measure import head_table
 from viz.heads.switch_off import switch_off
+from viz.next_word import handlers as next_word
 
 
 def run(lm, prompt="This movie was", **kw):
-    return list(language_model.generate(lm, prompt, **kw))
+    return list(next_word.generate(lm, prompt, **kw))
 
 
 def test_generate_streams_each_token_then_the_view(lm):
@@ -31,7 +32,7 @@ def test_step_slider_cuts_the_maps_to_what_the_model_had_read(lm):
     view = run(lm, max_new_tokens=4)[-1][0]
     Tp, n = len(view.result.tokens), len(view.steps)
     for step in (1, n):
-        heat, bar = language_model.show_step(view, 1, 2, step)
+        heat, bar = next_word.show_step(view, 1, 2, step)
         z = heat.data[0].z
         assert len(z) == Tp + step - 1 == len(heat.data[0].x)
         # causal: nothing above the diagonal, drawn as gaps, not as zero weight
@@ -41,9 +42,9 @@ def test_step_slider_cuts_the_maps_to_what_the_model_had_read(lm):
         assert f"Step {step} of {n}" in bar.layout.title.text
         assert "#ea580c" in list(bar.data[0].marker.color)  # the token chosen at that step is marked
         assert chosen.top_k[0][1] == pytest.approx(max(bar.data[0].x))
-    assert len(handlers.overview(view, 0).data[0].x) == Tp + n - 1
-    assert language_model.show_step(None, 0, 0, 1) == (None, None)
-    heat, _ = language_model.show_step(view, 99, 99, 999)  # out of range: clamped
+    assert len(task_views.overview(view, 0).data[0].x) == Tp + n - 1
+    assert next_word.show_step(None, 0, 0, 1) == (None, None)
+    heat, _ = next_word.show_step(view, 99, 99, 999)  # out of range: clamped
     assert view.step == n and heat is not None
 
 
@@ -96,10 +97,10 @@ def test_a_prompt_too_long_for_the_model_says_so(lm):
 
 
 def test_api_answer_is_text_top_tokens_and_status(lm):
-    text, top, status = language_model.api_generate(lm, "This movie was", 3)
+    text, top, status = next_word.api_generate(lm, "This movie was", 3)
     assert isinstance(text, str) and ("3 new tokens" in status or "end-of-text" in status)
     assert 1 <= len(top) <= 10 and all(np.isfinite(p) for p in top.values())
-    assert language_model.api_generate(lm, "", 3) == ("", None, language_model.api_generate(lm, "", 3)[2])
+    assert next_word.api_generate(lm, "", 3) == ("", None, next_word.api_generate(lm, "", 3)[2])
 
 
 def test_heads_panel_measures_the_run_and_switches_heads_off(lm):

@@ -2,31 +2,29 @@
 model read at each step, its top-10 next tokens, what drives the token of the step shown (the shared explanation
 panel, with its faithfulness), inside one head (rotation and key/value groups), the shared views and heads panel for
 its causal attention, a share link, the download and a second prompt to compare. Every elem_id starts with "lm-".
-The handlers are in viz.language_model and viz.share.lm_share."""
+The handlers are in viz.next_word.handlers and viz.share.lm_share."""
 
-from types import SimpleNamespace
+from dataclasses import dataclass
 
 import gradio as gr
 
 from pipelines.language_model import MAX_NEW_TOKENS
 
-from . import handlers
-from . import language_model as lm
-from .attention import inside_head_panel, views_panel
-from .compare import input_panels
-from .examples import LM_EXAMPLES
-from .explanations import explanation_panel
-from .heads.panel import heads_panel
-from .models import model_choice, training_step
-from .models.loading import GET_SMOLLM2, SMOLLM2_NAME
-from .page import landing, layout
-from .server import hosting
-from .server.events import FOLLOW_UP
-from .share import lm_share, share_ui
-from .tasks import TASKS
+from ..attention import inside_head_panel, task_views, views_panel
+from ..compare import input_panels
+from ..examples import LM_EXAMPLES
+from ..explanations import explanation_panel
+from ..heads.panel import heads_panel
+from ..inputs import LM_DECODINGS, clamp_layer_head
+from ..models import model_choice, training_step
+from ..models.loading import GET_SMOLLM2, SMOLLM2_NAME
+from ..page import landing, layout
+from ..server import hosting
+from ..server.events import FOLLOW_UP, PRIVATE
+from ..share import lm_share, share_ui
+from ..tasks import TASKS
+from . import handlers as lm
 
-PRIVATE = dict(api_visibility="private")
-MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=hosting.QUEUE_SIZE)
 CHAT_LABEL = "chat template: the prompt goes in as a user message, wrapped in the model's chat template"
 STEP_HELP = (
     "### Step by step\nAt step *s* the model had read the prompt and the *s − 1* tokens it wrote before, and chose "
@@ -36,14 +34,45 @@ STEP_HELP = (
 _stops: set = set()  # the clients who pressed Stop during their running generation
 
 
-def _inputs(models) -> SimpleNamespace:
+@dataclass
+class LMInputs:
+    """The tab's inputs (read by its run, its share links and its compare panel)."""
+
+    prompt: gr.Textbox
+    chat: gr.Checkbox  # the prompt through the model's chat template
+    decoding: gr.Radio
+    max_new: gr.Slider
+    temperature: gr.Slider
+    top_p: gr.Slider
+    seed: gr.Number
+    submit: gr.Button
+    stop: gr.Button
+
+
+@dataclass
+class LMViews:
+    """The tab's views under the continuation and in its sections (viz.page.layout)."""
+
+    step: gr.Slider
+    next_plot: gr.Plot  # the top-10 next tokens of the step shown
+    layer: gr.Radio
+    head: gr.Radio
+    scale: gr.Radio
+    hide: gr.Checkbox
+    single: gr.Plot  # the large heatmap
+    overview: gr.Plot
+    views: views_panel.ViewsUI
+    snapshot: training_step.TrainingStepUI
+
+
+def _inputs() -> LMInputs:
     """The prompt box, the chat checkbox, the decoding options, the buttons and the examples."""
     box = TASKS["lm"].box
     prompt = gr.Textbox(label=box.label, placeholder=box.placeholder, lines=box.lines, max_lines=box.max_lines,
                         elem_id="lm-input")  # fmt: skip
     chat = gr.Checkbox(False, label=CHAT_LABEL, elem_id="lm-chat")
     with gr.Row():
-        decoding = gr.Radio(lm.DECODINGS, value="greedy", label="Decoding", elem_id="lm-decoding")
+        decoding = gr.Radio(list(LM_DECODINGS), value="greedy", label="Decoding", elem_id="lm-decoding")
         max_new = gr.Slider(1, MAX_NEW_TOKENS, value=lm.DEFAULT_NEW_TOKENS, step=1, label="Max new tokens",
                             elem_id="lm-max-new-tokens")  # fmt: skip
     with gr.Row():
@@ -60,7 +89,7 @@ def _inputs(models) -> SimpleNamespace:
         example_labels=[name for name, _, _ in LM_EXAMPLES], label="Examples", elem_id="lm-examples", **PRIVATE,
     )  # fmt: skip
     landing.press_after(examples.load_input_event, "lm", prompt)
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "box")})
+    return LMInputs(prompt, chat, decoding, max_new, temperature, top_p, seed, submit, stop)
 
 
 def _notes(models) -> str:
@@ -72,7 +101,7 @@ def _notes(models) -> str:
     return f"{SMOLLM2_NAME} is not installed; to offer it: `{GET_SMOLLM2}` and restart the app."
 
 
-def _views(models, page) -> SimpleNamespace:
+def _views(models, page) -> LMViews:
     """The step slider and the top-10 under the continuation, the heatmap with its layer and head, and the shared
     views in the sections (viz.page.layout)."""
     with page.answer:
@@ -87,11 +116,11 @@ def _views(models, page) -> SimpleNamespace:
         views = views_panel.focus_and_model("lm", scale, hide, main.clicks)
     with page.section("Training steps"):
         snapshot = training_step.build(models, "lm")
-    return SimpleNamespace(**{k: v for k, v in locals().items() if k not in ("models", "page", "main")})
+    return LMViews(step, next_plot, layer, head, scale, hide, single, overview, views, snapshot)
 
 
 def _stop(request: gr.Request = None) -> None:
-    """Stop: the running generation of this client ends at its next token (viz.language_model.generate)."""
+    """Stop: the running generation of this client ends at its next token (viz.next_word.handlers.generate)."""
     _stops.add(hosting.client_key(request))
 
 
@@ -114,8 +143,8 @@ def _run(models):
                 yield gr.skip(), text, status, bar, gr.skip(), gr.skip(), gr.skip(), gr.skip()
                 continue
             _stops.discard(key)
-            asked, (layer, head) = (layer, head), handlers.clamp_layer_head(chosen, layer, head)
-            heatmap = handlers.drawn_heatmap(view, layer, head, scale, hide)
+            asked, (layer, head) = (layer, head), clamp_layer_head(chosen, layer, head)
+            heatmap = task_views.drawn_heatmap(view, layer, head, scale, hide)
             status = training_step.noted(models, name, status)
             step = gr.Slider(**lm.step_slider_value(view))
             yield view, text, status, bar, heatmap, step, *model_choice.sized(chosen, layer, head, asked)
@@ -124,7 +153,7 @@ def _run(models):
 
 
 def _api(models, state) -> None:
-    """/generate on the default model; hidden inputs, checked by the handler (viz.language_model)."""
+    """/generate on the default model; hidden inputs, checked by the handler (viz.next_word.handlers)."""
     pipe = models.get()
 
     def generate(prompt: str, max_new_tokens=None, decoding=None, temperature=None, top_p=None, seed=None,
@@ -134,10 +163,10 @@ def _api(models, state) -> None:
         return hosting.run_as(request, lm.api_generate, pipe, prompt, max_new_tokens, decoding, temperature, top_p,
                               seed)  # fmt: skip
 
-    inputs = [gr.Textbox(visible=False), gr.Number(visible=False), gr.Radio(lm.DECODINGS, visible=False)]
+    inputs = [gr.Textbox(visible=False), gr.Number(visible=False), gr.Radio(list(LM_DECODINGS), visible=False)]
     inputs += [gr.Number(visible=False) for _ in range(3)]
     outputs = [gr.Textbox(visible=False), gr.Label(visible=False), gr.Markdown("", visible=False)]
-    hosting.api_endpoint(generate, inputs, outputs, "generate", **MODEL_EVENTS)
+    hosting.api_endpoint(generate, inputs, outputs, "generate", **hosting.MODEL_EVENTS)
 
 
 def lm_tab(models, demo: gr.Blocks) -> None:
@@ -146,7 +175,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     page = layout.task_page("lm", layout.present(models))
     with page.ask:
-        i = _inputs(models)
+        i = _inputs()
     with page.answer:
         choice = model_choice.choice(models, "lm")
         output = gr.Textbox(label="Continuation", interactive=False, lines=4, elem_id="lm-output")
@@ -162,7 +191,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     page.opens("Inside one head", inside.accordion)  # one click: the section, its view recorded and drawn
     run_inputs = [*options, choice, v.snapshot.slider, v.layer, v.head, v.scale, v.hide]
     outputs = [state, output, status, v.next_plot, v.single, v.step, v.layer, v.head]
-    generated = i.submit.click(_run(models), run_inputs, outputs, **MODEL_EVENTS, **PRIVATE,
+    generated = i.submit.click(_run(models), run_inputs, outputs, **hosting.MODEL_EVENTS, **PRIVATE,
                                trigger_mode="always_last", **hosting.first_view(status))  # fmt: skip
     i.stop.click(_stop, None, None, concurrency_limit=None, **PRIVATE)
     training_step.wire(v.snapshot, models, "lm", choice)
@@ -170,7 +199,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     drawn = views_panel.wire(v.views, "lm", state, v.layer, v.head, [v.single], v.overview, painted)
     step_io = ([state, v.layer, v.head, v.step, v.scale, v.hide], [v.single, v.next_plot])
     stepped = v.step.input(lm.show_step, *step_io, trigger_mode="always_last", **PRIVATE)
-    stepped.then(handlers.overview, [state, v.layer, v.scale, v.hide], [v.overview], **FOLLOW_UP)
+    stepped.then(task_views.overview, [state, v.layer, v.scale, v.hide], [v.overview], **FOLLOW_UP)
     hosting.watch_for_expiry(state, v.layer, v.head, v.step)
     linked = lm_share.wire_lm_links(demo, models, share, i=i, v=v, choice=choice, method=panel.method, state=state,
                                     drawn=drawn)  # fmt: skip
