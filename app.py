@@ -18,7 +18,7 @@ from pipelines.hosting.memory import tame_malloc  # noqa: E402
 from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
 from pipelines.hosting.serving import serve  # noqa: E402
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION  # noqa: E402
-from viz.attention import inside_head_panel, task_views, views_panel  # noqa: E402
+from viz.attention import inside_head_panel, layer_by_layer, task_views, views_panel  # noqa: E402
 from viz.attention.inside_head_panel import InsideHeadUI  # noqa: E402
 from viz.attention.views_panel import ViewsUI  # noqa: E402
 from viz.compare.input_panels import sentiment_compare_panel, translation_compare_panel  # noqa: E402
@@ -211,6 +211,8 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     drawn = views_panel.wire(views, "sentiment", state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
+    with page.section("Layer by layer"):
+        layer_by_layer.wire(layer_by_layer.build("sentiment"), models, "sentiment", state)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
     with page.section("What each head does"):
@@ -356,6 +358,8 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, models, state, step, translated)
     inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)
+    with p.page.section("Layer by layer"):
+        layer_by_layer.wire(layer_by_layer.build("translation"), models, "translation", state, step)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(translation_step, *step_io, **PRIVATE)
     step.input(translation_step, *step_io, trigger_mode="always_last", **PRIVATE)

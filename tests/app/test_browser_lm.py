@@ -201,3 +201,21 @@ def test_inside_one_head_fits_a_phone(page, lm_url):
         weights_are_the_last_row_shown(page)
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(page, lm_url):
+    page.goto(lm_url)
+    page.get_by_role("tab", name="Next word").click()
+    page.wait_for_selector("#lm-input textarea", state="visible")
+    page.locator("#lm-examples").get_by_text(LM_EXAMPLES[2][0]).click()
+    page.wait_for_function(
+        "() => (document.querySelector('#lm-status') || {}).textContent.includes('new token')", timeout=60_000
+    )
+    browser.open_section(page, "lm", "Layer by layer")
+    page.locator("#lm-lens-submit").click()
+    browser.wait_drawn(page, "lm-lens")
+    browser.wait_drawn(page, "lm-dla")
+    assert "logit lens" in browser.plot_title(page, "lm-lens")
+    assert "direct logit attribution" in browser.plot_title(page, "lm-dla")
+    notes = page.locator("#lm-lens-notes").inner_text()
+    assert "Attributed:" in notes and "Left over:" in notes

@@ -10,7 +10,7 @@ import gradio as gr
 
 from pipelines.language_model import MAX_NEW_TOKENS
 
-from ..attention import inside_head_panel, task_views, views_panel
+from ..attention import inside_head_panel, layer_by_layer, task_views, views_panel
 from ..compare import input_panels
 from ..examples import LM_EXAMPLES
 from ..explanations import explanation_panel
@@ -206,6 +206,8 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     # after a link's step is set (nothing to set otherwise), so that the step the slider shows is the one explained
     explanation_panel.wire(panel, models, state, linked, step=v.step)
     inside_head_panel.wire(inside, models, state, v.layer, v.head, v.views.token, v.views.kind, v.step, drawn)
+    with page.section("Layer by layer"):
+        layer_by_layer.wire(layer_by_layer.build("lm"), models, "lm", state, v.step)
     _api(models, state)
     with page.section("What each head does"):
         heads_panel(models, "lm", state, drawn, [i.prompt])

@@ -1,7 +1,7 @@
 """The sections under every tab's main view (viz.page.layout) and their elem_ids, apart from the layout so that a
 panel can name the section that holds a plot (viz.attention.views_panel) without importing the layout."""
 
-SECTIONS = ("All heads", "Inside one head", "What each head does", "Compare", "Training steps")
+SECTIONS = ("All heads", "Inside one head", "Layer by layer", "What each head does", "Compare", "Training steps")
 
 
 def slug(name: str) -> str:

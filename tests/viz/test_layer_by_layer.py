@@ -1,0 +1,64 @@
+"""The "Layer by layer" section: from the view a tab keeps, by the model that made it, the lens grid, the by-layer
+lines, the attribution grid and notes whose numbers add up; a failure or no result is a message, not a traceback."""
+
+import numpy as np
+import pytest
+
+from pipelines.models.model_registry import ModelRegistry
+from viz.attention import layer_by_layer as lbl
+
+REVIEW = "The film was not bad at all, and the acting was fine."
+GERMAN = "Ein Mann fährt mit dem Fahrrad."
+
+
+def check_drawn(out, n_layers: int, n_heads: int, columns: int):
+    lens, by_layer, attribution, notes = out
+    assert len(lens.data[0].y) == n_layers + 1 and lens.data[0].z.shape[0] == n_layers + 1
+    assert len(by_layer.data) == 2 and len(by_layer.data[0].y) == n_layers + 1
+    assert attribution.data[0].z.shape == (n_layers, columns)
+    assert "Attributed:" in notes and "Left over:" in notes
+    # the notes' sum of the terms is the model's own number
+    total = float(notes.split("= **")[1].split("**")[0])
+    summed = float(notes.split(" = ")[-1].split(".\n")[0].rstrip("."))
+    assert summed == pytest.approx(total, abs=2e-3)
+
+
+def test_the_sentiment_section(sentiment):
+    from viz.sentiment.handlers import analyze_review
+
+    view = analyze_review(sentiment, REVIEW)[0]
+    out = lbl.compute(ModelRegistry.of(sentiment), "sentiment", view, None, None)
+    check_drawn(out, sentiment.n_layers, sentiment.n_heads, sentiment.n_heads + 1)
+    other = [label for label in sentiment.labels if label != sentiment(REVIEW).label][0]
+    against = lbl.compute(ModelRegistry.of(sentiment), "sentiment", view, None, other)
+    assert f"minus that of **{other}**" in against[3]
+
+
+def test_the_translation_section_at_a_step(translation):
+    from viz.translation.handlers import translate
+
+    view = translate(translation, GERMAN, "greedy")[0]
+    out = lbl.compute(ModelRegistry.of(translation), "translation", view, 2, None)
+    L = translation.head_layers["decoder"]
+    check_drawn(out, L, translation.n_heads, 2 * translation.n_heads + 1)  # self heads, cross heads, MLP
+    assert f"**{view.result.target_tokens[1]}**" in out[3]
+
+
+def test_the_next_word_section_follows_the_step(lm):
+    from viz.next_word.handlers import generate
+
+    view = list(generate(lm, "The film was a", "greedy", max_new_tokens=3))[-1][0]
+    out = lbl.compute(ModelRegistry.of(lm), "lm", view, 2, None)
+    check_drawn(out, lm.n_layers, lm.n_heads, lm.n_heads + 1)
+    assert f"**{view.result.steps[1].token}**" in out[3]
+    assert len(out[0].data[0].x) == len(view.result.tokens) + 1  # what it had read at step 2
+
+
+def test_no_result_and_a_bad_contrast_are_messages(lm):
+    assert "Run the model first" in lbl.compute(ModelRegistry.of(lm), "lm", None, None, None)[3]
+    from viz.next_word.handlers import generate
+
+    view = list(generate(lm, "The film was a", "greedy", max_new_tokens=2))[-1][0]
+    with pytest.raises(ValueError, match="not one of the 10 most likely"):
+        lbl.compute(ModelRegistry.of(lm), "lm", view, 1, "no such token anywhere")
+    assert np.isfinite(lbl.compute(ModelRegistry.of(lm), "lm", view, 1, None)[2].data[0].z).all()

@@ -1,0 +1,154 @@
+"""The "Layer by layer" section of a tab: what each layer already predicts (the logit lens) and what each head and
+feed-forward layer writes toward the answer (direct logit attribution), for the result shown, computed on a click by
+the model that made it (pipelines/lens through the served pipeline: one pass with the hook points it needs)."""
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+
+from ..page.theme import waiting_plot
+from ..server import hosting
+from ..server.events import PRIVATE
+from .figures import COLORSCALE
+
+MAX_TEXT_COLUMNS = 40  # a lens grid names its cells' top tokens up to this many positions (a long review: colour only)
+HELP = (
+    "**What would the model say if it stopped after each layer?** The grid reads each layer's residual stream out "
+    "through the model's own output layer (the *logit lens*): a cell names the most likely output there, its colour "
+    "is that output's probability. Below, **what each head and feed-forward layer writes straight into the answer's "
+    "logit** (*direct logit attribution*, every norm's scale frozen at its value): the terms add up to the model's "
+    "own logit (or the difference to the token named under *against*). A head's direct part is not its whole effect: "
+    "*What each head does* switches heads off, and where the two differ, the difference is what later heads and "
+    "layers do with that head's output."
+)
+
+
+@dataclass
+class LayerByLayerUI:
+    contrast: gr.Textbox
+    submit: gr.Button
+    lens: gr.Plot
+    by_layer: gr.Plot
+    attribution: gr.Plot
+    notes: gr.Markdown
+
+
+def build(task: str) -> LayerByLayerUI:
+    gr.Markdown(HELP)
+    with gr.Row():
+        contrast = gr.Textbox(label="against (optional): another output, as the top tokens show it, or a label",
+                              max_lines=1, elem_id=f"{task}-lens-contrast")  # fmt: skip
+        submit = gr.Button("Read it layer by layer", elem_id=f"{task}-lens-submit")
+    notes = gr.Markdown(elem_id=f"{task}-lens-notes")
+    lens = waiting_plot(f"{task}-lens")
+    by_layer = waiting_plot(f"{task}-lens-by-layer")
+    attribution = waiting_plot(f"{task}-dla")
+    return LayerByLayerUI(contrast, submit, lens, by_layer, attribution, notes)
+
+
+# task -> (pipe, view, step, contrast) -> (Lens, Attribution): how each task's view asks for its layer by layer
+def _sentiment(pipe, view, step, contrast):
+    return pipe.logit_lens(view.text), pipe.direct_logit_attribution(view.text, contrast=contrast)
+
+
+def _translation(pipe, view, step, contrast):
+    at = max(int(step or 1), 1) - 1  # the slider's steps count from 1
+    lens = pipe.logit_lens(view.text, result=view.result)
+    return lens, pipe.direct_logit_attribution(view.text, step=at, contrast=contrast, result=view.result)
+
+
+def _lm(pipe, view, step, contrast):
+    r, at = view.result, max(int(step or view.step or 1), 1)
+    lens = pipe.logit_lens(r.prompt, result=r, step=at, chat=r.chat)
+    return lens, pipe.direct_logit_attribution(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat)
+
+
+CALLS: dict[str, Callable] = {"sentiment": _sentiment, "translation": _translation, "lm": _lm}
+
+
+def lens_figure(lens, position: int | None = None) -> go.Figure:
+    """Layers x positions: the top output's probability, named in the cell (short inputs), the top 5 on hover."""
+    z = np.array([[p[0] for p in row] for row in lens.top_probs])  # (L + 1, T)
+    hover = [[" · ".join(f"{t} {p:.2f}" for t, p in zip(ts, ps)) for ts, ps in zip(tr, pr)]
+             for tr, pr in zip(lens.top_tokens, lens.top_probs)]  # fmt: skip
+    text = [[ts[0] for ts in row] for row in lens.top_tokens] if z.shape[1] <= MAX_TEXT_COLUMNS else None
+    x = [f"{i}: {t}" for i, t in enumerate(lens.tokens)]
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=lens.layers, zmin=0, zmax=1, colorscale=COLORSCALE, text=text,
+                               texttemplate="%{text}" if text else None, customdata=hover,
+                               hovertemplate="%{y}, %{x}<br>%{customdata}<extra></extra>"))  # fmt: skip
+    fig.update_layout(title="What each layer predicts at each position (logit lens)", height=140 + 28 * len(z),
+                      margin=dict(l=90, r=20, t=50, b=80), xaxis=dict(tickangle=-45))  # fmt: skip
+    return fig
+
+
+def by_layer_figure(lens) -> go.Figure:
+    fig = go.Figure()
+    fig.add_scatter(x=lens.layers, y=lens.final_prob, name=f"P({lens.final_token!s}) at the last position")
+    fig.add_scatter(x=lens.layers, y=lens.kl, name="KL from the final distribution (nats)", yaxis="y2")
+    fig.update_layout(
+        title="By layer: the final answer's probability, and how far from the end",
+        height=300,
+        yaxis=dict(title="probability", range=[0, 1]),
+        yaxis2=dict(title="KL", overlaying="y", side="right"),
+        legend=dict(orientation="h", y=-0.3),
+        margin=dict(l=60, r=60, t=50, b=40),
+    )
+    return fig
+
+
+def attribution_figure(a) -> go.Figure:
+    """Layers x (heads, cross-attention heads, the feed-forward layer): each part's direct share of the logit."""
+    parts = [a.heads] + ([a.cross] if a.cross is not None else []) + [a.mlps[:, None]]
+    z = np.concatenate(parts, axis=1)  # (L, H [+ H] + 1)
+    H = a.heads.shape[1]
+    x = [f"h{h}" for h in range(H)] + ([f"x{h}" for h in range(H)] if a.cross is not None else []) + ["MLP"]
+    top = float(np.abs(z).max()) or 1.0
+    what = f"{a.target} − {a.contrast}" if a.contrast else a.target
+    fig = go.Figure(go.Heatmap(z=z, x=x, y=[f"layer {i}" for i in range(len(z))], zmin=-top, zmax=top, zmid=0,
+                               colorscale="RdBu", texttemplate="%{z:.2f}",
+                               hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_layout(title=f"What each part writes into the logit of {what} (direct logit attribution)",
+                      height=140 + 30 * len(z), margin=dict(l=70, r=20, t=50, b=40))  # fmt: skip
+    return fig
+
+
+def notes(lens, a) -> str:
+    what = (
+        f"the logit of **{a.target}** minus that of **{a.contrast}**" if a.contrast else f"the logit of **{a.target}**"
+    )
+    cross = f" + cross-attention heads {a.cross.sum():.3f}" if a.cross is not None else ""
+    lines = [
+        f"Attributed: {what} = **{a.total:.3f}** (the model's own forward). Heads {a.heads.sum():.3f}{cross} + "
+        f"feed-forward layers {a.mlps.sum():.3f} + embeddings and biases {a.rest:.3f} = {a.terms_sum:.3f}.",
+        f"Left over: {a.unexplained:.2g}"
+        + (" (float error: the sum is exact)." if a.exact else " (the BERT pooler's tanh: linearised at this input)."),
+        lens.note,
+    ]
+    return "\n\n".join(lines)
+
+
+def compute(models, task: str, view, step, contrast: str | None):
+    """(lens grid, by-layer lines, attribution grid, notes) for the view, by the model that made it."""
+    if view is None:
+        return None, None, None, "Run the model first: this section reads the result shown."
+    pipe = models.get(getattr(view, "model", None))
+    lens, a = CALLS[task](pipe, view, step, (contrast or "").strip() or None)
+    return lens_figure(lens), by_layer_figure(lens), attribution_figure(a), notes(lens, a)
+
+
+def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:
+    """The button reads the result shown (the step shown, where there are steps) layer by layer."""
+    step = gr.State(None) if step is None else step
+
+    def run(view, step, contrast, request: gr.Request = None):
+        try:
+            return hosting.run_as(request, compute, models, task, view, step, contrast)
+        except Exception as e:  # the page says so; the other views are unaffected
+            return None, None, None, f"Could not read it layer by layer: {html.escape(str(e))}"
+
+    outputs = [ui.lens, ui.by_layer, ui.attribution, ui.notes]
+    ui.submit.click(run, [state, step, ui.contrast], outputs, **PRIVATE)
