@@ -211,8 +211,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     drawn = views_panel.wire(views, "sentiment", state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
-    with page.section("Layer by layer"):
-        layer_by_layer.wire(layer_by_layer.build("sentiment"), models, "sentiment", state)
+    layer_by_layer.section(page, models, "sentiment", state)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
     with page.section("What each head does"):
@@ -315,7 +314,6 @@ def _translation_page(models) -> TranslationPage:
 def translation_tab(models, demo: gr.Blocks) -> None:
     """The translation tab over a ModelRegistry (viz.models.loading.translation_registry): the model choice and the
     training-step slider pick which model the run and the panels use; the API serves the default."""
-    pipe = models.get()
     state = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     p = _translation_page(models)
     page, german, decoding, beam_size, submit = p.page, p.german, p.decoding, p.beam_size, p.submit
@@ -338,7 +336,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
 
     def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
         """Translate German to English: (English text, status with any notices). null: the default."""
-        return hosting.run_as(request, translate_german, pipe, german_text, decoding, beam_size)[1:]
+        return hosting.run_as(request, translate_german, models.get(), german_text, decoding, beam_size)[1:]
 
     def redraw(view, layer, head, scale, hide):  # the other plots of a new translation, with the step slider at 1
         encoder_decoder = task_views.large_figures("translation", view, layer, head, scale, hide)[1:]
@@ -358,8 +356,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, models, state, step, translated)
     inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)
-    with p.page.section("Layer by layer"):
-        layer_by_layer.wire(layer_by_layer.build("translation"), models, "translation", state, step)
+    layer_by_layer.section(page, models, "translation", state, step)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(translation_step, *step_io, **PRIVATE)
     step.input(translation_step, *step_io, trigger_mode="always_last", **PRIVATE)

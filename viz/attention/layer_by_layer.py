@@ -10,6 +10,8 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from pipelines.tasks import LM, SENTIMENT, TRANSLATION
+
 from ..page.theme import waiting_plot
 from ..server import hosting
 from ..server.events import PRIVATE
@@ -67,7 +69,7 @@ def _lm(pipe, view, step, contrast):
     return lens, pipe.direct_logit_attribution(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat)
 
 
-CALLS: dict[str, Callable] = {"sentiment": _sentiment, "translation": _translation, "lm": _lm}
+CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
 
 
 def lens_figure(lens, position: int | None = None) -> go.Figure:
@@ -138,6 +140,14 @@ def compute(models, task: str, view, step, contrast: str | None):
     pipe = models.get(getattr(view, "model", None))
     lens, a = CALLS[task](pipe, view, step, (contrast or "").strip() or None)
     return lens_figure(lens), by_layer_figure(lens), attribution_figure(a), notes(lens, a)
+
+
+def section(page, models, task: str, state, step=None) -> LayerByLayerUI:
+    """The tab's "Layer by layer" section (page: viz.page.layout.TaskPage), built and wired."""
+    with page.section("Layer by layer"):
+        ui = build(task)
+    wire(ui, models, task, state, step)
+    return ui
 
 
 def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:

@@ -206,8 +206,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     # after a link's step is set (nothing to set otherwise), so that the step the slider shows is the one explained
     explanation_panel.wire(panel, models, state, linked, step=v.step)
     inside_head_panel.wire(inside, models, state, v.layer, v.head, v.views.token, v.views.kind, v.step, drawn)
-    with page.section("Layer by layer"):
-        layer_by_layer.wire(layer_by_layer.build("lm"), models, "lm", state, v.step)
+    layer_by_layer.section(page, models, "lm", state, v.step)
     _api(models, state)
     with page.section("What each head does"):
         heads_panel(models, "lm", state, drawn, [i.prompt])
