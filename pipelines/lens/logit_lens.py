@@ -38,10 +38,15 @@ POST_NORM_NOTE = (
 PRE_NORM_NOTE = "Each row is that layer's residual stream through the model's final norm and output layer."
 
 
-def top(probs: torch.Tensor, k: int, text: Callable[[int], str]) -> tuple[list[list[str]], list[list[float]]]:
-    """probs (T, V) -> per position the k most likely outputs' texts and probabilities."""
-    p, ids = probs.topk(min(k, probs.size(-1)), dim=-1)  # (T, k)
-    return [[text(int(i)) for i in row] for row in ids], p.tolist()
+def top(
+    logits: torch.Tensor, k: int, text: Callable[[int], str]
+) -> tuple[list[list[str]], list[list[float]], torch.Tensor]:
+    """logits (T, V) -> per position the k most likely outputs' texts and probabilities, and the last position's
+    log-probabilities (V,). The softmax is taken of the k only (over logsumexp): a (T, V) exp costs SmolLM2 as much
+    as a third of its unembedding."""
+    lse = logits.logsumexp(-1, keepdim=True)  # (T, 1)
+    values, ids = logits.topk(min(k, logits.size(-1)), dim=-1)  # (T, k)
+    return [[text(int(i)) for i in row] for row in ids], (values - lse).exp().tolist(), logits[-1] - lse[-1]
 
 
 def kl(final: torch.Tensor, other: torch.Tensor) -> float:
@@ -56,14 +61,13 @@ def logit_lens(
     """The lens of one cached pass (a batch of one holding readout.names()); text(i): output i's text; real (1, T):
     the classifier's real tokens."""
     states = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
-    log_probs = [readout.logits(s)[0].float().log_softmax(-1) for s in states]  # (T, V) each
+    rows = [top(readout.logits(s)[0].float(), TOP_K, text) for s in states]  # one layer's (T, V) at a time
     if isinstance(readout, ClassifierReadout):  # the prediction is the pooled state's, not a position's
         last = [readout.pooled_logits(s, real)[0].float().log_softmax(-1) for s in states]  # (C,) each
     else:
-        last = [lp[-1] for lp in log_probs]
+        last = [r[2] for r in rows]
     final = last[-1]
     best = int(final.argmax())
-    rows = [top(lp.exp(), TOP_K, text) for lp in log_probs]
     post = not readout.norm_first
     return Lens(
         readout.layer_names,
