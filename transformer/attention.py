@@ -81,17 +81,20 @@ class Attention(nn.Module):
         cos, sin = rope if rope is not None else self.rotary.cos_sin(q.size(2), offset, q.device)  # (T, hs) each
         return Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
 
-    def keys_values(self, x_q, x_kv, past_kv, static_kv, rope) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q (B, H, Tq, hs) and the cache's keys and values (B, Hkv, Tk, hs), each through its hook."""
+    def keys_values(self, x_q, x_kv, past_kv, static_kv, rope, hooked) -> tuple[torch.Tensor, ...]:
+        """q (B, H, Tq, hs) and the cache's keys and values (B, Hkv, Tk, hs), each through its hook (when hooked:
+        with no hook active the points and the views they read are skipped)."""
         past = past_kv[0].size(2) if past_kv is not None and not static_kv else 0
         if static_kv and past_kv is not None:  # cross-attention's fixed keys and values
-            q = self.hook_q(self._heads(self.q_proj(x_q), self.n_heads)).transpose(1, 2)  # (B, H, Tq, hs)
-            return q, *past_kv
+            q = self._heads(self.q_proj(x_q), self.n_heads)
+            return (self.hook_q(q) if hooked else q).transpose(1, 2), *past_kv  # (B, H, Tq, hs)
         q, k, v = self.project(x_q, x_q if x_kv is None else x_kv)
         q, k = self.rotate(q.transpose(1, 2), k.transpose(1, 2), past, rope)  # (B, H, Tq, hs), (B, Hkv, Tk, hs)
-        q = self.hook_q(q.transpose(1, 2)).transpose(1, 2)
-        k = self.hook_k(k.transpose(1, 2)).transpose(1, 2)
-        v = self.hook_v(v).transpose(1, 2)  # (B, Hkv, Tk, hs)
+        if hooked:
+            q = self.hook_q(q.transpose(1, 2)).transpose(1, 2)
+            k = self.hook_k(k.transpose(1, 2)).transpose(1, 2)
+            v = self.hook_v(v)
+        v = v.transpose(1, 2)  # (B, Hkv, Tk, hs)
         if past_kv is not None:
             k, v = torch.cat([past_kv[0], k], dim=2), torch.cat([past_kv[1], v], dim=2)
         return q, k, v
@@ -117,25 +120,27 @@ class Attention(nn.Module):
         returned and hook_z are what the heads computed, before it.
         """
         B, Tq, _ = x_q.shape
-        q, k, v = self.keys_values(x_q, x_kv, past_kv, static_kv, rope)
+        hooked = self.hook_q.hooks_on
+        q, k, v = self.keys_values(x_q, x_kv, past_kv, static_kv, rope, hooked)
         kv = (k, v)
         group = self.n_heads // self.n_kv_heads
         if group > 1:
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, H, Tk, hs)
         p = self.dropout if self.training else 0.0
-        if need_weights or self.hook_pattern.wanted:
+        if need_weights or hooked and self.hook_pattern.wanted:
             if causal:
                 visible = causal_mask(Tq, k.size(2), q.device)  # (1, 1, Tq, Tk): every row sees itself
                 mask, every_row_sees = visible if mask is None else mask & visible, mask is None
             else:
                 every_row_sees = False
-            out, weights = explicit_attention(q, k, v, mask, p, self.hook_pattern, every_row_sees)
+            out, weights = explicit_attention(q, k, v, mask, p, self.hook_pattern if hooked else None, every_row_sees)
         else:
             out, weights = self.fast_attention(q, k, v, mask, causal, p), None
-        z = self.hook_z(out.transpose(1, 2))  # (B, Tq, H, hs)
+        z = out.transpose(1, 2)  # (B, Tq, H, hs)
+        z = self.hook_z(z) if hooked else z
         if head_mask is not None:
             z = z * head_multiplier(head_mask.to(z.dtype), self.n_heads).transpose(1, 2)  # 0 switches a head off
-        if self.hook_result.wanted:  # each head's share, summed: a hook that replaces one changes the output
+        if hooked and self.hook_result.wanted:  # each head's share, summed: a hook that replaces one changes it
             out = self.hook_result(self.head_results(z)).sum(2) + self.b_O  # (B, Tq, D)
         else:
             out = self.o_proj(z.reshape(B, Tq, self.n_heads * self.head_dim))  # (B, Tq, D)

@@ -94,6 +94,12 @@ class HookPoint:
     def __init__(self, name: str = "", registry: HookRegistry | None = None):
         self.name, self.registry = name, registry  # named and registered when the model binds its points
 
+    @property
+    def hooks_on(self) -> bool:
+        """Whether any hook of this point's model is active on this thread: with none, a module may skip its points
+        (and the views they read) altogether, as the plain forward does."""
+        return self.registry is not None and self.registry.active() is not None
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         active = self.registry.active() if self.registry is not None else None
         if not active or self.name not in active:
