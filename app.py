@@ -32,6 +32,7 @@ from viz.page import layout, theme  # noqa: E402
 from viz.page.landing import land_on_examples, press_after, select_tab_on_load  # noqa: E402
 from viz.server import hosting  # noqa: E402
 from viz.server.events import FOLLOW_UP  # noqa: E402
+from viz.server.hub_access import settle_offline_mode  # noqa: E402
 from viz.share import export_store, share_ui  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 
@@ -411,6 +412,7 @@ def main() -> None:
 
     tame_malloc()
     hosting.set_torch_threads()
+    settle_offline_mode()  # one short request: where the Hub does not answer, no model load waits on its retries
     sentiment, translation = load_models()
     lm, lm_models = load_lm()
     demo = build_demo(
