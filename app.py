@@ -40,6 +40,7 @@ from viz.sentiment.handlers import analyze_review  # noqa: E402
 from viz.server import hosting  # noqa: E402
 from viz.server.events import FOLLOW_UP, PRIVATE  # noqa: E402
 from viz.server.hosting import MODEL_EVENTS  # noqa: E402
+from viz.server.hub_access import settle_offline_mode  # noqa: E402
 from viz.share import export_store, share_ui  # noqa: E402
 from viz.share.share_ui import ShareControls  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
@@ -471,6 +472,7 @@ def main() -> None:
 
     tame_malloc()
     hosting.set_torch_threads()
+    settle_offline_mode()  # one short request: where the Hub does not answer, no model load waits on its retries
     sentiment, translation = load_models()
     lm, lm_models = load_lm()
     demo = build_demo(

@@ -128,25 +128,12 @@ def hub_sources(env_var: str) -> list[str]:
     return [source]
 
 
-def hub_reachable(timeout: float = 2.0) -> bool:
-    """Whether the Hub answers: not with HF_HUB_OFFLINE set, and a connection to its host opens within `timeout`."""
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
-    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    try:
-        socket.create_connection((urlparse(constants.ENDPOINT).hostname, 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
-
-
 def needs_hub(source: str) -> bool:
-    """A repo id that is neither a folder here nor in the local Hub cache, while the Hub cannot be reached."""
+    """A repo id that is neither a folder here nor in the local Hub cache, while the Hub cannot be reached (offline
+    mode on, as app.main turns it on when the Hub does not answer at start, or no answer now)."""
     from huggingface_hub import try_to_load_from_cache
+
+    from viz.server.hub_access import hub_reachable
 
     if Path(source).is_dir() or isinstance(try_to_load_from_cache(source, "config.json"), str):
         return False
