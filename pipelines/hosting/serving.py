@@ -89,7 +89,7 @@ class ServedPipeline:
     def __init__(self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None):
         """process: a ModelProcess holding a copy of pipe, to run the batches in (None: in this process)."""
         self.pipe, self.batcher, self.process = pipe, batcher, process
-        # One runner per model: the batcher never runs two batches of one runner at once.
+        # One runner per model, its lane on the batcher: never two batches of one model at once.
         self.run_batch = pipe.run_batch if process is None else remote(process, "run_batch")
 
     def _alone(self, method: Callable, /, *args, **kwargs):
@@ -214,7 +214,8 @@ class ServedLM(ServedPipeline):
 
         def run() -> None:
             try:
-                self.batcher.submit(self._stream_runner(decode), ((prompt,), options), client=client, max_batch=1)
+                runner, item = self._stream_runner(decode), ((prompt,), options)
+                self.batcher.submit(runner, item, client=client, max_batch=1, lane=self.run_batch)
                 results.put(StopIteration())
             except Exception as e:  # the caller raises it
                 results.put(e)
@@ -231,7 +232,8 @@ class ServedLM(ServedPipeline):
     @staticmethod
     def _stream_runner(decode):
         """A runner (run_batch's protocol) for one stream: its (args, kwargs) item decoded, partial results handed
-        over by `decode` as they come. A runner of its own: two streams may decode side by side (parallel_models)."""
+        over by `decode` as they come. A runner of its own (no other call shares its batch), in the model's lane: one
+        generation of a model at a time, and none takes another model's lane."""
 
         def stream_batch(items: list, **_):
             out = []
@@ -247,7 +249,7 @@ class ServedLM(ServedPipeline):
 
 def serve(task, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) -> ServedPipeline | None:
     """The served class of a task (a pipelines.tasks.Task: its .served) over its pipeline (None stays None), on the
-    shared batcher: each model one batch at a time. own_process: the names of the tasks whose batches run in a
+    shared batcher: each model its own lane, one batch at a time. own_process: the names of the tasks whose batches run in a
     ModelProcess of their own."""
     if pipe is None:
         return None
