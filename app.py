@@ -2,8 +2,9 @@
 
 Run `python app.py`. Models load once at start from $SENTIMENT_MODEL / $TRANSLATION_MODEL (a Hub repo id
 or a local folder), else from assets/sentiment and assets/translation; the language model from $LM_MODEL (a folder,
-repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it. The
-logic lives in viz/.
+repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it.
+RESULT_CACHE=off: every call runs its model (identical calls are otherwise answered from pipelines.hosting.cache).
+The logic lives in viz/.
 """
 
 import os
@@ -14,6 +15,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from pipelines.hosting import budget  # noqa: E402
+from pipelines.hosting.cache import ResultCache  # noqa: E402
 from pipelines.hosting.memory import tame_malloc  # noqa: E402
 from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
 from pipelines.hosting.serving import serve  # noqa: E402
@@ -312,6 +314,17 @@ def _translation_page(models) -> TranslationPage:
     )  # fmt: skip
 
 
+def _translate_api(models):
+    """The /translate endpoint's function, on the tab's default model."""
+
+    def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
+        """Translate German to English: (English text, status with any notices). null: the default."""
+        light = (None, False)  # no model name, no redraws: the decoding alone, no maps
+        return hosting.run_as(request, translate_german, models.get(), german_text, decoding, beam_size, *light)[1:]
+
+    return translate
+
+
 def translation_tab(models, demo: gr.Blocks) -> None:
     """The translation tab over a ModelRegistry (viz.models.loading.translation_registry): the model choice and the
     training-step slider pick which model the run and the panels use; the API serves the default."""
@@ -335,9 +348,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         sized = model_choice.sized(chosen, layer, head, asked)
         return view, text, training_step.noted(models, name, status), heatmap, *sized
 
-    def translate(german_text: str, decoding=None, beam_size=None, request: gr.Request = None):
-        """Translate German to English: (English text, status with any notices). null: the default."""
-        return hosting.run_as(request, translate_german, models.get(), german_text, decoding, beam_size)[1:]
+    translate = _translate_api(models)
 
     def redraw(view, layer, head, scale, hide):  # the other plots of a new translation, with the step slider at 1
         encoder_decoder = task_views.large_figures("translation", view, layer, head, scale, hide)[1:]
@@ -396,14 +407,14 @@ TABS = [
 ]
 
 
-def _registries(batcher, pipes: dict, own_process, compare, sources: dict) -> dict:
+def _registries(batcher, pipes: dict, own_process, compare, sources: dict, cache=None) -> dict:
     """Each task's ModelRegistry over its served default (None where the default is missing), with the task's other
-    model sources (sources: task name -> folders or repo ids)."""
+    model sources (sources: task name -> folders or repo ids); every model answers identical calls from `cache`."""
     registries = {}
     for ui, _, _, registry in TABS:
         pipe = pipes[ui.name]
-        wrap = (lambda task: lambda p: serve(task, p, batcher))(ui.task)
-        served = None if pipe is None else serve(ui.task, pipe, batcher, own_process)
+        wrap = (lambda task: lambda p: serve(task, p, batcher, cache=cache))(ui.task)
+        served = None if pipe is None else serve(ui.task, pipe, batcher, own_process, cache)
         registries[ui.name] = None if served is None else registry(served, wrap, list(sources[ui.name]), compare)
     return registries
 
@@ -422,6 +433,7 @@ def build_demo(
     lm_models: tuple[str, ...] = (),
     translation_models: tuple[str, ...] = (),
     landing: bool = False,
+    cache: bool = True,
 ) -> gr.Blocks:
     """The app on the given pipelines; a tab whose pipeline is None explains that its model is missing.
     own_process: the tasks whose requests run in a process of their own (pipelines.hosting.processes; python app.py
@@ -431,13 +443,15 @@ def build_demo(
     default, when $SENTIMENT_MODEL is not set; our language model beside SmolLM2); translation_models: the same for
     the translation tab (`python app.py`: Marian from the Hub). landing: each tab opens on a
     worked example (LANDING) when the address is not a link (`python app.py` turns it on; the tests leave it off but
-    for their own). Launch it with hosting.launch_options(demo)."""
+    for their own). cache: identical model calls answered from a ResultCache (pipelines.hosting.cache; False: none).
+    Launch it with hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
+    results = ResultCache(budget.BUDGET.bytes(budget.BUDGET.cache)) if cache else None
     names = [ui.name for ui, *_ in TABS]  # build_demo's arguments are in the tabs' order
     pipes = dict(zip(names, (sentiment, translation, lm)))
     errors = dict(zip(names, (sentiment_error, translation_error, lm_error)))
     more = dict(zip(names, (sentiment_models, translation_models, lm_models)))  # each tab's models besides its default
-    models = _registries(batcher, pipes, own_process, sentiment_compare, more)
+    models = _registries(batcher, pipes, own_process, sentiment_compare, more, results)
     processes = [m.get().process for m in models.values() if m is not None and m.get().process is not None]
     with gr.Blocks(
         title="How transformers pay attention: three tasks", analytics_enabled=False, delete_cache=hosting.DELETE_CACHE
@@ -459,7 +473,7 @@ def build_demo(
     theme.skip_off_screen(demo, keep=[f"{ui.name}-attention" for ui, *_ in TABS])  # each tab's first view
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
-    demo.batcher = batcher  # its counters, for tests and benchmarks
+    demo.batcher, demo.results = batcher, results  # their counters (results: the cache, None: off), for tests
     defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
     demo.sessions = budget.sessions([budget.ModelSize.of(p) for p in defaults])  # hosting.launch_options
     export_store.size_for(defaults)
@@ -488,6 +502,7 @@ def main() -> None:
         sentiment_models=tuple(alternative_sources("SENTIMENT_MODEL")),
         translation_models=tuple(alternative_sources("TRANSLATION_MODEL")),
         landing=True,
+        cache=os.environ.get("RESULT_CACHE", "on") != "off",  # off: every call runs the model (benchmarks)
     )
     demo.launch(**hosting.launch_options(demo))
 

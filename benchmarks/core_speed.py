@@ -8,7 +8,7 @@ them). Prints each path's median milliseconds, old / new (> 1: the new core is f
 """
 
 import argparse
-import importlib
+import importlib.util
 import statistics
 import subprocess
 import sys
@@ -18,10 +18,9 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+import transformer as new
 
-import transformer as new  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def old_core(rev: str):
@@ -29,9 +28,14 @@ def old_core(rev: str):
     folder = Path(tempfile.mkdtemp(prefix="oldcore-"))
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "transformer"], check=True, capture_output=True)
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-    (folder / "transformer").rename(folder / "transformer_old")
-    sys.path.insert(0, str(folder))
-    return importlib.import_module("transformer_old")
+    package = folder / "transformer_old"
+    (folder / "transformer").rename(package)
+    spec = importlib.util.spec_from_file_location(
+        "transformer_old", package / "__init__.py", submodule_search_locations=[str(package)]
+    )
+    module = sys.modules["transformer_old"] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pair(old_module, new_module, cls: str, config_cls: str, **fields):
@@ -45,12 +49,34 @@ def pair(old_module, new_module, cls: str, config_cls: str, **fields):
 
 def paths(old_module):
     ids = torch.randint(5, 8000, (1, 256))
-    clf = pair(old_module, new, "TransformerClassifier", "ClassifierConfig", vocab_size=8000, d_model=384, n_heads=12,
-               n_layers=6, d_ff=1536, max_len=512, pooling="mean")  # fmt: skip  (MiniLM's sizes)
+    clf = pair(
+        old_module,
+        new,
+        "TransformerClassifier",
+        "ClassifierConfig",
+        vocab_size=8000,
+        d_model=384,
+        n_heads=12,
+        n_layers=6,
+        d_ff=1536,
+        max_len=512,
+        pooling="mean",
+    )  # fmt: skip  (MiniLM's sizes)
     s2s = pair(old_module, new, "Seq2SeqTransformer", "Seq2SeqConfig", vocab_size=8000, d_model=256, n_heads=4,
                n_encoder_layers=3, n_decoder_layers=3, d_ff=1024)  # fmt: skip
-    lm = pair(old_module, new, "CausalLM", "CausalLMConfig", vocab_size=49152, d_model=576, n_heads=9, n_kv_heads=3,
-              d_ff=1536, n_layers=30, max_len=2048)  # fmt: skip  (SmolLM2-135M's sizes)
+    lm = pair(
+        old_module,
+        new,
+        "CausalLM",
+        "CausalLMConfig",
+        vocab_size=49152,
+        d_model=576,
+        n_heads=9,
+        n_kv_heads=3,
+        d_ff=1536,
+        n_layers=30,
+        max_len=2048,
+    )  # fmt: skip  (SmolLM2-135M's sizes)
     src = torch.randint(5, 8000, (1, 20))
     prompt = torch.randint(5, 49152, (1, 20))
     mods = (old_module, new)

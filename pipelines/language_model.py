@@ -236,10 +236,17 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         """{("causal", layer, head): multiplier} -> {"causal": (L, H)} (ValueError for a head the model lacks)."""
         return heads.mask_tensors(head_mask, self.head_layers, self.n_heads, self.adapter.device)
 
-    def stream(self, prompt: str, decoding: Decoding | None = None, head_mask: dict[HeadKey, float] | None = None):
+    def stream(
+        self,
+        prompt: str,
+        decoding: Decoding | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        need_weights: bool = True,
+    ):
         """Yield a partial LanguageModelResult (complete=False, no maps) after each generated token, then the complete
         one, with the maps of one pass over the final sequence. decoding: the options (None: greedy, 20 tokens);
-        head_mask as __call__'s. PromptError before anything runs for a bad prompt or option."""
+        head_mask as __call__'s; need_weights=False: no maps pass (an API call: `attentions` stays empty).
+        PromptError before anything runs for a bad prompt or option."""
         decoding = decoding or Decoding()
         read = self.encode(prompt, decoding.chat)
         decoding = decoding.check(len(read.ids), self.adapter.max_len)
@@ -252,7 +259,7 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         for step in self.adapter.steps(read.ids, *options, masks):
             result = self._extended(result, next_token_info(self.adapter, step))
             yield result
-        yield self._complete(result, masks)
+        yield self._complete(result, masks) if need_weights else dataclasses.replace(result, complete=True)
 
     def _extended(self, result: LanguageModelResult, step: NextToken) -> LanguageModelResult:
         """result with one more generated token (NonFiniteOutput for a step whose probabilities are not finite)."""
@@ -300,10 +307,15 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return self.generate(prompt, Decoding(max_new_tokens, temperature, top_p, seed, chat), head_mask)
 
     def generate(
-        self, prompt: str, decoding: Decoding | None = None, head_mask: dict[HeadKey, float] | None = None
+        self,
+        prompt: str,
+        decoding: Decoding | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        need_weights: bool = True,
     ) -> LanguageModelResult:
-        """__call__ with its options as one Decoding (None: greedy, 20 tokens): the complete result of stream."""
-        *_, result = self.stream(prompt, decoding, head_mask)
+        """__call__ with its options as one Decoding (None: greedy, 20 tokens): the complete result of stream
+        (need_weights=False: without its maps)."""
+        *_, result = self.stream(prompt, decoding, head_mask, need_weights)
         return result
 
     @functools.cached_property

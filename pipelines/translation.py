@@ -80,6 +80,22 @@ def keys(Ts: int, Tt: int) -> list[tuple[str, int]]:
     return [("encoder", Ts), ("decoder", Tt), ("cross", Ts)]
 
 
+def _no_maps() -> dict:
+    """A result's map fields when none were computed (need_weights=False)."""
+    return dict(encoder_attentions=[], decoder_attentions=[], cross_attentions=[], value_norms={})
+
+
+def _row_maps(run, carried: dict, row: int, Ts: int, Tt: int) -> dict:
+    """One row's maps and value norms (TranslationResult's fields), copied to the CPU (where the views read them; a
+    copy even there, so a result does not hold the whole batch's maps)."""
+    return dict(
+        encoder_attentions=[m[row, :, :Ts, :Ts].to("cpu", copy=True) for m in run.encoder],
+        decoder_attentions=[m[row, :, :Tt, :Tt].to("cpu", copy=True) for m in run.decoder],
+        cross_attentions=[m[row, :, :Tt, :Ts].to("cpu", copy=True) for m in run.cross],
+        value_norms={k: [n[:, :T].to("cpu", copy=True) for n in carried[k][row]] for k, T in keys(Ts, Tt)},
+    )
+
+
 class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
     adapter: Seq2SeqAdapter
 
@@ -247,28 +263,45 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         alpha: float | None = None,
         top_k: int = 5,
         head_mask: dict[HeadKey, float] | None = None,
+        need_weights: bool = True,
     ) -> TranslationResult:
         """Translate one sentence and show how: attentions of every layer and head, and each step's top-k.
         head_mask: {(kind, layer, head): multiplier}, kind "encoder", "decoder" or "cross"; 0 switches a head
-        off for this call only (decoding and the attention maps both run with it). ValueError: no tokens."""
-        result = self.explain_many([text], beam_size, alpha, top_k, head_mask)[0]
+        off for this call only (decoding and the attention maps both run with it). need_weights=False: the
+        decoding alone (an API call): no maps, no value norms, and each step's top_k empty. ValueError: no tokens."""
+        result = self.explain_many([text], beam_size, alpha, top_k, head_mask, need_weights)[0]
         if isinstance(result, Exception):
             raise result
         return result
 
     def explain_many(
-        self, texts: list[str], beam_size=None, alpha=None, top_k: int = 5, head_mask=None
+        self, texts: list[str], beam_size=None, alpha=None, top_k: int = 5, head_mask=None, need_weights=True
     ) -> list[TranslationResult | ValueError]:
         """__call__ for several sentences in one padded batch (a ValueError in place of one without tokens)."""
-        return self.explain_inputs([self.source_input(t) for t in texts], beam_size, alpha, top_k, head_mask)
+        inputs = [self.source_input(t) for t in texts]
+        return self.explain_inputs(inputs, beam_size, alpha, top_k, head_mask, need_weights)
+
+    @torch.no_grad()
+    def _teacher_forced(self, src: torch.Tensor, produced: list[list[int]], masks, top_k: int):
+        """One teacher-forced pass over the chosen outputs: (the run with every map, the value norms carried,
+        each step's top-k probabilities and ids (B, Tt, k) on the CPU)."""
+        a = self.adapter
+        tgt_in = pad([[a.bos_id] + p[:-1] for p in produced], a.pad_id, a.device)  # (B, Tt)
+        # the maps, and each value vector's norm through its head's W_O from the same pass (the norm views)
+        run, carried = inside_head.with_value_norms(
+            a, lambda: a.forward(src, tgt_in, need_weights=True, head_mask=masks)
+        )
+        topv, topi = (t.cpu() for t in run.logits.softmax(-1).topk(top_k, dim=-1))  # (B, Tt, k)
+        return run, carried, topv, topi
 
     @torch.no_grad()
     def explain_inputs(
-        self, inputs: list[SourceInput], beam_size=None, alpha=None, top_k: int = 5, head_mask=None
+        self, inputs: list[SourceInput], beam_size=None, alpha=None, top_k: int = 5, head_mask=None, need_weights=True
     ) -> list[TranslationResult | ValueError]:
         """explain_many for sentences already tokenized (source_input): what a server's batch runs.
         Rows do not see each other's padding (masked keys get zero weight; the decoder is causal) and each
-        keeps its own length limit, so each result, cut to its lengths, is that of a run on it alone."""
+        keeps its own length limit, so each result, cut to its lengths, is that of a run on it alone.
+        need_weights=False: the decoding alone, without the teacher-forced pass (no maps, norms or top-k)."""
         masks = self.head_masks(head_mask)
         beam_size = self.beam_size if beam_size is None else beam_size
         alpha = self.alpha if alpha is None else alpha
@@ -283,30 +316,22 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         produced = [h.tokens + ([a.eos_id] if h.finished else []) for h in hyps]
         # One teacher-forced pass over the chosen outputs gives, row by row, exactly what the decoder
         # saw at each step (the decoder is causal), for every layer and head.
-        tgt_in = pad([[a.bos_id] + p[:-1] for p in produced], a.pad_id, a.device)  # (B, Tt)
-        # the maps, and each value vector's norm through its head's W_O from the same pass (the norm views)
-        run, carried = inside_head.with_value_norms(
-            a, lambda: a.forward(src, tgt_in, need_weights=True, head_mask=masks)
-        )
-        topv, topi = (t.cpu() for t in run.logits.softmax(-1).topk(top_k, dim=-1))  # (B, Tt, k)
+        run, carried, topv, topi = self._teacher_forced(src, produced, masks, top_k) if need_weights else (None,) * 4
         for row, i in enumerate(real):
             Ts, Tt = len(ids[i]), max(len(produced[row]), 1)
+            tops = zip(topv[row], topi[row]) if need_weights else [((), ())] * len(produced[row])
             steps = [
                 DecodingStep(self.token_text(tok), [(self.token_text(int(t)), float(v)) for v, t in zip(vs, ts)])
-                for tok, vs, ts in zip(produced[row], topv[row], topi[row])
+                for tok, (vs, ts) in zip(produced[row], tops)
             ]
+            maps = _row_maps(run, carried, row, Ts, Tt) if need_weights else _no_maps()
             mean_lp = hyps[row].score / max(1, len(produced[row]))
             out_of_domain, domain_score, domain_reason = self.domain_check(ids[i], mean_lp)
             results[i] = TranslationResult(
                 translation=self.detokenize(hyps[row].tokens),
                 source_tokens=inputs[i].tokens,
                 target_tokens=[s.token for s in steps],
-                # Each row's own maps, copied to the CPU (where the views read them; a copy even there, so a
-                # result does not hold the whole batch's maps).
-                encoder_attentions=[m[row, :, :Ts, :Ts].to("cpu", copy=True) for m in run.encoder],
-                decoder_attentions=[m[row, :, :Tt, :Tt].to("cpu", copy=True) for m in run.decoder],
-                cross_attentions=[m[row, :, :Tt, :Ts].to("cpu", copy=True) for m in run.cross],
-                value_norms={k: [n[:, :T].to("cpu", copy=True) for n in carried[k][row]] for k, T in keys(Ts, Tt)},
+                **maps,
                 steps=steps,
                 score=hyps[row].score,
                 truncated=inputs[i].truncated,

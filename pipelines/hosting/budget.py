@@ -15,7 +15,8 @@ class Budget:
     """The budget and its shares (fractions of total_mb)."""
 
     total_mb: int = MEMORY_BUDGET_MB
-    sessions: float = 0.5  # every session's kept results, for redraws (hosting: gradio's state capacity)
+    sessions: float = 0.4375  # every session's kept results, for redraws (hosting: gradio's state capacity)
+    cache: float = 0.0625  # results identical calls are answered from (cache.ResultCache: 64 MB of the 1 GB)
     batch: float = 0.125  # one batch of long reviews run with their maps (serving)
     heads: float = 0.125  # the batched passes measuring each head's effect, all running at once (heads)
     exports: float = 0.25  # downloads written and waiting to be fetched (on disk: downloads)

@@ -6,10 +6,13 @@ definition" leads here: the model run written out (it batches), the other runs a
 call that runs the model (the model run, a run with heads switched off, explanations, faithfulness, the head table,
 scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch, in the
 model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the pipeline here.
-Who is calling comes from `calling_client`.
+Who is calling comes from `calling_client`. Given a ResultCache (pipelines.hosting.cache), a call identical to a recent
+one (same model, input and options) is answered from it without running the model; a sampled generation only when
+it is seeded (the same seed, the same text).
 """
 
 import functools
+import inspect
 import logging
 import queue
 import threading
@@ -20,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 from pipelines.attention.heads import HeadKey
 from pipelines.hosting.budget import ModelSize, review_batch
+from pipelines.hosting.cache import MISSING, ResultCache, model_key
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess, remote
 from pipelines.language_model import Decoding, LanguageModelPipeline
@@ -86,16 +90,41 @@ class ServedPipeline:
     """What every served pipeline shares: the model's one runner on the batcher, and the pipeline's cheap attributes
     (Forwarded: read from the pipeline)."""
 
-    def __init__(self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None):
-        """process: a ModelProcess holding a copy of pipe, to run the batches in (None: in this process)."""
-        self.pipe, self.batcher, self.process = pipe, batcher, process
-        # One runner per model: the batcher never runs two batches of one runner at once.
+    def __init__(
+        self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None, cache: ResultCache | None = None
+    ):
+        """process: a ModelProcess holding a copy of pipe, to run the batches in (None: in this process). cache:
+        where identical calls are answered from (None: every call runs)."""
+        self.pipe, self.batcher, self.process, self.cache = pipe, batcher, process, cache
+        # One runner per model, its lane on the batcher: never two batches of one model at once.
         self.run_batch = pipe.run_batch if process is None else remote(process, "run_batch")
+        self.model_key = model_key(pipe)
 
     def _alone(self, method: Callable, /, *args, **kwargs):
         """method(pipe, *args, **kwargs) (a method of the pipeline's class) as a batch of its own on the model's
-        runner; in the background queue when it is declared @runs_model(background=True)."""
-        return self._batched((args, kwargs), method, method, 1, in_background(method), one_by_one=True)
+        runner; in the background queue when it is declared @runs_model(background=True). From the cache when an
+        identical call's result is there."""
+        run = lambda: self._batched((args, kwargs), method, method, 1, in_background(method), one_by_one=True)  # noqa: E731
+        return self._cached(self._key(method, args, kwargs), run)
+
+    def _key(self, method: Callable, args: tuple, kwargs: dict):
+        """The cache key of method(pipe, *args, **kwargs); None: not cached (no cache, or not deterministic)."""
+        if self.cache is None or not self._deterministic(method, args, kwargs):
+            return None
+        return self.cache.key(self.model_key, method, args, kwargs)
+
+    def _deterministic(self, method: Callable, args: tuple, kwargs: dict) -> bool:
+        """Whether the same call always gives the same result (a sampled generation without a seed does not)."""
+        return True
+
+    def _cached(self, key, compute: Callable[[], T]) -> T:
+        """The result kept under `key`, else compute()'s, kept (key None: computed, not kept)."""
+        if key is not None and (hit := self.cache.get(key)) is not MISSING:
+            return hit
+        result = compute()
+        if key is not None:
+            self.cache.put(key, result)
+        return result
 
     def _batched(self, item, method: Callable, bucket: Hashable, max_batch: int = 0, background=False, **options):
         """One input (tokenized) in a batch with others of its `bucket` on the model's runner, at most max_batch of
@@ -120,8 +149,8 @@ class ServedSentiment(ServedPipeline):
 
     pipe: SentimentPipeline
 
-    def __init__(self, pipe: SentimentPipeline, batcher: MicroBatcher, process: ModelProcess | None = None):
-        super().__init__(pipe, batcher, process)
+    def __init__(self, pipe: SentimentPipeline, batcher: MicroBatcher, process: ModelProcess | None = None, cache=None):
+        super().__init__(pipe, batcher, process, cache)
         self.long_batch = review_batch(ModelSize.of(pipe))  # long reviews at once, at most
 
     def __call__(
@@ -129,6 +158,10 @@ class ServedSentiment(ServedPipeline):
     ) -> SentimentResult:
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
             return self._alone(SentimentPipeline.__call__, text, head_mask, need_weights)
+        key = self._key(SentimentPipeline.__call__, (text,), dict(need_weights=need_weights))
+        return self._cached(key, lambda: self._analyzed(text, need_weights))
+
+    def _analyzed(self, text: str, need_weights: bool) -> SentimentResult:
         review = self.pipe.encode(text)  # tokenized once: it sizes the batch here and runs in it
         long = len(review.ids) > SHORT_REVIEW
         limit = self.long_batch if long and need_weights else 0  # the maps are what takes the memory
@@ -159,16 +192,27 @@ class ServedTranslation(ServedPipeline):
     pipe: TranslationPipeline
 
     def __call__(
-        self, text: str, beam_size: int | None = None, alpha: float | None = None, top_k: int = 5, head_mask=None
+        self,
+        text: str,
+        beam_size: int | None = None,
+        alpha: float | None = None,
+        top_k: int = 5,
+        head_mask=None,
+        need_weights: bool = True,
     ) -> TranslationResult:
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
-            return self._alone(TranslationPipeline.__call__, text, beam_size, alpha, top_k, head_mask)
-        source = self.pipe.source_input(text)  # tokenized once: it sizes the batch here and runs in it
+            return self._alone(TranslationPipeline.__call__, text, beam_size, alpha, top_k, head_mask, need_weights)
         beam_size = self.pipe.beam_size if beam_size is None else beam_size
         alpha = self.pipe.alpha if alpha is None else alpha
+        key = self._key(TranslationPipeline.__call__, (text, beam_size, alpha, top_k), dict(need_weights=need_weights))
+        return self._cached(key, lambda: self._translated(text, beam_size, alpha, top_k, need_weights))
+
+    def _translated(self, text: str, beam_size: int, alpha: float, top_k: int, need_weights: bool):
+        source = self.pipe.source_input(text)  # tokenized once: it sizes the batch here and runs in it
         long = len(source.ids) > SHORT_SENTENCE
         method = TranslationPipeline.explain_inputs
-        return self._batched(source, method, long, beam_size=beam_size, alpha=alpha, top_k=top_k)
+        options = dict(beam_size=beam_size, alpha=alpha, top_k=top_k, need_weights=need_weights)
+        return self._batched(source, method, long, **options)
 
     explain = alone(TranslationPipeline.explain)
     faithfulness = alone(TranslationPipeline.faithfulness)
@@ -202,10 +246,47 @@ class ServedLM(ServedPipeline):
 
     default_explanation: Forwarded[dict] = Forwarded()
 
-    def stream(self, prompt: str, decoding: Decoding | None = None, head_mask: dict[HeadKey, float] | None = None):
+    def stream(
+        self,
+        prompt: str,
+        decoding: Decoding | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        need_weights: bool = True,
+    ):
         """pipe.stream's results, decoded in a batcher worker (fair between clients, like every other call). Closing
-        the generator (a Stop button, a closed page) stops the decoding at the next token."""
-        return self._streamed(prompt, dict(decoding=decoding, head_mask=head_mask))
+        the generator (a Stop button, a closed page) stops the decoding at the next token. A continuation in the
+        cache (greedy or seeded, as `generate` keys it) comes as its complete result alone, with no partial ones."""
+        key = self._key(LanguageModelPipeline.generate, (prompt, decoding, head_mask, need_weights), {})
+        hit = MISSING if key is None else self.cache.get(key)
+        if hit is not MISSING:
+            return self._replayed(hit)
+        options = dict(decoding=decoding, head_mask=head_mask, need_weights=need_weights)
+        return self._kept(key, self._streamed(prompt, options))
+
+    @staticmethod
+    def _replayed(result):
+        """A cached continuation as a stream: its complete result."""
+        yield result
+
+    def _kept(self, key, stream):
+        """stream's results; its complete one kept under `key` (None: not kept)."""
+        for result in stream:
+            if key is not None and result.complete:
+                self.cache.put(key, result)
+            yield result
+
+    def _deterministic(self, method: Callable, args: tuple, kwargs: dict) -> bool:
+        """False for a sampled generation without a seed: __call__'s temperature above 0 and no seed, or a Decoding
+        argument (generate, stream, head_table) that is sampled and has no seed."""
+        try:
+            given = inspect.signature(method).bind(None, *args, **kwargs).arguments
+        except TypeError:
+            return False
+        decoding = given.get("decoding")
+        if isinstance(decoding, Decoding):
+            given = dict(temperature=decoding.temperature, seed=decoding.seed)
+        temperature = given.get("temperature", 0.0)
+        return given.get("seed") is not None or not (temperature and temperature > 0)
 
     def _streamed(self, prompt: str, options: dict):
         results: queue.Queue = queue.Queue()
@@ -220,7 +301,8 @@ class ServedLM(ServedPipeline):
 
         def run() -> None:
             try:
-                self.batcher.submit(self._stream_runner(decode), ((prompt,), options), client=client, max_batch=1)
+                runner, item = self._stream_runner(decode), ((prompt,), options)
+                self.batcher.submit(runner, item, client=client, max_batch=1, lane=self.run_batch)
                 results.put(StopIteration())
             except Exception as e:  # the caller raises it
                 results.put(e)
@@ -237,7 +319,8 @@ class ServedLM(ServedPipeline):
     @staticmethod
     def _stream_runner(decode):
         """A runner (run_batch's protocol) for one stream: its (args, kwargs) item decoded, partial results handed
-        over by `decode` as they come. A runner of its own: two streams may decode side by side (parallel_models)."""
+        over by `decode` as they come. A runner of its own (no other call shares its batch), in the model's lane: one
+        generation of a model at a time, and none takes another model's lane."""
 
         def stream_batch(items: list, **_):
             out = []
@@ -251,10 +334,12 @@ class ServedLM(ServedPipeline):
         return stream_batch
 
 
-def serve(task, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) -> ServedPipeline | None:
+def serve(
+    task, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = (), cache: ResultCache | None = None
+) -> ServedPipeline | None:
     """The served class of a task (a pipelines.tasks.Task: its .served) over its pipeline (None stays None), on the
-    shared batcher: each model one batch at a time. own_process: the names of the tasks whose batches run in a
-    ModelProcess of their own."""
+    shared batcher: each model its own lane, one batch at a time. own_process: the names of the tasks whose batches
+    run in a ModelProcess of their own. cache: the results identical calls are answered from (None: none)."""
     if pipe is None:
         return None
     process = None
@@ -263,4 +348,4 @@ def serve(task, pipe, batcher: MicroBatcher, own_process: tuple[str, ...] = ()) 
             process = ModelProcess(pipe, name=task.name).start()
         except Exception:  # the app still works, with this model in the server's own process
             log.exception("could not start the %s model's process; it runs in this one", task.name)
-    return task.served(pipe, batcher, process)
+    return task.served(pipe, batcher, process, cache)

@@ -397,3 +397,12 @@ def test_a_gguf_file_goes_to_the_gguf_reader(lm_dir, monkeypatch):
     assert calls == ["/models/SmolLM2-135M.Q8_0.GGUF"]
     assert pipe.chat_template == CHATML and not pipe.add_bos and pipe.source.endswith(".GGUF")
     assert pipe("Hello", max_new_tokens=2, chat=True).template_positions
+
+
+def test_a_generation_without_weights_has_the_same_tokens_and_no_maps(lm):
+    """/generate returns the text, the first step's top tokens and a status: it runs no maps pass."""
+    from pipelines.language_model import Decoding
+
+    light, full = lm.generate("The cat", Decoding(6), need_weights=False), lm.generate("The cat", Decoding(6))
+    assert light.complete and light.attentions == [] and full.attentions
+    assert light.generated_ids == full.generated_ids and light.steps == full.steps

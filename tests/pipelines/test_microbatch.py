@@ -257,3 +257,53 @@ def test_a_bucket_can_hold_smaller_batches():
     longs = [b for b in runner.batches if b[0].startswith("l")]
     shorts = [b for b in runner.batches if b[0].startswith("s")]
     assert max(map(len, longs)) <= 3 and max(map(len, shorts)) > 3
+
+
+def test_a_lane_runs_one_batch_at_a_time_whatever_its_runners_and_never_holds_up_another_lane():
+    """A model's generations (a runner each, as ServedLM.stream's) share its lane: one at a time. A review in the
+    sentiment lane runs beside them, and beside a translation: three lanes, three batches at once."""
+    generations = [SlowRunner(seconds=0.3) for _ in range(3)]
+    reviews, translations = SlowRunner(seconds=0.05), SlowRunner(seconds=0.3)
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def counted(runner):
+        def run(items):
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            try:
+                return runner(items)
+            finally:
+                with lock:
+                    running[0] -= 1
+
+        return run
+
+    lm_lane = object()
+    batcher = MicroBatcher(max_batch_size=4, parallel=3)
+    calls = [
+        (f"g{i}", lambda i=i: batcher.submit(counted(generations[i]), f"g{i}", client=f"G{i}", lane=lm_lane))
+        for i in range(3)
+    ]
+    calls += [("t", lambda: batcher.submit(counted(translations), "t", client="T"))]
+    calls += [(f"r{i}", lambda i=i: batcher.submit(counted(reviews), f"r{i}", client=f"R{i}")) for i in range(3)]
+    start = time.monotonic()
+    out = run_threads(calls)
+    assert all(out[k] == (k, 1) for k in out)
+    spans = sorted((g.starts[0], g.starts[0] + 0.3) for g in generations)
+    assert all(later[0] >= earlier[1] - 0.02 for earlier, later in zip(spans, spans[1:]))  # one at a time
+    assert max(reviews.starts) - start < 0.3  # the reviews did not wait for a generation or the translation
+    assert most[0] == 3
+
+
+def test_each_lane_is_fair_between_its_own_clients():
+    """A client served in one lane keeps its place in another: lane B serves its clients in their order of arrival,
+    whatever lane A did meanwhile."""
+    a, b = SlowRunner(seconds=0.02), SlowRunner(seconds=0.05)
+    batcher = MicroBatcher(max_batch_size=1, parallel=2)
+    calls = [(f"a{i}", lambda i=i: batcher.submit(a, f"a{i}", client="X")) for i in range(4)]
+    calls += [(f"b{c}", lambda c=c: batcher.submit(b, f"b{c}", client=c)) for c in ("X", "Y", "Z")]
+    out = run_threads(calls)
+    assert all(out[k] == (k, 1) for k in out)
+    assert [batch[0] for batch in b.batches] == ["bX", "bY", "bZ"]

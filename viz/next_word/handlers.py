@@ -162,25 +162,35 @@ def generate(
     """Continue the prompt, yielding (state, continuation, status, top-10 figure) after each new token (state None)
     and once at the end with the LMView (None and a message for bad input or a failure). stopped(): the visitor
     pressed Stop; the tokens so far are kept and read once more for the maps (same options: the same tokens)."""
-    checked = check_text(prompt, MAX_PROMPT_CHARS, "prompt")
-    if checked.text is None:
-        yield None, "", status_line([], checked.error), None
-        return
-    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens, chat)
+    checked, chosen, error = _checked(prompt, decoding, temperature, top_p, seed, max_new_tokens, chat)
     if error:
-        yield None, "", status_line([], error), None
+        yield None, "", error, None
         return
     try:
         result, halted = yield from _decode(pipe, checked.text, chosen, stopped)
-    except PromptError as e:
-        yield None, "", status_line(checked.notices, f"{str(e)[:1].upper()}{str(e)[1:]}."), None
-        return
     except Exception as e:
-        yield None, "", status_line(checked.notices, failure_message(e, "lm")), None
+        yield None, "", _failed(checked, e), None
         return
     view = LMView(result, result.attention_maps().astype(np.float16), checked.text, len(result.steps), model)
     status = summary(result, chosen, halted)
     yield view, result.continuation, status + "".join(f"\n- {n}" for n in checked.notices), next_tokens(view)
+
+
+def _checked(prompt, decoding, temperature, top_p, seed, max_new_tokens, chat=False):
+    """(the checked prompt, its Decoding, None) from what the page or a client sent, or (.., .., the status saying
+    what is wrong)."""
+    checked = check_text(prompt, MAX_PROMPT_CHARS, "prompt")
+    if checked.text is None:
+        return checked, None, status_line([], checked.error)
+    chosen, error = decoding_options(decoding, temperature, top_p, seed, max_new_tokens, chat)
+    return checked, chosen, status_line([], error) if error else None
+
+
+def _failed(checked, e: Exception) -> str:
+    """The status of a generation that raised `e` (a PromptError says what to change)."""
+    if isinstance(e, PromptError):
+        return status_line(checked.notices, f"{str(e)[:1].upper()}{str(e)[1:]}.")
+    return status_line(checked.notices, failure_message(e, "lm"))
 
 
 def _decode(pipe, text: str, chosen: Decoding, stopped: Callable[[], bool]):
@@ -199,15 +209,20 @@ def _decode(pipe, text: str, chosen: Decoding, stopped: Callable[[], bool]):
 
 def api_generate(pipe, prompt, max_new_tokens=None, decoding=None, temperature=None, top_p=None, seed=None):
     """/generate: (continuation, {token: probability} of the first step's top tokens (a gr.Label: the first token
-    chosen is named in the status, sampled it may not be the likeliest), status Markdown)."""
-    *_, (view, text, status, _) = generate(pipe, prompt, decoding, temperature, top_p, seed, max_new_tokens)
-    if view is None:
-        return "", None, status
-    first = view.steps[0]
+    chosen is named in the status, sampled it may not be the likeliest), status Markdown). It computes only that:
+    the continuation, without the maps a page draws (need_weights=False)."""
+    checked, chosen, error = _checked(prompt, decoding, temperature, top_p, seed, max_new_tokens)
+    if error:
+        return "", None, error
+    try:
+        result = pipe.generate(checked.text, chosen, need_weights=False)
+    except Exception as e:
+        return "", None, _failed(checked, e)
+    status = summary(result, chosen, False) + "".join(f"\n- {n}" for n in checked.notices)
     top = {}
-    for token, p in first.top_k:  # two tokens that read alike: the likelier one's
+    for token, p in result.steps[0].top_k if result.steps else ():  # two tokens that read alike: the likelier one's
         top.setdefault(token, float(p))
-    return text, top, status
+    return result.continuation, top, status
 
 
 def step_slider_value(view: LMView | None) -> dict:

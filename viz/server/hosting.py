@@ -18,14 +18,15 @@ from .events import PRIVATE
 from .guard import ApiGuard
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
-# A model's events: every admitted request goes on to the shared batcher, which runs each model one batch at a time
-# (the models side by side) and is fair across clients; gradio's own queue is first come, first served.
+# A model's events: every admitted request goes on to the shared batcher, which runs each model one batch at a time in a
+# lane of its own (the lanes side by side) and is fair across clients; gradio's own queue is first come, first served.
 MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=QUEUE_SIZE)
 MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
-# The two models run side by side, one batch each at a time, on one torch thread each: on the 2-core machine a
-# second thread sped one translation up by 4% and one review by 5%, while the two models in parallel use both
-# cores (benchmarks/load.py; benchmarks/RESULTS.md "Hosting").
-PARALLEL_MODELS = 2
+# Each tab's model runs in a lane of its own (pipelines.hosting.microbatch), side by side, one batch each at a time,
+# on one torch thread each: on the 2-core machine a second thread sped one translation up by 4% and one review by 5%,
+# while models in parallel use both cores; three lanes, so that a review never waits behind a generation and a
+# translation (benchmarks/load.py; benchmarks/RESULTS.md "Hosting", "Lanes and the result cache").
+PARALLEL_MODELS = 3
 # Translation runs in a process of its own (pipelines.hosting.processes): beam search gives the GIL up and takes it back
 # thousands of times a batch, and in the server's process it waited for it more than it computed (sentence p95
 # under 32 clients: 2.5 s in the server's process, 1.1-1.4 s in its own; benchmarks/RESULTS.md "Hosting").

@@ -55,11 +55,17 @@ def default_decoding(pipe) -> tuple[str, int]:
 
 
 def translate(
-    pipe, german_text: str, decoding: str | None = None, beam_size: int | None = None, model: str | None = None
+    pipe,
+    german_text: str,
+    decoding: str | None = None,
+    beam_size: int | None = None,
+    model: str | None = None,
+    redraws: bool = True,
 ):
     """Run the translator once: (state, English text, status Markdown). decoding / beam_size None: the app's
     defaults; values the app does not take (from an API client) get a message. model: the name of `pipe` in the
-    tab's model registry (a training snapshot's, "<model>@step-<N>"), kept in the state for the panels."""
+    tab's model registry (a training snapshot's, "<model>@step-<N>"), kept in the state for the panels.
+    redraws=False (an API call): the decoding alone, no maps or value norms computed, and the state is None."""
     checked = check_text(german_text, MAX_GERMAN_CHARS, "German sentence")
     if checked.text is None:
         return None, "", status([], checked.error)
@@ -69,7 +75,8 @@ def translate(
     if error:
         return None, "", status([], error)
     try:
-        result = pipe(checked.text, beam_size=beam)  # never a NaN: the pipeline raises NonFiniteOutput in its place
+        light = {} if redraws else dict(need_weights=False)  # an API call: no maps
+        result = pipe(checked.text, beam_size=beam, **light)  # never a NaN: the pipeline raises NonFiniteOutput
     except ValueError:
         return None, "", status(checked.notices, NO_WORDS)
     except Exception as e:
@@ -87,13 +94,10 @@ def translate(
         )
     if not result.target_tokens or result.target_tokens[-1] != "</s>":
         notices.append("The model stopped at its length limit before finishing the sentence.")
-    view = TranslationView(
-        steps=result.steps,
-        maps=result.attention_maps().astype(np.float16),
-        text=checked.text,
-        result=result,
-        model=model,
-    )
+    view = None
+    if redraws:
+        maps = result.attention_maps().astype(np.float16)
+        view = TranslationView(steps=result.steps, maps=maps, text=checked.text, result=result, model=model)
     how = "greedy decoding" if beam == 1 else f"beam search, {beam} beams"
     # how sure it was of its words; of no words (special tokens alone) there is nothing to be sure of
     sure = f"; {notices_.translation_confidence(result.mean_logprob)}" if result.translation else ""
