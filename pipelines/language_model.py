@@ -368,6 +368,12 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         of the top-10) after what the model read at `step`, minus `contrast`'s logit where given."""
         return lens_tasks.lm_attribution(self, prompt, target, contrast, result, step, chat)
 
+    @runs_model(background=True)
+    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None):
+        """pipelines.lens.patching.Patching: each state of the clean prompt put back into a run on the corrupted one;
+        the metric the logit difference of the two runs' next tokens (target, contrast: other answers)."""
+        return lens_tasks.lm_patch(self, clean, corrupted, over, exact, target, contrast)
+
     @runs_model
     def internals(self, ids: list[int]):
         """What every head read and wrote on one sequence of ids (a result's sequence_ids: the pass that made its maps),

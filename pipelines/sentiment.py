@@ -255,6 +255,13 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         `contrast`'s logit where given: each head's and feed-forward layer's direct part."""
         return lens_tasks.sentiment_attribution(self, text, target, contrast)
 
+    @runs_model(background=True)
+    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None):
+        """pipelines.lens.patching.Patching: each state (over "resid", "attn_out", "mlp_out" or "heads") of the clean
+        review put back into a run on the corrupted one; the metric the label's logit difference, 0 the corrupted run
+        and 1 the clean one. exact=False: attribution patching (one forward and one backward)."""
+        return lens_tasks.sentiment_patch(self, clean, corrupted, over, exact, target, contrast)
+
     @runs_model
     def internals(self, text: str):
         """What every head read and wrote on this review (pipelines.attention.inside_head.AttentionInternals), from the

@@ -209,6 +209,12 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         produced; an id or the text of one of the step's top tokens), minus `contrast`'s logit where given."""
         return lens_tasks.translation_attribution(self, text, step, target, contrast, result)
 
+    @runs_model(background=True)
+    def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step: int = 0):
+        """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted
+        one, at decoding step `step` of the clean translation."""
+        return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step)
+
     @runs_model
     def internals(self, text: str, target_ids: list[int] | None = None):
         """What every head read and wrote (pipelines.attention.inside_head.AttentionInternals, kinds "encoder",

@@ -173,6 +173,7 @@ class ServedSentiment(ServedPipeline):
     internals = alone(SentimentPipeline.internals)
     logit_lens = alone(SentimentPipeline.logit_lens)
     direct_logit_attribution = alone(SentimentPipeline.direct_logit_attribution)
+    patch = alone(SentimentPipeline.patch)
     inside_head = alone(SentimentPipeline.inside_head)
 
     def weak_spots(self, text: str):
@@ -220,6 +221,7 @@ class ServedTranslation(ServedPipeline):
     internals = alone(TranslationPipeline.internals)
     logit_lens = alone(TranslationPipeline.logit_lens)
     direct_logit_attribution = alone(TranslationPipeline.direct_logit_attribution)
+    patch = alone(TranslationPipeline.patch)
     inside_head = alone(TranslationPipeline.inside_head)
     score = alone(TranslationPipeline.score)
 
@@ -243,6 +245,7 @@ class ServedLM(ServedPipeline):
     internals = alone(LanguageModelPipeline.internals)
     logit_lens = alone(LanguageModelPipeline.logit_lens)
     direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
+    patch = alone(LanguageModelPipeline.patch)
 
     default_explanation: Forwarded[dict] = Forwarded()
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 
 from pipelines.attention.attention_maps import token_texts
-from pipelines.lens import attribution
+from pipelines.lens import attribution, patching
 from pipelines.lens.attribution import Attribution
 from pipelines.lens.logit_lens import Lens, logit_lens
 from pipelines.lens.readout import ClassifierReadout, Readout, decoder_readout, lm_readout
@@ -162,3 +162,79 @@ def translation_attribution(pipe, text: str, step: int = 0, target=None, contras
     target = result.target_ids[step] if target is None else target
     tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
     return _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
+
+
+# --- which state carries the answer (patching) -------------------------------------------------------------------
+
+
+def _runner(adapter, readout, logits_of) -> "patching.Runner":
+    """A patching Runner over an adapter of ours: logits_of(ids) -> the answer's logits (B, V), run under hooks."""
+    registry = adapter.model.hook_registry
+
+    def run(ids, hooks):
+        with registry.hooks(hooks):
+            return logits_of(ids).float()
+
+    first = readout.blocks[0].attn
+    return patching.Runner(run, registry, readout.prefix, len(readout.blocks), first.n_heads)
+
+
+def _answers(clean_logits, corrupt_logits, target, contrast, text, tokenize) -> tuple[int, int]:
+    t = output_id(clean_logits.argmax() if target is None else target, clean_logits, text, tokenize, "target")
+    c = output_id(corrupt_logits.argmax() if contrast is None else contrast, corrupt_logits, text, tokenize, "contrast")
+    if t == c:
+        raise ValueError(
+            f"both inputs answer {text(t)!r}: there is no difference to patch back; name another answer as the contrast"
+        )
+    return t, c
+
+
+def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
+    a, readout = pipe.adapter, readout_of(pipe.adapter)
+    ids = [torch.tensor([lm_ids(pipe, text)], device=a.device) for text in (clean, corrupted)]  # (1, T) each
+    runner = _runner(a, readout, lambda x: a.forward(x).logits[:, -1])
+    with torch.no_grad():
+        first, second = (runner.run(x, [])[0] for x in ids)
+    t, c = _answers(first, second, target, contrast, a.token_text, lambda s: a.tokenize(s)[0])
+    tokens = [a.token_text(i) for i in ids[1][0].tolist()]
+    return patching.patch(runner, ids[0], ids[1], t, c, over, exact, tokens, **run)
+
+
+def sentiment_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
+    a, readout = pipe.adapter, readout_of(pipe.adapter)
+    ids = [torch.tensor([pipe.encode(text).ids], device=a.device) for text in (clean, corrupted)]
+    if not ids[0].numel() or not ids[1].numel():
+        raise ValueError("the text has no tokens")
+    runner = _runner(a, readout, lambda x: a.forward(x).logits)
+    with torch.no_grad():
+        first, second = (runner.run(x, [])[0] for x in ids)
+    label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731
+    target = int(first.argmax()) if target is None else label(target)
+    contrast = (1 - target if len(pipe.labels) == 2 else int(second.argmax())) if contrast is None else label(contrast)
+    t, c = _answers(first, second, target, contrast, lambda i: pipe.labels[i], None)
+    return patching.patch(runner, ids[0], ids[1], t, c, over, exact, token_texts(pipe.encode(corrupted).tokens), **run)
+
+
+def translation_patch(
+    pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step: int = 0, **run
+):
+    """The encoder's states patched from the clean sentence into the corrupted one; the metric at decoding step
+    `step` of the clean translation (both runs teacher-forced on it): its token against the corrupted run's."""
+    from pipelines.batching import pad
+
+    a = pipe.adapter
+    readout = readout_of(a)
+    encoder = Readout(
+        "encoder.", a.model.encoder.blocks, a.model.encoder.final_norm, readout.norm_first, readout.unembed
+    )
+    result = pipe(clean, beam_size=1)
+    if not 0 <= step < len(result.target_ids):
+        raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
+    srcs = [pad(pipe.encode_source([text])[0], a.pad_id, a.device) for text in (clean, corrupted)]  # (1, Ts) each
+    tgt = torch.tensor([[a.bos_id] + list(result.target_ids)[:step]], device=a.device)  # (1, step + 1)
+    runner = _runner(a, encoder, lambda x: a.forward(x, tgt.expand(x.size(0), -1)).logits[:, -1])
+    with torch.no_grad():
+        first, second = (runner.run(x, [])[0] for x in srcs)
+    t, c = _answers(first, second, target, contrast, a.token_text, lambda s: a.tokenize(s)[0])
+    tokens = [a.token_text(i) for i in srcs[1][0].tolist()]
+    return patching.patch(runner, srcs[0], srcs[1], t, c, over, exact, tokens, **run)

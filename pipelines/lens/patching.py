@@ -1,0 +1,153 @@
+"""Activation patching (Meng et al. 2022; Wang et al. 2022): run the model on a corrupted input, put back one piece of
+the clean run (a block's input at one position, one head's output), and see how much of the clean answer returns.
+
+The metric is the logit difference between the clean answer and the corrupted one, normalised so that 0 is the
+corrupted run and 1 the clean one. `exact=True` runs the model once a cell (batched: one pass a layer, a row a cell);
+`exact=False` is attribution patching (Nanda 2023): one forward and one backward on the corrupted input, each cell the
+first-order estimate (clean - corrupted) . d metric / d state. Everything is read and replaced through the core's hook
+points (transformer/hooks.py), on the stack the task answers from (readout.py).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+OVER = {"resid": "hook_resid_pre", "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out", "heads": "attn.hook_z"}
+
+
+@dataclass
+class Patching:
+    """The normalised metric with each cell's state patched in from the clean run."""
+
+    grid: np.ndarray  # (rows, columns): 0 = the corrupted run, 1 = the clean one
+    rows: list[str]  # the layers
+    columns: list[str]  # the positions' tokens (over a stream) or the heads
+    clean: float  # the clean run's logit difference (clean answer - corrupted answer)
+    corrupted: float  # the corrupted run's
+    over: str
+    exact: bool
+    aligned: bool = True  # the two inputs have the same length (positions line up)
+    note: str = ""
+
+
+@dataclass
+class Runner:
+    """One task's side of patching: run(ids, hooks) -> the answer's logits (B, V) from a batch of ids (B, T), and
+    the names of its stack's points (prefix: "" or "decoder.")."""
+
+    run: Callable[[torch.Tensor, list], torch.Tensor]
+    registry: object  # the model's HookRegistry
+    prefix: str
+    n_layers: int
+    n_heads: int
+
+
+def _cache(runner: Runner, ids: torch.Tensor, names: list[str], grad: bool = False):
+    cache = {}
+
+    def keep(x, name):
+        cache[name] = x if grad else x.detach()
+
+    with torch.set_grad_enabled(grad):
+        logits = runner.run(ids, [(n, keep) for n in names])
+    return logits, cache
+
+
+def _names(runner: Runner, over: str) -> list[str]:
+    return [f"{runner.prefix}blocks.{i}.{OVER[over]}" for i in range(runner.n_layers)]
+
+
+def patch(
+    runner: Runner,
+    clean: torch.Tensor,
+    corrupted: torch.Tensor,
+    clean_answer: int,
+    corrupted_answer: int,
+    over: str = "resid",
+    exact: bool = True,
+    tokens: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+) -> Patching:
+    """Patch each cell of `over` from the clean ids (1, T) into the corrupted ids (1, T'). Positions are patched only
+    where the inputs have the same length; heads are patched at every position then, else at the last one."""
+    if over not in OVER:
+        raise ValueError(f"over must be one of {sorted(OVER)}, got {over!r}")
+    aligned = clean.size(1) == corrupted.size(1)
+    if over != "heads" and not aligned:
+        raise ValueError(
+            f"the two inputs have {clean.size(1)} and {corrupted.size(1)} tokens: a position of one is no position of "
+            "the other, so states are patched by position only between inputs of one length (heads need no alignment)"
+        )
+    names = _names(runner, over)
+    diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
+    clean_logits, clean_cache = _cache(runner, clean, names)
+    base = float(diff(clean_logits)[0])
+    with torch.no_grad():
+        low = float(diff(runner.run(corrupted, []))[0])
+    scale = base - low if abs(base - low) > 1e-9 else float("nan")
+    if exact:
+        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop)
+    else:
+        grid = _attribution(runner, corrupted, clean_cache, names, over, aligned, diff)
+    grid = (grid - (0.0 if not exact else low)) / scale
+    T = corrupted.size(1)
+    columns = [f"h{h}" for h in range(runner.n_heads)] if over == "heads" else (tokens or [str(i) for i in range(T)])
+    rows = [f"layer {i}" for i in range(runner.n_layers)]
+    note = "" if aligned else "The inputs differ in length: each head is patched at the last position only."
+    return Patching(grid, rows, columns, base, low, over, exact, aligned, note)
+
+
+def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bool):
+    """A hook that puts back, in row r, cell cells[r] of the clean state: a position (streams) or a head."""
+
+    def hook(x, hook_name):
+        x = x.clone()
+        for row, cell in enumerate(cells):
+            if over != "heads":
+                x[row, cell] = clean[0, cell]
+            elif aligned:
+                x[row, :, cell] = clean[0, :, cell]
+            else:
+                x[row, -1, cell] = clean[0, -1, cell]
+        return x
+
+    return hook
+
+
+@torch.no_grad()
+def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop) -> np.ndarray:
+    """(L, cells) the raw metric with each cell patched: one batched pass a layer, a row a cell."""
+    cells = list(range(runner.n_heads if over == "heads" else corrupted.size(1)))
+    grid = np.full((runner.n_layers, len(cells)), np.nan)
+    for layer, name in enumerate(names):
+        if stop is not None and stop():
+            break
+        rows = corrupted.expand(len(cells), -1)  # (N, T)
+        hook = _patched(name, clean_cache[name], cells, over, aligned)
+        grid[layer] = diff(runner.run(rows, [(name, hook)])).float().cpu().numpy()
+        if progress is not None:
+            progress(layer + 1, runner.n_layers)
+    return grid
+
+
+def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> np.ndarray:
+    """(L, cells) (clean - corrupted) . grad of the metric, from one forward and one backward on the corrupted ids;
+    the raw metric's change, so normalised as exact patching's change from the corrupted run."""
+    logits, cache = _cache(runner, corrupted, names, grad=True)
+    states = [cache[n] for n in names]
+    grads = torch.autograd.grad(diff(logits).sum(), states)
+    rows = []
+    for name, state, grad in zip(names, states, grads):
+        delta = clean_cache[name].float() - state.detach().float() if aligned else None
+        if over == "heads":
+            if aligned:
+                rows.append((delta * grad.float())[0].sum(dim=(0, 2)))  # (H,): over positions and hs
+            else:
+                last = clean_cache[name][0, -1].float() - state.detach()[0, -1].float()  # (H, hs)
+                rows.append((last * grad[0, -1].float()).sum(-1))
+        else:
+            rows.append((delta * grad.float())[0].sum(-1))  # (T,)
+    return torch.stack(rows).cpu().numpy()
