@@ -33,9 +33,9 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.corrcoef(rank(a), rank(b))[0, 1])
 
 
-def timed(fn):
+def timed(fn, *args, **kwargs):
     start = time.perf_counter()
-    out = fn()
+    out = fn(*args, **kwargs)
     return out, time.perf_counter() - start
 
 
@@ -49,8 +49,8 @@ def report(name: str, pipe, pairs: list[str]) -> None:
                 print("  resid: the inputs differ in length, no residual grid")
                 continue
             try:
-                estimate, t_attr = timed(lambda: pipe.patch(clean, corrupted, over=over, exact=False))
-                exact, t_exact = timed(lambda: pipe.patch(clean, corrupted, over=over, exact=True))
+                estimate, t_attr = timed(pipe.patch, clean, corrupted, over=over, exact=False)
+                exact, t_exact = timed(pipe.patch, clean, corrupted, over=over, exact=True)
             except ValueError as e:
                 print(f"  {over}: {e}")
                 break
