@@ -43,7 +43,10 @@ def test_each_tab_has_the_sections_in_one_order_closed(demo, task):
     assert [s.elem_id for s in sections] == [layout.section_id(task, name) for name in layout.SECTIONS]
     assert [s.label for s in sections] == list(layout.SECTIONS)
     shown = [s.label for s in sections if s.visible]
-    assert shown[:4] == ["All heads", "Inside one head", "What each head does", "Compare"] or task == "lm"
+    assert (
+        shown[:5] == ["All heads", "Inside one head", "Layer by layer", "What each head does", "Compare"]
+        or task == "lm"
+    )
     assert all(s.children for s in sections if s.visible)  # no empty section offered
 
 
@@ -57,6 +60,7 @@ def test_the_main_view_comes_first_and_the_other_views_in_their_sections(demo, t
         "All heads": [f"{task}-overview", f"{task}-token", f"{task}-model-view"],
         "What each head does": [f"{task}-heads-grid", f"{task}-heads-table"],
         "Compare": [f"{task}-compare-input"],
+        "Layer by layer": [f"{task}-lens-submit", f"{task}-lens", f"{task}-dla"],
         "Training steps": [f"{task}-training-step"],
     }
     for name, ids in placed.items():
