@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 from torch import nn
 
 from pipelines import explanations
-from pipelines.attention import heads, inside_causal_head, inside_head
+from pipelines.attention import heads, inside_head
 from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_texts
 from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
@@ -378,8 +378,8 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
     def internals(self, ids: list[int]):
         """What every head read and wrote on one sequence of ids (a result's sequence_ids: the pass that made its maps),
         with q and k before and after the rotation and each query head's key/value head
-        (pipelines.attention.inside_causal_head.CausalInternals)."""
-        return inside_causal_head.causal_internals(self.adapter, list(ids))
+        (pipelines.attention.inside_head.CausalInternals)."""
+        return inside_head.causal_internals(self.adapter, list(ids))
 
 
 def _from_ours(cls, name: str, device: str | None) -> LanguageModelPipeline:

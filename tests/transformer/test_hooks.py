@@ -91,13 +91,15 @@ def test_heads_results_plus_the_bias_are_the_attention_output(family):
     model, args, kwargs, maps = family
     with torch.no_grad():
         _, cache = model.run_with_cache(*args, **kwargs)
+        # the outputs as the plain forward computes them (through o_proj): hook_result not asked for
+        _, plain = model.run_with_cache(*args, names=lambda n: n.endswith("attn_out"), **kwargs)
     for prefix in maps:
         for layer in range(2):
             attn = prefix.format(layer)
             block, kind = attn.rsplit(".", 1)
             result = cache[f"{attn}.hook_result"]  # (B, T, H, D)
             bias = model.get_submodule(attn).b_O
-            out = cache[f"{block}.hook_{'cross_attn' if kind == 'cross_attn' else 'attn'}_out"]
+            out = plain[f"{block}.hook_{'cross_attn' if kind == 'cross_attn' else 'attn'}_out"]
             torch.testing.assert_close(result.sum(2) + bias, out, rtol=0, atol=1e-5)
             # and each head's result is its hook_z through its slice of W_O
             z, w_o = cache[f"{attn}.hook_z"], model.get_submodule(attn).W_O  # (B, T, H, hs), (H, hs, D)
@@ -232,3 +234,31 @@ def test_a_state_dict_with_the_old_names_loads_into_every_family():
         fresh = type(model)(model.config)
         fresh.load_state_dict(old, strict=True)
         assert all(torch.equal(fresh.state_dict()[k], today[k] + 1.0) for k in today)
+
+
+@pytest.mark.parametrize("name", ["sentiment", "sentiment-scratch", "translation", "lm"])
+def test_the_bundled_models_points_add_up(name):
+    """Each bundled model once, loaded from its shipped files (old parameter names): the pattern is the returned
+    attention, the heads' results and the bias are the attention output, and an identity hook changes nothing."""
+    from pathlib import Path
+
+    from transformer import load_model
+
+    folder = Path(__file__).resolve().parents[2] / "assets" / name
+    cls = {"translation": Seq2SeqTransformer, "lm": CausalLM}.get(name, TransformerClassifier)
+    model = load_model(cls, folder)
+    ids = torch.tensor([[5, 9, 3, 17, 22, 8, 4, 30]])
+    args = (ids, ids[:, :5]) if cls is Seq2SeqTransformer else (ids,)
+    prefix = "decoder." if cls is Seq2SeqTransformer else ""
+    last = len(model.decoder.blocks if prefix else model.blocks) - 1
+    attn = f"{prefix}blocks.{last}.attn"
+    out_name = f"{prefix}blocks.{last}.hook_attn_out"
+    with torch.no_grad():
+        out, cache = model.run_with_cache(*args, need_weights=True)
+        _, plain = model.run_with_cache(*args, names=[out_name])  # through o_proj: hook_result not asked for
+        same = model.run_with_hooks(*args, hooks=[(f"{prefix}blocks.0.hook_resid_pre", lambda x, n: x)]).logits
+    maps = out.self_attentions if prefix else out.attentions
+    torch.testing.assert_close(cache[f"{attn}.hook_pattern"], maps[last], rtol=0, atol=0)
+    summed = cache[f"{attn}.hook_result"].sum(2) + model.get_submodule(attn).b_O
+    torch.testing.assert_close(summed, plain[out_name], rtol=0, atol=1e-4)
+    torch.testing.assert_close(same, model(*args).logits, rtol=0, atol=0)

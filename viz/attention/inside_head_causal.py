@@ -1,9 +1,9 @@
 """Inside one head of a decoder-only model, drawn: what inside_head_view shows for every head, plus the three things a
-causal Llama-style head does differently (pipelines.attention.inside_causal_head): which key/value head this query head
+causal Llama-style head does differently (pipelines.attention.inside_head): which key/value head this query head
 reads and which query heads share it, q and the top keys before and after the rotary rotation with the scores each
 gives, and the causal mask (nothing above the diagonal). HTML only; tokens are escaped."""
 
-from pipelines.attention.inside_causal_head import CausalHeadInternals
+from pipelines.attention.inside_head import CausalHeadInternals
 
 from .inside_head_view import TOP_KEYS, _esc, _key, vector_html
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from pipelines.attention.inside_causal_head import CausalHeadInternals
+from pipelines.attention.inside_head import CausalHeadInternals
 from pipelines.kinds import KINDS, TGT
 
 from ..page.theme import waiting_plot

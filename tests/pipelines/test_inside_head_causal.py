@@ -1,4 +1,4 @@
-"""Inside one head of a decoder-only model (pipelines/attention/inside_causal_head.py) on tiny random CausalLMs with
+"""Inside one head of a decoder-only model (pipelines.attention.inside_head.py) on tiny random CausalLMs with
 grouped key/value heads: q and k before the rotation are the projections computed here by hand from the layer's
 weights and input, after it they are those rotated by the model's own Rotary, the scores recomputed from the shown q
 and k through the causal mask and softmax are the model's returned attention row, and each query head reads the
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pipelines import LanguageModelPipeline
-from pipelines.attention.inside_causal_head import CausalInternals, causal_internals
+from pipelines.attention.inside_head import CausalInternals, causal_internals
 from pipelines.models.adapter import OurCausalLM
 from transformer import CausalLM
 from transformer.config import CausalLMConfig
