@@ -76,9 +76,8 @@ def settle_offline_mode(probe=hub_answers) -> bool:
     from huggingface_hub import constants
 
     log.warning(
-        "the Hugging Face Hub (%s) did not answer within %.0f s: offline mode is on (HF_HUB_OFFLINE=1), so models"
-        " from the Hub load from the local cache only",
+        "the Hugging Face Hub (%s) did not answer: offline mode is on (HF_HUB_OFFLINE=1), so models from the Hub"
+        " load from the local cache only",
         constants.ENDPOINT,
-        PROBE_TIMEOUT,
     )
     return True
