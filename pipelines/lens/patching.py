@@ -8,6 +8,7 @@ first-order estimate (clean - corrupted) . d metric / d state. Everything is rea
 points (transformer/hooks.py), on the stack the task answers from (readout.py).
 """
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,10 @@ class Runner:
     prefix: str
     n_layers: int
     n_heads: int
+    # run_from(layer, resid (B, T, D), ids (B, T), hooks): the answer's logits from block `layer`'s input on, the
+    # blocks below not run again (as the head table does); None: every cell runs the whole model
+    run_from: Callable | None = None
+    inputs: list | None = None  # each block's input on the corrupted ids (1, T, D), where run_from is used
 
 
 def _cache(runner: Runner, ids: torch.Tensor, names: list[str], grad: bool = False):
@@ -82,6 +87,10 @@ def patch(
             "the other, so states are patched by position only between inputs of one length (heads need no alignment)"
         )
     names = _names(runner, over)
+    if exact and runner.run_from is not None:  # what each block read on the corrupted input: the runs start there
+        names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
+        _, corrupted_inputs = _cache(runner, corrupted, names_in)
+        runner = dataclasses.replace(runner, inputs=[corrupted_inputs[n] for n in names_in])
     diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
     clean_logits, clean_cache = _cache(runner, clean, names)
     base = float(diff(clean_logits)[0])
@@ -127,7 +136,12 @@ def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress,
             break
         rows = corrupted.expand(len(cells), -1)  # (N, T)
         hook = _patched(name, clean_cache[name], cells, over, aligned)
-        grid[layer] = diff(runner.run(rows, [(name, hook)])).float().cpu().numpy()
+        if runner.inputs is not None:  # from the layer's own input on
+            resid = runner.inputs[layer].expand(len(cells), -1, -1)  # (N, T, D)
+            logits = runner.run_from(layer, resid, rows, [(name, hook)])
+        else:
+            logits = runner.run(rows, [(name, hook)])
+        grid[layer] = diff(logits).float().cpu().numpy()
         if progress is not None:
             progress(layer + 1, runner.n_layers)
     return grid

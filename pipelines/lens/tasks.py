@@ -167,16 +167,23 @@ def translation_attribution(pipe, text: str, step: int = 0, target=None, contras
 # --- which state carries the answer (patching) -------------------------------------------------------------------
 
 
-def _runner(adapter, readout, logits_of) -> "patching.Runner":
-    """A patching Runner over an adapter of ours: logits_of(ids) -> the answer's logits (B, V), run under hooks."""
+def _runner(adapter, readout, logits_of, logits_from=None) -> "patching.Runner":
+    """A patching Runner over an adapter of ours: logits_of(ids) -> the answer's logits (B, V), run under hooks;
+    logits_from(layer, resid, ids) the same from a block's input on, where the model can start there."""
     registry = adapter.model.hook_registry
 
     def run(ids, hooks):
         with registry.hooks(hooks):
             return logits_of(ids).float()
 
+    def run_from(layer, resid, ids, hooks):
+        with registry.hooks(hooks):
+            return logits_from(layer, resid, ids).float()
+
     first = readout.blocks[0].attn
-    return patching.Runner(run, registry, readout.prefix, len(readout.blocks), first.n_heads)
+    return patching.Runner(
+        run, registry, readout.prefix, len(readout.blocks), first.n_heads, run_from if logits_from else None
+    )
 
 
 def _answers(clean_logits, corrupt_logits, target, contrast, text, tokenize) -> tuple[int, int]:
@@ -192,7 +199,14 @@ def _answers(clean_logits, corrupt_logits, target, contrast, text, tokenize) -> 
 def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
     a, readout = pipe.adapter, readout_of(pipe.adapter)
     ids = [torch.tensor([lm_ids(pipe, text)], device=a.device) for text in (clean, corrupted)]  # (1, T) each
-    runner = _runner(a, readout, lambda x: a.forward(x).logits[:, -1])
+    last_layer = len(readout.blocks) - 1
+
+    def from_layer(layer, resid, x):
+        """The blocks from `layer` on; below the last block, the last one asks its last query alone (the patched
+        block is not the last, so the last block's keys and values need no hook) and one row is unembedded."""
+        return a.model.forward_from(layer, resid, last_only=layer < last_layer).logits[:, -1]
+
+    runner = _runner(a, readout, lambda x: a.forward(x).logits[:, -1], from_layer)
     with torch.no_grad():
         first, second = (runner.run(x, [])[0] for x in ids)
     t, c = _answers(first, second, target, contrast, a.token_text, lambda s: a.tokenize(s)[0])
@@ -205,7 +219,7 @@ def sentiment_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, 
     ids = [torch.tensor([pipe.encode(text).ids], device=a.device) for text in (clean, corrupted)]
     if not ids[0].numel() or not ids[1].numel():
         raise ValueError("the text has no tokens")
-    runner = _runner(a, readout, lambda x: a.forward(x).logits)
+    runner = _runner(a, readout, lambda x: a.forward(x).logits, lambda i, r, x: a.model.forward_from(i, r, x).logits)
     with torch.no_grad():
         first, second = (runner.run(x, [])[0] for x in ids)
     label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731
