@@ -138,12 +138,10 @@ class Attention(nn.Module):
             out, weights = self.fast_attention(q, k, v, mask, causal, p), None
         z = out.transpose(1, 2)  # (B, Tq, H, hs)
         z = self.hook_z(z) if hooked else z
-        if head_mask is not None:
-            z = z * head_multiplier(head_mask.to(z.dtype), self.n_heads).transpose(1, 2)  # 0 switches a head off
         if hooked and self.hook_result.wanted:  # each head's share, summed: a hook that replaces one changes it
-            out = self.hook_result(self.head_results(z)).sum(2) + self.b_O  # (B, Tq, D)
+            out = self.hook_result(self.head_results(masked(z, head_mask, self.n_heads))).sum(2) + self.b_O
         else:
-            out = self.o_proj(z.reshape(B, Tq, self.n_heads * self.head_dim))  # (B, Tq, D)
+            out = self.mix(z, head_mask)  # (B, Tq, D)
         return AttentionOutput(out, weights, kv)
 
     @staticmethod
@@ -165,8 +163,7 @@ class Attention(nn.Module):
     def mix(self, z: torch.Tensor, head_mask: torch.Tensor | None = None) -> torch.Tensor:
         """z (B, Tq, H, hs), what the heads computed (hook_z) -> the attention's output (B, Tq, D) under head_mask:
         a pass that already ran the heads mixes them again without attending."""
-        if head_mask is not None:
-            z = z * head_multiplier(head_mask.to(z.dtype), self.n_heads).transpose(1, 2)
+        z = masked(z, head_mask, self.n_heads)
         return self.o_proj(z.reshape(*z.shape[:2], self.n_heads * self.head_dim))
 
     # Weight views as TransformerLens names them, per head; K and V repeated to the query heads that read them.
@@ -199,6 +196,13 @@ class Attention(nn.Module):
     def _per_query_head(self, weight: torch.Tensor) -> torch.Tensor:
         w = weight.view(self.n_kv_heads, self.head_dim, -1).transpose(1, 2)  # (Hkv, D, hs)
         return w.repeat_interleave(self.n_heads // self.n_kv_heads, dim=0)  # (H, D, hs)
+
+
+def masked(z: torch.Tensor, head_mask: torch.Tensor | None, n_heads: int) -> torch.Tensor:
+    """z (B, T, H, hs) with each head's output scaled by head_mask ((H,) or (B, H); 0 switches a head off)."""
+    if head_mask is None:
+        return z
+    return z * head_multiplier(head_mask.to(z.dtype), n_heads).transpose(1, 2)
 
 
 def explicit_attention(

@@ -144,6 +144,7 @@ def last_query(block: Block, x: torch.Tensor, head_mask: torch.Tensor | None = N
     h = block.attn_norm(x[:, :-1])  # (B, T - 1, D)
     _, k, v = attn.project(h, h)  # (B, T - 1, Hkv, hs) twice
     k = k.transpose(1, 2)  # (B, Hkv, T - 1, hs)
-    _, k = attn.rotate(k, k, 0, None)
+    if attn.rotary is not None:  # the earlier positions' keys as the cache would hold them: rotated
+        k = Rotary.rotate(k, *attn.rotary.cos_sin(k.size(2), 0, k.device))
     rope = attn.rotary.cos_sin(1, x.size(1) - 1, x.device) if attn.rotary is not None else None
     return block(x[:, -1:], None, False, (k, v.transpose(1, 2)), head_mask, True, rope).x  # (B, 1, D)

@@ -2,10 +2,11 @@
 
 A hook is registered on a module every thread shares: the server's model runs passes of a head table on several
 threads at once (pipelines.attention.passes), and a waiting call of the same model runs at one of their pause points
-(pipelines.hosting.microbatch). A recording (pipelines.attention.inside_head) or heads switched off
-(pipelines.models.hf_adapter) for one run must not reach the runs of the other threads: measured, a recording raised
-"ran twice" when a head table's pass ran beside it, and heads switched off for one pass would have been off in the
-others too.
+(pipelines.hosting.microbatch). What a `transformers` model's adapter records under the core's hook names, or the
+heads it switches off for one run (pipelines.models.hf_adapter), must not reach the runs of the other threads:
+measured, a recording raised "ran twice" when a head table's pass ran beside it, and heads switched off for one pass
+would have been off in the others too. Our own models need none of this: their hook points are per thread
+(transformer/hooks.py).
 """
 
 import functools

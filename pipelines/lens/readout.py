@@ -31,7 +31,7 @@ class Readout:
             f"{self.prefix}blocks.{i}.hook_resid_post" for i in range(len(self.blocks))
         ]
 
-    def logits(self, state: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(self, state: torch.Tensor) -> torch.Tensor:
         """state (B, T, D) -> (B, T, V) the unembedding of each position after the final norm."""
         return self.final_norm(state) @ self.unembed
 
@@ -54,7 +54,7 @@ class ClassifierReadout(Readout):
         m = self.model
         return m.head(x if m.pooler is None else m.pooler(x))
 
-    def logits(self, state: torch.Tensor, real: torch.Tensor | None = None) -> torch.Tensor:
+    def logits(self, state: torch.Tensor) -> torch.Tensor:
         """state (B, T, D) -> (B, T, C) the head on each position's (normed) state."""
         return self.head(self.final_norm(state))
 
