@@ -363,6 +363,11 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return lens_tasks.lm_lens(self, prompt, result, step, chat)
 
     @runs_model
+    def layer_by_layer(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
+        """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
+        return lens_tasks.lm_layer_by_layer(self, prompt, target, contrast, result, step, chat)
+
+    @runs_model
     def direct_logit_attribution(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
         """pipelines.lens.Attribution of the next token `target` (default: the most likely; an id or the text of one
         of the top-10) after what the model read at `step`, minus `contrast`'s logit where given."""

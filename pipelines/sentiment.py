@@ -250,6 +250,11 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         return lens_tasks.sentiment_lens(self, text)
 
     @runs_model
+    def layer_by_layer(self, text: str, target=None, contrast=None):
+        """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
+        return lens_tasks.sentiment_layer_by_layer(self, text, target, contrast)
+
+    @runs_model
     def direct_logit_attribution(self, text: str, target=None, contrast=None):
         """pipelines.lens.Attribution of the label `target` (default: the predicted one; an index or a name), minus
         `contrast`'s logit where given: each head's and feed-forward layer's direct part."""

@@ -204,6 +204,11 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return lens_tasks.translation_lens(self, text, result)
 
     @runs_model
+    def layer_by_layer(self, text: str, step: int = 0, target=None, contrast=None, result=None):
+        """(logit_lens, direct_logit_attribution at `step`) of one pass: what the Layer by layer section draws."""
+        return lens_tasks.translation_layer_by_layer(self, text, step, target, contrast, result)
+
+    @runs_model
     def direct_logit_attribution(self, text: str, step: int = 0, target=None, contrast=None, result=None):
         """pipelines.lens.Attribution at decoding step `step` (0-based) of English token `target` (default: the one
         produced; an id or the text of one of the step's top tokens), minus `contrast`'s logit where given."""

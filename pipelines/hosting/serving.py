@@ -172,6 +172,7 @@ class ServedSentiment(ServedPipeline):
     head_table = alone(SentimentPipeline.head_table)
     internals = alone(SentimentPipeline.internals)
     logit_lens = alone(SentimentPipeline.logit_lens)
+    layer_by_layer = alone(SentimentPipeline.layer_by_layer)
     direct_logit_attribution = alone(SentimentPipeline.direct_logit_attribution)
     patch = alone(SentimentPipeline.patch)
     inside_head = alone(SentimentPipeline.inside_head)
@@ -213,6 +214,7 @@ class ServedTranslation(ServedPipeline):
     head_table = alone(TranslationPipeline.head_table)
     internals = alone(TranslationPipeline.internals)
     logit_lens = alone(TranslationPipeline.logit_lens)
+    layer_by_layer = alone(TranslationPipeline.layer_by_layer)
     direct_logit_attribution = alone(TranslationPipeline.direct_logit_attribution)
     patch = alone(TranslationPipeline.patch)
     inside_head = alone(TranslationPipeline.inside_head)
@@ -237,6 +239,7 @@ class ServedLM(ServedPipeline):
     head_table = alone(LanguageModelPipeline.head_table)
     internals = alone(LanguageModelPipeline.internals)
     logit_lens = alone(LanguageModelPipeline.logit_lens)
+    layer_by_layer = alone(LanguageModelPipeline.layer_by_layer)
     direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
     patch = alone(LanguageModelPipeline.patch)
 

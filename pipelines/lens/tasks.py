@@ -84,17 +84,30 @@ def _lm_pass(pipe, ids: list[int], names: list[str]):
     return _cached(a, lambda: a.forward(x), names)
 
 
-def lm_lens(pipe, prompt: str, result=None, step: int = 1, chat: bool = False) -> Lens:
+def names_for(readout: Readout, lens: bool, attribute: bool) -> list[str]:
+    """The hook points a lens and/or an attribution read: one pass serves both."""
+    return (readout.names() if lens else []) + (attribution.names(readout) if attribute else [])
+
+
+def lm_layer_by_layer(pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False, lens=True, attr=True):
+    """(Lens or None, Attribution or None) of what the model had read at `step`, from one pass."""
     ids, readout, a = lm_ids(pipe, prompt, result, step, chat), readout_of(pipe.adapter), pipe.adapter
-    _, cache = _lm_pass(pipe, ids, readout.names())
-    return logit_lens(readout, cache, [a.token_text(i) for i in ids], a.token_text)
+    run, cache = _lm_pass(pipe, ids, names_for(readout, lens, attr))
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    return (
+        logit_lens(readout, cache, [a.token_text(i) for i in ids], a.token_text) if lens else None,
+        _attribute(readout, cache, run.logits[0, -1].float(), target, contrast, a.token_text, tokenize)
+        if attr
+        else None,
+    )
+
+
+def lm_lens(pipe, prompt: str, result=None, step: int = 1, chat: bool = False) -> Lens:
+    return lm_layer_by_layer(pipe, prompt, result=result, step=step, chat=chat, attr=False)[0]
 
 
 def lm_attribution(pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False) -> Attribution:
-    ids, readout, a = lm_ids(pipe, prompt, result, step, chat), readout_of(pipe.adapter), pipe.adapter
-    run, cache = _lm_pass(pipe, ids, attribution.names(readout))
-    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
-    return _attribute(readout, cache, run.logits[0, -1].float(), target, contrast, a.token_text, tokenize)
+    return lm_layer_by_layer(pipe, prompt, target, contrast, result, step, chat, lens=False)[1]
 
 
 # --- sentiment ---------------------------------------------------------------------------------------------------
@@ -110,21 +123,26 @@ def _review_pass(pipe, text: str, names: list[str]):
     return read, x != a.pad_id, run, cache
 
 
-def sentiment_lens(pipe, text: str) -> Lens:
+def sentiment_layer_by_layer(pipe, text: str, target=None, contrast=None, lens=True, attr=True):
+    """(Lens or None, Attribution or None) from one pass; target, contrast: a label's index or name (default: the
+    predicted label, no contrast)."""
     readout = readout_of(pipe.adapter)
-    read, real, _, cache = _review_pass(pipe, text, readout.names())
-    return logit_lens(readout, cache, token_texts(read.tokens), lambda i: pipe.labels[i], real)
+    read, real, run, cache = _review_pass(pipe, text, names_for(readout, lens, attr))
+    name = lambda i: pipe.labels[i]  # noqa: E731
+    out = logit_lens(readout, cache, token_texts(read.tokens), name, real) if lens else None
+    if not attr:
+        return out, None
+    label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731
+    pool = run.token_weights[0] if run.token_weights is not None else None
+    return out, _attribute(readout, cache, run.logits[0].float(), label(target), label(contrast), name, None, pool=pool)
+
+
+def sentiment_lens(pipe, text: str) -> Lens:
+    return sentiment_layer_by_layer(pipe, text, attr=False)[0]
 
 
 def sentiment_attribution(pipe, text: str, target=None, contrast=None) -> Attribution:
-    """target, contrast: a label's index or name (default: the predicted label, no contrast)."""
-    readout = readout_of(pipe.adapter)
-    _, _, run, cache = _review_pass(pipe, text, attribution.names(readout))
-    label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731
-    logits = run.logits[0].float()
-    target, contrast = label(target), label(contrast)
-    pool = run.token_weights[0] if run.token_weights is not None else None
-    return _attribute(readout, cache, logits, target, contrast, lambda i: pipe.labels[i], None, pool=pool)
+    return sentiment_layer_by_layer(pipe, text, target, contrast, lens=False)[1]
 
 
 # --- translation -------------------------------------------------------------------------------------------------
@@ -144,24 +162,28 @@ def _sentence_pass(pipe, text: str, result, names: list[str]):
     return result, run, cache
 
 
+def translation_layer_by_layer(pipe, text, step=0, target=None, contrast=None, result=None, lens=True, attr=True):
+    """(Lens or None, Attribution or None) from one teacher-forced pass on the translation: the lens over every
+    decoding step, the attribution at step `step` (0-based; default target the token produced there)."""
+    readout, a = readout_of(pipe.adapter), pipe.adapter
+    result, run, cache = _sentence_pass(pipe, text, result, names_for(readout, lens, attr))
+    out = logit_lens(readout, cache, ["<s>", *result.target_tokens[:-1]], a.token_text) if lens else None
+    if not attr:
+        return out, None
+    if not 0 <= step < len(result.target_ids):
+        raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
+    target = result.target_ids[step] if target is None else target
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    return out, _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
+
+
 def translation_lens(pipe, text: str, result=None) -> Lens:
     """The decoder's residual stream at each decoding step (teacher-forced on the translation), read out."""
-    readout = readout_of(pipe.adapter)
-    result, _, cache = _sentence_pass(pipe, text, result, readout.names())
-    read = ["<s>", *result.target_tokens[:-1]]
-    return logit_lens(readout, cache, read, pipe.adapter.token_text)
+    return translation_layer_by_layer(pipe, text, result=result, attr=False)[0]
 
 
 def translation_attribution(pipe, text: str, step: int = 0, target=None, contrast=None, result=None) -> Attribution:
-    """At decoding step `step` (0-based): default target the token produced there."""
-    readout = readout_of(pipe.adapter)
-    result, run, cache = _sentence_pass(pipe, text, result, attribution.names(readout))
-    if not 0 <= step < len(result.target_ids):
-        raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
-    a = pipe.adapter
-    target = result.target_ids[step] if target is None else target
-    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
-    return _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
+    return translation_layer_by_layer(pipe, text, step, target, contrast, result, lens=False)[1]
 
 
 # --- which state carries the answer (patching) -------------------------------------------------------------------

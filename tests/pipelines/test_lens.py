@@ -153,3 +153,12 @@ def test_a_contrastive_attribution_differs_from_the_plain_one(lm):
     against = lm.direct_logit_attribution(PROMPT, contrast=lens.top_tokens[-1][-1][1])
     assert against.contrast == lens.top_tokens[-1][-1][1]
     assert not np.allclose(plain.heads, against.heads) and against.total < plain.total
+
+
+def test_one_pass_gives_the_lens_and_the_attribution_the_two_calls_give(lm, sentiment):
+    lens, a = lm.layer_by_layer(PROMPT)
+    assert lens.top_probs == lm.logit_lens(PROMPT).top_probs
+    np.testing.assert_allclose(a.heads, lm.direct_logit_attribution(PROMPT).heads, atol=1e-6)
+    lens, a = sentiment.layer_by_layer(REVIEW, contrast=0)
+    assert lens.final_prob == sentiment.logit_lens(REVIEW).final_prob
+    assert a.total == pytest.approx(sentiment.direct_logit_attribution(REVIEW, contrast=0).total, abs=1e-6)

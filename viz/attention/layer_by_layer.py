@@ -52,21 +52,19 @@ def build(task: str) -> LayerByLayerUI:
     return LayerByLayerUI(contrast, submit, lens, by_layer, attribution, notes)
 
 
-# task -> (pipe, view, step, contrast) -> (Lens, Attribution): how each task's view asks for its layer by layer
+# task -> (pipe, view, step, contrast) -> (Lens, Attribution) from one pass: how each task's view asks for them
 def _sentiment(pipe, view, step, contrast):
-    return pipe.logit_lens(view.text), pipe.direct_logit_attribution(view.text, contrast=contrast)
+    return pipe.layer_by_layer(view.text, contrast=contrast)
 
 
 def _translation(pipe, view, step, contrast):
     at = max(int(step or 1), 1) - 1  # the slider's steps count from 1
-    lens = pipe.logit_lens(view.text, result=view.result)
-    return lens, pipe.direct_logit_attribution(view.text, step=at, contrast=contrast, result=view.result)
+    return pipe.layer_by_layer(view.text, step=at, contrast=contrast, result=view.result)
 
 
 def _lm(pipe, view, step, contrast):
     r, at = view.result, max(int(step or view.step or 1), 1)
-    lens = pipe.logit_lens(r.prompt, result=r, step=at, chat=r.chat)
-    return lens, pipe.direct_logit_attribution(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat)
+    return pipe.layer_by_layer(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat)
 
 
 CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
