@@ -197,9 +197,7 @@ def test_a_failed_run_clears_the_busy_mark(page):
             raise gr.Error("always")
 
         hosting.after_paint(button.click(fail, [box], [out], **hosting.first_view(out)), out)
-    _, url, _ = demo.launch(
-        server_name="127.0.0.1", server_port=browser.free_port(), prevent_thread_lock=True, quiet=True
-    )
+    url = browser.launch_local(demo)
     try:
         page.goto(url)
         page.wait_for_selector("#go")

@@ -162,8 +162,7 @@ def test_twelve_heads_at_six_decimals_fit_the_grid_at_1440_px(page):
     assert effect_decimals(r["effect"] for r in rows) == 6
     with gr.Blocks() as demo:
         effect_grid(grid_styler(rows), elem_id="grid")
-    _, url, _ = demo.launch(server_name="127.0.0.1", server_port=browser.free_port(), prevent_thread_lock=True,
-                            quiet=True, css=theme.CSS)  # fmt: skip
+    url = browser.launch_local(demo, css=theme.CSS)
     size = page.viewport_size
     try:
         page.set_viewport_size({"width": 1440, "height": 900})

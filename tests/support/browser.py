@@ -62,15 +62,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def launch_local(demo, tries: int = 3, **options) -> str:
+    """demo.launch() on a free local port without blocking; returns its URL. Close with demo.close().
+
+    Gradio's launch asks the new server for its page once with a 3 s timeout (gradio.networking.url_ok) and gives up
+    with "localhost is not accessible" when that one request is slow: under the full suite on 2 cores another
+    worker's model run can hold it past 3 s (seen once in .ci/run). A refused launch is closed and tried again."""
+    for attempt in range(tries):
+        try:
+            _, url, _ = demo.launch(
+                server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, **options
+            )
+            return url
+        except ValueError as error:
+            demo.close()
+            if "localhost is not accessible" not in str(error) or attempt == tries - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def serve(demo) -> str:
     """Launch a built demo as app.py does (viz.server.hosting) on a free local port without blocking; returns its URL.
     Close with demo.close()."""
     from viz.server.hosting import launch_options
 
-    _, url, _ = demo.launch(
-        server_name="127.0.0.1", server_port=free_port(), prevent_thread_lock=True, quiet=True, **launch_options(demo)
-    )
-    return url
+    return launch_local(demo, **launch_options(demo))
 
 
 @contextmanager
