@@ -357,15 +357,24 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return explanations.faithfulness(self, explanation)
 
     @runs_model
-    def logit_lens(self, prompt: str, result=None, step: int = 1, chat: bool = False):
+    def logit_lens(self, prompt: str, result=None, step: int = 1, chat: bool = False, kind: str = "logit"):
         """pipelines.lens.Lens of what the model had read when it chose new token `step` of `result` (None: the
-        prompt, before its first new token)."""
-        return lens_tasks.lm_lens(self, prompt, result, step, chat)
+        prompt, before its first new token); kind "tuned": through this model's tuned lens (the logit lens, said so
+        in its note, where it has none: tuned_lens())."""
+        return lens_tasks.lm_lens(self, prompt, result, step, chat, kind)
+
+    def tuned_lens(self):
+        """pipelines.lens.tuned.TunedLens trained for these weights (its `about`: data, test KL by layer), or None."""
+        try:
+            readout = lens_tasks.readout_of(self.adapter)
+        except ValueError:  # a transformers model: no residual stream of ours to translate
+            return None
+        return lens_tasks.tuned_lens_for(self.source, readout, self.adapter.device)
 
     @runs_model
-    def layer_by_layer(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
+    def layer_by_layer(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False, kind="logit"):
         """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.lm_layer_by_layer(self, prompt, target, contrast, result, step, chat)
+        return lens_tasks.lm_layer_by_layer(self, prompt, target, contrast, result, step, chat, kind=kind)
 
     @runs_model
     def direct_logit_attribution(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):

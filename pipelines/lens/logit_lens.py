@@ -25,6 +25,8 @@ class Lens:
     kl: list[float]  # [l]: KL(final || layer l) of the last position's distributions, in nats
     post_norm: bool  # the stack normalises after each block: what the readout means differs (note)
     note: str
+    kind: str = "logit"  # "tuned": each state went through its layer's translator first (tuned.py)
+    logit_kl: list[float] | None = None  # [l]: the logit lens's kl, beside a tuned lens's, to compare
 
     def top_token(self, layer: int, position: int) -> str:
         return self.top_tokens[layer][position][0]
@@ -36,6 +38,11 @@ POST_NORM_NOTE = (
     "it was never trained to read there."
 )
 PRE_NORM_NOTE = "Each row is that layer's residual stream through the model's final norm and output layer."
+TUNED_NOTE = (
+    "Tuned lens: each row is that layer's residual stream through an affine translator trained for that layer (to "
+    "match the final distribution on IMDB reviews), then the final norm and output layer. It reads what a layer "
+    "holds in a basis the output layer does not yet read; the dashed line is the plain logit lens's KL."
+)
 
 
 def top(
@@ -56,11 +63,17 @@ def kl(final: torch.Tensor, other: torch.Tensor) -> float:
 
 @torch.no_grad()
 def logit_lens(
-    readout: Readout, cache: dict, tokens: list[str], text: Callable[[int], str], real: torch.Tensor | None = None
+    readout: Readout,
+    cache: dict,
+    tokens: list[str],
+    text: Callable[[int], str],
+    real: torch.Tensor | None = None,
+    translators=None,
 ) -> Lens:
     """The lens of one cached pass (a batch of one holding readout.names()); text(i): output i's text; real (1, T):
-    the classifier's real tokens."""
-    states = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
+    the classifier's real tokens; translators: a tuned lens's (tuned.Translators), None for the logit lens."""
+    plain = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
+    states = plain if translators is None else [translators(i, s) for i, s in enumerate(plain)]
     rows = [top(readout.logits(s)[0].float(), TOP_K, text) for s in states]  # one layer's (T, V) at a time
     if isinstance(readout, ClassifierReadout):  # the prediction is the pooled state's, not a position's
         last = [readout.pooled_logits(s, real)[0].float().log_softmax(-1) for s in states]  # (C,) each
@@ -69,6 +82,9 @@ def logit_lens(
     final = last[-1]
     best = int(final.argmax())
     post = not readout.norm_first
+    logit_kl = None
+    if translators is not None:  # the logit lens at the last position only: (L + 1) rows, not (L + 1) x T
+        logit_kl = [kl(final, readout.logits(s[:, -1:])[0, -1].float().log_softmax(-1)) for s in plain]
     return Lens(
         readout.layer_names,
         tokens,
@@ -78,5 +94,7 @@ def logit_lens(
         [float(lp[best].exp()) for lp in last],
         [kl(final, lp) for lp in last],
         post,
-        POST_NORM_NOTE if post else PRE_NORM_NOTE,
+        TUNED_NOTE if translators is not None else POST_NORM_NOTE if post else PRE_NORM_NOTE,
+        "tuned" if translators is not None else "logit",
+        logit_kl,
     )

@@ -11,6 +11,7 @@ from pipelines.lens import attribution, patching
 from pipelines.lens.attribution import Attribution
 from pipelines.lens.logit_lens import Lens, logit_lens
 from pipelines.lens.readout import ClassifierReadout, Readout, decoder_readout, lm_readout
+from pipelines.lens.tuned import tuned_lens_for
 from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
 
 READOUTS: dict[type, Callable] = {
@@ -89,21 +90,45 @@ def names_for(readout: Readout, lens: bool, attribute: bool) -> list[str]:
     return (readout.names() if lens else []) + (attribution.names(readout) if attribute else [])
 
 
-def lm_layer_by_layer(pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False, lens=True, attr=True):
-    """(Lens or None, Attribution or None) of what the model had read at `step`, from one pass."""
+LENS_KINDS = ("logit", "tuned")  # how a state is read out: as it is, or through its layer's translator (tuned.py)
+NO_TUNED_LENS = (
+    "This model has no tuned lens (one is trained by `python -m training.tuned_lens --model ...`, for these very "
+    "weights; a training step's snapshot has none): the logit lens is shown."
+)
+
+
+def translators_for(pipe, readout: Readout, kind: str):
+    """(a tuned lens's translators or None, a note) for reading `readout` the `kind` way (LENS_KINDS)."""
+    if kind not in LENS_KINDS:
+        raise ValueError(f"lens kind {kind!r} is not one of {', '.join(LENS_KINDS)}")
+    if kind == "logit":
+        return None, ""
+    tuned = tuned_lens_for(getattr(pipe, "source", None), readout, pipe.adapter.device)
+    return (tuned.translators, "") if tuned is not None else (None, NO_TUNED_LENS)
+
+
+def lm_layer_by_layer(
+    pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False, lens=True, attr=True, kind="logit"
+):
+    """(Lens or None, Attribution or None) of what the model had read at `step`, from one pass; kind: LENS_KINDS."""
     ids, readout, a = lm_ids(pipe, prompt, result, step, chat), readout_of(pipe.adapter), pipe.adapter
     run, cache = _lm_pass(pipe, ids, names_for(readout, lens, attr))
     tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    out = None
+    if lens:
+        translators, missing = translators_for(pipe, readout, kind)
+        out = logit_lens(readout, cache, [a.token_text(i) for i in ids], a.token_text, translators=translators)
+        out.note = f"{missing} {out.note}" if missing else out.note
     return (
-        logit_lens(readout, cache, [a.token_text(i) for i in ids], a.token_text) if lens else None,
+        out,
         _attribute(readout, cache, run.logits[0, -1].float(), target, contrast, a.token_text, tokenize)
         if attr
         else None,
     )
 
 
-def lm_lens(pipe, prompt: str, result=None, step: int = 1, chat: bool = False) -> Lens:
-    return lm_layer_by_layer(pipe, prompt, result=result, step=step, chat=chat, attr=False)[0]
+def lm_lens(pipe, prompt: str, result=None, step: int = 1, chat: bool = False, kind: str = "logit") -> Lens:
+    return lm_layer_by_layer(pipe, prompt, result=result, step=step, chat=chat, attr=False, kind=kind)[0]
 
 
 def lm_attribution(pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False) -> Attribution:

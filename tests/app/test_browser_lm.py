@@ -219,3 +219,12 @@ def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(pag
     assert "direct logit attribution" in browser.plot_title(page, "lm-dla")
     notes = page.locator("#lm-lens-notes").inner_text()
     assert "Attributed:" in notes and "Left over:" in notes
+    # it follows the step slider without a click: the lens then has one column fewer (it read one token less)
+    columns_js = "() => ((document.querySelector('#lm-lens .js-plotly-plot') || {}).data || [{x: []}])[0].x.length"
+    columns = page.evaluate(columns_js)
+    browser.reveal(page, "lm-step")
+    page.locator("#lm-step input[type=range]").press("ArrowLeft")
+    page.wait_for_function(f"() => ({columns_js})() === {columns - 1}")
+    # the tuned lens: the tiny model has none, and the section says so over the logit lens
+    browser.choose(page, "lm-lens-kind", "tuned lens")
+    page.wait_for_function("() => document.querySelector('#lm-lens-notes').innerText.includes('no tuned lens')")

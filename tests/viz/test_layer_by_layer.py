@@ -62,3 +62,21 @@ def test_no_result_and_a_bad_contrast_are_messages(lm):
     with pytest.raises(ValueError, match="not one of the 10 most likely"):
         lbl.compute(ModelRegistry.of(lm), "lm", view, 1, "no such token anywhere")
     assert np.isfinite(lbl.compute(ModelRegistry.of(lm), "lm", view, 1, None)[2].data[0].z).all()
+
+
+def test_the_bundled_next_word_model_reads_out_through_its_tuned_lens():
+    from pathlib import Path
+
+    from pipelines import LanguageModelPipeline
+    from viz.next_word.handlers import generate
+
+    lm = LanguageModelPipeline.from_pretrained(str(Path(__file__).resolve().parents[2] / "assets" / "lm"))
+    view = list(generate(lm, "The film was a", "greedy", max_new_tokens=2))[-1][0]
+    plain = lbl.compute(ModelRegistry.of(lm), "lm", view, 2, None, "logit lens")
+    tuned = lbl.compute(ModelRegistry.of(lm), "lm", view, 2, None, "tuned lens")
+    assert "(tuned lens)" in tuned[0].layout.title.text and "(logit lens)" in plain[0].layout.title.text
+    assert [t.name for t in tuned[1].data][-1] == "KL, logit lens" and len(plain[1].data) == 2
+    np.testing.assert_allclose(tuned[1].data[2].y, plain[1].data[1].y, atol=1e-5)  # the dashed line is the logit lens
+    assert "Tuned lens" in tuned[3]
+    # trained to match the final distribution, it is nearer to it than the logit lens at every layer before the last
+    assert all(t < p for t, p in zip(tuned[1].data[1].y[:-1], plain[1].data[1].y[:-1]))

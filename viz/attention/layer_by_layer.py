@@ -27,11 +27,16 @@ HELP = (
     "*What each head does* switches heads off, and where the two differ, the difference is what later heads and "
     "layers do with that head's output."
 )
+# how the Next word tab's lens reads a state (pipelines.lens.tasks.LENS_KINDS): as it is, or through the tuned lens
+READ_OUT_WITH = {"logit lens": "logit", "tuned lens": "tuned"}
+TUNED_TASKS = (LM.name,)  # the tasks whose models have tuned lenses (python -m training.tuned_lens)
 
 
 @dataclass
 class LayerByLayerUI:
     contrast: gr.Textbox
+    kind: gr.Radio | gr.State  # READ_OUT_WITH's choice, where the task offers it
+    shown: gr.State  # whether the section has been drawn: a step moved then redraws it
     submit: gr.Button
     lens: gr.Plot
     by_layer: gr.Plot
@@ -44,27 +49,31 @@ def build(task: str) -> LayerByLayerUI:
     with gr.Row():
         contrast = gr.Textbox(label="against (optional): another output, as the top tokens show it, or a label",
                               max_lines=1, elem_id=f"{task}-lens-contrast")  # fmt: skip
+        if task in TUNED_TASKS:
+            kind = gr.Radio(list(READ_OUT_WITH), value="logit lens", label="read out with", elem_id=f"{task}-lens-kind")
+        else:
+            kind = gr.State("logit lens")
         submit = gr.Button("Read it layer by layer", elem_id=f"{task}-lens-submit")
     notes = gr.Markdown(elem_id=f"{task}-lens-notes")
     lens = waiting_plot(f"{task}-lens")
     by_layer = waiting_plot(f"{task}-lens-by-layer")
     attribution = waiting_plot(f"{task}-dla")
-    return LayerByLayerUI(contrast, submit, lens, by_layer, attribution, notes)
+    return LayerByLayerUI(contrast, kind, gr.State(False), submit, lens, by_layer, attribution, notes)
 
 
-# task -> (pipe, view, step, contrast) -> (Lens, Attribution) from one pass: how each task's view asks for them
-def _sentiment(pipe, view, step, contrast):
+# task -> (pipe, view, step, contrast, kind) -> (Lens, Attribution) from one pass: how each task's view asks for them
+def _sentiment(pipe, view, step, contrast, kind):
     return pipe.layer_by_layer(view.text, contrast=contrast)
 
 
-def _translation(pipe, view, step, contrast):
+def _translation(pipe, view, step, contrast, kind):
     at = max(int(step or 1), 1) - 1  # the slider's steps count from 1
     return pipe.layer_by_layer(view.text, step=at, contrast=contrast, result=view.result)
 
 
-def _lm(pipe, view, step, contrast):
+def _lm(pipe, view, step, contrast, kind):
     r, at = view.result, max(int(step or view.step or 1), 1)
-    return pipe.layer_by_layer(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat)
+    return pipe.layer_by_layer(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat, kind=kind)
 
 
 CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
@@ -80,7 +89,7 @@ def lens_figure(lens, position: int | None = None) -> go.Figure:
     fig = go.Figure(go.Heatmap(z=z, x=x, y=lens.layers, zmin=0, zmax=1, colorscale=COLORSCALE, text=text,
                                texttemplate="%{text}" if text else None, customdata=hover,
                                hovertemplate="%{y}, %{x}<br>%{customdata}<extra></extra>"))  # fmt: skip
-    fig.update_layout(title="What each layer predicts at each position (logit lens)", height=140 + 28 * len(z),
+    fig.update_layout(title=f"What each layer predicts at each position ({lens.kind} lens)", height=140 + 28 * len(z),
                       margin=dict(l=90, r=20, t=50, b=80), xaxis=dict(tickangle=-45))  # fmt: skip
     return fig
 
@@ -88,7 +97,10 @@ def lens_figure(lens, position: int | None = None) -> go.Figure:
 def by_layer_figure(lens) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=lens.layers, y=lens.final_prob, name=f"P({lens.final_token!s}) at the last position")
-    fig.add_scatter(x=lens.layers, y=lens.kl, name="KL from the final distribution (nats)", yaxis="y2")
+    fig.add_scatter(x=lens.layers, y=lens.kl, name=f"KL from the final distribution (nats, {lens.kind} lens)",
+                    yaxis="y2")  # fmt: skip
+    if lens.logit_kl is not None:  # a tuned lens: the logit lens's KL beside it
+        fig.add_scatter(x=lens.layers, y=lens.logit_kl, name="KL, logit lens", yaxis="y2", line=dict(dash="dash"))
     fig.update_layout(
         title="By layer: the final answer's probability, and how far from the end",
         height=300,
@@ -131,12 +143,13 @@ def notes(lens, a) -> str:
     return "\n\n".join(lines)
 
 
-def compute(models, task: str, view, step, contrast: str | None):
-    """(lens grid, by-layer lines, attribution grid, notes) for the view, by the model that made it."""
+def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens"):
+    """(lens grid, by-layer lines, attribution grid, notes) for the view, by the model that made it; kind: a choice
+    of READ_OUT_WITH."""
     if view is None:
         return None, None, None, "Run the model first: this section reads the result shown."
     pipe = models.get(getattr(view, "model", None))
-    lens, a = CALLS[task](pipe, view, step, (contrast or "").strip() or None)
+    lens, a = CALLS[task](pipe, view, step, (contrast or "").strip() or None, READ_OUT_WITH[kind])
     return lens_figure(lens), by_layer_figure(lens), attribution_figure(a), notes(lens, a)
 
 
@@ -149,14 +162,22 @@ def section(page, models, task: str, state, step=None) -> LayerByLayerUI:
 
 
 def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:
-    """The button reads the result shown (the step shown, where there are steps) layer by layer."""
+    """The button reads the result shown (the step shown, where there are steps) layer by layer; once drawn, moving
+    the step slider or the lens choice redraws it (for a new result, the button reads it)."""
+    slider = step
     step = gr.State(None) if step is None else step
 
-    def run(view, step, contrast, request: gr.Request = None):
+    def run(view, step, contrast, kind, request: gr.Request = None):
         try:
-            return hosting.run_as(request, compute, models, task, view, step, contrast)
+            return (*hosting.run_as(request, compute, models, task, view, step, contrast, kind), True)
         except Exception as e:  # the page says so; the other views are unaffected
-            return None, None, None, f"Could not read it layer by layer: {html.escape(str(e))}"
+            return None, None, None, f"Could not read it layer by layer: {html.escape(str(e))}", False
 
-    outputs = [ui.lens, ui.by_layer, ui.attribution, ui.notes]
-    ui.submit.click(run, [state, step, ui.contrast], outputs, **PRIVATE)
+    def follow(view, step, contrast, kind, shown, request: gr.Request = None):
+        """run's, where the section was drawn; nothing changes before the first click."""
+        return run(view, step, contrast, kind, request) if shown else (gr.skip(),) * 5
+
+    inputs, outputs = [state, step, ui.contrast, ui.kind], [ui.lens, ui.by_layer, ui.attribution, ui.notes, ui.shown]
+    ui.submit.click(run, inputs, outputs, **PRIVATE)
+    for changed in [c for c in (slider, ui.kind) if isinstance(c, (gr.Slider, gr.Radio))]:
+        changed.input(follow, inputs + [ui.shown], outputs, trigger_mode="always_last", **PRIVATE)
