@@ -42,6 +42,11 @@ def figures_kb(pipe, prompt: str) -> float:
     return sum(len(f.to_json()) for f in figs) / 1024
 
 
+def first_on_top(lens) -> str | None:
+    """The first layer whose top token at the last position is the model's final answer."""
+    return next((lens.layers[i] for i, row in enumerate(lens.top_tokens) if row[-1][0] == lens.final_token), None)
+
+
 def report(name: str, pipe, runs: int) -> None:
     n = len(pipe.encode(PROMPT_30).ids)
     lens_s = timed(lambda: pipe.logit_lens(PROMPT_30), runs)
@@ -49,7 +54,13 @@ def report(name: str, pipe, runs: int) -> None:
     print(f"{name}: {n}-token prompt: logit lens {lens_s:.3f} s, attribution {dla_s:.3f} s (median of {runs}); "
           f"figures {figures_kb(pipe, PROMPT_30):.0f} KB")  # fmt: skip
     lens = pipe.logit_lens(FACT)
-    first = next((lens.layers[i] for i, row in enumerate(lens.top_tokens) if row[-1][0] == lens.final_token), None)
+    first = first_on_top(lens)
+    tuned = pipe.tuned_lens()
+    if tuned is not None:
+        t = pipe.logit_lens(FACT, kind="tuned")
+        print(f"  tuned lens: {timed(lambda: pipe.logit_lens(PROMPT_30, kind='tuned'), runs):.3f} s; {FACT!r}: first "
+              f"on top at {first_on_top(t)}; P by layer {[round(p, 2) for p in t.final_prob]}; test KL by layer, "
+              f"logit lens {tuned.about['test_kl_logit_lens']}, tuned {tuned.about['test_kl_tuned_lens']}")  # fmt: skip
     a = pipe.direct_logit_attribution(FACT)
     order = np.dstack(np.unravel_index(np.argsort(-a.heads, axis=None), a.heads.shape))[0][:5]
     heads = ", ".join(f"L{layer}H{head} {a.heads[layer, head]:+.2f}" for layer, head in order)

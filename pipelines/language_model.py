@@ -21,6 +21,7 @@ from pipelines.attention.attention_maps import AttentionMaps, lm_maps, token_tex
 from pipelines.attention.head_roles import induction_scores
 from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
+from pipelines.explanations import steps as explanation_steps
 from pipelines.kinds import CAUSAL
 from pipelines.lens import tasks as lens_tasks
 from pipelines.models.adapter import KindMasks, OurCausalLM
@@ -350,6 +351,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         generated before it, as prefix_scores): the token chosen there, or `token` (an id, or the text of one of
         the step's top-k). result: a LanguageModelResult of `prompt` (None: greedy, now). Returns an Explanation."""
         return explanations.explain_next_token(self, prompt, method, step, token, result, progress)
+
+    @runs_model(background=True)
+    def explain_steps(self, result, method=None, faithfulness: bool = False, progress=None):
+        """pipelines.explanations.steps.StepExplanations: every new token of `result` explained by `method` over the
+        tokens read before it (row s is explain(result.prompt, method, step=s, result=result)), with each row's
+        faithfulness where asked; progress(done, total) a row at a time."""
+        return explanation_steps.explain_steps(self, result, method, faithfulness, progress)
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

@@ -235,6 +235,7 @@ class ServedLM(ServedPipeline):
     __call__ = alone(LanguageModelPipeline.__call__)
     generate = alone(LanguageModelPipeline.generate)
     explain = alone(LanguageModelPipeline.explain)
+    explain_steps = alone(LanguageModelPipeline.explain_steps)
     faithfulness = alone(LanguageModelPipeline.faithfulness)
     head_table = alone(LanguageModelPipeline.head_table)
     internals = alone(LanguageModelPipeline.internals)

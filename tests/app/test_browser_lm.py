@@ -228,3 +228,19 @@ def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(pag
     # the tuned lens: the tiny model has none, and the section says so over the logit lens
     browser.choose(page, "lm-lens-kind", "tuned lens")
     page.wait_for_function("() => document.querySelector('#lm-lens-notes').innerText.includes('no tuned lens')")
+
+
+def test_every_new_token_is_explained_on_a_click(page, lm_url):
+    page.goto(lm_url)
+    page.get_by_role("tab", name="Next word").click()
+    page.wait_for_selector("#lm-input textarea", state="visible")
+    page.locator("#lm-examples").get_by_text(LM_EXAMPLES[2][0]).click()
+    page.wait_for_function(
+        "() => (document.querySelector('#lm-status') || {}).textContent.includes('new token')", timeout=60_000
+    )
+    browser.reveal(page, "lm-explain-steps-submit")
+    page.locator("#lm-explain-steps-submit").click()
+    browser.wait_drawn(page, "lm-explain-steps")
+    assert "Every new token attributed" in browser.plot_title(page, "lm-explain-steps")
+    rows = page.evaluate("() => document.querySelector('#lm-explain-steps .js-plotly-plot').data[0].y.length")
+    assert rows >= 1 and "explained in" in page.locator("#lm-explain-steps-notes").inner_text()

@@ -104,3 +104,5 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     for cls in (SentimentPipeline, TranslationPipeline):  # what a page waits on goes before the long analyses
         background = {n for n in dir(cls) if in_background(getattr(cls, n))}
         assert background == {"faithfulness", "head_table", "patch"}, cls.__name__  # the long analyses
+    lm_background = {n for n in dir(LanguageModelPipeline) if in_background(getattr(LanguageModelPipeline, n))}
+    assert lm_background == {"faithfulness", "head_table", "patch", "explain_steps"}

@@ -13,7 +13,7 @@ from pipelines.language_model import MAX_NEW_TOKENS
 from ..attention import inside_head_panel, layer_by_layer, task_views, views_panel
 from ..compare import input_panels
 from ..examples import LM_EXAMPLES
-from ..explanations import explanation_panel
+from ..explanations import explanation_panel, step_matrix
 from ..heads.panel import heads_panel
 from ..inputs import LM_DECODINGS, clamp_layer_head
 from ..models import model_choice, training_step
@@ -185,6 +185,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
         options = [i.prompt, i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
     with page.explain:
         panel = explanation_panel.build(models.get(), "lm")
+        every_token = step_matrix.build()
     v = _views(models, page)
     with page.section("Inside one head"):
         inside = inside_head_panel.build("lm")
@@ -205,6 +206,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
                                     drawn=drawn)  # fmt: skip
     # after a link's step is set (nothing to set otherwise), so that the step the slider shows is the one explained
     explanation_panel.wire(panel, models, state, linked, step=v.step)
+    step_matrix.wire(every_token, models, state, panel.method)
     inside_head_panel.wire(inside, models, state, v.layer, v.head, v.views.token, v.views.kind, v.step, drawn)
     layer_by_layer.section(page, models, "lm", state, v.step)
     _api(models, state)
