@@ -12,19 +12,9 @@ import numpy as np
 import torch
 
 from benchmarks.layer_by_layer import language_models, model_options
+from viz.examples import PATCHING_PAIRS
 
-WORDS = "river candle orbit velvet mango tunnel ladder pepper"
-PAIRS = {
-    "ioi": (
-        "When Mary and John went to the store, John gave a drink to",
-        "When Mary and John went to the store, Mary gave a drink to",
-    ),
-    "fact": ("The Eiffel Tower is in the city of", "The Colosseum is in the city of"),
-    "induction": (
-        f"{WORDS} {WORDS.split()[0]} {' '.join(WORDS.split()[1:4])}",
-        f"{WORDS} lemon {' '.join(WORDS.split()[1:4])}",
-    ),
-}
+PAIRS = PATCHING_PAIRS  # the Compare section's example pairs (viz/examples.py)
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:

@@ -391,10 +391,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return lens_tasks.lm_attribution(self, prompt, target, contrast, result, step, chat)
 
     @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None):
+    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
+              progress=None, stop=None):  # fmt: skip
         """pipelines.lens.patching.Patching: each state of the clean prompt put back into a run on the corrupted one;
-        the metric the logit difference of the two runs' next tokens (target, contrast: other answers)."""
-        return lens_tasks.lm_patch(self, clean, corrupted, over, exact, target, contrast)
+        the metric the logit difference of the two runs' next tokens (target, contrast: other answers); progress,
+        stop: as SentimentPipeline.patch's."""
+        run = dict(progress=progress, stop=stop)
+        return lens_tasks.lm_patch(self, clean, corrupted, over, exact, target, contrast, **run)
 
     @runs_model
     def internals(self, ids: list[int]):

@@ -215,10 +215,13 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return lens_tasks.translation_attribution(self, text, step, target, contrast, result)
 
     @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step: int = 0):
+    def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step=None,
+              progress=None, stop=None):  # fmt: skip
         """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted
-        one, at decoding step `step` of the clean translation."""
-        return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step)
+        one, at decoding step `step` of the clean translation (None: the first step at which the two sentences' answers
+        differ, both teacher-forced on the clean translation); progress, stop: as SentimentPipeline.patch's."""
+        run = dict(progress=progress, stop=stop)
+        return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step, **run)
 
     @runs_model
     def internals(self, text: str, target_ids: list[int] | None = None):

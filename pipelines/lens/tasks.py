@@ -243,6 +243,13 @@ def _answers(clean_logits, corrupt_logits, target, contrast, text, tokenize) -> 
     return t, c
 
 
+def _said(p: "patching.Patching", clean: str, corrupted: str, where: str = "") -> "patching.Patching":
+    """p with its note saying what the metric compares."""
+    p.note = f"The metric: the logit of {clean!r} (the first input's answer) minus {corrupted!r}'s{where}. {p.note}"
+    p.note = p.note.strip()
+    return p
+
+
 def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
     a, readout = pipe.adapter, readout_of(pipe.adapter)
     ids = [torch.tensor([lm_ids(pipe, text)], device=a.device) for text in (clean, corrupted)]  # (1, T) each
@@ -258,7 +265,8 @@ def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=
         first, second = (runner.run(x, [])[0] for x in ids)
     t, c = _answers(first, second, target, contrast, a.token_text, lambda s: a.tokenize(s)[0])
     tokens = [a.token_text(i) for i in ids[1][0].tolist()]
-    return patching.patch(runner, ids[0], ids[1], t, c, over, exact, tokens, **run)
+    return _said(patching.patch(runner, ids[0], ids[1], t, c, over, exact, tokens, **run), a.token_text(t),
+                 a.token_text(c))  # fmt: skip
 
 
 def sentiment_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
@@ -273,14 +281,30 @@ def sentiment_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, 
     target = int(first.argmax()) if target is None else label(target)
     contrast = (1 - target if len(pipe.labels) == 2 else int(second.argmax())) if contrast is None else label(contrast)
     t, c = _answers(first, second, target, contrast, lambda i: pipe.labels[i], None)
-    return patching.patch(runner, ids[0], ids[1], t, c, over, exact, token_texts(pipe.encode(corrupted).tokens), **run)
+    p = patching.patch(runner, ids[0], ids[1], t, c, over, exact, token_texts(pipe.encode(corrupted).tokens), **run)
+    return _said(p, pipe.labels[t], pipe.labels[c])
+
+
+def first_difference(pipe, srcs: list, target_ids: list[int]) -> int:
+    """The first decoding step at which the two sources (1, Ts) each, teacher-forced on the clean translation
+    target_ids, put different tokens first; ValueError where they never do."""
+    a = pipe.adapter
+    tgt = torch.tensor([[a.bos_id] + list(target_ids)[:-1]], device=a.device)  # (1, Tt)
+    with torch.no_grad():
+        first, second = (a.forward(x, tgt).logits[0].argmax(-1) for x in srcs)  # (Tt,) each
+    differ = (first != second).nonzero()
+    if not len(differ):
+        raise ValueError("the two sentences put the same token first at every step of the translation: no answer "
+                         "differs, so there is nothing to patch back")  # fmt: skip
+    return int(differ[0, 0])
 
 
 def translation_patch(
-    pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step: int = 0, **run
+    pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step=None, **run
 ):
     """The encoder's states patched from the clean sentence into the corrupted one; the metric at decoding step
-    `step` of the clean translation (both runs teacher-forced on it): its token against the corrupted run's."""
+    `step` of the clean translation (both runs teacher-forced on it; None: the first step at which their answers
+    differ): its token against the corrupted run's."""
     from pipelines.batching import pad
 
     a = pipe.adapter
@@ -289,13 +313,15 @@ def translation_patch(
         "encoder.", a.model.encoder.blocks, a.model.encoder.final_norm, readout.norm_first, readout.unembed
     )
     result = pipe(clean, beam_size=1)
+    srcs = [pad(pipe.encode_source([text])[0], a.pad_id, a.device) for text in (clean, corrupted)]  # (1, Ts) each
+    step = first_difference(pipe, srcs, result.target_ids) if step is None else step
     if not 0 <= step < len(result.target_ids):
         raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
-    srcs = [pad(pipe.encode_source([text])[0], a.pad_id, a.device) for text in (clean, corrupted)]  # (1, Ts) each
     tgt = torch.tensor([[a.bos_id] + list(result.target_ids)[:step]], device=a.device)  # (1, step + 1)
     runner = _runner(a, encoder, lambda x: a.forward(x, tgt.expand(x.size(0), -1)).logits[:, -1])
     with torch.no_grad():
         first, second = (runner.run(x, [])[0] for x in srcs)
     t, c = _answers(first, second, target, contrast, a.token_text, lambda s: a.tokenize(s)[0])
     tokens = [a.token_text(i) for i in srcs[1][0].tolist()]
-    return patching.patch(runner, srcs[0], srcs[1], t, c, over, exact, tokens, **run)
+    p = patching.patch(runner, srcs[0], srcs[1], t, c, over, exact, tokens, **run)
+    return _said(p, a.token_text(t), a.token_text(c), f" at decoding step {step + 1}")

@@ -244,3 +244,21 @@ def test_every_new_token_is_explained_on_a_click(page, lm_url):
     assert "Every new token attributed" in browser.plot_title(page, "lm-explain-steps")
     rows = page.evaluate("() => document.querySelector('#lm-explain-steps .js-plotly-plot').data[0].y.length")
     assert rows >= 1 and "explained in" in page.locator("#lm-explain-steps-notes").inner_text()
+
+
+def test_the_compare_section_says_when_a_pair_has_nothing_to_patch(page, lm_url):
+    """The tiny model answers both prompts of the indirect-object pair alike: the section says so, drawing no grid
+    (SmolLM2's grids for the pair: benchmarks/patching.py)."""
+    page.goto(lm_url)
+    page.get_by_role("tab", name="Next word").click()
+    page.wait_for_selector("#lm-input textarea", state="visible")
+    browser.open_section(page, "lm", "Compare")
+    page.locator("#lm-compare-submit").locator("xpath=ancestor::*[contains(@class,'column')][1]").get_by_text(
+        "indirect object: John → Mary gave"
+    ).first.click()
+    page.wait_for_function(
+        "() => (document.querySelector('#lm-patch-notes') || {}).innerText.includes('nothing to patch back')"
+        " || (document.querySelector('#lm-patch-notes') || {}).innerText.includes('no difference to patch back')",
+        timeout=60_000,
+    )
+    assert page.locator("#lm-patch-heads .js-plotly-plot").count() == 0

@@ -108,3 +108,19 @@ def test_the_bundled_models_grids_are_finite_and_agree_roughly(bundled):
 def test_task_patching_says_when_both_inputs_answer_alike(lm):
     with pytest.raises(ValueError, match="both inputs answer"):
         tasks.lm_patch(lm, CLEAN, CLEAN)
+
+
+def test_translation_patches_at_the_first_step_where_the_two_sentences_answers_differ():
+    from pipelines.lens.tasks import first_difference
+
+    pipe = TranslationPipeline.from_pretrained(str(ASSETS / "translation"))
+    a, b = "Ein Mann fährt mit dem Fahrrad.", "Eine Frau fährt mit dem Fahrrad."
+    p = pipe.patch(a, b, over="heads", exact=False)
+    result = pipe(a, beam_size=1)
+    srcs = [torch.tensor([pipe.encode_source([t])[0][0]]) for t in (a, b)]
+    step = first_difference(pipe, srcs, result.target_ids)
+    assert f"at decoding step {step + 1}" in p.note and p.clean > p.corrupted
+    same = pipe.patch(a, b, over="heads", exact=False, step=step)
+    np.testing.assert_allclose(p.grid, same.grid, atol=1e-6)
+    with pytest.raises(ValueError, match="same token first at every step"):
+        pipe.patch(a, a, over="heads", exact=False)

@@ -16,6 +16,7 @@ from ..page.scripts import script
 from ..page.theme import waiting_plot
 from ..server.events import PRIVATE
 from . import input_compare as compare
+from . import patching_panel
 
 GERMAN_PAIRS = [  # (first, second, button label)
     ("Ein Mann fährt mit dem Fahrrad die Straße entlang.", "Eine Frau fährt mit dem Fahrrad die Straße entlang.",
@@ -74,9 +75,12 @@ PROMPT_WORDS = CompareWords(
 )
 
 
-def _compare_panel(task: str, first, words: CompareWords, pairs: list, run, options: list, layer, head) -> None:
+def _compare_panel(
+    task: str, first, words: CompareWords, pairs: list, run, options: list, layer, head, pipe_of
+) -> None:
     """A second input (a copy of the first to edit), run(first, second, *options, layer, head) on a click or an
-    example pair (first, second, label), and the diff redrawn for a new layer or head."""
+    example pair (first, second, label), and the diff redrawn for a new layer or head; then the patching grids of
+    the pair by pipe_of(*options), the pipeline shown (viz.compare.patching_panel)."""
     gr.Markdown(words.intro)
     second = gr.Textbox(label=words.box, lines=words.lines, max_lines=words.max_lines, elem_id=f"{task}-compare-input")
     button = gr.Button("Compare", variant="secondary", elem_id=f"{task}-compare-submit")
@@ -91,10 +95,11 @@ def _compare_panel(task: str, first, words: CompareWords, pairs: list, run, opti
     # the copy on focus, not on the run: the box is asked for
     second.focus(None, [first, second], [second], js=script("copy_first_input.js"), **PRIVATE)
     inputs = [first, second, *options, layer, head]
-    button.click(run, inputs, [state, output, diff], **PRIVATE)
-    examples.load_input_event.then(run, inputs, [state, output, diff], **PRIVATE)
+    compared = [button.click(run, inputs, [state, output, diff], **PRIVATE),
+                examples.load_input_event.then(run, inputs, [state, output, diff], **PRIVATE)]  # fmt: skip
     press_after(examples.load_input_event, task, first)  # the first went into the tab's own box: run it there too
     _redraw_diff_on(layer, head, state, diff)
+    patching_panel.wire(patching_panel.build(task), compared, pipe_of, [first, second, *options])
 
 
 def sentiment_compare_panel(models, *, review, choice, step, layer, head) -> None:
@@ -106,11 +111,13 @@ def sentiment_compare_panel(models, *, review, choice, step, layer, head) -> Non
     except ContrastSetError as e:
         gr.Markdown(f"⚠️ No example pairs: {e}.", elem_id="sentiment-compare-notice")
         pairs = []
+    pairs.insert(0, ("The film was not bad.", "The film was very bad.", "negation: not bad → very bad"))  # patching's
 
     def run(a, b, name, position, layer, head):
         return compare.compare_reviews(models.get(training_step.chosen(models, name, position)), a, b, layer, head)
 
-    _compare_panel("sentiment", review, REVIEW_WORDS, pairs, run, [choice, step.slider], layer, head)
+    pipe_of = lambda name, position: models.get(training_step.chosen(models, name, position))  # noqa: E731
+    _compare_panel("sentiment", review, REVIEW_WORDS, pairs, run, [choice, step.slider], layer, head, pipe_of)
 
 
 def translation_compare_panel(models, *, german, decoding, beam, layer, head, training, choice=None) -> None:
@@ -123,8 +130,11 @@ def translation_compare_panel(models, *, german, decoding, beam, layer, head, tr
             return None, status, None
         return compare.compare_translations(pipe, a, b, decoding, beam, layer, head)
 
+    def pipe_of(decoding, beam, name, position):
+        return model_choice.resolve(models, training_step.chosen(models, name, position))[0]
+
     options = [decoding, beam, gr.State(None) if choice is None else choice, training.slider]
-    _compare_panel("translation", german, SENTENCE_WORDS, GERMAN_PAIRS, run, options, layer, head)
+    _compare_panel("translation", german, SENTENCE_WORDS, GERMAN_PAIRS, run, options, layer, head, pipe_of)
 
 
 def lm_compare_panel(models, *, i, v, choice) -> None:
@@ -135,5 +145,8 @@ def lm_compare_panel(models, *, i, v, choice) -> None:
         pipe = models.get(training_step.chosen(models, name, position))
         return compare.compare_prompts(pipe, a, b, decoding, temperature, top_p, seed, max_new, chat, layer, head)
 
+    def pipe_of(*options):
+        return models.get(training_step.chosen(models, *options[-2:]))  # the model choice and the training step
+
     options = [i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat, choice, v.snapshot.slider]
-    _compare_panel(LM.name, i.prompt, PROMPT_WORDS, LM_PAIRS, run, options, v.layer, v.head)
+    _compare_panel(LM.name, i.prompt, PROMPT_WORDS, LM_PAIRS, run, options, v.layer, v.head, pipe_of)

@@ -1,0 +1,38 @@
+"""In chromium, each tab's Compare section draws the two patching grids once an example pair is clicked, and the
+exact grids replace the estimate on the button's click, with their agreement printed."""
+
+import pytest
+from browser import open_section, open_tab, plot_title, reveal, wait_drawn
+
+pytestmark = pytest.mark.browser
+
+
+def patch_a_pair(page, task: str, pair_label: str) -> None:
+    open_section(page, task, "Compare")
+    page.locator(f"#{task}-compare-submit").locator("xpath=ancestor::*[contains(@class,'column')][1]").get_by_text(
+        pair_label
+    ).first.click()
+    wait_drawn(page, f"{task}-patch-heads")  # heads need no alignment
+    notes = page.locator(f"#{task}-patch-notes").inner_text()
+    if "input at each position: not patched" not in notes:  # inputs of one length: by position too
+        wait_drawn(page, f"{task}-patch-resid")
+    else:
+        assert "tokens" in notes  # it says why: the lengths
+    assert "attribution patching" in plot_title(page, f"{task}-patch-heads")
+    reveal(page, f"{task}-patch-exact")
+    page.locator(f"#{task}-patch-exact").click()
+    page.wait_for_function(
+        f"() => (document.querySelector('#{task}-patch-notes') || {{}}).innerText.includes('Pearson')",
+        timeout=60_000,
+    )
+    assert "(exact)" in plot_title(page, f"{task}-patch-heads")
+
+
+def test_the_sentiment_compare_section_patches_an_example_pair(page, app_url):
+    open_tab(page, app_url, "Sentiment")
+    patch_a_pair(page, "sentiment", "negation: not bad → very bad")
+
+
+def test_the_translation_compare_section_patches_an_example_pair(page, app_url):
+    open_tab(page, app_url, "Translation")
+    patch_a_pair(page, "translation", "Mann → Frau")

@@ -1,0 +1,157 @@
+"""Which state carries the answer, in a tab's Compare section: once two inputs are compared (a click or an example
+pair), each state of the first (clean) input is put back into a run on the second (corrupted) one, and the grids
+say how much of the clean answer returns: 0 the corrupted run, 1 the clean one. Attribution patching first (one
+forward and one backward for a grid), the exact grids on a click (one batched pass a layer, with progress and a
+Stop), drawn on the same scale, with how far the approximation agreed (pipelines.lens.patching through the served
+pipeline, in the background queue)."""
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gradio as gr
+import numpy as np
+import plotly.graph_objects as go
+
+from ..page.progress import reporter
+from ..page.theme import waiting_plot
+from ..server import hosting
+from ..server.events import FOLLOW_UP, PRIVATE
+
+PROGRESS = gr.Progress()
+GRIDS = ("resid", "heads")  # what the two grids patch: each block's input at each position, each head's output
+TITLES = {"resid": "Each block's input at each position", "heads": "Each head's output"}
+_stops: set = set()  # the clients who pressed Stop during their exact patching
+HELP = (
+    "**Which state carries the answer?** The model runs on the second input with one state of the first put back: "
+    "a cell says how much of the first input's answer that one state brings back (1: all of it, 0: none; the metric "
+    "is the logit difference between the two inputs' answers). First drawn by *attribution patching*, a first-order "
+    "estimate from one forward and one backward pass; *Patch exactly* runs the model once a cell and prints how far "
+    "the estimate agreed. States are patched by position only between inputs of one length."
+)
+
+
+@dataclass
+class PatchingUI:
+    resid: gr.Plot
+    heads: gr.Plot
+    exact: gr.Button
+    stop: gr.Button
+    notes: gr.Markdown
+    estimates: gr.State  # the attribution grids of the pair shown, to measure the agreement against
+
+
+def build(task: str) -> PatchingUI:
+    gr.Markdown(HELP)
+    with gr.Row():
+        exact = gr.Button("Patch exactly", size="sm", elem_id=f"{task}-patch-exact")
+        stop = gr.Button("Stop", size="sm", variant="stop", elem_id=f"{task}-patch-stop")
+    notes = gr.Markdown(elem_id=f"{task}-patch-notes")
+    resid, heads = waiting_plot(f"{task}-patch-resid"), waiting_plot(f"{task}-patch-heads")
+    return PatchingUI(resid, heads, exact, stop, notes, gr.State(None))
+
+
+def figure(p, title: str) -> go.Figure:
+    """Layers x cells, diverging at 0, the same scale for the estimate and the exact grid (-1 to 1 at least)."""
+    finite = np.isfinite(p.grid)
+    z = np.where(finite, p.grid, 0.0).astype(object)
+    z[~finite] = None  # a row a Stop left out, or no difference to normalise by: blank, never NaN
+    top = max(1.0, float(np.abs(p.grid[finite]).max()) if finite.any() else 1.0)
+    how = "exact" if p.exact else "attribution patching"
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=[f"{i}: {c}" for i, c in enumerate(p.columns)] if p.over != "heads"
+                               else p.columns, y=p.rows, zmin=-top, zmax=top, zmid=0, colorscale="RdBu",
+                               hoverongaps=False, hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
+    fig.update_layout(title=f"{title} put back ({how})", height=140 + 24 * len(p.rows),
+                      margin=dict(l=70, r=20, t=50, b=80), xaxis=dict(tickangle=-45))  # fmt: skip
+    return fig
+
+
+def agreement(estimate: np.ndarray, exact: np.ndarray) -> str:
+    """Pearson and Spearman over the cells both have, and the cell where they differ most."""
+    both = np.isfinite(estimate) & np.isfinite(exact)
+    if both.sum() < 3 or np.std(estimate[both]) == 0 or np.std(exact[both]) == 0:
+        return "too few cells to measure the agreement"
+    a, e = estimate[both], exact[both]
+    rank = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
+    far = np.unravel_index(np.argmax(np.where(both, np.abs(estimate - exact), -1)), exact.shape)
+    return (f"Pearson {np.corrcoef(a, e)[0, 1]:.2f}, Spearman {np.corrcoef(rank(a), rank(e))[0, 1]:.2f}; most apart: "
+            f"layer {far[0]}, cell {far[1]} ({estimate[far]:+.2f} estimated, {exact[far]:+.2f} exact)")  # fmt: skip
+
+
+def _grids(pipe, a: str, b: str, exact: bool, progress=None, stop=None) -> dict:
+    """{over: Patching or an error message} for GRIDS."""
+    out = {}
+    for over in GRIDS:
+        try:
+            out[over] = pipe.patch(a, b, over=over, exact=exact, progress=progress, stop=stop)
+        except ValueError as e:  # inputs of other lengths (by position), one answer for both, a transformers model
+            out[over] = str(e)
+    return out
+
+
+def _draw(grids: dict, estimates: dict | None) -> tuple:
+    """(resid figure, heads figure, notes) of {over: Patching or message}; agreement where estimates are given."""
+    figures, lines = [], []
+    for over in GRIDS:
+        p = grids[over]
+        if isinstance(p, str):
+            figures.append(None)
+            lines.append(f"{TITLES[over]}: not patched: {html.escape(p)}")
+            continue
+        figures.append(figure(p, TITLES[over]))
+        line = f"{TITLES[over]}: clean run {p.clean:+.3f}, corrupted run {p.corrupted:+.3f} (logit difference)."
+        if p.note:
+            line += f" {p.note}"
+        if estimates and isinstance(estimates.get(over), np.ndarray) and p.exact:
+            line += f" Attribution patching against exact: {agreement(estimates[over], p.grid)}."
+        lines.append(line)
+    return (*figures, "\n\n".join(lines))
+
+
+def estimate(pipe, a: str, b: str) -> tuple:
+    """(resid figure, heads figure, notes, the estimates kept) by attribution patching."""
+    if pipe is None or not (a or "").strip() or not (b or "").strip():
+        return None, None, "", None
+    grids = _grids(pipe, a, b, exact=False)
+    kept = {k: v.grid for k, v in grids.items() if not isinstance(v, str)}
+    return (*_draw(grids, None), kept)
+
+
+def exact(pipe, a: str, b: str, estimates, progress=None, stop=None) -> tuple:
+    """(resid figure, heads figure, notes) patched exactly; a Stop leaves the rows not run blank."""
+    if pipe is None or not (a or "").strip() or not (b or "").strip():
+        return None, None, "Compare two inputs first: the grids patch the first into the second."
+    return _draw(_grids(pipe, a, b, exact=True, progress=progress, stop=stop), estimates)
+
+
+def wire(ui: PatchingUI, compared: list, pipe_of: Callable, inputs: list) -> None:
+    """After each event in `compared` (the Compare button, an example pair), the estimates; the exact grids on the
+    button. inputs: (first, second, *options); pipe_of(*options) -> the pipeline shown (None: not available)."""
+
+    def first_look(a, b, *options, request: gr.Request = None):
+        try:
+            return hosting.run_as(request, lambda: estimate(pipe_of(*options), a, b))
+        except Exception as e:  # the page says so; the comparison above stands
+            return None, None, f"Could not patch: {html.escape(str(e))}", None
+
+    def run_exact(a, b, estimates, *options, request: gr.Request = None, progress=PROGRESS):
+        key = hosting.client_key(request)
+        _stops.discard(key)
+        report = reporter(progress, "Patching exactly", "layers")
+        try:
+            return hosting.run_as(request, lambda: exact(pipe_of(*options), a, b, estimates, report,
+                                                         lambda: key in _stops))  # fmt: skip
+        except Exception as e:
+            return None, None, f"Could not patch: {html.escape(str(e))}"
+        finally:
+            _stops.discard(key)
+
+    def stop(request: gr.Request = None) -> None:
+        _stops.add(hosting.client_key(request))
+
+    first, second, *options = inputs
+    outputs = [ui.resid, ui.heads, ui.notes]
+    for event in compared:
+        event.then(first_look, inputs, outputs + [ui.estimates], **FOLLOW_UP)
+    ui.exact.click(run_exact, [first, second, ui.estimates, *options], outputs, trigger_mode="always_last", **PRIVATE)
+    ui.stop.click(stop, None, None, concurrency_limit=None, **PRIVATE)
