@@ -346,11 +346,12 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return explanations.names("lm")
 
     @runs_model
-    def explain(self, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None):
+    def explain(self, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None, contrast=None):
         """Attribution of one next token's probability at `step` (0-based) to the prompt's tokens (and to the tokens
         generated before it, as prefix_scores): the token chosen there, or `token` (an id, or the text of one of
-        the step's top-k). result: a LanguageModelResult of `prompt` (None: greedy, now). Returns an Explanation."""
-        return explanations.explain_next_token(self, prompt, method, step, token, result, progress)
+        the step's top-k); why it rather than `contrast` (the same kinds) where given. result: a LanguageModelResult
+        of `prompt` (None: greedy, now). Returns an Explanation."""
+        return explanations.explain_next_token(self, prompt, method, step, token, result, progress, contrast)
 
     @runs_model(background=True)
     def explain_steps(self, result, method=None, faithfulness: bool = False, progress=None):

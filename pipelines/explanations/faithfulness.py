@@ -171,8 +171,14 @@ def review_faithfulness(pipe, expl, seed: int = 0, max_steps=None) -> tuple[Fait
 
 def next_token_faithfulness(pipe, expl, seed: int = 0, max_steps=None):
     """Over the prompt's own tokens (<s> and a chat template's tokens stay in place, and the tokens generated before
-    the step), on the probability of the next token explained."""
-    prob = lambda batch: np.exp(next_token_log_probs(pipe.adapter, batch, expl.output_ids[0]))  # noqa: E731
+    the step), on the probability of the next token explained; a contrastive explanation's on p(token) -
+    p(contrast), what it explains."""
+    a, t, c = pipe.adapter, expl.output_ids[0], expl.contrast_id
+
+    def prob(batch):
+        p = np.exp(next_token_log_probs(a, batch, t))
+        return p if c is None else p - np.exp(next_token_log_probs(a, batch, c))
+
     return own_tokens_faithfulness(expl, prob, seed)
 
 

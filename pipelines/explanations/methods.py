@@ -54,15 +54,23 @@ def _review_fn(adapter):
     return lambda emb, ids: log_odds(adapter.logits_from_embeddings(emb, ids))
 
 
-def _next_fn(adapter):
-    """f(emb) -> (B, V) log-probabilities of the token after the last position: what captum differentiates."""
-    return lambda emb: adapter.logits_from_embeddings(emb)[:, -1].float().log_softmax(-1)
+def _next_fn(adapter, contrast: int | None = None):
+    """f(emb) -> (B, V) log-probabilities of the token after the last position: what captum differentiates (it picks
+    the target's column); minus the contrast's log-probability where one is given (column t: log p(t) - log p(c))."""
+
+    def f(emb):
+        logp = adapter.logits_from_embeddings(emb)[:, -1].float().log_softmax(-1)  # (B, V)
+        return logp if contrast is None else logp - logp[:, contrast : contrast + 1]
+
+    return f
 
 
-def next_token_log_probs(adapter, seqs: list[list[int]], target: int, batch_size: int = 8) -> np.ndarray:
+def next_token_log_probs(
+    adapter, seqs: list[list[int]], target: int, batch_size: int = 8, contrast: int | None = None
+) -> np.ndarray:
     """(N,) log p(target | seq) after the last token of each id list (an empty one reads as one padding token),
-    batched by length (right padding: a causal model's positions never read what comes after them), with a pause
-    point between batches."""
+    minus log p(contrast | seq) where a contrast is given, batched by length (right padding: a causal model's
+    positions never read what comes after them), with a pause point between batches."""
     from pipelines.batching import sorted_batches
     from pipelines.hosting.microbatch import pause_point
 
@@ -72,7 +80,8 @@ def next_token_log_probs(adapter, seqs: list[list[int]], target: int, batch_size
         for rows, x in sorted_batches(seqs, batch_size, adapter.pad_id, adapter.device):
             # as a background call, the waiting calls of this model run first (pipelines.hosting.microbatch)
             pause_point()
-            out[rows] = _numpy(adapter.next_log_probs(x, [len(seqs[r]) for r in rows])[:, target])
+            logp = adapter.next_log_probs(x, [len(seqs[r]) for r in rows])  # (B, V)
+            out[rows] = _numpy(logp[:, target] - (logp[:, contrast] if contrast is not None else 0.0))
     return out
 
 
@@ -263,11 +272,12 @@ class GradientXInput(Method):
         src_a, tgt_a, _ = _by_steps(attribute, *_step_inputs(adapter, src, tgt_in, produced, alts), progress)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a))
 
-    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None, contrast=None):
         from captum.attr import InputXGradient
 
         emb = adapter.embed(ids).detach().requires_grad_()  # (1, T, D)
-        return Attribution(_token_sums(InputXGradient(_next_fn(adapter)).attribute(emb, target=target))[0])
+        f = _next_fn(adapter, contrast)
+        return Attribution(_token_sums(InputXGradient(f).attribute(emb, target=target))[0])
 
 
 @register
@@ -314,11 +324,11 @@ class IntegratedGradients(Method):
         deltas = _numpy(delta).astype(np.float32)
         return Attribution(_token_sums(src_a), _token_sums(tgt_a), steps=self.n_steps, deltas=deltas)
 
-    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None, contrast=None):
         from captum.attr import IntegratedGradients as IG
 
         emb = adapter.embed(ids).detach()  # (1, T, D)
-        attr, delta = IG(_next_fn(adapter)).attribute(
+        attr, delta = IG(_next_fn(adapter, contrast)).attribute(
             emb,
             baselines=torch.zeros_like(emb),
             target=target,
@@ -337,6 +347,7 @@ class Occlusion(Method):
     name = "occlusion"
     label = "Occlusion (leave one word out)"
     signed = True
+    contrastive = True  # a next token: the drop in log p(target) - log p(contrast)
 
     @torch.no_grad()
     def review(self, adapter: ClassifierAdapter, ids, target, words, progress=None):
@@ -359,13 +370,14 @@ class Occlusion(Method):
         pieces = np.bincount(words)[words]  # (T,) how many pieces each token's word has
         return Attribution((drops[words] / pieces).astype(np.float32))
 
-    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
-        """Language model: the drop in log p(target) when a word's tokens are deleted from the context (a causal
-        model has no padding mask to hide them with), shared evenly by the word's pieces."""
+    def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None, contrast=None):
+        """Language model: the drop in log p(target) (minus log p(contrast), where given) when a word's tokens are
+        deleted from the context (a causal model has no padding mask to hide them with), shared evenly by the
+        word's pieces."""
         seq, words = ids[0].tolist(), np.asarray(words)
         n_words = int(words.max()) + 1
         seqs = [seq] + [[t for t, w in zip(seq, words) if w != k] for k in range(n_words)]  # intact, then without k
-        logp = next_token_log_probs(adapter, seqs, target)
+        logp = next_token_log_probs(adapter, seqs, target, contrast=contrast)
         if progress is not None:
             progress(n_words, n_words)
         pieces = np.bincount(words)[words]  # (T,)

@@ -69,7 +69,8 @@ class Method:
     label: ClassVar[str]  # shown in the app
     function_labels: ClassVar[dict[str, str]] = {}  # a different label where it serves a function: {"steps": ...}
     signed: ClassVar[bool]  # True: + supports, - speaks against; False: a weight >= 0 (where the model looks)
-    contrastive: ClassVar[bool] = False  # steps: explains a step against an alternative (alts); attention cannot
+    # explains an output against an alternative (steps: alts; next_token: contrast); attention cannot
+    contrastive: ClassVar[bool] = False
 
     def review(self, adapter, ids, target: int, words: np.ndarray, progress=None) -> Attribution:
         """ids (1, T) of a classifier adapter -> (T,) scores toward label index `target`; words (T,) word ids;
@@ -87,7 +88,8 @@ class Method:
     def next_token(self, adapter, ids, target: int, words: np.ndarray, progress=None) -> Attribution:
         """ids (1, T) of a language-model adapter (the context: prompt and the tokens generated before the step)
         -> (T,) scores toward the next token `target`, its log-probability after the last position; words (T,)
-        word ids; progress(done, total) as a slow method goes (a method may leave this parameter out)."""
+        word ids; progress(done, total) as a slow method goes (a method may leave this parameter out). A
+        contrastive method also takes contrast=id: the scores toward log p(target) - log p(contrast)."""
         raise NotImplementedError
 
     @classmethod

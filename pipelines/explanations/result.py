@@ -37,6 +37,7 @@ class Explanation:
     contrast: dict[int, str] = field(default_factory=dict)  # step (0-based) -> the alternative explained against
     # step -> an alternative asked for but not explained against: the method reads attention (registry.contrastive)
     contrast_not_applied: dict[int, str] = field(default_factory=dict)
+    contrast_id: int | None = None  # language model: the token explained against (its faithfulness reads it too)
     steps: int | None = None  # integrated gradients: interpolation steps
     delta: float | None = None  # classifier, language model, integrated gradients: convergence delta
     deltas: np.ndarray | None = None  # translator, integrated gradients: (Tt,) convergence delta per step

@@ -4,6 +4,7 @@ A translation is explained on a TranslationResult (the decoding on screen, reuse
 agreement of every cross-attention head with the scores uses the one rank correlation (head_stats.agreement).
 """
 
+import functools
 import inspect
 import time
 
@@ -124,9 +125,10 @@ def explain_translation(
     )
 
 
-def _next_token_target(result, step: int, token) -> int:
+def _next_token_target(result, step: int, token, besides: int | None = None) -> int:
     """The id explained at `step` of a LanguageModelResult: the token chosen (token None), an id, or the text of one
-    of that step's top-k tokens."""
+    of that step's top-k tokens (as written, else without surrounding spaces; besides: an id a text that several
+    top tokens share stands for only where no other has it, as a contrast is not its target)."""
     if not 0 <= step < len(result.steps):
         raise ValueError(f"step {step} is outside the {len(result.steps)} generated steps (0-based)")
     chosen = result.steps[step]
@@ -135,26 +137,37 @@ def _next_token_target(result, step: int, token) -> int:
     if isinstance(token, int):
         return token
     match = [i for (text, _), i in zip(chosen.top_k, chosen.top_ids) if text == token]
+    match = match or [i for (text, _), i in zip(chosen.top_k, chosen.top_ids) if text.strip() == str(token).strip()]
+    match = [i for i in match if i != besides] or match
     if not match:
         raise ValueError(f"{token!r} is not one of the top-{len(chosen.top_k)} tokens at step {step}")
     return match[0]
 
 
-def explain_next_token(pipe, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None):
+def explain_next_token(
+    pipe, prompt: str, method=None, step: int = 0, token=None, result=None, progress=None, contrast=None
+):
     """Attribute the probability of one next token of a language model: at `step` of `result` (a LanguageModelResult
     of `prompt`; None: generate step + 1 tokens greedily now), the token chosen there, or `token` (an id, or the text
-    of one of that step's top-k). Scores over the prompt's tokens (its special tokens at 0) and, as prefix_scores,
+    of one of that step's top-k); against `contrast` (the same kinds) where given: log p(token) - log p(contrast),
+    for a contrastive method (the gradients, occlusion; attention reads the same whatever the alternative, and says
+    so in contrast_not_applied). Scores over the prompt's tokens (its special tokens at 0) and, as prefix_scores,
     over the tokens generated before the step; progress(done, total) as a slow method goes."""
     m = registry.get("lm", method or pipe.default_explanation["method"])
     result = result or pipe(prompt, max_new_tokens=step + 1)
     target = _next_token_target(result, step, token)
+    against = None if contrast is None else _next_token_target(result, step, contrast, besides=target)
+    if against == target:
+        raise ValueError("the contrast is the token explained: name another of the step's top tokens")
+    applied = against if m.contrastive else None
+    extra = {} if applied is None else {"contrast": applied}
     a, Tp = pipe.adapter, len(result.tokens)
     context = result.prompt_ids + result.generated_ids[:step]
     x = torch.tensor([context], device=a.device)  # (1, T)
     words = word_ids(result.tokens)  # the prompt's words, then each generated token a word of its own
     words = np.concatenate([words, int(words.max()) + 1 + np.arange(step)]) if step else words
     start = time.perf_counter()
-    attr = _with_progress(m.next_token, a, x, target, words, progress=progress)
+    attr = _with_progress(functools.partial(m.next_token, **extra), a, x, target, words, progress=progress)
     scores = np.array(attr.scores, dtype=np.float32)  # (T,)
     prompt_scores = scores[:Tp].copy()
     prompt_scores[: result.n_prefix] = prompt_scores[Tp - result.n_suffix :] = 0.0  # <s>, the template: not the prompt
@@ -177,6 +190,9 @@ def explain_next_token(pipe, prompt: str, method=None, step: int = 0, token=None
         prefix_scores=scores[Tp:],
         prefix_ids=result.generated_ids[:step],
         at_step=step,
+        contrast={} if applied is None else {step: a.token_text(applied)},
+        contrast_not_applied={} if against is None or applied is not None else {step: a.token_text(against)},
+        contrast_id=applied,
         steps=attr.steps,
         delta=attr.delta,
     )

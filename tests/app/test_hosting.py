@@ -175,7 +175,8 @@ def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
         *(
             f"{t}-{v}"
             for t in ("sentiment", "translation")
-            for v in ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla")
+            for v in ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla", "patch-resid",
+                      "patch-heads")  # fmt: skip
         ),
         "sentiment-heads-heatmap",
         "translation-heads-heatmap",

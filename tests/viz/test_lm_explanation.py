@@ -125,7 +125,7 @@ def test_the_button_explains_the_step_the_slider_shows(lm, view):
     (pressed,) = handlers_of(demo, panel.button, "click")
     # moving the slider only redraws (the model does not run again), nor does a new continuation setting it
     assert handlers_of(demo, step, "change") == [] and handlers_of(demo, step, "input") == []
-    (model, expl), out = pressed(view, "gradient_x_input", 2, progress=lambda *a, **k: None)
+    (model, expl), out = pressed(view, "gradient_x_input", 2, "", progress=lambda *a, **k: None)
     assert expl.at_step == 1 and "Step 2 of" in out and model is None
 
 
@@ -135,3 +135,16 @@ def test_a_tab_without_steps_has_no_step_button():
     with gr.Blocks():
         panel = explanation_panel.build(None, "sentiment")
     assert panel.button is None
+
+
+def test_a_step_explained_against_another_of_its_top_tokens(lm, view):
+    step = view.result.steps[0]
+    other = step.top_k[1][0]
+    expl, out = explanation_panel.explain(lm, view, "gradient_x_input", step=1, contrast=f"  {other.strip()} ")
+    assert expl.contrast == {0: other} and "rather than" in out
+    plain, _ = explanation_panel.explain(lm, view, "gradient_x_input", step=1)
+    assert not np.allclose(expl.scores, plain.scores)
+    _, said = explanation_panel.explain(lm, view, "attention", step=1, contrast=other)
+    assert "reads attention, the same whatever the alternative" in said
+    none, message = explanation_panel.explain(lm, view, "gradient_x_input", step=1, contrast="no such token here")
+    assert none is None and "is not one of the top" in message

@@ -8,6 +8,7 @@ The prediction is shown first; the explanation and its faithfulness follow in th
 method (occlusion, integrated gradients) never holds the label back, and gradio shows its progress.
 """
 
+import html
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,17 +30,18 @@ log = logging.getLogger(__name__)
 PROGRESS = gr.Progress()  # a handler parameter defaulting to a gr.Progress gets the event's progress bar
 
 
-def _explain_review(pipe, view, method: str | None, progress, step=None):
-    """The classifier's label for the review in `view` (a review has no steps)."""
+def _explain_review(pipe, view, method: str | None, progress, step=None, contrast=None):
+    """The classifier's label for the review in `view` (a review has no steps; two labels: no other to contrast)."""
     return pipe.explain(view.text, method, progress=progress)
 
 
-def _explain_step(pipe, view, method: str | None, progress, step=None):
+def _explain_step(pipe, view, method: str | None, progress, step=None, contrast=None):
     """Token `step` (1-based; None: the step the view shows) of the continuation in `view`
     (viz.next_word.handlers.LMView), read from the prompt and the step - 1 tokens before it: its result is reused, so
-    the token explained is the one on screen, sampled or not, without decoding again."""
+    the token explained is the one on screen, sampled or not, without decoding again; against `contrast` (the text
+    of another of the step's top tokens) where given."""
     s = clamp(view.step if step is None else step, 1, len(view.steps), view.step)
-    return pipe.explain(view.text, method, step=s - 1, result=view.result, progress=progress)
+    return pipe.explain(view.text, method, step=s - 1, result=view.result, progress=progress, contrast=contrast)
 
 
 @dataclass(frozen=True)
@@ -49,8 +51,9 @@ class PanelSpec:
     heading: str
     method_label: str  # the picker's label: what blue and red mean
     ids: tuple[str, str, str, str]  # elem_ids: the picker, the highlight, the faithfulness text, the deletion curve
-    explain: Callable  # (pipe, view, method or None, progress, step) -> pipelines.explanations.Explanation
+    explain: Callable  # (pipe, view, method or None, progress, step, contrast) -> pipelines.explanations.Explanation
     step_button: str | None = None  # it explains the step a slider shows: the elem_id of its "Explain this step"
+    contrast_box: str | None = None  # the elem_id of its "against" box: why this output rather than another
 
 
 PANELS: dict[str, PanelSpec] = {
@@ -66,6 +69,7 @@ PANELS: dict[str, PanelSpec] = {
         ("lm-explanation-method", "lm-explanation", "lm-explanation-faithfulness", "lm-explanation-curve"),
         _explain_step,
         "lm-explain-step",
+        "lm-explain-contrast",
     ),
 }
 
@@ -80,15 +84,19 @@ def model_default(pipe, task: str = "sentiment") -> dict:
     return getattr(pipe, "default_explanation", None) or default_method(task, {})
 
 
-def explain(pipe, view, method: str, progress=None, step=None):
+def explain(pipe, view, method: str, progress=None, step=None, contrast: str | None = None):
     """(explanation for gr.State, highlighted text HTML) for the input in `view` (its task: view.task); progress(done,
-    total) as a slow method (occlusion) goes; step: a continuation's step to explain (1-based; None: the one shown)."""
+    total) as a slow method (occlusion) goes; step: a continuation's step to explain (1-based; None: the one shown);
+    contrast: another output's text, to explain why this one rather than that (blank: none)."""
     if view is None:
         return None, ""
     task = view.task.name
+    against = (contrast or "").strip() or None
     try:
-        expl = PANELS[task].explain(pipe, view, method or None, progress, step)
-    except Exception:
+        expl = PANELS[task].explain(pipe, view, method or None, progress, step, against)
+    except Exception as e:
+        if against is not None and isinstance(e, ValueError):  # a contrast not among the step's top tokens, or itself
+            return None, f"<p>⚠️ {html.escape(str(e))}</p>"
         log.exception("explanation failed")
         return None, f"<p>⚠️ Sorry, this explanation could not be computed for this {TASKS[task].unit}.</p>"
     if PANELS[task].step_button is None:
@@ -137,6 +145,7 @@ class ExplanationPanel:
     explained: gr.State
     task: str = "sentiment"
     button: gr.Button | None = None  # "Explain this step" (a panel that follows a step slider)
+    contrast: gr.Textbox | gr.State | None = None  # "against": another output to explain this one against
 
 
 def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
@@ -150,11 +159,14 @@ def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
         method_choices(default["method"], task), value=default["method"], label=spec.method_label, elem_id=method_id
     )
     button = gr.Button("Explain this step", size="sm", elem_id=spec.step_button) if spec.step_button else None
+    contrast = (gr.Textbox(label="against (optional): another of the step's top tokens, as the chart of next tokens "
+                           "names it", max_lines=1, elem_id=spec.contrast_box)
+                if spec.contrast_box else gr.State(None))  # fmt: skip
     highlight = gr.HTML(elem_id=highlight_id)
     with layout.faithfulness(f"{faith_id}-accordion"):  # closed: it pushed the heatmap down
         faith = gr.Markdown(elem_id=faith_id)
         curve = gr.Plot(show_label=False, elem_id=curve_id)
-    return ExplanationPanel(method, highlight, faith, curve, gr.State(None), task, button)
+    return ExplanationPanel(method, highlight, faith, curve, gr.State(None), task, button, contrast)
 
 
 def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted, step=None):
@@ -163,18 +175,19 @@ def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted, step=
     is explained, and again when the visitor presses "Explain this step" (moving the slider only redraws: an
     explanation runs the model). Returns the event that draws the highlight, for the app to chain its own redraws on."""
 
-    def run_explain(view, method, step, progress=PROGRESS):
+    def run_explain(view, method, step, contrast, progress=PROGRESS):
         name = explanations.label(panel.task, method) if method else "Explanation"
         model = getattr(view, "model", None)
-        expl, html = explain(models.get(model), view, method, reporter(progress, name, "words"), step)
-        return made_by(model, expl), html
+        expl, shown = explain(models.get(model), view, method, reporter(progress, name, "words"), step, contrast)
+        return made_by(model, expl), shown
 
     def run_faithfulness(explained):
         model, expl = explained or (None, None)
         return faithfulness(models.get(model), expl)
 
     # one input per parameter, the step a State where there is no slider (gradio fills a left-out one its own way)
-    inputs = [view_state, panel.method, gr.State(None) if step is None else step]
+    contrast = panel.contrast if panel.contrast is not None else gr.State(None)
+    inputs = [view_state, panel.method, gr.State(None) if step is None else step, contrast]
     outs, faith_outs = [panel.explained, panel.highlight], [panel.faithfulness, panel.curve]
     drawn = predicted.then(run_explain, inputs, outs, **FOLLOW_UP)
     drawn.then(run_faithfulness, [panel.explained], faith_outs, **FOLLOW_UP)

@@ -26,9 +26,15 @@ def caption(view, expl) -> str:
     s, n = expl.at_step + 1, len(view.steps)
     read = "the prompt" if s == 1 else f"the prompt and the {plural(s - 1, 'token')} it wrote before"
     token = html.escape(expl.target)
+    against = expl.contrast.get(expl.at_step)
+    rather = f" rather than “{html.escape(against)}” (blue: toward the first)" if against else ""
+    skipped = expl.contrast_not_applied.get(expl.at_step)
+    if skipped:
+        rather = (f" (not against “{html.escape(skipped)}”: this method reads attention, the same whatever the "
+                  "alternative)")  # fmt: skip
     return (
         f'<p class="explained-step" data-step="{s}" style="margin:0 0 4px"><b>Step {s} of {n} explained</b>: what '
-        f"drives “{token}” (p = {expl.probability:.1%}), read from {read}. {HINT}</p>"
+        f"drives “{token}” (p = {expl.probability:.1%}){rather}, read from {read}. {HINT}</p>"
     )
 
 
