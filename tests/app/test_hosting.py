@@ -156,6 +156,11 @@ def test_each_event_shows_progress_on_one_component_at_most(app):
     }
 
 
+# the views each tab leaves out of the page until they are asked for (theme.waiting_plot)
+WAITING_VIEWS = ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla", "patch-resid",
+                 "patch-heads")  # fmt: skip
+
+
 def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
     """The frame that draws a click's first heatmap used to lay out and paint every other plot too
     (viz.page.theme.skip_off_screen): every plot but the tabs' first heatmaps carries the class, and the page's CSS
@@ -172,12 +177,7 @@ def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
     assert f".{theme.OFF_SCREEN} {{ content-visibility: auto;" in demo.css
     waiting = {i for i, classes in plots.items() if theme.UNTIL_DRAWN in classes}  # no blank box until asked for
     assert waiting == {
-        *(
-            f"{t}-{v}"
-            for t in ("sentiment", "translation")
-            for v in ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla", "patch-resid",
-                      "patch-heads")  # fmt: skip
-        ),
+        *(f"{t}-{v}" for t in ("sentiment", "translation") for v in WAITING_VIEWS),
         "sentiment-heads-heatmap",
         "translation-heads-heatmap",
     }  # fmt: skip (one sentiment model here: no "Compare two models", whose plots wait too)
