@@ -94,14 +94,14 @@ def patch(
     diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
     clean_logits, clean_cache = _cache(runner, clean, names)
     base = float(diff(clean_logits)[0])
-    with torch.no_grad():
-        low = float(diff(runner.run(corrupted, []))[0])
-    scale = base - low if abs(base - low) > 1e-9 else float("nan")
     if exact:
-        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop)
-    else:
-        grid = _attribution(runner, corrupted, clean_cache, names, over, aligned, diff)
-    grid = (grid - (0.0 if not exact else low)) / scale
+        with torch.no_grad():
+            low = float(diff(runner.run(corrupted, []))[0])
+        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop) - low
+    else:  # its forward on the corrupted ids is the corrupted run
+        grid, low = _attribution(runner, corrupted, clean_cache, names, over, aligned, diff)
+    scale = base - low if abs(base - low) > 1e-9 else float("nan")
+    grid = grid / scale
     T = corrupted.size(1)
     columns = [f"h{h}" for h in range(runner.n_heads)] if over == "heads" else (tokens or [str(i) for i in range(T)])
     rows = [f"layer {i}" for i in range(runner.n_layers)]
@@ -147,12 +147,14 @@ def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress,
     return grid
 
 
-def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> np.ndarray:
-    """(L, cells) (clean - corrupted) . grad of the metric, from one forward and one backward on the corrupted ids;
-    the raw metric's change, so normalised as exact patching's change from the corrupted run."""
+def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> tuple[np.ndarray, float]:
+    """((L, cells) (clean - corrupted) . grad of the metric, the corrupted run's metric), from one forward and one
+    backward on the corrupted ids; the raw metric's change, so normalised as exact patching's change from the
+    corrupted run."""
     logits, cache = _cache(runner, corrupted, names, grad=True)
     states = [cache[n] for n in names]
-    grads = torch.autograd.grad(diff(logits).sum(), states)
+    metric = diff(logits)  # (1,)
+    grads = torch.autograd.grad(metric.sum(), states)
     rows = []
     for name, state, grad in zip(names, states, grads):
         delta = clean_cache[name].float() - state.detach().float() if aligned else None
@@ -164,4 +166,4 @@ def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> 
                 rows.append((last * grad[0, -1].float()).sum(-1))
         else:
             rows.append((delta * grad.float())[0].sum(-1))  # (T,)
-    return torch.stack(rows).cpu().numpy()
+    return torch.stack(rows).cpu().numpy(), float(metric[0])
