@@ -115,17 +115,16 @@ LM_EXAMPLES: list[tuple[str, str, bool]] = [
 ]  # fmt: skip
 # The Next word tab's compare pairs (first prompt, second, button label): one word changed, the continuations and the
 # attention over the words both share compared.
-_WORDS = "river candle orbit velvet mango tunnel ladder pepper"  # random words, for an induction pair
-# pairs that show a known mechanism under activation patching (benchmarks/patching.py measures them): clean, corrupted
+_WORDS = "dog tree car book lamp door cup hat", "sun box pen key bed map egg fan"  # one token each, for induction
 PATCHING_PAIRS: dict[str, tuple[str, str]] = {
     "ioi": (  # the indirect object (Wang et al. 2022): who receives the drink
         "When Mary and John went to the store, John gave a drink to",
         "When Mary and John went to the store, Mary gave a drink to",
     ),
     "fact": ("The Eiffel Tower is in the city of", "The Colosseum is in the city of"),  # a recalled fact
-    "induction": (  # a repeated sequence continued (Olsson et al. 2022), against the same words not repeated
-        f"{_WORDS} {_WORDS.split()[0]} {' '.join(_WORDS.split()[1:4])}",
-        f"{_WORDS} lemon {' '.join(_WORDS.split()[1:4])}",
+    "induction": (  # a repeated sequence continued (Olsson et al. 2022), against the same words after other ones
+        f"{_WORDS[0]} {' '.join(_WORDS[0].split()[:4])}",
+        f"{_WORDS[1]} {' '.join(_WORDS[0].split()[:4])}",
     ),
 }
 LM_PAIRS: list[tuple[str, str, str]] = [

@@ -166,4 +166,4 @@ def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> 
                 rows.append((last * grad[0, -1].float()).sum(-1))
         else:
             rows.append((delta * grad.float())[0].sum(-1))  # (T,)
-    return torch.stack(rows).cpu().numpy(), float(metric[0])
+    return torch.stack(rows).cpu().numpy(), float(metric[0].detach())
