@@ -14,7 +14,9 @@ import torch
 from benchmarks.layer_by_layer import language_models, model_options
 from viz.examples import PATCHING_PAIRS
 
-PAIRS = PATCHING_PAIRS  # the Compare section's example pairs (viz/examples.py)
+LONG_IOI = "When Mary and John went to the store on a warm sunny afternoon last week, John gave a drink to"
+# the Compare section's example pairs (viz/examples.py), and the indirect object at the budgets' length (21 tokens)
+PAIRS = {**PATCHING_PAIRS, "ioi-21": (LONG_IOI, LONG_IOI.replace(", John gave", ", Mary gave"))}
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
