@@ -72,6 +72,12 @@ def report(name: str, pipe, runs: int) -> None:
           f"{first}; P by layer {[round(p, 2) for p in lens.final_prob]}")  # fmt: skip
     print(f"  its logit {a.total:.2f} = heads {a.heads.sum():.2f} + MLPs {a.mlps.sum():.2f} + rest {a.rest:.2f} "
           f"(left over {a.unexplained:.1e}); top heads: {heads}; top MLPs: {mlps}")  # fmt: skip
+    start = time.perf_counter()
+    off = pipe.switch_off(FACT)
+    whole = np.dstack(np.unravel_index(np.argsort(-off.heads, axis=None), off.heads.shape))[0][:5]
+    print(f"  each head switched off ({time.perf_counter() - start:.2f} s): direct against whole effect Pearson "
+          f"{np.corrcoef(a.heads.ravel(), off.heads.ravel())[0, 1]:.2f}; whole effect most: "
+          + ", ".join(f"L{i}H{h} {off.heads[i, h]:+.2f} (direct {a.heads[i, h]:+.2f})" for i, h in whole))  # fmt: skip
 
 
 def model_options(description: str) -> argparse.ArgumentParser:

@@ -392,6 +392,14 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return lens_tasks.lm_attribution(self, prompt, target, contrast, result, step, chat)
 
     @runs_model(background=True)
+    def switch_off(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False, progress=None,
+                   stop=None):  # fmt: skip
+        """pipelines.lens.patching.SwitchedOff: each head's whole effect on the logit (difference) that
+        direct_logit_attribution splits (same arguments), the intact run's minus that with the head's output zeroed;
+        progress(layers done, layers), stop() ends it there (rows left NaN)."""
+        return lens_tasks.lm_switch_off(self, prompt, target, contrast, result, step, chat, progress, stop)
+
+    @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
               progress=None, stop=None):  # fmt: skip
         """pipelines.lens.patching.Patching: each state of the clean prompt put back into a run on the corrupted one;

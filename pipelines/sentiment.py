@@ -261,6 +261,12 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         return lens_tasks.sentiment_attribution(self, text, target, contrast)
 
     @runs_model(background=True)
+    def switch_off(self, text: str, target=None, contrast=None, progress=None, stop=None):
+        """pipelines.lens.patching.SwitchedOff: each head's whole effect on the label's logit (difference) that
+        direct_logit_attribution splits, the intact run's minus that with the head's output zeroed."""
+        return lens_tasks.sentiment_switch_off(self, text, target, contrast, progress, stop)
+
+    @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
               progress=None, stop=None):  # fmt: skip
         """pipelines.lens.patching.Patching: each state (over "resid", "attn_out", "mlp_out" or "heads") of the clean

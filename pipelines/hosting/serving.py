@@ -175,6 +175,7 @@ class ServedSentiment(ServedPipeline):
     layer_by_layer = alone(SentimentPipeline.layer_by_layer)
     direct_logit_attribution = alone(SentimentPipeline.direct_logit_attribution)
     patch = alone(SentimentPipeline.patch)
+    switch_off = alone(SentimentPipeline.switch_off)
     inside_head = alone(SentimentPipeline.inside_head)
 
     def weak_spots(self, text: str):
@@ -243,6 +244,7 @@ class ServedLM(ServedPipeline):
     layer_by_layer = alone(LanguageModelPipeline.layer_by_layer)
     direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
     patch = alone(LanguageModelPipeline.patch)
+    switch_off = alone(LanguageModelPipeline.switch_off)
 
     default_explanation: Forwarded[dict] = Forwarded()
 

@@ -167,3 +167,30 @@ def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> 
         else:
             rows.append((delta * grad.float())[0].sum(-1))  # (T,)
     return torch.stack(rows).cpu().numpy(), float(metric[0].detach())
+
+
+@dataclass
+class SwitchedOff:
+    """Each head's whole effect on the answer: the metric of the intact run minus that with the head's output
+    (hook_z) zeroed at every position, beside its direct part (attribution.py): the difference is what the later
+    heads and layers do with that head's output."""
+
+    heads: np.ndarray  # (L, H), in the metric's units (the logit, or the logit difference)
+    total: float  # the intact run's metric
+    target: str
+    contrast: str | None
+
+
+def switch_off(runner: Runner, ids: torch.Tensor, target: int, contrast: int | None = None, progress=None, stop=None):
+    """(L, H) each head switched off alone on ids (1, T): the intact metric (logit of target, minus contrast's)
+    minus the switched-off one; one batched pass a layer (a row a head), from each layer's own input where the runner
+    can start there. Rows a Stop leaves out are NaN. Returns (grid, the intact metric)."""
+    names = _names(runner, "heads")
+    names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
+    metric = lambda logits: logits[:, target] - (logits[:, contrast] if contrast is not None else 0.0)  # noqa: E731
+    logits, cache = _cache(runner, ids, names + (names_in if runner.run_from is not None else []))
+    if runner.run_from is not None:
+        runner = dataclasses.replace(runner, inputs=[cache[n] for n in names_in])
+    zeros = {n: torch.zeros_like(cache[n]) for n in names}
+    intact = float(metric(logits)[0])
+    return intact - _exact(runner, ids, zeros, names, "heads", True, metric, progress, stop), intact

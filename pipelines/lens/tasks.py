@@ -250,9 +250,8 @@ def _said(p: "patching.Patching", clean: str, corrupted: str, where: str = "") -
     return p
 
 
-def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
+def _lm_runner(pipe) -> "patching.Runner":
     a, readout = pipe.adapter, readout_of(pipe.adapter)
-    ids = [torch.tensor([lm_ids(pipe, text)], device=a.device) for text in (clean, corrupted)]  # (1, T) each
     last_layer = len(readout.blocks) - 1
 
     def from_layer(layer, resid, x):
@@ -260,7 +259,51 @@ def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=
         block is not the last, so the last block's keys and values need no hook) and one row is unembedded."""
         return a.model.forward_from(layer, resid, last_only=layer < last_layer).logits[:, -1]
 
-    runner = _runner(a, readout, lambda x: a.forward(x).logits[:, -1], from_layer)
+    return _runner(a, readout, lambda x: a.forward(x).logits[:, -1], from_layer)
+
+
+def _sentiment_runner(pipe) -> "patching.Runner":
+    a = pipe.adapter
+    return _runner(
+        a, readout_of(a), lambda x: a.forward(x).logits, lambda i, r, x: a.model.forward_from(i, r, x).logits
+    )
+
+
+def _switched_off(runner, ids, logits, target, contrast, text, tokenize, progress, stop) -> "patching.SwitchedOff":
+    t = output_id(logits.argmax() if target is None else target, logits, text, tokenize, "target")
+    c = None if contrast is None else output_id(contrast, logits, text, tokenize, "contrast")
+    grid, intact = patching.switch_off(runner, ids, t, c, progress, stop)
+    return patching.SwitchedOff(grid, intact, text(t), None if c is None else text(c))
+
+
+def lm_switch_off(pipe, prompt, target=None, contrast=None, result=None, step=1, chat=False, progress=None, stop=None):
+    """Each head's whole effect on the logit (difference) that direct_logit_attribution splits, on what the model
+    had read at `step`."""
+    a, runner = pipe.adapter, _lm_runner(pipe)
+    ids = torch.tensor([lm_ids(pipe, prompt, result, step, chat)], device=a.device)  # (1, T)
+    with torch.no_grad():
+        logits = runner.run(ids, [])[0]
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    return _switched_off(runner, ids, logits, target, contrast, a.token_text, tokenize, progress, stop)
+
+
+def sentiment_switch_off(pipe, text: str, target=None, contrast=None, progress=None, stop=None):
+    """Each head's whole effect on the label's logit (difference) that direct_logit_attribution splits."""
+    ids = torch.tensor([pipe.encode(text).ids], device=pipe.adapter.device)
+    if not ids.numel():
+        raise ValueError("the text has no tokens")
+    runner = _sentiment_runner(pipe)
+    with torch.no_grad():
+        logits = runner.run(ids, [])[0]
+    label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731
+    name = lambda i: pipe.labels[i]  # noqa: E731
+    return _switched_off(runner, ids, logits, label(target), label(contrast), name, None, progress, stop)
+
+
+def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
+    a = pipe.adapter
+    ids = [torch.tensor([lm_ids(pipe, text)], device=a.device) for text in (clean, corrupted)]  # (1, T) each
+    runner = _lm_runner(pipe)
     with torch.no_grad():
         first, second = (runner.run(x, [])[0] for x in ids)
     t, c = _answers(first, second, target, contrast, a.token_text, lambda s: a.tokenize(s)[0])
@@ -270,11 +313,11 @@ def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=
 
 
 def sentiment_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
-    a, readout = pipe.adapter, readout_of(pipe.adapter)
+    a = pipe.adapter
     ids = [torch.tensor([pipe.encode(text).ids], device=a.device) for text in (clean, corrupted)]
     if not ids[0].numel() or not ids[1].numel():
         raise ValueError("the text has no tokens")
-    runner = _runner(a, readout, lambda x: a.forward(x).logits, lambda i, r, x: a.model.forward_from(i, r, x).logits)
+    runner = _sentiment_runner(pipe)
     with torch.no_grad():
         first, second = (runner.run(x, [])[0] for x in ids)
     label = lambda v: pipe.labels.index(v) if isinstance(v, str) and v in pipe.labels else v  # noqa: E731

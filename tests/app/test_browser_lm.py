@@ -262,3 +262,19 @@ def test_the_compare_section_says_when_a_pair_has_nothing_to_patch(page, lm_url)
         timeout=60_000,
     )
     assert page.locator("#lm-patch-heads .js-plotly-plot").count() == 0
+
+
+def test_each_head_switched_off_is_drawn_beside_its_direct_part(page, lm_url):
+    page.goto(lm_url)
+    page.get_by_role("tab", name="Next word").click()
+    page.wait_for_selector("#lm-input textarea", state="visible")
+    page.locator("#lm-examples").get_by_text(LM_EXAMPLES[2][0]).click()
+    page.wait_for_function(
+        "() => (document.querySelector('#lm-status') || {}).textContent.includes('new token')", timeout=60_000
+    )
+    browser.open_section(page, "lm", "Layer by layer")
+    browser.reveal(page, "lm-dla-total-submit")
+    page.locator("#lm-dla-total-submit").click()
+    browser.wait_drawn(page, "lm-dla-total")
+    assert "switched off" in browser.plot_title(page, "lm-dla-total")
+    assert "Pearson" in page.locator("#lm-dla-total-notes").inner_text()

@@ -180,6 +180,7 @@ def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
         *(f"{t}-{v}" for t in ("sentiment", "translation") for v in WAITING_VIEWS),
         "sentiment-heads-heatmap",
         "translation-heads-heatmap",
+        "sentiment-dla-total",  # each head switched off, beside its direct part (not the translator's yet)
     }  # fmt: skip (one sentiment model here: no "Compare two models", whose plots wait too)
     assert f'.{theme.UNTIL_DRAWN}:has(.empty[aria-label="Empty value"]) {{ display: none' in demo.css
 

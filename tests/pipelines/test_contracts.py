@@ -101,8 +101,10 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     row = served.internals("Good film.").head("self", 0, 0, 1).weights
     torch.testing.assert_close(row, sentiment.internals("Good film.").head("self", 0, 0, 1).weights)
     assert batcher.batches_run == 1
-    for cls in (SentimentPipeline, TranslationPipeline):  # what a page waits on goes before the long analyses
-        background = {n for n in dir(cls) if in_background(getattr(cls, n))}
-        assert background == {"faithfulness", "head_table", "patch"}, cls.__name__  # the long analyses
-    lm_background = {n for n in dir(LanguageModelPipeline) if in_background(getattr(LanguageModelPipeline, n))}
-    assert lm_background == {"faithfulness", "head_table", "patch", "explain_steps"}
+    long_analyses = {  # what a page waits on goes before them
+        SentimentPipeline: {"faithfulness", "head_table", "patch", "switch_off"},
+        TranslationPipeline: {"faithfulness", "head_table", "patch"},
+        LanguageModelPipeline: {"faithfulness", "head_table", "patch", "switch_off", "explain_steps"},
+    }
+    for cls, expected in long_analyses.items():
+        assert {n for n in dir(cls) if in_background(getattr(cls, n))} == expected, cls.__name__

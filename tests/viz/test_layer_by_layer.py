@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 from pipelines.models.model_registry import ModelRegistry
+from pipelines.tasks import TRANSLATION
 from viz.attention import layer_by_layer as lbl
+
+TRANSLATION_NAME = TRANSLATION.name
 
 REVIEW = "The film was not bad at all, and the acting was fine."
 GERMAN = "Ein Mann fährt mit dem Fahrrad."
@@ -80,3 +83,19 @@ def test_the_bundled_next_word_model_reads_out_through_its_tuned_lens():
     assert "Tuned lens" in tuned[3]
     # trained to match the final distribution, it is nearer to it than the logit lens at every layer before the last
     assert all(t < p for t, p in zip(tuned[1].data[1].y[:-1], plain[1].data[1].y[:-1]))
+
+
+def test_each_head_switched_off_beside_its_direct_part(lm, sentiment):
+    from viz.next_word.handlers import generate
+    from viz.sentiment.handlers import analyze_review
+
+    view = list(generate(lm, "The film was a", "greedy", max_new_tokens=3))[-1][0]
+    fig, notes = lbl.compute_switch(ModelRegistry.of(lm), "lm", view, 2, None)
+    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), lm.switch_off(
+        view.result.prompt, result=view.result, step=2).heads, atol=1e-6)  # fmt: skip
+    assert "Pearson" in notes and "what the later heads and layers do" in notes
+    review = analyze_review(sentiment, REVIEW)[0]
+    stopped, said = lbl.compute_switch(ModelRegistry.of(sentiment), "sentiment", review, None, None, stop=lambda: True)
+    assert all(v is None for row in stopped.data[0].z for v in row) and "Stopped before" in said
+    assert "Run the model first" in lbl.compute_switch(ModelRegistry.of(lm), "lm", None, None, None)[1]
+    assert TRANSLATION_NAME not in lbl.SWITCH_CALLS  # the translator's heads: not built yet

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
+from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
 from ..server.events import PRIVATE
@@ -24,12 +25,14 @@ HELP = (
     "is that output's probability. Below, **what each head and feed-forward layer writes straight into the answer's "
     "logit** (*direct logit attribution*, every norm's scale frozen at its value): the terms add up to the model's "
     "own logit (or the difference to the token named under *against*). A head's direct part is not its whole effect: "
-    "*What each head does* switches heads off, and where the two differ, the difference is what later heads and "
-    "layers do with that head's output."
+    "*Switch each head off* measures each head's whole effect on the same logit, beside its direct part: where the "
+    "two differ, the difference is what later heads and layers do with that head's output."
 )
 # how the Next word tab's lens reads a state (pipelines.lens.tasks.LENS_KINDS): as it is, or through the tuned lens
 READ_OUT_WITH = {"logit lens": "logit", "tuned lens": "tuned"}
 TUNED_TASKS = (LM.name,)  # the tasks whose models have tuned lenses (python -m training.tuned_lens)
+PROGRESS = gr.Progress()
+_stops: set = set()  # the clients who pressed Stop while their heads were being switched off
 
 
 @dataclass
@@ -42,6 +45,7 @@ class LayerByLayerUI:
     by_layer: gr.Plot
     attribution: gr.Plot
     notes: gr.Markdown
+    switch: "SwitchUI | None" = None  # each head's whole effect beside its direct part, where the task has it
 
 
 def build(task: str) -> LayerByLayerUI:
@@ -58,7 +62,24 @@ def build(task: str) -> LayerByLayerUI:
     lens = waiting_plot(f"{task}-lens")
     by_layer = waiting_plot(f"{task}-lens-by-layer")
     attribution = waiting_plot(f"{task}-dla")
-    return LayerByLayerUI(contrast, kind, gr.State(False), submit, lens, by_layer, attribution, notes)
+    switch = build_switch(task) if task in SWITCH_CALLS else None
+    return LayerByLayerUI(contrast, kind, gr.State(False), submit, lens, by_layer, attribution, notes, switch)
+
+
+@dataclass
+class SwitchUI:
+    submit: gr.Button
+    stop: gr.Button
+    grid: gr.Plot
+    notes: gr.Markdown
+
+
+def build_switch(task: str) -> SwitchUI:
+    with gr.Row():
+        submit = gr.Button("Switch each head off: its whole effect", size="sm", elem_id=f"{task}-dla-total-submit")
+        stop = gr.Button("Stop", size="sm", variant="stop", elem_id=f"{task}-dla-total-stop")
+    notes = gr.Markdown(elem_id=f"{task}-dla-total-notes")
+    return SwitchUI(submit, stop, waiting_plot(f"{task}-dla-total"), notes)
 
 
 # task -> (pipe, view, step, contrast, kind) -> (Lens, Attribution) from one pass: how each task's view asks for them
@@ -77,6 +98,24 @@ def _lm(pipe, view, step, contrast, kind):
 
 
 CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
+
+
+# task -> (pipe, view, step, contrast, progress, stop) -> (SwitchedOff, Attribution): each head's whole effect and its
+# direct part, on the same logit (difference); the translator's (decoder and cross heads) is not built yet
+def _switch_sentiment(pipe, view, step, contrast, progress, stop):
+    off = pipe.switch_off(view.text, contrast=contrast, progress=progress, stop=stop)
+    return off, pipe.direct_logit_attribution(view.text, contrast=contrast)
+
+
+def _switch_lm(pipe, view, step, contrast, progress, stop):
+    r, at = view.result, max(int(step or view.step or 1), 1)
+    how = dict(contrast=contrast, result=r, step=at, chat=r.chat)
+    return pipe.switch_off(r.prompt, progress=progress, stop=stop, **how), pipe.direct_logit_attribution(
+        r.prompt, **how
+    )
+
+
+SWITCH_CALLS: dict[str, Callable] = {SENTIMENT.name: _switch_sentiment, LM.name: _switch_lm}
 
 
 def lens_figure(lens, position: int | None = None) -> go.Figure:
@@ -143,6 +182,50 @@ def notes(lens, a) -> str:
     return "\n\n".join(lines)
 
 
+def effects_figure(off) -> go.Figure:
+    """Layers x heads: each head's whole effect (switched off alone), on the attribution grid's diverging scale."""
+    finite = np.isfinite(off.heads)
+    z = np.where(finite, off.heads, 0.0).astype(object)
+    z[~finite] = None  # rows a Stop left out: blank, never NaN
+    top = float(np.abs(off.heads[finite]).max()) if finite.any() else 1.0
+    H = off.heads.shape[1]
+    what = f"{off.target} − {off.contrast}" if off.contrast else off.target
+    top = top or 1.0
+    hover = "%{y}, %{x}: %{z:.3f}<extra></extra>"
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=[f"h{h}" for h in range(H)], y=[f"layer {i}" for i in range(len(z))],
+                               zmin=-top, zmax=top, zmid=0, colorscale="RdBu", hoverongaps=False,
+                               texttemplate="%{z:.2f}", hovertemplate=hover))  # fmt: skip
+    fig.update_layout(title=f"Each head switched off: its whole effect on the logit of {what}",
+                      height=140 + 30 * len(z), margin=dict(l=70, r=20, t=50, b=40))  # fmt: skip
+    return fig
+
+
+def switch_notes(off, a) -> str:
+    """How far each head's direct part goes toward its whole effect, on this input."""
+    both = np.isfinite(off.heads)
+    if both.sum() < 3:
+        return "Stopped before enough heads were switched off to compare."
+    d, w = a.heads[both], off.heads[both]
+    rank = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
+    corr = (f"Pearson {np.corrcoef(d, w)[0, 1]:.2f}, Spearman {np.corrcoef(rank(d), rank(w))[0, 1]:.2f}"
+            if np.std(d) > 0 and np.std(w) > 0 else "no spread to correlate")  # fmt: skip
+    far = np.unravel_index(np.argmax(np.where(both, np.abs(off.heads - a.heads), -1)), off.heads.shape)
+    return (
+        f"Direct part against whole effect, over the heads switched off: {corr}. Furthest apart: layer {far[0]} head "
+        f"{far[1]}, direct {a.heads[far]:+.3f}, whole {off.heads[far]:+.3f}: the difference is what the later heads "
+        "and layers do with that head's output."
+    )
+
+
+def compute_switch(models, task: str, view, step, contrast: str | None, progress=None, stop=None):
+    """(whole-effect grid, notes) for the view, by the model that made it."""
+    if view is None:
+        return None, "Run the model first: this section reads the result shown."
+    pipe = models.get(getattr(view, "model", None))
+    off, a = SWITCH_CALLS[task](pipe, view, step, (contrast or "").strip() or None, progress, stop)
+    return effects_figure(off), switch_notes(off, a)
+
+
 def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens"):
     """(lens grid, by-layer lines, attribution grid, notes) for the view, by the model that made it; kind: a choice
     of READ_OUT_WITH."""
@@ -181,3 +264,27 @@ def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:
     ui.submit.click(run, inputs, outputs, **PRIVATE)
     for changed in [c for c in (slider, ui.kind) if isinstance(c, (gr.Slider, gr.Radio))]:
         changed.input(follow, inputs + [ui.shown], outputs, trigger_mode="always_last", **PRIVATE)
+    if ui.switch is not None:
+        wire_switch(ui.switch, models, task, [state, step, ui.contrast])
+
+
+def wire_switch(ui: SwitchUI, models, task: str, inputs: list) -> None:
+    """The button switches each head off (in the background queue, with progress and a Stop)."""
+
+    def run(view, step, contrast, request: gr.Request = None, progress=PROGRESS):
+        key = hosting.client_key(request)
+        _stops.discard(key)
+        report = reporter(progress, "Switching heads off", "layers")
+        try:
+            return hosting.run_as(request, compute_switch, models, task, view, step, contrast, report,
+                                  lambda: key in _stops)  # fmt: skip
+        except Exception as e:  # the page says so; the rest of the section stands
+            return None, f"Could not switch the heads off: {html.escape(str(e))}"
+        finally:
+            _stops.discard(key)
+
+    def stop(request: gr.Request = None) -> None:
+        _stops.add(hosting.client_key(request))
+
+    ui.submit.click(run, inputs, [ui.grid, ui.notes], trigger_mode="always_last", **PRIVATE)
+    ui.stop.click(stop, None, None, concurrency_limit=None, **PRIVATE)
