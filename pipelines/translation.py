@@ -215,6 +215,13 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return lens_tasks.translation_attribution(self, text, step, target, contrast, result)
 
     @runs_model(background=True)
+    def switch_off(self, text: str, step: int = 0, target=None, contrast=None, result=None, progress=None, stop=None):
+        """pipelines.lens.patching.SwitchedOff: each decoder and cross-attention head's whole effect on the logit
+        (difference) that direct_logit_attribution splits at decoding step `step`, the intact run's minus that with
+        the head's output zeroed (`cross`: the cross-attention heads')."""
+        return lens_tasks.translation_switch_off(self, text, step, target, contrast, result, progress, stop)
+
+    @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step=None,
               progress=None, stop=None):  # fmt: skip
         """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted

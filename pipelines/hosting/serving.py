@@ -218,6 +218,7 @@ class ServedTranslation(ServedPipeline):
     layer_by_layer = alone(TranslationPipeline.layer_by_layer)
     direct_logit_attribution = alone(TranslationPipeline.direct_logit_attribution)
     patch = alone(TranslationPipeline.patch)
+    switch_off = alone(TranslationPipeline.switch_off)
     inside_head = alone(TranslationPipeline.inside_head)
     score = alone(TranslationPipeline.score)
 

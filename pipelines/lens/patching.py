@@ -179,13 +179,17 @@ class SwitchedOff:
     total: float  # the intact run's metric
     target: str
     contrast: str | None
+    cross: np.ndarray | None = None  # (L, H) the decoder's cross-attention heads, where there are
 
 
-def switch_off(runner: Runner, ids: torch.Tensor, target: int, contrast: int | None = None, progress=None, stop=None):
+def switch_off(
+    runner: Runner, ids: torch.Tensor, target: int, contrast: int | None = None, progress=None, stop=None, attn="attn"
+):
     """(L, H) each head switched off alone on ids (1, T): the intact metric (logit of target, minus contrast's)
     minus the switched-off one; one batched pass a layer (a row a head), from each layer's own input where the runner
-    can start there. Rows a Stop leaves out are NaN. Returns (grid, the intact metric)."""
-    names = _names(runner, "heads")
+    can start there. attn: which attention of each block ("cross_attn": the decoder's cross-attention). Rows a Stop
+    leaves out are NaN. Returns (grid, the intact metric)."""
+    names = [f"{runner.prefix}blocks.{i}.{attn}.hook_z" for i in range(runner.n_layers)]
     names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
     metric = lambda logits: logits[:, target] - (logits[:, contrast] if contrast is not None else 0.0)  # noqa: E731
     logits, cache = _cache(runner, ids, names + (names_in if runner.run_from is not None else []))

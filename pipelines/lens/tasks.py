@@ -300,6 +300,30 @@ def sentiment_switch_off(pipe, text: str, target=None, contrast=None, progress=N
     return _switched_off(runner, ids, logits, label(target), label(contrast), name, None, progress, stop)
 
 
+def translation_switch_off(pipe, text, step=0, target=None, contrast=None, result=None, progress=None, stop=None):
+    """Each decoder head's and cross-attention head's whole effect on the logit (difference) that
+    direct_logit_attribution splits at decoding step `step` (0-based), teacher-forced on the translation."""
+    from pipelines.batching import pad
+
+    a = pipe.adapter
+    result = pipe(text, beam_size=1) if result is None else result
+    if not 0 <= step < len(result.target_ids):
+        raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
+    src = pad(pipe.encode_source([text])[0], a.pad_id, a.device)  # (1, Ts)
+    tgt = torch.tensor([[a.bos_id] + list(result.target_ids)[:-1]], device=a.device)  # (1, Tt)
+    runner = _runner(a, readout_of(a), lambda x: a.forward(src.expand(x.size(0), -1), x).logits[:, step])
+    with torch.no_grad():
+        logits = runner.run(tgt, [])[0]
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    L = runner.n_layers
+    t = output_id(result.target_ids[step] if target is None else target, logits, a.token_text, tokenize, "target")
+    c = None if contrast is None else output_id(contrast, logits, a.token_text, tokenize, "contrast")
+    half = lambda offset: None if progress is None else lambda done, _: progress(offset + done, 2 * L)  # noqa: E731
+    own, intact = patching.switch_off(runner, tgt, t, c, half(0), stop)
+    cross, _ = patching.switch_off(runner, tgt, t, c, half(L), stop, attn="cross_attn")
+    return patching.SwitchedOff(own, intact, a.token_text(t), None if c is None else a.token_text(c), cross)
+
+
 def lm_patch(pipe, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, **run):
     a = pipe.adapter
     ids = [torch.tensor([lm_ids(pipe, text)], device=a.device) for text in (clean, corrupted)]  # (1, T) each

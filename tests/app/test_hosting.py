@@ -157,8 +157,8 @@ def test_each_event_shows_progress_on_one_component_at_most(app):
 
 
 # the views each tab leaves out of the page until they are asked for (theme.waiting_plot)
-WAITING_VIEWS = ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla", "patch-resid",
-                 "patch-heads")  # fmt: skip
+WAITING_VIEWS = ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla", "dla-total",
+                 "patch-resid", "patch-heads")  # fmt: skip
 
 
 def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
@@ -180,7 +180,6 @@ def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):
         *(f"{t}-{v}" for t in ("sentiment", "translation") for v in WAITING_VIEWS),
         "sentiment-heads-heatmap",
         "translation-heads-heatmap",
-        "sentiment-dla-total",  # each head switched off, beside its direct part (not the translator's yet)
     }  # fmt: skip (one sentiment model here: no "Compare two models", whose plots wait too)
     assert f'.{theme.UNTIL_DRAWN}:has(.empty[aria-label="Empty value"]) {{ display: none' in demo.css
 

@@ -103,7 +103,7 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     assert batcher.batches_run == 1
     long_analyses = {  # what a page waits on goes before them
         SentimentPipeline: {"faithfulness", "head_table", "patch", "switch_off"},
-        TranslationPipeline: {"faithfulness", "head_table", "patch"},
+        TranslationPipeline: {"faithfulness", "head_table", "patch", "switch_off"},
         LanguageModelPipeline: {"faithfulness", "head_table", "patch", "switch_off", "explain_steps"},
     }
     for cls, expected in long_analyses.items():

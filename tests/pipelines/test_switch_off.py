@@ -47,3 +47,29 @@ def test_the_classifier_with_a_contrast_and_a_stop(sentiment):
     assert off.heads.shape == (sentiment.n_layers, sentiment.n_heads) and np.isfinite(off.heads).all()
     stopped = sentiment.switch_off(REVIEW, stop=lambda: True)
     assert np.isnan(stopped.heads).all()
+
+
+def test_the_translators_decoder_and_cross_heads_each_by_hand(translation):
+    text = "Ein Mann fährt mit dem Fahrrad."
+    result = translation(text, beam_size=1)
+    step = min(1, len(result.target_ids) - 1)
+    off = translation.switch_off(text, step=step, result=result)
+    a = translation.adapter
+    src = torch.tensor([translation.encode_source([text])[0][0]])
+    tgt = torch.tensor([[a.bos_id] + list(result.target_ids)[:-1]])
+    t = result.target_ids[step]
+    model = a.model
+    with torch.no_grad():
+        intact = float(model(src, tgt).logits[0, step, t])
+        assert off.total == pytest.approx(intact, abs=1e-5)
+        for attn, grid in (("attn", off.heads), ("cross_attn", off.cross)):
+            layer, head = grid.shape[0] - 1, 1
+
+            def zero(z, name, head=head):
+                z = z.clone()
+                z[:, :, head] = 0.0
+                return z
+
+            name = f"decoder.blocks.{layer}.{attn}.hook_z"
+            by_hand = intact - float(model.run_with_hooks(src, tgt, hooks=[(name, zero)]).logits[0, step, t])
+            assert grid[layer, head] == pytest.approx(by_hand, abs=1e-4)

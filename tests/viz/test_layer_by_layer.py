@@ -98,4 +98,17 @@ def test_each_head_switched_off_beside_its_direct_part(lm, sentiment):
     stopped, said = lbl.compute_switch(ModelRegistry.of(sentiment), "sentiment", review, None, None, stop=lambda: True)
     assert all(v is None for row in stopped.data[0].z for v in row) and "Stopped before" in said
     assert "Run the model first" in lbl.compute_switch(ModelRegistry.of(lm), "lm", None, None, None)[1]
-    assert TRANSLATION_NAME not in lbl.SWITCH_CALLS  # the translator's heads: not built yet
+
+
+def test_the_translators_heads_and_cross_heads_switched_off(translation):
+    from viz.translation.handlers import translate
+
+    view = translate(translation, GERMAN, "greedy")[0]
+    fig, notes = lbl.compute_switch(ModelRegistry.of(translation), TRANSLATION_NAME, view, 2, None)
+    L, H = translation.head_layers["decoder"], translation.n_heads
+    assert np.array(fig.data[0].z, dtype=float).shape == (L, 2 * H) and list(fig.data[0].x[H:]) == [
+        f"x{h}" for h in range(H)
+    ]
+    off = translation.switch_off(GERMAN, step=1, result=view.result)
+    np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float)[:, H:], off.cross, atol=1e-6)
+    assert "Pearson" in notes

@@ -101,7 +101,7 @@ CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _tra
 
 
 # task -> (pipe, view, step, contrast, progress, stop) -> (SwitchedOff, Attribution): each head's whole effect and its
-# direct part, on the same logit (difference); the translator's (decoder and cross heads) is not built yet
+# direct part, on the same logit (difference)
 def _switch_sentiment(pipe, view, step, contrast, progress, stop):
     off = pipe.switch_off(view.text, contrast=contrast, progress=progress, stop=stop)
     return off, pipe.direct_logit_attribution(view.text, contrast=contrast)
@@ -115,7 +115,18 @@ def _switch_lm(pipe, view, step, contrast, progress, stop):
     )
 
 
-SWITCH_CALLS: dict[str, Callable] = {SENTIMENT.name: _switch_sentiment, LM.name: _switch_lm}
+def _switch_translation(pipe, view, step, contrast, progress, stop):
+    how = dict(step=max(int(step or 1), 1) - 1, contrast=contrast, result=view.result)  # the slider counts from 1
+    return pipe.switch_off(view.text, progress=progress, stop=stop, **how), pipe.direct_logit_attribution(
+        view.text, **how
+    )
+
+
+SWITCH_CALLS: dict[str, Callable] = {
+    SENTIMENT.name: _switch_sentiment,
+    TRANSLATION.name: _switch_translation,
+    LM.name: _switch_lm,
+}
 
 
 def lens_figure(lens, position: int | None = None) -> go.Figure:
@@ -182,17 +193,24 @@ def notes(lens, a) -> str:
     return "\n\n".join(lines)
 
 
+def _whole(x) -> np.ndarray:
+    """(L, H [+ H]) the self-attention heads' grid, the cross-attention heads' beside it where there are."""
+    return np.concatenate([x.heads] + ([x.cross] if x.cross is not None else []), axis=1)
+
+
 def effects_figure(off) -> go.Figure:
-    """Layers x heads: each head's whole effect (switched off alone), on the attribution grid's diverging scale."""
-    finite = np.isfinite(off.heads)
-    z = np.where(finite, off.heads, 0.0).astype(object)
+    """Layers x heads (then cross-attention heads): each head's whole effect (switched off alone), diverging at 0."""
+    grid = _whole(off)
+    finite = np.isfinite(grid)
+    z = np.where(finite, grid, 0.0).astype(object)
     z[~finite] = None  # rows a Stop left out: blank, never NaN
-    top = float(np.abs(off.heads[finite]).max()) if finite.any() else 1.0
+    top = float(np.abs(grid[finite]).max()) if finite.any() else 1.0
     H = off.heads.shape[1]
+    x = [f"h{h}" for h in range(H)] + ([f"x{h}" for h in range(H)] if off.cross is not None else [])
     what = f"{off.target} − {off.contrast}" if off.contrast else off.target
     top = top or 1.0
     hover = "%{y}, %{x}: %{z:.3f}<extra></extra>"
-    fig = go.Figure(go.Heatmap(z=z.tolist(), x=[f"h{h}" for h in range(H)], y=[f"layer {i}" for i in range(len(z))],
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=x, y=[f"layer {i}" for i in range(len(z))],
                                zmin=-top, zmax=top, zmid=0, colorscale="RdBu", hoverongaps=False,
                                texttemplate="%{z:.2f}", hovertemplate=hover))  # fmt: skip
     fig.update_layout(title=f"Each head switched off: its whole effect on the logit of {what}",
@@ -202,18 +220,21 @@ def effects_figure(off) -> go.Figure:
 
 def switch_notes(off, a) -> str:
     """How far each head's direct part goes toward its whole effect, on this input."""
-    both = np.isfinite(off.heads)
+    whole, direct = _whole(off), _whole(a)
+    both = np.isfinite(whole)
     if both.sum() < 3:
         return "Stopped before enough heads were switched off to compare."
-    d, w = a.heads[both], off.heads[both]
+    d, w = direct[both], whole[both]
     rank = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
     corr = (f"Pearson {np.corrcoef(d, w)[0, 1]:.2f}, Spearman {np.corrcoef(rank(d), rank(w))[0, 1]:.2f}"
             if np.std(d) > 0 and np.std(w) > 0 else "no spread to correlate")  # fmt: skip
-    far = np.unravel_index(np.argmax(np.where(both, np.abs(off.heads - a.heads), -1)), off.heads.shape)
+    far = np.unravel_index(np.argmax(np.where(both, np.abs(whole - direct), -1)), whole.shape)
+    H = off.heads.shape[1]
+    name = f"head {far[1]}" if far[1] < H else f"cross-attention head {far[1] - H}"
     return (
-        f"Direct part against whole effect, over the heads switched off: {corr}. Furthest apart: layer {far[0]} head "
-        f"{far[1]}, direct {a.heads[far]:+.3f}, whole {off.heads[far]:+.3f}: the difference is what the later heads "
-        "and layers do with that head's output."
+        f"Direct part against whole effect, over the heads switched off: {corr}. Furthest apart: layer {far[0]} "
+        f"{name}, direct {direct[far]:+.3f}, whole {whole[far]:+.3f}: the difference is what the later heads and "
+        "layers do with that head's output."
     )
 
 
