@@ -85,15 +85,15 @@ def step_loss(lens, readout, states, final, vocab: int) -> torch.Tensor:
 @torch.no_grad()
 def test_kl(pipe, readout, lens, test: torch.Tensor, batch: int) -> tuple[list[float], list[float]]:
     """Per state (L + 1), the mean KL over the held-out tokens, full vocabulary: (logit lens, tuned lens)."""
-    logit, tuned = torch.zeros(len(readout.blocks) + 1), torch.zeros(len(readout.blocks) + 1)
+    logit, tuned = [0.0] * (len(readout.blocks) + 1), [0.0] * (len(readout.blocks) + 1)  # sums on the host
     for x in test.split(batch):
         states, final = states_and_final(pipe, readout, x)
         final = final.flatten(0, 1)
         for i, s in enumerate(states):
-            logit[i] += kl_rows(final, readout.logits(s).flatten(0, 1)).sum()
-            tuned[i] += kl_rows(final, readout.logits(lens(i, s)).flatten(0, 1)).sum()
+            logit[i] += float(kl_rows(final, readout.logits(s).flatten(0, 1)).sum())
+            tuned[i] += float(kl_rows(final, readout.logits(lens(i, s)).flatten(0, 1)).sum())
     n = test.numel()
-    return [round(float(v) / n, 4) for v in logit], [round(float(v) / n, 4) for v in tuned]
+    return [round(v / n, 4) for v in logit], [round(v / n, 4) for v in tuned]
 
 
 def read_texts(data_dir: str, split: str) -> list[str]:
@@ -107,7 +107,7 @@ def train(a, pipe, readout, lens, train_x: torch.Tensor, ckpt: Path) -> tuple[in
     opt = torch.optim.Adam(lens.parameters(), lr=a.lr)
     start, spent = 0, 0.0
     if a.resume and ckpt.exists():
-        state = torch.load(ckpt, weights_only=True)
+        state = torch.load(ckpt, weights_only=True, map_location="cpu")  # copied onto the lens's device below
         lens.load_state_dict(state["lens"])
         opt.load_state_dict(state["optimizer"])
         start, spent = state["step"], state["seconds"]
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     train_x = pieces(pipe, read_texts(a.data_dir, "unsupervised"), a.seq_len, a.tokens)
     test_x = pieces(pipe, read_texts(a.data_dir, "test")[::7], a.seq_len, a.test_tokens)
     L, D = len(readout.blocks), readout.unembed.shape[0]
-    lens = Translators(L, D, a.rank)
+    lens = Translators(L, D, a.rank).to(pipe.adapter.device)  # where the model's states are
     steps, seconds = train(a, pipe, readout, lens, train_x, out.with_name(out.name + ".ckpt"))
     t0 = time.time()
     logit, tuned = test_kl(pipe, readout, lens, test_x, a.batch_size)
