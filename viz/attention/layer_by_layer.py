@@ -16,6 +16,7 @@ from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
 from ..server.events import PRIVATE
+from ..server.stops import Stops
 from .figures import COLORSCALE
 
 MAX_TEXT_COLUMNS = 40  # a lens grid names its cells' top tokens up to this many positions (a long review: colour only)
@@ -32,7 +33,7 @@ HELP = (
 READ_OUT_WITH = {"logit lens": "logit", "tuned lens": "tuned"}
 TUNED_TASKS = (LM.name,)  # the tasks whose models have tuned lenses (python -m training.tuned_lens)
 PROGRESS = gr.Progress()
-_stops: set = set()  # the clients who pressed Stop while their heads were being switched off
+SWITCHING = Stops()  # Stop: a client's heads switched off end after the layer they are at
 
 
 @dataclass
@@ -293,19 +294,12 @@ def wire_switch(ui: SwitchUI, models, task: str, inputs: list) -> None:
     """The button switches each head off (in the background queue, with progress and a Stop)."""
 
     def run(view, step, contrast, request: gr.Request = None, progress=PROGRESS):
-        key = hosting.client_key(request)
-        _stops.discard(key)
         report = reporter(progress, "Switching heads off", "layers")
         try:
-            return hosting.run_as(request, compute_switch, models, task, view, step, contrast, report,
-                                  lambda: key in _stops)  # fmt: skip
+            with SWITCHING.watch(request) as stopped:
+                return hosting.run_as(request, compute_switch, models, task, view, step, contrast, report, stopped)
         except Exception as e:  # the page says so; the rest of the section stands
             return None, f"Could not switch the heads off: {html.escape(str(e))}"
-        finally:
-            _stops.discard(key)
-
-    def stop(request: gr.Request = None) -> None:
-        _stops.add(hosting.client_key(request))
 
     ui.submit.click(run, inputs, [ui.grid, ui.notes], trigger_mode="always_last", **PRIVATE)
-    ui.stop.click(stop, None, None, concurrency_limit=None, **PRIVATE)
+    ui.stop.click(SWITCHING.press, None, None, concurrency_limit=None, **PRIVATE)

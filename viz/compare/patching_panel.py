@@ -17,11 +17,12 @@ from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
 from ..server.events import FOLLOW_UP, PRIVATE
+from ..server.stops import Stops
 
 PROGRESS = gr.Progress()
 GRIDS = ("resid", "heads")  # what the two grids patch: each block's input at each position, each head's output
 TITLES = {"resid": "Each block's input at each position", "heads": "Each head's output"}
-_stops: set = set()  # the clients who pressed Stop during their exact patching
+EXACT = Stops()  # Stop: a client's exact patching ends after the layer it is at
 HELP = (
     "**Which state carries the answer?** The model runs on the second input with one state of the first put back: "
     "a cell says how much of the first input's answer that one state brings back (1: all of it, 0: none; the metric "
@@ -135,23 +136,16 @@ def wire(ui: PatchingUI, compared: list, pipe_of: Callable, inputs: list) -> Non
             return None, None, f"Could not patch: {html.escape(str(e))}", None
 
     def run_exact(a, b, estimates, *options, request: gr.Request = None, progress=PROGRESS):
-        key = hosting.client_key(request)
-        _stops.discard(key)
         report = reporter(progress, "Patching exactly", "layers")
         try:
-            return hosting.run_as(request, lambda: exact(pipe_of(*options), a, b, estimates, report,
-                                                         lambda: key in _stops))  # fmt: skip
+            with EXACT.watch(request) as stopped:
+                return hosting.run_as(request, lambda: exact(pipe_of(*options), a, b, estimates, report, stopped))
         except Exception as e:
             return None, None, f"Could not patch: {html.escape(str(e))}"
-        finally:
-            _stops.discard(key)
-
-    def stop(request: gr.Request = None) -> None:
-        _stops.add(hosting.client_key(request))
 
     first, second, *options = inputs
     outputs = [ui.resid, ui.heads, ui.notes]
     for event in compared:
         event.then(first_look, inputs, outputs + [ui.estimates], **FOLLOW_UP)
     ui.exact.click(run_exact, [first, second, ui.estimates, *options], outputs, trigger_mode="always_last", **PRIVATE)
-    ui.stop.click(stop, None, None, concurrency_limit=None, **PRIVATE)
+    ui.stop.click(EXACT.press, None, None, concurrency_limit=None, **PRIVATE)

@@ -21,6 +21,7 @@ from ..models.loading import GET_SMOLLM2, SMOLLM2_NAME
 from ..page import landing, layout
 from ..server import hosting
 from ..server.events import FOLLOW_UP, PRIVATE
+from ..server.stops import Stops
 from ..share import lm_share, share_ui
 from ..tasks import TASKS
 from . import handlers as lm
@@ -31,7 +32,7 @@ STEP_HELP = (
     "token *s*. Move the slider: the top-10 and every attention view show what it read then (causal: a token reads "
     "only what came before it, so the cells above the diagonal are empty)."
 )
-_stops: set = set()  # the clients who pressed Stop during their running generation
+GENERATIONS = Stops()  # Stop: the running generation of its client ends at its next token
 
 
 @dataclass
@@ -119,35 +120,28 @@ def _views(models, page) -> LMViews:
     return LMViews(step, next_plot, layer, head, scale, hide, single, overview, views, snapshot)
 
 
-def _stop(request: gr.Request = None) -> None:
-    """Stop: the running generation of this client ends at its next token (viz.next_word.handlers.generate)."""
-    _stops.add(hosting.client_key(request))
-
-
 def _run(models):
     """The button's handler: streams (state, continuation, status, top-10, heatmap, step, layer, head)."""
 
     def run(prompt, decoding, temperature, top_p, seed, max_new, chat, name, position, layer, head, scale, hide,
             request: gr.Request = None):  # fmt: skip
         """Generate: the text token by token, then the maps, the step slider at the last step and the heatmap."""
-        key = hosting.client_key(request)
-        _stops.discard(key)
         chosen, name = model_choice.resolve(models, training_step.chosen(models, name, position))
         if chosen is None:
             yield None, "", name, None, None, gr.skip(), gr.skip(), gr.skip()
             return
-        options = (decoding, temperature, top_p, seed, max_new, chat, name, lambda: key in _stops)
-        # the model calls are queued as this request's client's (pipelines.hosting.serving.client_source)
-        for view, text, status, bar in lm.generate(chosen, prompt, *options):
-            if view is None and status.startswith("Generating"):
-                yield gr.skip(), text, status, bar, gr.skip(), gr.skip(), gr.skip(), gr.skip()
-                continue
-            _stops.discard(key)
-            asked, (layer, head) = (layer, head), clamp_layer_head(chosen, layer, head)
-            heatmap = task_views.drawn_heatmap(view, layer, head, scale, hide)
-            status = training_step.noted(models, name, status)
-            step = gr.Slider(**lm.step_slider_value(view))
-            yield view, text, status, bar, heatmap, step, *model_choice.sized(chosen, layer, head, asked)
+        with GENERATIONS.watch(request) as stopped:
+            options = (decoding, temperature, top_p, seed, max_new, chat, name, stopped)
+            # the model calls are queued as this request's client's (pipelines.hosting.serving.client_source)
+            for view, text, status, bar in lm.generate(chosen, prompt, *options):
+                if view is None and status.startswith("Generating"):
+                    yield gr.skip(), text, status, bar, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                    continue
+                asked, (layer, head) = (layer, head), clamp_layer_head(chosen, layer, head)
+                heatmap = task_views.drawn_heatmap(view, layer, head, scale, hide)
+                status = training_step.noted(models, name, status)
+                step = gr.Slider(**lm.step_slider_value(view))
+                yield view, text, status, bar, heatmap, step, *model_choice.sized(chosen, layer, head, asked)
 
     return run
 
@@ -194,7 +188,7 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     outputs = [state, output, status, v.next_plot, v.single, v.step, v.layer, v.head]
     generated = i.submit.click(_run(models), run_inputs, outputs, **hosting.MODEL_EVENTS, **PRIVATE,
                                trigger_mode="always_last", **hosting.first_view(status))  # fmt: skip
-    i.stop.click(_stop, None, None, concurrency_limit=None, **PRIVATE)
+    i.stop.click(GENERATIONS.press, None, None, concurrency_limit=None, **PRIVATE)
     training_step.wire(v.snapshot, models, "lm", choice)
     painted = hosting.after_paint(generated, status)
     drawn = views_panel.wire(v.views, "lm", state, v.layer, v.head, [v.single], v.overview, painted)
