@@ -203,14 +203,19 @@ def test_inside_one_head_fits_a_phone(page, lm_url):
         page.set_viewport_size({"width": 1400, "height": 1000})
 
 
-def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(page, lm_url):
-    page.goto(lm_url)
+def generate_an_example(page, url: str) -> None:
+    """The Next word tab, a random-words example clicked and generated."""
+    page.goto(url)
     page.get_by_role("tab", name="Next word").click()
     page.wait_for_selector("#lm-input textarea", state="visible")
     page.locator("#lm-examples").get_by_text(LM_EXAMPLES[2][0]).click()
     page.wait_for_function(
         "() => (document.querySelector('#lm-status') || {}).textContent.includes('new token')", timeout=60_000
     )
+
+
+def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(page, lm_url):
+    generate_an_example(page, lm_url)
     browser.open_section(page, "lm", "Layer by layer")
     page.locator("#lm-lens-submit").click()
     browser.wait_drawn(page, "lm-lens")
@@ -231,13 +236,7 @@ def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(pag
 
 
 def test_every_new_token_is_explained_on_a_click(page, lm_url):
-    page.goto(lm_url)
-    page.get_by_role("tab", name="Next word").click()
-    page.wait_for_selector("#lm-input textarea", state="visible")
-    page.locator("#lm-examples").get_by_text(LM_EXAMPLES[2][0]).click()
-    page.wait_for_function(
-        "() => (document.querySelector('#lm-status') || {}).textContent.includes('new token')", timeout=60_000
-    )
+    generate_an_example(page, lm_url)
     browser.reveal(page, "lm-explain-steps-submit")
     page.locator("#lm-explain-steps-submit").click()
     browser.wait_drawn(page, "lm-explain-steps")
@@ -265,13 +264,7 @@ def test_the_compare_section_says_when_a_pair_has_nothing_to_patch(page, lm_url)
 
 
 def test_each_head_switched_off_is_drawn_beside_its_direct_part(page, lm_url):
-    page.goto(lm_url)
-    page.get_by_role("tab", name="Next word").click()
-    page.wait_for_selector("#lm-input textarea", state="visible")
-    page.locator("#lm-examples").get_by_text(LM_EXAMPLES[2][0]).click()
-    page.wait_for_function(
-        "() => (document.querySelector('#lm-status') || {}).textContent.includes('new token')", timeout=60_000
-    )
+    generate_an_example(page, lm_url)
     browser.open_section(page, "lm", "Layer by layer")
     browser.reveal(page, "lm-dla-total-submit")
     page.locator("#lm-dla-total-submit").click()
