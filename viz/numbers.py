@@ -3,6 +3,8 @@
 import math
 from collections.abc import Iterable
 
+import numpy as np
+
 
 def shown(value, decimals: int = 3) -> float:
     """The value as number() writes it (rounded to `decimals`, a zero without sign), NaN for a dash: what a reader
@@ -37,3 +39,13 @@ def points(change: float) -> str:
     value = 100 * float(change)
     decimals = decimals_for([value], least=1, most=3)
     return f"{'+' if shown(value, decimals) > 0 else ''}{number(value, decimals)} points"
+
+
+def correlations(a: np.ndarray, b: np.ndarray) -> str:
+    """'Pearson x.xx, Spearman y.yy' of two arrays of one shape over the cells both have (finite), or why not."""
+    both = np.isfinite(a) & np.isfinite(b)
+    x, y = a[both], b[both]
+    if x.size < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return "too few cells with a spread to correlate"
+    rank = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
+    return f"Pearson {np.corrcoef(x, y)[0, 1]:.2f}, Spearman {np.corrcoef(rank(x), rank(y))[0, 1]:.2f}"

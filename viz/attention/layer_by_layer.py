@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
+from ..numbers import correlations
 from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
@@ -225,10 +226,7 @@ def switch_notes(off, a) -> str:
     both = np.isfinite(whole)
     if both.sum() < 3:
         return "Stopped before enough heads were switched off to compare."
-    d, w = direct[both], whole[both]
-    rank = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
-    corr = (f"Pearson {np.corrcoef(d, w)[0, 1]:.2f}, Spearman {np.corrcoef(rank(d), rank(w))[0, 1]:.2f}"
-            if np.std(d) > 0 and np.std(w) > 0 else "no spread to correlate")  # fmt: skip
+    corr = correlations(direct, whole)
     far = np.unravel_index(np.argmax(np.where(both, np.abs(whole - direct), -1)), whole.shape)
     H = off.heads.shape[1]
     name = f"head {far[1]}" if far[1] < H else f"cross-attention head {far[1] - H}"

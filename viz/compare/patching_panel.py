@@ -13,6 +13,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from ..numbers import correlations
 from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
@@ -70,13 +71,12 @@ def figure(p, title: str) -> go.Figure:
 def agreement(estimate: np.ndarray, exact: np.ndarray) -> str:
     """Pearson and Spearman over the cells both have, and the cell where they differ most."""
     both = np.isfinite(estimate) & np.isfinite(exact)
-    if both.sum() < 3 or np.std(estimate[both]) == 0 or np.std(exact[both]) == 0:
-        return "too few cells to measure the agreement"
-    a, e = estimate[both], exact[both]
-    rank = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
+    said = correlations(estimate, exact)
+    if not said.startswith("Pearson"):
+        return said
     far = np.unravel_index(np.argmax(np.where(both, np.abs(estimate - exact), -1)), exact.shape)
-    return (f"Pearson {np.corrcoef(a, e)[0, 1]:.2f}, Spearman {np.corrcoef(rank(a), rank(e))[0, 1]:.2f}; most apart: "
-            f"layer {far[0]}, cell {far[1]} ({estimate[far]:+.2f} estimated, {exact[far]:+.2f} exact)")  # fmt: skip
+    return (f"{said}; most apart: layer {far[0]}, cell {far[1]} ({estimate[far]:+.2f} estimated, {exact[far]:+.2f} "
+            "exact)")  # fmt: skip
 
 
 def _grids(pipe, a: str, b: str, exact: bool, progress=None, stop=None) -> dict:
