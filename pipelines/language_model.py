@@ -157,6 +157,21 @@ class Decoding:
         return dataclasses.replace(self, max_new_tokens=int(n), seed=seed, chat=bool(self.chat))
 
 
+@dataclass
+class Start:
+    """What a generation starts from (LanguageModelPipeline.begin)."""
+
+    ids: list[int]  # what the model reads
+    options: tuple  # (max_new_tokens, temperature, top_p, seed), checked
+    masks: KindMasks | None  # {"causal": (L, H)} or None
+    result: LanguageModelResult  # the empty partial result
+
+    @property
+    def head_mask(self) -> torch.Tensor | None:
+        """(L, H) the causal heads' multipliers, None: every head on."""
+        return None if self.masks is None else self.masks[CAUSAL.name]
+
+
 def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
     """The NextToken of a transformer.generation.LMStep."""
     probs = step.logits.float().softmax(-1)  # (V,)
@@ -248,19 +263,35 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         one, with the maps of one pass over the final sequence. decoding: the options (None: greedy, 20 tokens);
         head_mask as __call__'s; need_weights=False: no maps pass (an API call: `attentions` stays empty).
         PromptError before anything runs for a bad prompt or option."""
+        start = self.begin(prompt, decoding, head_mask)
+        result = start.result
+        for step in self.adapter.steps(start.ids, *start.options, start.masks):
+            result = self.extended(result, step)
+            yield result
+        yield self.finish(result, start.masks, need_weights)
+
+    def begin(self, prompt: str, decoding: Decoding | None = None, head_mask=None) -> "Start":
+        """What a generation starts from (the prompt read, the options checked, the head masks, the empty result), or
+        PromptError: stream's first part, shared with a server that decodes many prompts together
+        (pipelines.hosting.decoding)."""
         decoding = decoding or Decoding()
         read = self.encode(prompt, decoding.chat)
         decoding = decoding.check(len(read.ids), self.adapter.max_len)
-        masks = self.head_masks(head_mask)
         result = LanguageModelResult(
             prompt, read.tokens, [], "", [], [], False, read.n_prefix, read.n_suffix, read.bos, complete=False,
             chat=decoding.chat, temperature=decoding.temperature, top_p=decoding.top_p, seed=decoding.seed,
         )  # fmt: skip
         options = (decoding.max_new_tokens, decoding.temperature, decoding.top_p, decoding.seed)
-        for step in self.adapter.steps(read.ids, *options, masks):
-            result = self._extended(result, next_token_info(self.adapter, step))
-            yield result
-        yield self._complete(result, masks) if need_weights else dataclasses.replace(result, complete=True)
+        return Start(read.ids, options, self.head_masks(head_mask), result)
+
+    def extended(self, result: LanguageModelResult, step) -> LanguageModelResult:
+        """result with one more step (a transformer.generation.LMStep), as stream yields it."""
+        return self._extended(result, next_token_info(self.adapter, step))
+
+    @runs_model
+    def finish(self, result: LanguageModelResult, masks: KindMasks | None, need_weights: bool = True):
+        """The complete result of a generation's last partial one: with the maps (need_weights) of one pass."""
+        return self._complete(result, masks) if need_weights else dataclasses.replace(result, complete=True)
 
     def _extended(self, result: LanguageModelResult, step: NextToken) -> LanguageModelResult:
         """result with one more generated token (NonFiniteOutput for a step whose probabilities are not finite)."""

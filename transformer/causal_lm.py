@@ -85,13 +85,21 @@ class CausalLM(
         head_mask: StackMask = None,
         cache: DecoderCache | None = None,
         use_cache: bool = False,
+        positions: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> CausalLMOutput:
-        """ids (B, T): the whole sequence, or with a cache only the new tokens (rows unpadded) -> CausalLMOutput.
-        head_mask: per layer (H,) or (B, H) multipliers on each query head's output, this call only."""
+        """ids (B, T): the whole sequence, or with a cache only the new tokens -> CausalLMOutput.
+        head_mask: per layer (H,) or (B, H) multipliers on each query head's output, this call only.
+        Rows decoded together, each at its own length (transformer.batch_decoding): positions (B, T) each new token's
+        own position (default: the cache's length on), key_mask (B, Tk) bool, True = attend, over the cache's keys
+        and the new ones (False: a row's left padding)."""
         past = cache.length if cache is not None else 0
-        if past + ids.size(1) > self.config.max_len:
-            raise ValueError(f"{past + ids.size(1)} positions: longer than max_len {self.config.max_len}")
-        return self.forward_from(0, self.embed(ids, past), head_mask, cache, use_cache, need_weights)
+        end = int(positions.max()) + 1 if positions is not None else past + ids.size(1)
+        if end > self.config.max_len:
+            raise ValueError(f"{end} positions: longer than max_len {self.config.max_len}")
+        resid = self.embed(ids, past if positions is None else positions)
+        return self.forward_from(0, resid, head_mask, cache, use_cache, need_weights, positions=positions,
+                                 key_mask=key_mask)  # fmt: skip
 
     def forward_from(
         self,
@@ -102,19 +110,23 @@ class CausalLM(
         use_cache: bool = False,
         need_weights: bool = False,
         last_only: bool = False,
+        positions: torch.Tensor | None = None,
+        key_mask: torch.Tensor | None = None,
     ) -> CausalLMOutput:
         """resid (B, T, D): what block `layer` reads (blocks.{layer}.hook_resid_pre; hook_embed's for 0) -> the output
         of the blocks from `layer` on; the blocks below are not run (a cache, when given, holds these blocks only).
         head_mask is indexed by the model's layer numbers. last_only: logits (B, 1, V) after the last position alone,
-        where the last block asks one query and the output projection reads one row (whole sequences, no cache)."""
+        where the last block asks one query and the output projection reads one row (whole sequences, no cache).
+        positions and key_mask: as forward's."""
         past = cache.length if cache is not None else 0
-        rope = self.rotary.cos_sin(resid.size(1), past, resid.device) if self.rotary is not None else None
+        rope = self.rotary_angles(resid.size(1), past, resid.device, positions)
+        mask = key_mask[:, None, None, :] if key_mask is not None else None  # (B, 1, 1, Tk)
         out = CausalLMOutput(None, [], DecoderCache() if use_cache else None)
-        last_alone = last_only and resid.size(1) > 1 and layer < len(self.blocks)
+        last_alone = last_only and resid.size(1) > 1 and layer < len(self.blocks) and key_mask is None
         x, stop = resid, len(self.blocks) - 1 if last_alone else len(self.blocks)
         for i in range(layer, stop):
             past_kv = cache.self_kv[i - layer] if cache is not None else None
-            step = self.blocks[i](x, None, need_weights, past_kv, layer_mask(head_mask, i), True, rope)
+            step = self.blocks[i](x, mask, need_weights, past_kv, layer_mask(head_mask, i), True, rope)
             x = step.x
             out.attentions.append(step.weights)
             if use_cache:
@@ -126,6 +138,13 @@ class CausalLM(
         out.logits = self.lm_head(self.hook_final(self.final_norm(x)))  # (B, T, V)
         out.attentions = out.attentions if need_weights else None
         return out
+
+    def rotary_angles(self, T: int, past: int, device, positions: torch.Tensor | None = None):
+        """The rotary (cos, sin) of T new tokens at positions past .. past + T - 1, (T, hs) each, or at each row's own
+        positions (B, T) (then (B, 1, T, hs)); None without rotary positions."""
+        if self.rotary is None:
+            return None
+        return self.rotary.cos_sin(T, past, device) if positions is None else self.rotary.cos_sin_at(positions)
 
     @classmethod
     def from_llama(cls, folder_or_repo_id: str, sha256: str | None = None) -> "CausalLM":

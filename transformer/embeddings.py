@@ -34,7 +34,13 @@ class Positions(nn.Module):
         else:
             self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, offset: int | torch.Tensor = 0) -> torch.Tensor:
+        """x (B, T, D) plus the vectors of positions offset .. offset + T - 1, or of each token's own position where
+        offset is a (B, T) tensor of them (rows decoded together, each at its own length)."""
+        if isinstance(offset, torch.Tensor):
+            if int(offset.max()) >= self.max_len:
+                raise ValueError(f"position {int(offset.max())} is beyond max_len={self.max_len}")
+            return x + self.table[offset]  # (B, T, D)
         T = x.size(1)
         if offset + T > self.max_len:
             raise ValueError(f"sequence of {offset + T} positions is longer than max_len={self.max_len}")
@@ -97,6 +103,13 @@ class Rotary(nn.Module):
         pos = torch.arange(offset, offset + T, device=device, dtype=torch.float32)
         freqs = pos[:, None] * self.inv_freq.to(device)[None, :]  # (T, hs/2)
         angles = torch.cat([freqs, freqs], dim=-1)  # (T, hs): the same angle for dim i and i + hs/2
+        return angles.cos(), angles.sin()
+
+    def cos_sin_at(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """positions (B, T), each token's own -> cos and sin (B, 1, T, hs), broadcast over the heads: rows decoded
+        together, each at its own length."""
+        freqs = positions.float()[..., None] * self.inv_freq.to(positions.device)  # (B, T, hs/2)
+        angles = torch.cat([freqs, freqs], dim=-1)[:, None]  # (B, 1, T, hs)
         return angles.cos(), angles.sin()
 
     @staticmethod

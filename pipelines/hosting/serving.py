@@ -6,7 +6,8 @@ definition" leads here: the model run written out (it batches), the other runs a
 call that runs the model (the model run, a run with heads switched off, explanations, faithfulness, the head table,
 scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch, in the
 model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the pipeline here.
-Who is calling comes from `calling_client`. Given a ResultCache (pipelines.hosting.cache), a call identical to a recent
+A language model's generations decode together, step by step, in its lane (pipelines.hosting.decoding), in this
+process. Who is calling comes from `calling_client`. Given a ResultCache (pipelines.hosting.cache), a call identical to a recent
 one (same model, input and options) is answered from it without running the model; a sampled generation only when
 it is seeded (the same seed, the same text).
 """
@@ -14,8 +15,6 @@ it is seeded (the same seed, the same text).
 import functools
 import inspect
 import logging
-import queue
-import threading
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -24,6 +23,7 @@ from typing import Any, Generic, TypeVar
 from pipelines.attention.heads import HeadKey
 from pipelines.hosting.budget import ModelSize, review_batch
 from pipelines.hosting.cache import MISSING, ResultCache, model_key
+from pipelines.hosting.decoding import DecodingLoop, Row
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess, remote
 from pipelines.language_model import Decoding, LanguageModelPipeline
@@ -39,6 +39,10 @@ SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, 
 # Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch of
 # 8 reviews of 361 tokens on a 2 x 4 model peaked 81-87 MB above the model's resting memory against 41 MB for 4.
 SHORT_SENTENCE = 32
+# Generations decoding together at most: one SmolLM2 step took 46.7 ms for 1 row, 127 ms for 16 and 179 ms for 32
+# (one thread; benchmarks/batched_decoding.py); a 32-row cache of 60 tokens is about 90 MB.
+MAX_ROWS = 32
+DECODING_CLIENT = "decoding"  # the decoding loop's steps queue in the model's lane as this client's
 T = TypeVar("T")
 
 
@@ -229,13 +233,34 @@ class ServedTranslation(ServedPipeline):
 
 
 class ServedLM(ServedPipeline):
-    """A LanguageModelPipeline whose runs go through the batcher one at a time (a generation is a loop of its own,
-    no batch); stream() runs the decoding in the batcher's worker and hands each partial result over as it comes."""
+    """A LanguageModelPipeline whose generations (clicks, /generate, __call__) decode together, step by step, in the
+    model's lane (pipelines.hosting.decoding: continuous batching); its other runs go through the batcher alone."""
 
     pipe: LanguageModelPipeline
 
-    __call__ = alone(LanguageModelPipeline.__call__)
-    generate = alone(LanguageModelPipeline.generate)
+    def __init__(self, pipe: LanguageModelPipeline, batcher: MicroBatcher, process=None, cache=None):
+        super().__init__(pipe, batcher, process, cache)
+        self.decoding = DecodingLoop(pipe.adapter, self._in_lane, MAX_ROWS, batcher.max_pending)
+
+    def __call__(
+        self,
+        prompt: str,
+        max_new_tokens: int = 20,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        head_mask: dict[HeadKey, float] | None = None,
+        chat: bool = False,
+    ):
+        """LanguageModelPipeline.__call__, decoded with the other generations of the moment."""
+        return self.generate(prompt, Decoding(max_new_tokens, temperature, top_p, seed, chat), head_mask)
+
+    def generate(self, prompt: str, decoding: Decoding | None = None, head_mask=None, need_weights: bool = True):
+        """LanguageModelPipeline.generate: stream's complete result."""
+        *_, result = self.stream(prompt, decoding, head_mask, need_weights)
+        return result
+
+    finish = alone(LanguageModelPipeline.finish)
     explain = alone(LanguageModelPipeline.explain)
     explain_steps = alone(LanguageModelPipeline.explain_steps)
     faithfulness = alone(LanguageModelPipeline.faithfulness)
@@ -250,15 +275,15 @@ class ServedLM(ServedPipeline):
     default_explanation: Forwarded[dict] = Forwarded()
 
     def stream(self, prompt: str, decoding: Decoding | None = None, head_mask=None, need_weights: bool = True):
-        """pipe.stream's results, decoded in a batcher worker (fair between clients, like every other call). Closing
-        the generator (a Stop button, a closed page) stops the decoding at the next token. A continuation in the
-        cache (greedy or seeded, as `generate` keys it) comes as its complete result alone, with no partial ones."""
+        """pipe.stream's results, the tokens decoded in one batch with the other generations of the moment (each
+        as it decodes alone), the maps' pass through the batcher. Closing the generator (a Stop button, a closed
+        page) takes the row out at the next step. A continuation in the cache (greedy or seeded, as `generate` keys
+        it) comes as its complete result alone, with no partial ones."""
         key = self._key(LanguageModelPipeline.generate, (prompt, decoding, head_mask, need_weights), {})
         hit = MISSING if key is None else self.cache.get(key)
         if hit is not MISSING:
             return self._replayed(hit)
-        options = dict(decoding=decoding, head_mask=head_mask, need_weights=need_weights)
-        return self._kept(key, self._streamed(prompt, options))
+        return self._kept(key, self._decoded(prompt, decoding, head_mask, need_weights))
 
     @staticmethod
     def _replayed(result):
@@ -285,50 +310,26 @@ class ServedLM(ServedPipeline):
         temperature = given.get("temperature", 0.0)
         return given.get("seed") is not None or not (temperature and temperature > 0)
 
-    def _streamed(self, prompt: str, options: dict):
-        results: queue.Queue = queue.Queue()
-        stopped = threading.Event()
-        client = current_client()
-
-        def decode(*a, **kw):
-            for result in self.pipe.stream(*a, **kw):
-                results.put(result)
-                if stopped.is_set():
-                    break
-
-        def run() -> None:
-            try:
-                runner, item = self._stream_runner(decode), ((prompt,), options)
-                self.batcher.submit(runner, item, client=client, max_batch=1, lane=self.run_batch)
-                results.put(StopIteration())
-            except Exception as e:  # the caller raises it
-                results.put(e)
-
-        threading.Thread(target=run, name="lm-stream", daemon=True).start()
+    def _decoded(self, prompt: str, decoding: Decoding | None, head_mask, need_weights: bool):
+        start = self.pipe.begin(prompt, decoding, head_mask)  # PromptError before anything is queued
+        row = self.decoding.start(Row(start.ids, *start.options, start.head_mask, current_client()))
         try:
-            while not isinstance(item := results.get(), StopIteration):
-                if isinstance(item, Exception):
-                    raise item
-                yield item
+            result = start.result
+            for step in row.steps():
+                result = self.pipe.extended(result, step)
+                yield result
         finally:
-            stopped.set()
+            row.stopped.set()  # a closed stream (Stop, a closed page) leaves at the next step
+        yield self.finish(result, start.masks, need_weights)
 
-    @staticmethod
-    def _stream_runner(decode):
-        """A runner (run_batch's protocol) for one stream: its (args, kwargs) item decoded, partial results handed
-        over by `decode` as they come. A runner of its own (no other call shares its batch), in the model's lane: one
-        generation of a model at a time, and none takes another model's lane."""
+    def _in_lane(self, step: Callable[[], None]) -> None:
+        """step() as one batch in the model's lane, queued as the decoding loop's (a client of its own)."""
+        self.batcher.submit(_each, step, client=DECODING_CLIENT, max_batch=1, lane=self.run_batch)
 
-        def stream_batch(items: list, **_):
-            out = []
-            for args, kwargs in items:
-                try:
-                    out.append(decode(*args, **kwargs))
-                except Exception as e:
-                    out.append(e)
-            return out
 
-        return stream_batch
+def _each(calls: list) -> list:
+    """A runner (run_batch's protocol) of plain calls: each one's result."""
+    return [call() for call in calls]
 
 
 def serve(

@@ -24,6 +24,7 @@ from pipelines.models.hook_names import KIND_POINTS, attn_point, block_point
 from pipelines.models.tokenizers_io import special_ids
 from pipelines.text import SpecialTokensAround, TokenSpan, spans
 from transformer import CausalLM, HeadMasks, Seq2SeqTransformer, TransformerClassifier, beam_search, greedy_decode
+from transformer.batch_decoding import DecodingBatch
 from transformer.generation import Hypothesis, lm_steps, row_limits
 from transformer.masks import padding_mask
 
@@ -335,6 +336,10 @@ class OurCausalLM(OurModel, TokenizerMixin):
         after its end-of-text token); head_mask {"causal": (L, H)} or None."""
         mask = None if head_mask is None else head_mask[CAUSAL.name]
         return lm_steps(self.model, ids, max_new_tokens, temperature, top_p, seed, head_mask=mask)
+
+    def decoding_batch(self) -> DecodingBatch:
+        """Rows of this model decoded together, joining and leaving between steps (transformer.batch_decoding)."""
+        return DecodingBatch(self.model)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) ids -> (B, T, D): the token embeddings, what the first block reads (positions are added after)."""

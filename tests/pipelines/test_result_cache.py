@@ -78,18 +78,25 @@ def test_greedy_and_seeded_generations_are_cached_an_unseeded_sampled_one_never(
     pipe, batcher = served(LM, lm)
     greedy = Decoding(max_new_tokens=4)
     streamed = list(pipe.stream("The cat", greedy))
-    assert streamed[-1].complete and batcher.batches_run == 1
+    ran = batcher.batches_run  # 4 decoding steps and the maps' pass
+    assert streamed[-1].complete and ran == 5 and pipe.decoding.steps_run == 4
     again = list(pipe.stream("The cat", greedy))
-    assert again == [streamed[-1]] and pipe.generate("The cat", greedy) is streamed[-1] and batcher.batches_run == 1
+    assert again == [streamed[-1]] and pipe.generate("The cat", greedy) is streamed[-1] and batcher.batches_run == ran
     seeded = Decoding(max_new_tokens=4, temperature=1.0, seed=7)
     first = pipe.generate("The cat", seeded)
-    assert pipe.generate("The cat", seeded) is first and batcher.batches_run == 2
+    ran = batcher.batches_run
+    assert pipe.generate("The cat", seeded) is first and batcher.batches_run == ran
     assert first.generated_ids == lm.generate("The cat", seeded).generated_ids  # a fresh run: the same text
     unseeded = Decoding(max_new_tokens=4, temperature=1.0)
-    pipe.generate("The cat", unseeded)
-    list(pipe.stream("The cat", unseeded))
-    pipe("The cat", 4, 1.0)  # __call__'s temperature, no seed
-    assert batcher.batches_run == 5 and len(pipe.cache) == 2
+    for generation in (
+        lambda: pipe.generate("The cat", unseeded),
+        lambda: list(pipe.stream("The cat", unseeded)),
+        lambda: pipe("The cat", 4, 1.0),  # __call__'s temperature, no seed
+    ):
+        generation()
+        assert batcher.batches_run > ran
+        ran = batcher.batches_run
+    assert len(pipe.cache) == 2
 
 
 def test_a_stopped_stream_is_not_cached(lm):
