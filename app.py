@@ -475,7 +475,7 @@ def build_demo(
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher, demo.results = batcher, results  # their counters (results: the cache, None: off), for tests
     defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
-    demo.sessions = budget.sessions([budget.ModelSize.of(p) for p in defaults])  # hosting.launch_options
+    hosting.bound_sessions(demo, budget.BUDGET.bytes(budget.BUDGET.sessions))
     export_store.size_for(defaults)
     demo.model_processes = processes
     return demo

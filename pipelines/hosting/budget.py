@@ -1,8 +1,9 @@
 """The app's memory budget, and the limits it implies for the models loaded: one number set by hand
 (MEMORY_BUDGET_MB), shared between what the app holds beside the models' weights; every limit is that share over
-what one item costs for these models, from their layers x heads x tokens. A 2 x 4 model at 512 tokens keeps about
-4 MB of attention maps a session, a 6 x 12 one about 38 MB: the bigger model gets fewer sessions, smaller batches
-of long reviews and fewer rows a head-effect pass, and the app stays within the same memory.
+what one item costs for these models, from their layers x heads x tokens. A 2 x 4 model at 512 tokens makes about
+4 MB of attention maps a run, a 6 x 12 one about 38 MB: the bigger model gets smaller batches of long reviews and
+fewer rows a head-effect pass, and the app stays within the same memory. The sessions' kept results share theirs by
+the bytes they hold (viz.server.sessions).
 """
 
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ class Budget:
     """The budget and its shares (fractions of total_mb)."""
 
     total_mb: int = MEMORY_BUDGET_MB
-    sessions: float = 0.4375  # every session's kept results, for redraws (hosting: gradio's state capacity)
+    sessions: float = 0.4375  # every session's kept results, for redraws, by their bytes (viz.server.sessions)
     cache: float = 0.0625  # results identical calls are answered from (cache.ResultCache: 64 MB of the 1 GB)
     batch: float = 0.125  # one batch of long reviews run with their maps (serving)
     heads: float = 0.125  # the batched passes measuring each head's effect, all running at once (heads)
@@ -29,7 +30,6 @@ BUDGET = Budget()
 # A language model's maps: a prompt the app takes (2,000 characters: a few hundred tokens) and 64 new tokens; its
 # context (SmolLM2's 8,192) would size every session for maps no prompt reaches
 LM_TOKENS = 640
-KEPT_COPIES = 2  # a session's results beside its views' maps: about as much again (session_bytes)
 
 
 @dataclass(frozen=True)
@@ -58,17 +58,6 @@ class ModelSize:
         weights, (2, H, T, T), at a time (layers run one after another and free theirs)."""
         t = self.tokens if tokens is None else tokens
         return 2 * self.heads * t * t * 4
-
-
-def session_bytes(sizes: list[ModelSize]) -> int:
-    """What one session keeps at most: a result of each tab's model, its maps in float16, and as much again beside
-    it (KEPT_COPIES: a translation's own float32 result, the compare diff, inside one head's recording)."""
-    return KEPT_COPIES * sum(size.maps_bytes(2) for size in sizes)
-
-
-def sessions(sizes: list[ModelSize], budget: Budget = BUDGET) -> int:
-    """How many sessions' results are kept (the oldest go first), at least one."""
-    return max(1, budget.bytes(budget.sessions) // max(1, session_bytes(sizes)))
 
 
 def review_batch(size: ModelSize, budget: Budget = BUDGET) -> int:

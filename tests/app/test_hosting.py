@@ -9,7 +9,9 @@ import pytest
 from gradio_client import Client
 
 from pipelines.hosting.memory import tame_malloc
+from pipelines.hosting import budget
 from viz.server import hosting
+from viz.server.sessions import MAX_SESSIONS, SessionsByBytes
 
 
 def test_uploads_are_refused_and_nothing_is_stored(app, tmp_path):
@@ -34,8 +36,9 @@ def test_session_state_is_bounded_and_expires(app):
     # the API answers without keeping anything: API clients cannot redraw
     api = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
     assert len(api) == 2 and not any(_is_state(b) for fn in api for b in fn.outputs)
-    assert demo.state_holder.capacity == demo.sessions  # launched with hosting.launch_options(demo)
-    demo.state_holder.capacity = 3  # the same bound, reached sooner
+    assert isinstance(demo.state_holder, SessionsByBytes)  # hosting.bound_sessions(demo), at the app's start
+    assert demo.state_holder.budget_bytes == budget.BUDGET.bytes(budget.BUDGET.sessions)
+    demo.state_holder.max_sessions = 3  # the count bound, reached sooner
     client = Client(url, verbose=False, analytics_enabled=False)
     try:
         for i in range(8):  # as many API clients, one call each
@@ -47,7 +50,7 @@ def test_session_state_is_bounded_and_expires(app):
         kept = [v for session in demo.state_holder.session_data.values() for v in session.state_data.values()]
         assert not any(hasattr(v, "attentions") or hasattr(v, "cross") for v in kept)  # no result in any session
     finally:
-        demo.state_holder.capacity = demo.sessions
+        demo.state_holder.max_sessions = MAX_SESSIONS
 
 
 def test_a_burst_of_130_requests_is_admitted_and_batched(app):

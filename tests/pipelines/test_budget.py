@@ -1,4 +1,4 @@
-"""Limits from the model: sessions kept, long-review batches, head-effect rows and the exports' cap follow from one
+"""Limits from the model: long-review batches, head-effect rows and the exports' cap follow from one
 memory budget and the models' layers x heads x tokens."""
 
 from pipelines.hosting.budget import (
@@ -8,8 +8,6 @@ from pipelines.hosting.budget import (
     export_bytes,
     head_rows,
     review_batch,
-    session_bytes,
-    sessions,
 )
 
 SMALL = ModelSize(layers=2, heads=4, tokens=512)  # the from-scratch classifier
@@ -17,18 +15,9 @@ LARGE = ModelSize(layers=6, heads=12, tokens=512)  # MiniLM's shape at 512 token
 TRANSLATOR = ModelSize(layers=9, heads=4, tokens=255)  # 3 encoder, 3 decoder, 3 cross-attention layers
 
 
-def test_a_session_keeps_the_float16_maps_of_each_tab():
+def test_a_run_keeps_the_float16_maps_of_each_tab():
     assert round(SMALL.maps_bytes() / 2**20, 1) == 4.0  # the issue's "about 4 MB a session"
     assert round(LARGE.maps_bytes() / 2**20) == 36  # "about 38 MB" (in 10^6 bytes: 37.7)
-    assert session_bytes([LARGE, TRANSLATOR]) == 2 * (LARGE.maps_bytes() + TRANSLATOR.maps_bytes())
-
-
-def test_a_bigger_model_gets_fewer_sessions_and_stays_within_the_budget():
-    small, large = sessions([SMALL, TRANSLATOR]), sessions([LARGE, TRANSLATOR])
-    assert large < small and small == 26  # the 2 x 4 model: 30 before the result cache took its share
-    for sizes, n in (([SMALL, TRANSLATOR], small), ([LARGE, TRANSLATOR], large)):
-        assert n * session_bytes(sizes) <= BUDGET.bytes(BUDGET.sessions) < (n + 1) * session_bytes(sizes)
-    assert sessions([ModelSize(48, 64, 4096)]) == 1  # never none
 
 
 def test_batches_and_head_rows_shrink_with_the_model_and_the_input():
@@ -51,19 +40,10 @@ def test_the_exports_cap_holds_two_of_the_largest_export():
 
 def test_a_smaller_budget_gives_smaller_limits():
     tight = Budget(total_mb=64)
-    assert sessions([SMALL], tight) < sessions([SMALL]) and head_rows(SMALL, 512, tight) < head_rows(SMALL, 512)
+    assert review_batch(SMALL, tight) < review_batch(SMALL) and head_rows(SMALL, 512, tight) < head_rows(SMALL, 512)
 
 
 def test_model_size_of_the_tiny_pipelines(sentiment, translation):
     s, t = ModelSize.of(sentiment), ModelSize.of(translation)
     assert (s.layers, s.heads, s.tokens) == (sentiment.n_layers, sentiment.n_heads, sentiment.max_len)
     assert t.layers == sum(translation.head_layers.values()) and t.tokens == translation.max_src
-
-
-def test_the_app_sizes_its_sessions_to_its_models(sentiment, translation):
-    from app import build_demo
-
-    demo = build_demo(sentiment, translation)
-    assert demo.sessions == sessions([ModelSize.of(sentiment), ModelSize.of(translation)])
-    for p in demo.model_processes:
-        p.close()

@@ -16,6 +16,7 @@ from ..page.scripts import call
 from ..share.export_store import ServeExports
 from .events import PRIVATE
 from .guard import ApiGuard
+from .sessions import MAX_SESSIONS, SessionsByBytes
 
 QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, not in gradio's FIFO
 # A model's events: every admitted request goes on to the shared batcher, which runs each model one batch at a time in a
@@ -58,15 +59,25 @@ class RefuseUploads:
         return await self.app(scope, receive, send)
 
 
+def bound_sessions(demo, budget_bytes: int) -> None:
+    """The visitors' kept results (gr.State) bounded by budget_bytes of what they hold, once the app starts
+    (viz.server.sessions: gradio's StateHolder exists from then on)."""
+
+    async def adopt() -> None:
+        SessionsByBytes.adopt(demo.state_holder, budget_bytes)
+
+    demo.extra_startup_events.append(adopt)
+
+
 def launch_options(demo) -> dict:
-    """Keyword arguments for demo.launch() of a demo built by app.build_demo: results of at most demo.sessions
-    sessions are kept (pipelines.hosting.budget.sessions, from the size of its models), so memory stays flat."""
+    """Keyword arguments for demo.launch() of a demo built by app.build_demo (its kept sessions bounded by
+    bound_sessions)."""
     return dict(
         css=page.CSS + theme.CSS,
         theme=page.theme(),
         head=page.head_html(),
         max_file_size="1kb",  # a second lock on uploads, should a path escape RefuseUploads
-        state_session_capacity=demo.sessions,
+        state_session_capacity=MAX_SESSIONS,
         max_threads=QUEUE_SIZE + 40,  # every admitted request may wait in the batcher, redraws still run
         # the outer one first: uploads are refused before the guard reads any body
         app_kwargs={"middleware": [Middleware(RefuseUploads), Middleware(ApiGuard), Middleware(ServeExports)]},

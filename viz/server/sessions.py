@@ -1,0 +1,67 @@
+"""Visitors' kept results bounded by the bytes they hold, not by a count of sessions sized for the worst case.
+
+Gradio keeps each session's gr.State values (a result the page redraws from) in a StateHolder that drops the least
+recently used session beyond `state_session_capacity` sessions. Sized for the worst case (every session holding the
+longest input's maps of every tab: SmolLM2's 30 x 9 heads at 640 tokens is 440 MB), that was one session: each
+visitor's arrival dropped the last one's results, and every API call, a session of its own, built gradio's session
+state again (29 ms of Python a call on this app, under load most of the server's time). Here the sessions share the
+budget by what they actually hold (pipelines.hosting.cache.result_bytes of their states, the models' weights not
+counted), the least recently used going first once the total passes it, and at most `max_sessions` are kept (each
+costs gradio's copy of the page's config). A session is measured at the next request of any session after one of
+its own (its handler may still be writing its state during its own), so the total may pass the budget by one
+session's newest results until then.
+"""
+
+from gradio.state_holder import StateHolder
+from torch import nn
+
+from pipelines.hosting.cache import result_bytes
+
+MAX_SESSIONS = 2000
+
+
+def state_bytes(session) -> int:
+    """The bytes a gradio SessionState's values hold (the models they may reference are not theirs)."""
+    seen: set[int] = set()
+    return sum(result_bytes(v, seen) for v in session.state_data.values() if not isinstance(v, nn.Module))
+
+
+class SessionsByBytes(StateHolder):
+    """A gradio StateHolder whose sessions are bounded by budget_bytes of state and max_sessions in number."""
+
+    budget_bytes: int = 0
+    max_sessions: int = MAX_SESSIONS
+
+    @classmethod
+    def adopt(cls, holder: StateHolder, budget_bytes: int, max_sessions: int = MAX_SESSIONS) -> "SessionsByBytes":
+        """`holder` (gradio's own, already wired into its app) with this class's bounds."""
+        holder.__class__ = cls
+        holder.budget_bytes, holder.max_sessions = budget_bytes, max_sessions
+        holder.capacity = max_sessions
+        holder.held, holder.dirty = {}, set()
+        return holder
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.held.values())
+
+    def update(self, session_id: str) -> None:
+        with self.lock:
+            for sid in self.dirty - {session_id}:  # their requests have ended: measure what they now hold
+                if sid in self.session_data:
+                    self.held[sid] = state_bytes(self.session_data[sid])
+            self.dirty &= {session_id}
+            if session_id in self.session_data:
+                self.session_data.move_to_end(session_id)
+                self.dirty.add(session_id)
+            total = self.total_bytes
+            while len(self.session_data) > 1 and (len(self.session_data) > self.max_sessions or total > self.budget_bytes):
+                evicted, _ = self.session_data.popitem(last=False)
+                self.time_last_used.pop(evicted, None)
+                total -= self.held.pop(evicted, 0)
+                self.dirty.discard(evicted)
+
+    def delete_state(self, session_id: str, expired_only: bool = False) -> None:
+        super().delete_state(session_id, expired_only)
+        with self.lock:
+            self.dirty.add(session_id)  # measured again at the next request
