@@ -10,7 +10,8 @@ a callback but `progress`, a result no longer here) makes the call uncached.
 
 The budget is bytes: a result's size is estimated from what it holds (tensors and arrays by their bytes, strings by
 their length, OBJECT_BYTES for every other object), and putting one in evicts the least recently used until the
-total is within the budget; a result larger than the whole budget is not kept. The app's budget is
+total is within the budget; a result larger than the whole budget is not kept. A call identical to one still being
+computed waits for that one's result (ResultCache.computed). The app's budget is
 pipelines.hosting.budget's `cache` share (64 MB of the 1 GB). Cached results are shared between callers: they are
 read, never changed, by the app.
 """
@@ -22,6 +23,7 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 
 import numpy as np
 import torch
@@ -72,6 +74,8 @@ class ResultCache:
         self._lock = threading.Lock()
         self.bytes = 0
         self.hits = self.misses = 0  # for tests and benchmarks
+        self._flights: dict[Hashable, Future] = {}  # keys being computed -> their result to come
+        self.joined = 0  # calls that waited for an identical one's result
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -109,6 +113,30 @@ class ResultCache:
             self.bytes -= entry[1]
             if self._keys.get(id(entry[0])) == key:
                 del self._keys[id(entry[0])]
+
+    def computed(self, key: Hashable, compute: Callable[[], object]):
+        """The result kept under `key`, else compute()'s, kept; a call identical to one being computed waits for
+        it and gets its result (or its error) instead of computing it again (a crowd landing on one example)."""
+        if (hit := self.get(key)) is not MISSING:
+            return hit
+        with self._lock:
+            flight, first = self._flights.get(key), False
+            if flight is None:
+                flight, first = self._flights.setdefault(key, Future()), True
+        if not first:
+            self.joined += 1
+            return flight.result()
+        try:
+            result = compute()
+            self.put(key, result)
+            flight.set_result(result)
+            return result
+        except BaseException as e:
+            flight.set_exception(e)
+            raise
+        finally:
+            with self._lock:
+                del self._flights[key]
 
     def stand_in(self, value) -> Hashable | None:
         """The key of `value` where it is a result this cache holds (the very object), else None."""

@@ -122,13 +122,9 @@ class ServedPipeline:
         return True
 
     def _cached(self, key, compute: Callable[[], T]) -> T:
-        """The result kept under `key`, else compute()'s, kept (key None: computed, not kept)."""
-        if key is not None and (hit := self.cache.get(key)) is not MISSING:
-            return hit
-        result = compute()
-        if key is not None:
-            self.cache.put(key, result)
-        return result
+        """The result kept under `key`, else compute()'s, kept, or that of an identical call being computed (key
+        None: computed, not kept)."""
+        return compute() if key is None else self.cache.computed(key, compute)
 
     def _batched(self, item, method: Callable, bucket: Hashable, max_batch: int = 0, background=False, **options):
         """One input (tokenized) in a batch with others of its `bucket` on the model's runner, at most max_batch of
@@ -256,8 +252,13 @@ class ServedLM(ServedPipeline):
         return self.generate(prompt, Decoding(max_new_tokens, temperature, top_p, seed, chat), head_mask)
 
     def generate(self, prompt: str, decoding: Decoding | None = None, head_mask=None, need_weights: bool = True):
-        """LanguageModelPipeline.generate: stream's complete result."""
-        *_, result = self.stream(prompt, decoding, head_mask, need_weights)
+        """LanguageModelPipeline.generate: stream's complete result (or an identical generation's, as _cached)."""
+        key = self._key(LanguageModelPipeline.generate, (prompt, decoding, head_mask, need_weights), {})
+        return self._cached(key, lambda: self._last(self._decoded(prompt, decoding, head_mask, need_weights)))
+
+    @staticmethod
+    def _last(stream):
+        *_, result = stream
         return result
 
     finish = alone(LanguageModelPipeline.finish)

@@ -4,7 +4,7 @@ a fresh run; other options, an unseeded sampled generation or a head mask always
 import pytest
 import torch
 
-from pipelines.hosting.cache import OBJECT_BYTES, ResultCache, result_bytes
+from pipelines.hosting.cache import MISSING, OBJECT_BYTES, ResultCache, result_bytes
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.serving import serve
 from pipelines.language_model import Decoding
@@ -128,3 +128,34 @@ def test_result_bytes_counts_a_results_tensors(sentiment):
     result = sentiment(REVIEW)
     tensors = sum(a.nelement() * a.element_size() for a in [*result.attentions, *result.value_norms])
     assert tensors < result_bytes(result) < tensors + 100_000
+
+
+def test_a_call_identical_to_one_being_computed_waits_for_its_result():
+    import threading
+
+    cache, started, release, runs = ResultCache(2**20), threading.Event(), threading.Event(), []
+
+    def compute():
+        runs.append(1)
+        started.set()
+        release.wait(10)
+        return [torch.ones(3)]
+
+    out = {}
+    first = threading.Thread(target=lambda: out.setdefault("first", cache.computed("k", compute)))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=lambda: out.setdefault("second", cache.computed("k", compute)))
+    second.start()
+    while cache.joined == 0 and second.is_alive():
+        threading.Event().wait(0.01)
+    release.set()
+    first.join(10), second.join(10)
+    assert len(runs) == 1 and out["second"] is out["first"] and cache.joined == 1
+
+    def fails():
+        raise ValueError("the model failed")
+
+    with pytest.raises(ValueError, match="failed"):
+        cache.computed("bad", fails)
+    assert cache.get("bad") is MISSING and cache.computed("bad", lambda: [1]) == [1]  # an error is not kept
