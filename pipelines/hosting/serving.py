@@ -321,7 +321,8 @@ class ServedLM(ServedPipeline):
                 yield result
         finally:
             row.stopped.set()  # a closed stream (Stop, a closed page) leaves at the next step
-        yield self.finish(result, start.masks, need_weights)
+        # the maps' pass runs the model, in its lane; without it (an API call) nothing waits for a turn there
+        yield self.finish(result, start.masks, True) if need_weights else self.pipe.finish(result, None, False)
 
     def _in_lane(self, step: Callable[[], None]) -> None:
         """step() as one batch in the model's lane, queued as the decoding loop's (a client of its own)."""
