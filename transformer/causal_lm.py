@@ -39,7 +39,10 @@ class CausalLM(
     def __init__(self, config: CausalLMConfig):
         super().__init__()
         self.config = c = config
-        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model)
+        # Built on the meta device (llama.from_state: the weights come from a checkpoint), nothing is initialised:
+        # an embedding's random init there imports torch._dynamo (1 s), the rest is work thrown away.
+        blank = torch.empty(0).is_meta
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, _weight=torch.empty(c.vocab_size, c.d_model) if blank else None)
         self.positions = Positions(c.positions, c.max_len, c.d_model) if c.positions != "rotary" else None
         self.dropout = nn.Dropout(c.dropout)
         self.rotary = Rotary(c.head_dim, c.rope_base) if c.positions == "rotary" else None
@@ -48,10 +51,11 @@ class CausalLM(
         self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
         if c.tie_embeddings:
             self.lm_head.weight = self.tok_emb.weight
-        self.apply(self._init_weights)
-        for name, p in self.named_parameters():  # GPT-2: residual projections scaled by the depth
-            if name.endswith(("o_proj.weight", "down.weight")):
-                nn.init.normal_(p, std=0.02 / (2 * c.n_layers) ** 0.5)
+        if not blank:
+            self.apply(self._init_weights)
+            for name, p in self.named_parameters():  # GPT-2: residual projections scaled by the depth
+                if name.endswith(("o_proj.weight", "down.weight")):
+                    nn.init.normal_(p, std=0.02 / (2 * c.n_layers) ** 0.5)
         self.hook_embed, self.hook_final = HookPoint(), HookPoint()
         self.hook_registry = HookRegistry().bind(self)
         accept_old_names(self)

@@ -7,10 +7,10 @@ from torch import nn
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """(max_len, d_model) fixed sinusoidal positions from Vaswani et al."""
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
-    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_len, d_model)
+    """(max_len, d_model) fixed sinusoidal positions from Vaswani et al. (on the CPU, as Rotary.frequencies)."""
+    pos = torch.arange(max_len, dtype=torch.float32, device="cpu")[:, None]
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model, device="cpu")
     table[:, 0::2] = torch.sin(pos * div)
     table[:, 1::2] = torch.cos(pos * div)
     return table
@@ -33,6 +33,7 @@ class Positions(nn.Module):
             self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         else:
             self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
+
 
     def forward(self, x: torch.Tensor, offset: int | torch.Tensor = 0) -> torch.Tensor:
         """x (B, T, D) plus the vectors of positions offset .. offset + T - 1, or of each token's own position where
@@ -95,8 +96,10 @@ class Rotary(nn.Module):
         self.register_buffer("inv_freq", self.frequencies(), persistent=False)
 
     def frequencies(self) -> torch.Tensor:
-        """(hs/2,) base^(-2i/hs): the angle per position of each pair (a buffer, not saved with the weights)."""
-        return 1.0 / (self.base ** (torch.arange(0, self.head_dim, 2, dtype=torch.float32) / self.head_dim))
+        """(hs/2,) base^(-2i/hs): the angle per position of each pair (a buffer, not saved with the weights: computed
+        on the CPU even for a model built on the meta device, which loads the weights only)."""
+        pairs = torch.arange(0, self.head_dim, 2, dtype=torch.float32, device="cpu")
+        return 1.0 / (self.base ** (pairs / self.head_dim))
 
     def cos_sin(self, T: int, offset: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(T, hs) cos and sin for positions offset .. offset + T - 1."""

@@ -79,7 +79,8 @@ def map_state_dict(llama: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 def from_state(cls, hf: dict, llama: dict[str, torch.Tensor], source: str = "checkpoint"):
     """cls (CausalLM) built from a Llama config dict and a state dict with `transformers`' names, in eval mode."""
-    model = cls(llama_config(hf))
+    with torch.device("meta"):  # no random weights made only to be replaced (1.6 s of SmolLM2's load)
+        model = cls(llama_config(hf))
     state = map_state_dict(llama)
     own = model.state_dict()
     for key, tensor in state.items():
@@ -87,10 +88,12 @@ def from_state(cls, hf: dict, llama: dict[str, torch.Tensor], source: str = "che
             raise CheckpointError(f"{source}: {key} {tuple(tensor.shape)} does not fit the model")
     if model.config.tie_embeddings:
         state.pop("lm_head.weight", None)  # one matrix: the embeddings
-    missing, _ = model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False)
+    missing, _ = model.load_state_dict({k: v.float() for k, v in state.items()}, strict=False, assign=True)
     missing = [k for k in missing if not (k == "lm_head.weight" and model.config.tie_embeddings)]
     if missing:
         raise CheckpointError(f"{source}: no weights for {missing[:5]}")
+    if model.config.tie_embeddings:
+        model.lm_head.weight = model.tok_emb.weight  # assigning the embeddings untied them
     return model.eval()
 
 

