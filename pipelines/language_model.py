@@ -417,6 +417,12 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return lens_tasks.lm_layer_by_layer(self, prompt, target, contrast, result, step, chat, kind=kind)
 
     @runs_model
+    def layer_by_layer_steps(self, result: LanguageModelResult, target=None, contrast=None, kind: str = "logit"):
+        """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every step of `result`,
+        layer_by_layer's for each, from one pass over its sequence: what the section redraws as the step moves."""
+        return lens_tasks.lm_layer_by_layer_steps(self, result, target, contrast, kind)
+
+    @runs_model
     def direct_logit_attribution(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
         """pipelines.lens.Attribution of the next token `target` (default: the most likely; an id or the text of one
         of the top-10) after what the model read at `step`, minus `contrast`'s logit where given."""

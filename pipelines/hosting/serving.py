@@ -269,6 +269,7 @@ class ServedLM(ServedPipeline):
     internals = alone(LanguageModelPipeline.internals)
     logit_lens = alone(LanguageModelPipeline.logit_lens)
     layer_by_layer = alone(LanguageModelPipeline.layer_by_layer)
+    layer_by_layer_steps = alone(LanguageModelPipeline.layer_by_layer_steps)
     direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
     patch = alone(LanguageModelPipeline.patch)
     switch_off = alone(LanguageModelPipeline.switch_off)

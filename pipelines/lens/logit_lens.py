@@ -113,3 +113,35 @@ def logit_lens(
         "tuned" if translators is not None else "logit",
         logit_kl,
     )
+
+
+@torch.no_grad()
+def logit_lens_at(
+    readout: Readout, cache: dict, tokens: list[str], text: Callable[[int], str], positions: list[int], translators=None
+) -> list[Lens]:
+    """The lens of each prefix tokens[: p + 1] (p in positions) of one cached pass of a causal model: what it had
+    read when it chose the token after p. Causal, a prefix's states are the whole pass's: the grid is unembedded
+    once, and each prefix's by-layer lines (the final answer's probability, the KL) are read at its own last
+    position. Equal to logit_lens of a pass over the prefix alone (tests/pipelines/test_lens.py)."""
+    plain = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
+    states = plain if translators is None else [translators(i, s) for i, s in enumerate(plain)]
+    rows = [row for chunk in _chunks(states) for row in _tops(readout, chunk, text)]
+    at = torch.tensor(positions, device=plain[0].device)
+
+    def by_layer(layer_states) -> torch.Tensor:  # (L + 1, S, V) log-probabilities at the prefixes' last positions
+        return torch.stack([readout.logits(s[:, at])[0].float().log_softmax(-1) for s in layer_states])
+
+    lp = by_layer(states)
+    final = lp[-1]  # (S, V)
+    best = final.argmax(-1)  # (S,)
+    final_prob = lp.gather(-1, best[None, :, None].expand(len(lp), -1, 1))[..., 0].exp()  # (L + 1, S)
+    kls = (final.exp() * (final - lp)).sum(-1)  # (L + 1, S)
+    logit_kls = None if translators is None else (final.exp() * (final - by_layer(plain))).sum(-1)
+    post = not readout.norm_first
+    note = TUNED_NOTE if translators is not None else POST_NORM_NOTE if post else PRE_NORM_NOTE
+    return [
+        Lens(readout.layer_names, tokens[: p + 1], [r[0][: p + 1] for r in rows], [r[1][: p + 1] for r in rows],
+             text(int(best[s])), final_prob[:, s].tolist(), kls[:, s].tolist(), post, note,
+             "tuned" if translators is not None else "logit", None if logit_kls is None else logit_kls[:, s].tolist())
+        for s, p in enumerate(positions)
+    ]  # fmt: skip

@@ -9,7 +9,7 @@ import torch
 from pipelines.attention.attention_maps import token_texts
 from pipelines.lens import attribution, patching
 from pipelines.lens.attribution import Attribution
-from pipelines.lens.logit_lens import Lens, logit_lens
+from pipelines.lens.logit_lens import Lens, logit_lens, logit_lens_at
 from pipelines.lens.readout import ClassifierReadout, Readout, decoder_readout, lm_readout
 from pipelines.lens.tuned import tuned_lens_for
 from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
@@ -125,6 +125,27 @@ def lm_layer_by_layer(
         if attr
         else None,
     )
+
+
+def lm_layer_by_layer_steps(pipe, result, target=None, contrast=None, kind="logit") -> list[tuple]:
+    """[(Lens, Attribution or the error that made it fail: a contrast no step's tokens name)] of every step of
+    `result`, from ONE pass over its sequence (causal: what the model read at step s is that pass's first
+    Tp + s - 1 positions): the Layer by layer section moves from step to step without running the model."""
+    ids, readout, a = list(result.sequence_ids), readout_of(pipe.adapter), pipe.adapter
+    run, cache = _lm_pass(pipe, ids, names_for(readout, True, True))
+    positions = [len(result.tokens) + s - 2 for s in range(1, len(result.steps) + 1)]  # each step's last read
+    translators, missing = translators_for(pipe, readout, kind)
+    lenses = logit_lens_at(readout, cache, [a.token_text(i) for i in ids], a.token_text, positions, translators)
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    out = []
+    for lens, p in zip(lenses, positions):
+        lens.note = f"{missing} {lens.note}" if missing else lens.note
+        try:
+            logits = run.logits[0, p].float()
+            out.append((lens, _attribute(readout, cache, logits, target, contrast, a.token_text, tokenize, p)))
+        except ValueError as e:  # this step's tokens do not name the contrast: said for this step only
+            out.append((lens, e))
+    return out
 
 
 def lm_lens(pipe, prompt: str, result=None, step: int = 1, chat: bool = False, kind: str = "logit") -> Lens:

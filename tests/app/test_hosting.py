@@ -114,8 +114,9 @@ def test_the_fair_batcher_refuses_a_client_that_floods_it(app):
     old = demo.batcher.max_pending
     demo.batcher.max_pending = 2
     try:
-        text = "Zwei Hunde spielen im Schnee. " * 2
-        jobs = [client.submit(text, "beam search", 8, api_name="/translate") for _ in range(12)]
+        # each its own sentence: identical ones would wait for the first's answer (ResultCache.computed), not queue
+        texts = [f"Zwei Hunde spielen im Schnee, zum {i}. Mal. " * 2 for i in range(12)]
+        jobs = [client.submit(text, "beam search", 8, api_name="/translate") for text in texts]
         statuses = [job.result(timeout=300)[1] for job in jobs]
     finally:
         demo.batcher.max_pending = old

@@ -75,6 +75,38 @@ def test_the_lm_lens_follows_a_step_of_a_continuation(lm):
         lm.logit_lens(PROMPT, result=result, step=9)
 
 
+@pytest.mark.parametrize("kind", ["logit", "tuned"])
+def test_every_step_from_one_pass_is_each_step_read_alone(lm, kind, monkeypatch):
+    """layer_by_layer_steps (one pass over the continuation, for the step slider) gives, at each step, what
+    layer_by_layer gives for that step alone (a pass over what the model had read then)."""
+    from pipelines.lens import tasks
+
+    if kind == "tuned":  # an untrained tuned lens of this tiny model: its translators still change every row
+        from pipelines.lens.tuned import Translators
+
+        translators = Translators(lm.n_layers, lm.adapter.model.config.d_model, rank=2)
+        for p in translators.parameters():
+            torch.nn.init.normal_(p, std=0.05)
+        monkeypatch.setattr(tasks, "translators_for", lambda pipe, readout, kind: (translators, ""))
+    result = lm(PROMPT, max_new_tokens=4)
+    steps = lm.layer_by_layer_steps(result, contrast=None, kind=kind)
+    assert len(steps) == len(result.steps) == 4
+    for s, (lens, a) in enumerate(steps, start=1):
+        alone, a_alone = lm.layer_by_layer(PROMPT, result=result, step=s, kind=kind)
+        assert lens.tokens == alone.tokens and lens.top_tokens == alone.top_tokens
+        assert lens.final_token == alone.final_token == result.steps[s - 1].token
+        np.testing.assert_allclose(lens.top_probs, alone.top_probs, atol=1e-5)
+        np.testing.assert_allclose(lens.final_prob, alone.final_prob, atol=1e-5)
+        np.testing.assert_allclose(lens.kl, alone.kl, atol=1e-5)
+        if kind == "tuned":
+            np.testing.assert_allclose(lens.logit_kl, alone.logit_kl, atol=1e-5)
+        assert a.target == a_alone.target and a.total == pytest.approx(a_alone.total, abs=1e-5)
+        np.testing.assert_allclose(a.heads, a_alone.heads, atol=1e-5)
+        np.testing.assert_allclose(a.mlps, a_alone.mlps, atol=1e-5)
+    odd = lm.layer_by_layer_steps(result, contrast="no such token in any vocabulary")
+    assert all(isinstance(a, ValueError) for _, a in odd)  # said step by step; the lens stands
+
+
 def test_the_classifier_lens_and_attribution_post_norm(sentiment):
     lens = sentiment.logit_lens(REVIEW)
     result = sentiment(REVIEW)

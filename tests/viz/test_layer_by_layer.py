@@ -15,7 +15,7 @@ GERMAN = "Ein Mann fährt mit dem Fahrrad."
 
 
 def check_drawn(out, n_layers: int, n_heads: int, columns: int):
-    lens, by_layer, attribution, notes = out
+    lens, by_layer, attribution, notes = out[:4]  # then the Read they came from
     assert len(lens.data[0].y) == n_layers + 1 and lens.data[0].z.shape[0] == n_layers + 1
     assert len(by_layer.data) == 2 and len(by_layer.data[0].y) == n_layers + 1
     assert attribution.data[0].z.shape == (n_layers, columns)
@@ -57,13 +57,34 @@ def test_the_next_word_section_follows_the_step(lm):
     assert len(out[0].data[0].x) == len(view.result.tokens) + 1  # what it had read at step 2
 
 
+def test_moving_the_step_redraws_from_what_was_read_without_running_the_model(lm, monkeypatch):
+    from viz.next_word.handlers import generate
+
+    view = list(generate(lm, "The film was a", "greedy", max_new_tokens=3))[-1][0]
+    runs = []
+    every_step = lm.layer_by_layer_steps
+    monkeypatch.setattr(lm, "layer_by_layer_steps", lambda *a, **k: runs.append(1) or every_step(*a, **k))
+    models = ModelRegistry.of(lm)
+    first = lbl.compute(models, "lm", view, 1, None)
+    read = first[4]
+    assert len(runs) == 1 and sorted(read.steps) == [1, 2, 3]
+    for step in (3, 2, 1):  # the slider moves: no model runs, the same figures as reading that step afresh
+        moved = lbl.compute(models, "lm", view, step, None, "logit lens", read)
+        assert len(runs) == 1 and moved[4] is read
+        fresh = lm.layer_by_layer(view.result.prompt, result=view.result, step=step)
+        assert moved[0].data[0].x == tuple(f"{i}: {t}" for i, t in enumerate(fresh[0].tokens))
+        np.testing.assert_allclose(moved[2].data[0].z[:, :-1], fresh[1].heads, atol=1e-5)
+    lbl.compute(models, "lm", view, 2, "the", "logit lens", read)  # another contrast: read again
+    assert len(runs) == 2
+
+
 def test_no_result_and_a_bad_contrast_are_messages(lm):
     assert "Run the model first" in lbl.compute(ModelRegistry.of(lm), "lm", None, None, None)[3]
     from viz.next_word.handlers import generate
 
     view = list(generate(lm, "The film was a", "greedy", max_new_tokens=2))[-1][0]
-    with pytest.raises(ValueError, match="not one of the 10 most likely"):
-        lbl.compute(ModelRegistry.of(lm), "lm", view, 1, "no such token anywhere")
+    odd = lbl.compute(ModelRegistry.of(lm), "lm", view, 1, "no such token anywhere")
+    assert odd[2] is None and "not one of the 10 most likely" in odd[3] and odd[0] is not None  # the lens stands
     assert np.isfinite(lbl.compute(ModelRegistry.of(lm), "lm", view, 1, None)[2].data[0].z).all()
 
 

@@ -28,9 +28,18 @@ def visit(sessions: SessionsByBytes, sid: str, state_id: int, value=None) -> Non
 
 def test_sessions_holding_little_are_kept_whatever_their_number():
     sessions, state = holder(budget_bytes=10 * MB)
-    for i in range(60):  # API clients: a session each, nothing kept
+    for i in range(60):  # API clients: a session each, nothing kept but gradio's own copy of the page
         visit(sessions, f"api {i}", state)
     assert len(sessions.session_data) == 60 and sessions.total_bytes < MB
+    assert 0 < sessions.overhead < 100_000  # this one-State page's config
+
+
+def test_gradios_own_state_of_each_session_counts_too():
+    sessions, state = holder(budget_bytes=10 * MB)
+    sessions.overhead = MB // 2  # a large page: every session costs half a megabyte before it keeps anything
+    for i in range(60):
+        visit(sessions, f"api {i}", state)
+    assert len(sessions.session_data) == 20 and sessions.total_bytes <= 10 * MB
 
 
 def test_the_least_recently_used_results_go_first_once_the_budget_is_passed():

@@ -41,7 +41,7 @@ SWITCHING = Stops()  # Stop: a client's heads switched off end after the layer t
 class LayerByLayerUI:
     contrast: gr.Textbox
     kind: gr.Radio | gr.State  # READ_OUT_WITH's choice, where the task offers it
-    shown: gr.State  # whether the section has been drawn: a step moved then redraws it
+    read: gr.State  # what the section read (a Read), None before the first click: a step moved then redraws it
     submit: gr.Button
     lens: gr.Plot
     by_layer: gr.Plot
@@ -65,7 +65,8 @@ def build(task: str) -> LayerByLayerUI:
     by_layer = waiting_plot(f"{task}-lens-by-layer")
     attribution = waiting_plot(f"{task}-dla")
     switch = build_switch(task) if task in SWITCH_CALLS else None
-    return LayerByLayerUI(contrast, kind, gr.State(False), submit, lens, by_layer, attribution, notes, switch)
+    read = gr.State(None, time_to_live=hosting.STATE_TTL_S)
+    return LayerByLayerUI(contrast, kind, read, submit, lens, by_layer, attribution, notes, switch)
 
 
 @dataclass
@@ -84,22 +85,48 @@ def build_switch(task: str) -> SwitchUI:
     return SwitchUI(submit, stop, waiting_plot(f"{task}-dla-total"), notes)
 
 
-# task -> (pipe, view, step, contrast, kind) -> (Lens, Attribution) from one pass: how each task's view asks for them
+# task -> (pipe, view, step, contrast, kind) -> {step: (Lens, Attribution or the error of that step)}: what one run of
+# the model gives for the view. The Next word tab's is every step of the continuation, from one pass: moving its step
+# slider redraws from these; a translation reads the step shown (each step read once).
 def _sentiment(pipe, view, step, contrast, kind):
-    return pipe.layer_by_layer(view.text, contrast=contrast)
+    return {None: pipe.layer_by_layer(view.text, contrast=contrast)}
 
 
 def _translation(pipe, view, step, contrast, kind):
-    at = max(int(step or 1), 1) - 1  # the slider's steps count from 1
-    return pipe.layer_by_layer(view.text, step=at, contrast=contrast, result=view.result)
+    at = _TRANSLATION_STEP(view, step)
+    return {at: pipe.layer_by_layer(view.text, step=at - 1, contrast=contrast, result=view.result)}
 
 
 def _lm(pipe, view, step, contrast, kind):
-    r, at = view.result, max(int(step or view.step or 1), 1)
-    return pipe.layer_by_layer(r.prompt, contrast=contrast, result=r, step=at, chat=r.chat, kind=kind)
+    steps = pipe.layer_by_layer_steps(view.result, contrast=contrast, kind=kind)
+    return {s: pair for s, pair in enumerate(steps, start=1)}
 
 
 CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
+_TRANSLATION_STEP = lambda view, step: max(int(step or 1), 1)  # noqa: E731  # the slider's steps count from 1
+STEP_OF: dict[str, Callable] = {  # task -> (view, step) -> the key of the step shown in CALLS' answers
+    SENTIMENT.name: lambda view, step: None,
+    TRANSLATION.name: _TRANSLATION_STEP,
+    LM.name: lambda view, step: max(int(step or view.step or 1), 1),
+}
+
+
+@dataclass(frozen=True)
+class Read:
+    """What the section read for one result (that very object), contrast and lens kind: {step: (Lens,
+    Attribution or its error)}, kept in the visitor's state so that a redraw runs no model."""
+
+    result: object
+    contrast: str | None
+    kind: str
+    steps: dict
+
+    def fits(self, view, contrast: str | None, kind: str) -> bool:
+        return self.result is _result(view) and self.contrast == contrast and self.kind == kind
+
+
+def _result(view):
+    return getattr(view, "result", view)
 
 
 # task -> (pipe, view, step, contrast, progress, stop) -> (SwitchedOff, Attribution): each head's whole effect and its
@@ -246,14 +273,21 @@ def compute_switch(models, task: str, view, step, contrast: str | None, progress
     return effects_figure(off), switch_notes(off, a)
 
 
-def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens"):
-    """(lens grid, by-layer lines, attribution grid, notes) for the view, by the model that made it; kind: a choice
-    of READ_OUT_WITH."""
+def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens", read: Read | None = None):
+    """(lens grid, by-layer lines, attribution grid, notes, the Read they come from) for the view's step, by the
+    model that made it, or from `read` where it holds that step already; kind: a choice of READ_OUT_WITH."""
     if view is None:
-        return None, None, None, "Run the model first: this section reads the result shown."
-    pipe = models.get(getattr(view, "model", None))
-    lens, a = CALLS[task](pipe, view, step, (contrast or "").strip() or None, READ_OUT_WITH[kind])
-    return lens_figure(lens), by_layer_figure(lens), attribution_figure(a), notes(lens, a)
+        return None, None, None, "Run the model first: this section reads the result shown.", read
+    contrast, how, at = (contrast or "").strip() or None, READ_OUT_WITH[kind], STEP_OF[task](view, step)
+    if read is None or not read.fits(view, contrast, how):
+        read = Read(_result(view), contrast, how, {})
+    if at not in read.steps:
+        pipe = models.get(getattr(view, "model", None))
+        read = Read(read.result, contrast, how, {**read.steps, **CALLS[task](pipe, view, step, contrast, how)})
+    lens, a = read.steps[at]
+    if isinstance(a, Exception):  # this step's tokens do not name the contrast: the lens stands
+        return lens_figure(lens), by_layer_figure(lens), None, f"{html.escape(str(a))}\n\n{lens.note}", read
+    return lens_figure(lens), by_layer_figure(lens), attribution_figure(a), notes(lens, a), read
 
 
 def section(page, models, task: str, state, step=None) -> LayerByLayerUI:
@@ -266,24 +300,26 @@ def section(page, models, task: str, state, step=None) -> LayerByLayerUI:
 
 def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:
     """The button reads the result shown (the step shown, where there are steps) layer by layer; once drawn, moving
-    the step slider or the lens choice redraws it (for a new result, the button reads it)."""
+    the step slider or the lens choice redraws it, from what it read where that holds the step (the Next word tab's:
+    every step at once), else by reading that step (for a new result, the button reads it)."""
     slider = step
     step = gr.State(None) if step is None else step
 
-    def run(view, step, contrast, kind, request: gr.Request = None):
+    def run(view, step, contrast, kind, read=None, request: gr.Request = None):
         try:
-            return (*hosting.run_as(request, compute, models, task, view, step, contrast, kind), True)
+            return hosting.run_as(request, compute, models, task, view, step, contrast, kind, read)
         except Exception as e:  # the page says so; the other views are unaffected
-            return None, None, None, f"Could not read it layer by layer: {html.escape(str(e))}", False
+            return None, None, None, f"Could not read it layer by layer: {html.escape(str(e))}", gr.skip()
 
-    def follow(view, step, contrast, kind, shown, request: gr.Request = None):
-        """run's, where the section was drawn; nothing changes before the first click."""
-        return run(view, step, contrast, kind, request) if shown else (gr.skip(),) * 5
+    def follow(view, step, contrast, kind, read, request: gr.Request = None):
+        """run's, where the section was drawn (from what it read, where that holds the step); nothing changes before
+        the first click."""
+        return run(view, step, contrast, kind, read, request) if read is not None else (gr.skip(),) * 5
 
-    inputs, outputs = [state, step, ui.contrast, ui.kind], [ui.lens, ui.by_layer, ui.attribution, ui.notes, ui.shown]
+    inputs, outputs = [state, step, ui.contrast, ui.kind], [ui.lens, ui.by_layer, ui.attribution, ui.notes, ui.read]
     ui.submit.click(run, inputs, outputs, **PRIVATE)
     for changed in [c for c in (slider, ui.kind) if isinstance(c, (gr.Slider, gr.Radio))]:
-        changed.input(follow, inputs + [ui.shown], outputs, trigger_mode="always_last", **PRIVATE)
+        changed.input(follow, inputs + [ui.read], outputs, trigger_mode="always_last", **PRIVATE)
     if ui.switch is not None:
         wire_switch(ui.switch, models, task, [state, step, ui.contrast])
 

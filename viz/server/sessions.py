@@ -5,25 +5,42 @@ recently used session beyond `state_session_capacity` sessions. Sized for the wo
 longest input's maps of every tab: SmolLM2's 30 x 9 heads at 640 tokens is 440 MB), that was one session: each
 visitor's arrival dropped the last one's results, and every API call, a session of its own, built gradio's session
 state again (29 ms of Python a call on this app, under load most of the server's time). Here the sessions share the
-budget by what they actually hold (pipelines.hosting.cache.result_bytes of their states, the models' weights not
-counted), the least recently used going first once the total passes it, and at most `max_sessions` are kept (each
-costs gradio's copy of the page's config). A session is measured at the next request of any session after one of
+budget by what they actually hold: pipelines.hosting.cache.result_bytes of their states (the models' weights not
+counted) plus gradio's own copy of the page's config, which every session has (647 KB for this page, measured with
+tracemalloc when the app starts); the least recently used go first once the total passes it, and at most
+`max_sessions` are kept. A session is measured at the next request of any session after one of
 its own (its handler may still be writing its state during its own), so the total may pass the budget by one
 session's newest results until then.
 """
 
-from gradio.state_holder import StateHolder
+import tracemalloc
+
+from gradio.state_holder import SessionState, StateHolder
 from torch import nn
 
 from pipelines.hosting.cache import result_bytes
 
-MAX_SESSIONS = 2000
+MAX_SESSIONS = 500  # with gradio's own 647 KB each, at most 325 MB before any session keeps a result
 
 
 def state_bytes(session) -> int:
     """The bytes a gradio SessionState's values hold (the models they may reference are not theirs)."""
     seen: set[int] = set()
     return sum(result_bytes(v, seen) for v in session.state_data.values() if not isinstance(v, nn.Module))
+
+
+def session_overhead(blocks) -> int:
+    """The bytes gradio's state of one new session of `blocks` takes (its copy of the page's config)."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    session = SessionState(blocks)
+    size = tracemalloc.get_traced_memory()[0] - before
+    if not was_tracing:
+        tracemalloc.stop()
+    del session
+    return max(size, 0)
 
 
 class SessionsByBytes(StateHolder):
@@ -39,11 +56,12 @@ class SessionsByBytes(StateHolder):
         holder.budget_bytes, holder.max_sessions = budget_bytes, max_sessions
         holder.capacity = max_sessions
         holder.held, holder.dirty = {}, set()
+        holder.overhead = session_overhead(holder.blocks)
         return holder
 
     @property
     def total_bytes(self) -> int:
-        return sum(self.held.values())
+        return sum(self.held.values()) + self.overhead * len(self.session_data)
 
     def update(self, session_id: str) -> None:
         with self.lock:
