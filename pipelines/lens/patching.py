@@ -75,13 +75,16 @@ def patch(
     tokens: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    last_only: bool = False,
 ) -> Patching:
     """Patch each cell of `over` from the clean ids (1, T) into the corrupted ids (1, T'). Positions are patched only
-    where the inputs have the same length; heads are patched at every position then, else at the last one."""
+    where the inputs have the same length; heads are patched at every position then (unless last_only), else at the
+    last one."""
     if over not in OVER:
         raise ValueError(f"over must be one of {sorted(OVER)}, got {over!r}")
-    aligned = clean.size(1) == corrupted.size(1)
-    if over != "heads" and not aligned:
+    same_length = clean.size(1) == corrupted.size(1)
+    aligned = same_length and not (last_only and over == "heads")  # every position patched (else the last only)
+    if over != "heads" and not same_length:
         raise ValueError(
             f"the two inputs have {clean.size(1)} and {corrupted.size(1)} tokens: a position of one is no position of "
             "the other, so states are patched by position only between inputs of one length (heads need no alignment)"
@@ -105,7 +108,9 @@ def patch(
     T = corrupted.size(1)
     columns = [f"h{h}" for h in range(runner.n_heads)] if over == "heads" else (tokens or [str(i) for i in range(T)])
     rows = [f"layer {i}" for i in range(runner.n_layers)]
-    note = "" if aligned else "The inputs differ in length: each head is patched at the last position only."
+    note = "" if aligned else "Each head is patched at the last position only" + (
+        "." if same_length else ": the inputs differ in length."
+    )
     return Patching(grid, rows, columns, base, low, over, exact, aligned, note)
 
 

@@ -63,6 +63,26 @@ def test_a_head_cell_is_the_run_with_that_heads_output_put_back(lm):
     assert p.columns == [f"h{h}" for h in range(lm.n_heads)]
 
 
+def test_a_head_patched_at_the_last_position_only_is_that_run_by_hand(lm):
+    t, c = answers(lm)
+    p = lm.patch(CLEAN, CORRUPTED, over="heads", target=t, contrast=c, last_only=True)
+    name = "blocks.1.attn.hook_z"
+    _, cache = lm.adapter.model.run_with_cache(ids_of(lm, CLEAN), names=[name])
+
+    def head_2_last(z, n):
+        z = z.clone()
+        z[:, -1, 2] = cache[name][:, -1, 2]
+        return z
+
+    by_hand = (metric(lm, [(name, head_2_last)], t, c) - p.corrupted) / (p.clean - p.corrupted)
+    assert p.grid[1, 2] == pytest.approx(by_hand, abs=1e-5) and "last position only" in p.note
+    every = lm.patch(CLEAN, CORRUPTED, over="heads", target=t, contrast=c)
+    assert not np.allclose(every.grid, p.grid) and "last position only" not in every.note
+    np.testing.assert_allclose(every.grid[-1], p.grid[-1], atol=1e-5)  # the last layer: only the last position counts
+    estimate = lm.patch(CLEAN, CORRUPTED, over="heads", exact=False, target=t, contrast=c, last_only=True)
+    assert estimate.grid.shape == p.grid.shape and np.isfinite(estimate.grid).all()
+
+
 def test_attribution_patching_is_exact_where_the_model_is_linear_in_the_patched_state(lm):
     """Final norm out, the last feed-forward layer writing nothing: the logits are linear in the last layer's z."""
     linear = copy.deepcopy(lm)

@@ -37,6 +37,16 @@ def test_inputs_of_other_lengths_are_patched_by_head_with_a_message(lm):
     assert all(v is None or np.isfinite(v) for v in cells(heads))
 
 
+def test_the_heads_at_the_last_position_only_on_the_choice(lm):
+    a, b = "The film was a fine", "The film was a poor"
+    _, heads, notes, kept = pp.estimate(lm, a, b)
+    _, heads_last, notes_last, kept_last = pp.estimate(lm, a, b, last_only=True)
+    assert "last position only" in notes_last and "last position only" not in notes
+    assert not np.allclose(kept["heads"], kept_last["heads"])
+    _, exact_last, notes_exact = pp.exact(lm, a, b, kept_last, last_only=True)
+    assert "last position only" in notes_exact and "Attribution patching against exact" in notes_exact
+
+
 def test_nothing_to_compare_draws_nothing(lm):
     assert pp.estimate(lm, "The film", "")[:3] == (None, None, "")
     assert "Compare two inputs first" in pp.exact(lm, "", "x", None)[2]

@@ -41,6 +41,7 @@ class PatchingUI:
     stop: gr.Button
     notes: gr.Markdown
     estimates: gr.State  # the attribution grids of the pair shown, to measure the agreement against
+    last_only: gr.Checkbox  # heads patched at the last position only (else at every position, inputs of one length)
 
 
 def build(task: str) -> PatchingUI:
@@ -48,9 +49,10 @@ def build(task: str) -> PatchingUI:
     with gr.Row():
         exact = gr.Button("Patch exactly", size="sm", elem_id=f"{task}-patch-exact")
         stop = gr.Button("Stop", size="sm", variant="stop", elem_id=f"{task}-patch-stop")
+        last_only = gr.Checkbox(False, label="heads at the last position only", elem_id=f"{task}-patch-last")
     notes = gr.Markdown(elem_id=f"{task}-patch-notes")
     resid, heads = waiting_plot(f"{task}-patch-resid"), waiting_plot(f"{task}-patch-heads")
-    return PatchingUI(resid, heads, exact, stop, notes, gr.State(None))
+    return PatchingUI(resid, heads, exact, stop, notes, gr.State(None), last_only)
 
 
 def figure(p, title: str) -> go.Figure:
@@ -79,12 +81,12 @@ def agreement(estimate: np.ndarray, exact: np.ndarray) -> str:
             "exact)")  # fmt: skip
 
 
-def _grids(pipe, a: str, b: str, exact: bool, progress=None, stop=None) -> dict:
-    """{over: Patching or an error message} for GRIDS."""
+def _grids(pipe, a: str, b: str, exact: bool, progress=None, stop=None, last_only: bool = False) -> dict:
+    """{over: Patching or an error message} for GRIDS; last_only: the heads at the last position only."""
     out = {}
     for over in GRIDS:
         try:
-            out[over] = pipe.patch(a, b, over=over, exact=exact, progress=progress, stop=stop)
+            out[over] = pipe.patch(a, b, over=over, exact=exact, progress=progress, stop=stop, last_only=last_only)
         except ValueError as e:  # inputs of other lengths (by position), one answer for both, a transformers model
             out[over] = str(e)
     return out
@@ -109,43 +111,47 @@ def _draw(grids: dict, estimates: dict | None) -> tuple:
     return (*figures, "\n\n".join(lines))
 
 
-def estimate(pipe, a: str, b: str) -> tuple:
+def estimate(pipe, a: str, b: str, last_only: bool = False) -> tuple:
     """(resid figure, heads figure, notes, the estimates kept) by attribution patching."""
     if pipe is None or not (a or "").strip() or not (b or "").strip():
         return None, None, "", None
-    grids = _grids(pipe, a, b, exact=False)
+    grids = _grids(pipe, a, b, exact=False, last_only=bool(last_only))
     kept = {k: v.grid for k, v in grids.items() if not isinstance(v, str)}
     return (*_draw(grids, None), kept)
 
 
-def exact(pipe, a: str, b: str, estimates, progress=None, stop=None) -> tuple:
+def exact(pipe, a: str, b: str, estimates, progress=None, stop=None, last_only: bool = False) -> tuple:
     """(resid figure, heads figure, notes) patched exactly; a Stop leaves the rows not run blank."""
     if pipe is None or not (a or "").strip() or not (b or "").strip():
         return None, None, "Compare two inputs first: the grids patch the first into the second."
-    return _draw(_grids(pipe, a, b, exact=True, progress=progress, stop=stop), estimates)
+    grids = _grids(pipe, a, b, exact=True, progress=progress, stop=stop, last_only=bool(last_only))
+    return _draw(grids, estimates)
 
 
 def wire(ui: PatchingUI, compared: list, pipe_of: Callable, inputs: list) -> None:
     """After each event in `compared` (the Compare button, an example pair), the estimates; the exact grids on the
     button. inputs: (first, second, *options); pipe_of(*options) -> the pipeline shown (None: not available)."""
 
-    def first_look(a, b, *options, request: gr.Request = None):
+    def first_look(a, b, last_only, *options, request: gr.Request = None):
         try:
-            return hosting.run_as(request, lambda: estimate(pipe_of(*options), a, b))
+            return hosting.run_as(request, lambda: estimate(pipe_of(*options), a, b, last_only))
         except Exception as e:  # the page says so; the comparison above stands
             return None, None, f"Could not patch: {html.escape(str(e))}", None
 
-    def run_exact(a, b, estimates, *options, request: gr.Request = None, progress=PROGRESS):
+    def run_exact(a, b, estimates, last_only, *options, request: gr.Request = None, progress=PROGRESS):
         report = reporter(progress, "Patching exactly", "layers")
         try:
             with EXACT.watch(request) as stopped:
-                return hosting.run_as(request, lambda: exact(pipe_of(*options), a, b, estimates, report, stopped))
+                patched = lambda: exact(pipe_of(*options), a, b, estimates, report, stopped, last_only)  # noqa: E731
+                return hosting.run_as(request, patched)
         except Exception as e:
             return None, None, f"Could not patch: {html.escape(str(e))}"
 
     first, second, *options = inputs
-    outputs = [ui.resid, ui.heads, ui.notes]
+    outputs, looked_at = [ui.resid, ui.heads, ui.notes], [first, second, ui.last_only, *options]
     for event in compared:
-        event.then(first_look, inputs, outputs + [ui.estimates], **FOLLOW_UP)
-    ui.exact.click(run_exact, [first, second, ui.estimates, *options], outputs, trigger_mode="always_last", **PRIVATE)
+        event.then(first_look, looked_at, outputs + [ui.estimates], **FOLLOW_UP)
+    ui.last_only.input(first_look, looked_at, outputs + [ui.estimates], trigger_mode="always_last", **PRIVATE)
+    run_inputs = [first, second, ui.estimates, ui.last_only, *options]
+    ui.exact.click(run_exact, run_inputs, outputs, trigger_mode="always_last", **PRIVATE)
     ui.stop.click(EXACT.press, None, None, concurrency_limit=None, **PRIVATE)
