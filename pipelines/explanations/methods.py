@@ -24,6 +24,7 @@ IG_BATCH = 16  # classifier: interpolation points per forward pass (memory stays
 IG_STEP_BATCH = 64  # translator: rows (interpolation point x decoding step) per forward pass
 STEPS_PER_CALL = 4  # translator: decoding steps per attribution call (progress is reported between calls)
 OCCLUSION_BATCH = 32  # classifier: words left out per forward pass
+STEP_LOGITS_BYTES = 128 * 2**20  # language model, every step at once: logits (and their gradient) a batch at most
 
 
 def log_odds(logits: torch.Tensor) -> torch.Tensor:
@@ -278,6 +279,24 @@ class GradientXInput(Method):
         emb = adapter.embed(ids).detach().requires_grad_()  # (1, T, D)
         f = _next_fn(adapter, contrast)
         return Attribution(_token_sums(InputXGradient(f).attribute(emb, target=target))[0])
+
+    def next_tokens(self, adapter: CausalLMAdapter, ids, positions, targets) -> list[Attribution]:
+        """A row a token, the whole sequence in each (causal: position p reads nothing after it), one forward and one
+        backward for as many rows as STEP_LOGITS_BYTES of logits hold (the first batch one row, which tells the
+        vocabulary's size): every generated token of a 20-token SmolLM2 continuation in 2.96 s against 9.51 s one
+        by one (benchmarks/explain_steps.py)."""
+        out, start, per = [], 0, 1
+        while start < len(positions):
+            pos, tgt = positions[start : start + per], targets[start : start + per]
+            emb = adapter.embed(ids).detach().expand(len(pos), -1, -1).clone().requires_grad_()  # (B, T, D)
+            logits = adapter.logits_from_embeddings(emb)  # (B, T, V)
+            rows, device = torch.arange(len(pos), device=emb.device), emb.device
+            chosen = logits[rows, torch.tensor(pos, device=device)].float().log_softmax(-1)  # (B, V)
+            (grad,) = torch.autograd.grad(chosen.gather(1, torch.tensor(tgt, device=device)[:, None]).sum(), emb)
+            out += [Attribution(row[: p + 1]) for row, p in zip(_token_sums(grad * emb), pos)]
+            start += len(pos)
+            per = max(1, STEP_LOGITS_BYTES // (2 * 4 * logits[0].numel()))  # the logits and their gradient, float32
+        return out
 
 
 @register

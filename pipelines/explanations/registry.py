@@ -92,6 +92,12 @@ class Method:
         contrastive method also takes contrast=id: the scores toward log p(target) - log p(contrast)."""
         raise NotImplementedError
 
+    def next_tokens(self, adapter, ids, positions: list[int], targets: list[int]) -> list[Attribution] | None:
+        """Several next tokens of one sequence ids (1, T) at once: targets[i] after position positions[i], each over
+        ids[:, : positions[i] + 1] (a causal model: what it had read then); None where the method has no such
+        batched form (every generated token attributed then explains each step alone)."""
+        return None
+
     @classmethod
     def serves(cls, task: str) -> bool:
         fn = EXPLAINS[task].function

@@ -161,18 +161,33 @@ def explain_next_token(
         raise ValueError("the contrast is the token explained: name another of the step's top tokens")
     applied = against if m.contrastive else None
     extra = {} if applied is None else {"contrast": applied}
-    a, Tp = pipe.adapter, len(result.tokens)
-    context = result.prompt_ids + result.generated_ids[:step]
-    x = torch.tensor([context], device=a.device)  # (1, T)
-    words = word_ids(result.tokens)  # the prompt's words, then each generated token a word of its own
-    words = np.concatenate([words, int(words.max()) + 1 + np.arange(step)]) if step else words
+    a = pipe.adapter
+    x = torch.tensor([result.prompt_ids + result.generated_ids[:step]], device=a.device)  # (1, T)
     start = time.perf_counter()
-    attr = _with_progress(functools.partial(m.next_token, **extra), a, x, target, words, progress=progress)
+    attr = _with_progress(functools.partial(m.next_token, **extra), a, x, target, step_words(result, step),
+                          progress=progress)  # fmt: skip
+    return next_token_explanation(pipe, m, result, step, target, attr, time.perf_counter() - start, against, applied)
+
+
+def step_words(result, step: int) -> np.ndarray:
+    """The word of each token read at `step`: the prompt's words, then each generated token a word of its own."""
+    words = word_ids(result.tokens)
+    return np.concatenate([words, int(words.max()) + 1 + np.arange(step)]) if step else words
+
+
+def next_token_explanation(pipe, m, result, step, target, attr, seconds, against=None, applied=None, probability=None):
+    """The Explanation of `attr` (method m's scores over what the model read at `step` of `result`, toward
+    `target`; against/applied: the contrast asked for and the one the method applied); probability: p(target)
+    there, where known (else one forward computes it)."""
+    a, Tp, words = pipe.adapter, len(result.tokens), step_words(result, step)
+    context = result.prompt_ids + result.generated_ids[:step]
     scores = np.array(attr.scores, dtype=np.float32)  # (T,)
     prompt_scores = scores[:Tp].copy()
     prompt_scores[: result.n_prefix] = prompt_scores[Tp - result.n_suffix :] = 0.0  # <s>, the template: not the prompt
-    with torch.no_grad():
-        probability = float(a.next_log_probs(x, [len(context)])[0, target].exp())
+    if probability is None:
+        with torch.no_grad():
+            x = torch.tensor([context], device=a.device)  # (1, T)
+            probability = float(a.next_log_probs(x, [len(context)])[0, target].exp())
     return Explanation(
         task="lm",
         method=m.name,
@@ -182,7 +197,7 @@ def explain_next_token(
         outputs=[a.token_text(target)],
         output_ids=[target],
         scores=prompt_scores,
-        seconds=time.perf_counter() - start,
+        seconds=seconds,
         n_prefix=result.n_prefix,
         n_suffix=result.n_suffix,
         probability=probability,

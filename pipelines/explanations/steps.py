@@ -1,15 +1,18 @@
 """Every generated token attributed (inseq's headline view): for a continuation, one explanation a new token, each
 over the tokens read before it (the prompt, then the tokens generated earlier), with its faithfulness by row where
-asked. Row s is exactly `pipe.explain(prompt, method, step=s, result=result)`'s scores followed by its
-prefix_scores: the same function, on the same continuation (no decoding again)."""
+asked. Row s is `pipe.explain(prompt, method, step=s, result=result)`'s scores followed by its prefix_scores: the same
+function, on the same continuation (no decoding again), or, for a method with a batched form (gradient x input), every
+row from one forward and one backward of a batch (the same numbers, tests/pipelines/test_explain_steps.py)."""
 
 import time
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from pipelines.explanations import registry
 from pipelines.explanations.faithfulness import measure
-from pipelines.explanations.run import explain_next_token
+from pipelines.explanations.run import explain_next_token, next_token_explanation
 
 
 @dataclass
@@ -48,8 +51,9 @@ def explain_steps(pipe, result, method=None, faithfulness: bool = False, progres
         raise ValueError("the continuation has no new tokens to explain")
     start = time.perf_counter()
     rows, probs, faith, name, signed = [], [], [] if faithfulness else None, None, False
+    explained = _batched(pipe, result, method)
     for s in range(n):
-        expl = explain_next_token(pipe, result.prompt, method, step=s, result=result)
+        expl = explained[s] if explained else explain_next_token(pipe, result.prompt, method, step=s, result=result)
         rows.append(np.concatenate([np.asarray(expl.scores), np.asarray(expl.prefix_scores)]).astype(np.float32))
         probs.append(expl.probability)
         name, signed = expl.method, expl.signed
@@ -64,3 +68,21 @@ def explain_steps(pipe, result, method=None, faithfulness: bool = False, progres
     outputs = [a.token_text(i) for i in result.generated_ids]
     return StepExplanations(name, signed, tokens, outputs, len(result.tokens), rows, probs, faith,
                             time.perf_counter() - start)  # fmt: skip
+
+
+def _batched(pipe, result, method) -> list | None:
+    """Every step's Explanation from the method's batched form (Method.next_tokens: all the steps of one pass),
+    or None where it has none."""
+    m = registry.get("lm", method or pipe.default_explanation["method"])
+    a, Tp = pipe.adapter, len(result.tokens)
+    ids = torch.tensor([result.sequence_ids], device=a.device)  # (1, Tp + S - 1)
+    positions = [Tp + s - 1 for s in range(len(result.generated_ids))]  # step s read ids[: Tp + s]
+    start = time.perf_counter()
+    attrs = m.next_tokens(a, ids, positions, list(result.generated_ids))
+    if attrs is None:
+        return None
+    seconds = (time.perf_counter() - start) / len(attrs)
+    return [
+        next_token_explanation(pipe, m, result, s, t, attr, seconds, probability=step.probability)
+        for s, (t, attr, step) in enumerate(zip(result.generated_ids, attrs, result.steps))
+    ]

@@ -12,7 +12,11 @@ def result(lm):
     return lm(PROMPT, max_new_tokens=4)
 
 
-def test_row_s_is_the_explanation_of_step_s(lm, result):
+@pytest.mark.parametrize("budget", [1, 2**30])  # gradient x input's batches: one row each, every row in one
+def test_row_s_is_the_explanation_of_step_s(lm, result, budget, monkeypatch):
+    from pipelines.explanations import methods
+
+    monkeypatch.setattr(methods, "STEP_LOGITS_BYTES", budget)
     steps = lm.explain_steps(result)
     n = len(result.generated_ids)
     assert len(steps.scores) == len(steps.outputs) == n and steps.n_prompt == len(result.tokens)
