@@ -224,6 +224,13 @@ def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(pag
     assert "direct logit attribution" in browser.plot_title(page, "lm-dla")
     notes = page.locator("#lm-lens-notes").inner_text()
     assert "Attributed:" in notes and "Left over:" in notes
+    # a click on a head of the attribution grid opens its map: the tiny model's 2 layers x (4 heads + the MLP) column,
+    # the middle column (h2) of the top row (layer 1)
+    browser.click_plot(page, "lm-dla", 0.5, 0.25)
+    page.wait_for_function(
+        "() => ((document.querySelector('#lm-head input:checked') || {}).value || '') === '2'", timeout=20_000
+    )
+    assert page.locator("#lm-layer input:checked").get_attribute("value") == "1"
     # it follows the step slider without a click: the lens then has one column fewer (it read one token less)
     columns_js = "() => ((document.querySelector('#lm-lens .js-plotly-plot') || {}).data || [{x: []}])[0].x.length"
     columns = page.evaluate(columns_js)

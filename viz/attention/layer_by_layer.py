@@ -10,6 +10,7 @@ import gradio as gr
 import numpy as np
 import plotly.graph_objects as go
 
+from pipelines.kinds import CAUSAL, CROSS, DECODER, SELF
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
 from ..numbers import correlations
@@ -111,6 +112,15 @@ STEP_OF: dict[str, Callable] = {  # task -> (view, step) -> the key of the step 
 }
 
 
+# task -> the kind of attention of the attribution grids' columns: "h" its heads, "x" the cross-attention heads; a click
+# on one opens its map in the tab's large heatmaps
+OPENS: dict[str, dict[str, str]] = {
+    SENTIMENT.name: {"h": SELF.name},
+    TRANSLATION.name: {"h": DECODER.name, "x": CROSS.name},
+    LM.name: {"h": CAUSAL.name},
+}
+
+
 @dataclass(frozen=True)
 class Read:
     """What the section read for one result (that very object), contrast and lens kind: {step: (Lens,
@@ -191,8 +201,9 @@ def by_layer_figure(lens) -> go.Figure:
     return fig
 
 
-def attribution_figure(a) -> go.Figure:
-    """Layers x (heads, cross-attention heads, the feed-forward layer): each part's direct share of the logit."""
+def attribution_figure(a, kinds: dict | None = None) -> go.Figure:
+    """Layers x (heads, cross-attention heads, the feed-forward layer): each part's direct share of the logit. kinds:
+    the kind of attention of the "h" and "x" columns (OPENS): a click on a head opens its map (plot_clicks.js)."""
     parts = [a.heads] + ([a.cross] if a.cross is not None else []) + [a.mlps[:, None]]
     z = np.concatenate(parts, axis=1)  # (L, H [+ H] + 1)
     H = a.heads.shape[1]
@@ -200,7 +211,7 @@ def attribution_figure(a) -> go.Figure:
     top = float(np.abs(z).max()) or 1.0
     what = f"{a.target} − {a.contrast}" if a.contrast else a.target
     fig = go.Figure(go.Heatmap(z=z, x=x, y=[f"layer {i}" for i in range(len(z))], zmin=-top, zmax=top, zmid=0,
-                               colorscale="RdBu", texttemplate="%{z:.2f}",
+                               colorscale="RdBu", texttemplate="%{z:.2f}", meta={"open": kinds or {}},
                                hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
     fig.update_layout(title=f"What each part writes into the logit of {what} (direct logit attribution)",
                       height=140 + 30 * len(z), margin=dict(l=70, r=20, t=50, b=40))  # fmt: skip
@@ -227,8 +238,9 @@ def _whole(x) -> np.ndarray:
     return np.concatenate([x.heads] + ([x.cross] if x.cross is not None else []), axis=1)
 
 
-def effects_figure(off) -> go.Figure:
-    """Layers x heads (then cross-attention heads): each head's whole effect (switched off alone), diverging at 0."""
+def effects_figure(off, kinds: dict | None = None) -> go.Figure:
+    """Layers x heads (then cross-attention heads): each head's whole effect (switched off alone), diverging at 0;
+    kinds as attribution_figure's."""
     grid = _whole(off)
     finite = np.isfinite(grid)
     z = np.where(finite, grid, 0.0).astype(object)
@@ -241,7 +253,7 @@ def effects_figure(off) -> go.Figure:
     hover = "%{y}, %{x}: %{z:.3f}<extra></extra>"
     fig = go.Figure(go.Heatmap(z=z.tolist(), x=x, y=[f"layer {i}" for i in range(len(z))],
                                zmin=-top, zmax=top, zmid=0, colorscale="RdBu", hoverongaps=False,
-                               texttemplate="%{z:.2f}", hovertemplate=hover))  # fmt: skip
+                               texttemplate="%{z:.2f}", hovertemplate=hover, meta={"open": kinds or {}}))  # fmt: skip
     fig.update_layout(title=f"Each head switched off: its whole effect on the logit of {what}",
                       height=140 + 30 * len(z), margin=dict(l=70, r=20, t=50, b=40))  # fmt: skip
     return fig
@@ -270,7 +282,7 @@ def compute_switch(models, task: str, view, step, contrast: str | None, progress
         return None, "Run the model first: this section reads the result shown."
     pipe = models.get(getattr(view, "model", None))
     off, a = SWITCH_CALLS[task](pipe, view, step, (contrast or "").strip() or None, progress, stop)
-    return effects_figure(off), switch_notes(off, a)
+    return effects_figure(off, OPENS[task]), switch_notes(off, a)
 
 
 def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens", read: Read | None = None):
@@ -287,7 +299,7 @@ def compute(models, task: str, view, step, contrast: str | None, kind: str = "lo
     lens, a = read.steps[at]
     if isinstance(a, Exception):  # this step's tokens do not name the contrast: the lens stands
         return lens_figure(lens), by_layer_figure(lens), None, f"{html.escape(str(a))}\n\n{lens.note}", read
-    return lens_figure(lens), by_layer_figure(lens), attribution_figure(a), notes(lens, a), read
+    return lens_figure(lens), by_layer_figure(lens), attribution_figure(a, OPENS[task]), notes(lens, a), read
 
 
 def section(page, models, task: str, state, step=None) -> LayerByLayerUI:

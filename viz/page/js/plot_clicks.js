@@ -1,5 +1,6 @@
-// Clicks on plots, in the browser: a heatmap cell picks its row's token, a thumbnail of the model view sets the layer
-// and head controls (viz.attention.views_panel), each by writing into a hidden textbox of the plot's tab. Plotly
+// Clicks on plots, in the browser: a heatmap cell picks its row's token, a thumbnail of the model view or a head's cell
+// of a Layer by layer grid sets the layer and head controls (viz.attention.views_panel), each by writing into a
+// hidden textbox of the plot's tab. Plotly
 // reports clicks through gd.on('plotly_click'), bound to a plot the first time a pointer goes down on it (gradio
 // replaces plot divs on new figures, so binding at draw time would miss some).
 // (hosts) => void; hosts: a CSS selector of the elements whose id names a tab ('[id^="sentiment-"], ...').
@@ -19,6 +20,12 @@
     const meta = pt.data.meta || {};
     if (plotId.endsWith('-model-view')) {
       send(task + '-open-head', meta.layer + ':' + meta.head + ':' + meta.kind);
+    } else if (meta.open) {  // a head's cell of a Layer by layer grid ("h3" or "x3", "layer 2"): its map, large
+      const cell = /^([hx])(\d+)$/.exec(String(pt.x));
+      const layer = parseInt(String(pt.y).replace('layer ', ''), 10);
+      if (cell && meta.open[cell[1]] && !isNaN(layer)) {
+        send(task + '-open-head', layer + ':' + cell[2] + ':' + meta.open[cell[1]]);
+      }
     } else if (meta.q) {
       send(task + '-token-click', meta.q + ':' + parseInt(String(pt.y), 10));
     }
