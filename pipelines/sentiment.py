@@ -236,12 +236,13 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         return explanations.names("sentiment")
 
     @runs_model
-    def explain(self, text: str, method: str | None = None, target: str | None = None, progress=None):
+    def explain(self, text: str, method: str | None = None, target: str | None = None, progress=None, contrast=None):
         """Attribution of each token read toward `target` (default: the predicted label); `method` is one of
         explanation_methods, None = the default (the most faithful in benchmarks/faithfulness.py).
-        progress(done, total) is called as a slow method (occlusion) goes.
+        progress(done, total) is called as a slow method (occlusion) goes; contrast: the other label (why target
+        rather than it: pipelines.explanations.run.explain_review).
         Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
-        return explanations.explain_review(self, text, method, target, progress)
+        return explanations.explain_review(self, text, method, target, progress, contrast)
 
     @runs_model
     def logit_lens(self, text: str):

@@ -25,9 +25,14 @@ def _with_progress(fn, *args, progress=None):
     return fn(*args)
 
 
-def explain_review(pipe, text: str, method: str | None = None, target: str | None = None, progress=None) -> Explanation:
+def explain_review(
+    pipe, text: str, method: str | None = None, target: str | None = None, progress=None, contrast: str | None = None
+) -> Explanation:
     """Attribution of each token read toward `target` (default: the predicted label) by `method`;
-    progress(done, total) as a slow method (occlusion) goes."""
+    progress(done, total) as a slow method (occlusion) goes. contrast: the other label (why target rather than it):
+    with two labels every method's objective, the log-odds log p(t) / (1 - p(t)), is already log p(t) - log p(c),
+    so the scores are the same and the explanation names the contrast (contrast_not_applied for a method that reads
+    attention, which is the same whatever the alternative); a model with more labels refuses one (ValueError)."""
     m = registry.get("sentiment", method or pipe.default_explanation["method"])
     ids, toks, _ = pipe.encode(text)
     if not ids:
@@ -37,6 +42,8 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
     with torch.no_grad():
         probs = pipe.calibrated(a.forward(x).logits, [len(ids)])[0]  # (C,) the prediction's probability
     t = int(probs.argmax()) if target is None else pipe.labels.index(target)
+    against = _review_contrast(pipe.labels, t, contrast)
+    applied = against if m.contrastive else None
     words = word_ids(toks)
     start = time.perf_counter()
     attr = _with_progress(m.review, a, x, t, words, progress=progress)
@@ -59,7 +66,24 @@ def explain_review(pipe, text: str, method: str | None = None, target: str | Non
         words=words,
         steps=attr.steps,
         delta=attr.delta,
+        contrast={} if applied is None else {0: pipe.labels[applied]},
+        contrast_not_applied={} if against is None or applied is not None else {0: pipe.labels[against]},
+        contrast_id=applied,
     )
+
+
+def _review_contrast(labels: list[str], target: int, contrast: str | None) -> int | None:
+    """The contrast's label index (None for none): the label other than the target, of a two-label model."""
+    if contrast is None:
+        return None
+    if contrast not in labels:
+        raise ValueError(f"the contrast {contrast!r} is not one of the labels ({', '.join(labels)})")
+    c = labels.index(contrast)
+    if c == target:
+        raise ValueError("the contrast is the label explained: name the other one")
+    if len(labels) != 2:
+        raise ValueError("a contrast needs a two-label model: the methods' objective is one label's log-odds")
+    return c
 
 
 def _alternatives(pipe, src, tgt_in, produced: list[int], contrast: dict | None, k: int = 5) -> list[int]:

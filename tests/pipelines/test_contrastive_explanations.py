@@ -58,3 +58,20 @@ def test_faithfulness_of_a_contrast_is_measured_on_the_difference(lm, result):
     assert report.method.curve[0] == pytest.approx(float(intact[0]), abs=1e-6)  # the curve starts at p(A) - p(B)
     plain = lm.faithfulness(lm.explain(PROMPT, method="occlusion", result=result))
     assert report.method.curve[0] != pytest.approx(plain.method.curve[0])
+
+
+def test_a_review_against_the_other_label_is_its_log_odds_and_says_so(sentiment):
+    """Two labels: log p(t) / (1 - p(t)) is log p(t) - log p(other), so the contrast changes no score and is named;
+    attention says it cannot contrast; the label itself or an unknown one is refused."""
+    review = "Not bad at all, I actually enjoyed it."
+    plain = sentiment.explain(review, "gradient_x_input")
+    other = [label for label in sentiment.labels if label != plain.outputs[0]][0]
+    against = sentiment.explain(review, "gradient_x_input", contrast=other)
+    np.testing.assert_allclose(against.scores, plain.scores, atol=1e-6)
+    assert against.contrast == {0: other} and against.contrast_id == sentiment.labels.index(other)
+    looked = sentiment.explain(review, "attention", contrast=other)
+    assert looked.contrast == {} and looked.contrast_not_applied == {0: other}
+    with pytest.raises(ValueError, match="the label explained"):
+        sentiment.explain(review, "gradient_x_input", contrast=plain.outputs[0])
+    with pytest.raises(ValueError, match="not one of the labels"):
+        sentiment.explain(review, "gradient_x_input", contrast="neutral")
