@@ -242,6 +242,19 @@ def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(pag
     page.wait_for_function("() => document.querySelector('#lm-lens-notes').innerText.includes('no tuned lens')")
 
 
+def test_layer_by_layer_fits_a_phone(page, lm_url):
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        generate_an_example(page, lm_url)
+        browser.open_section(page, "lm", "Layer by layer")
+        page.locator("#lm-lens-submit").click()
+        browser.wait_drawn(page, "lm-lens")
+        browser.wait_drawn(page, "lm-dla")
+        assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
 def test_every_new_token_is_explained_on_a_click(page, lm_url):
     generate_an_example(page, lm_url)
     browser.reveal(page, "lm-explain-steps-submit")

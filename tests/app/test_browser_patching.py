@@ -2,7 +2,7 @@
 exact grids replace the estimate on the button's click, with their agreement printed."""
 
 import pytest
-from browser import analyze_review, open_section, open_tab, plot_title, reveal, wait_drawn
+from browser import analyze_review, open_section, open_tab, plot_title, reveal, step_forward, translate, wait_drawn
 
 pytestmark = pytest.mark.browser
 
@@ -54,5 +54,27 @@ def test_layer_by_layer_and_patching_draw_without_sideways_scrolling(page, app_u
         assert page.evaluate(SIDEWAYS_JS) <= 0
         patch_a_pair(page, "sentiment", "negation: not bad → very bad")
         assert page.evaluate(SIDEWAYS_JS) <= 0
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_the_translation_layer_by_layer_follows_the_step_without_sideways_scrolling(page, app_url, size):
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    try:
+        open_tab(page, app_url, "Translation")
+        translate(page, "Ein Mann fährt mit dem Fahrrad.", decoding="greedy")
+        open_section(page, "translation", "Layer by layer")
+        page.locator("#translation-lens-submit").click()
+        wait_drawn(page, "translation-lens")
+        wait_drawn(page, "translation-dla")
+        notes = lambda: page.locator("#translation-lens-notes").inner_text()  # noqa: E731
+        first = notes()
+        assert "Attributed:" in first and page.evaluate(SIDEWAYS_JS) <= 0
+        step_forward(page, 1)  # the step slider: the attribution is of the next English token
+        page.wait_for_function(
+            "t => (document.querySelector('#translation-lens-notes') || {}).innerText !== t", arg=first
+        )
+        assert "Attributed:" in notes() and page.evaluate(SIDEWAYS_JS) <= 0
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})
