@@ -117,6 +117,9 @@ def test_download_exports_the_continuation_on_screen(demo, lm, monkeypatch):
     record = json.loads((export_store.export_dir() / url.removeprefix("exports/")).read_text(encoding="utf-8"))
     assert record["continuation"] == view.result.continuation and record["input"]["seed"] == view.result.seed
     assert record["explanation"]["method"] == "attention"
+    layers = record["layer_by_layer"]  # what each layer predicted before the first new token, and who wrote it
+    assert len(layers["lens"]["layers"]) == lm.n_layers + 1
+    assert layers["lens"]["final_token"] == layers["attribution"]["target"]  # the model's first choice, not the drawn
     warned = []
     monkeypatch.setattr(lm_share.gr, "Warning", lambda message, *a, **k: warned.append(message))
     assert fn.fn(None, "x", "sampled", 9.0, 0.9, 1, 4, False, *shown(demo), None) == ""
