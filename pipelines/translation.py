@@ -209,6 +209,13 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return lens_tasks.translation_layer_by_layer(self, text, step, target, contrast, result)
 
     @runs_model
+    def layer_by_layer_steps(self, text: str, target=None, contrast=None, result=None):
+        """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every decoding step of
+        `result` (None: translate greedily), layer_by_layer's for each, from one pass: what the section redraws as
+        the step moves."""
+        return lens_tasks.translation_layer_by_layer_steps(self, text, target, contrast, result)
+
+    @runs_model
     def direct_logit_attribution(self, text: str, step: int = 0, target=None, contrast=None, result=None):
         """pipelines.lens.Attribution at decoding step `step` (0-based) of English token `target` (default: the one
         produced; an id or the text of one of the step's top tokens), minus `contrast`'s logit where given."""

@@ -216,6 +216,7 @@ class ServedTranslation(ServedPipeline):
     internals = alone(TranslationPipeline.internals)
     logit_lens = alone(TranslationPipeline.logit_lens)
     layer_by_layer = alone(TranslationPipeline.layer_by_layer)
+    layer_by_layer_steps = alone(TranslationPipeline.layer_by_layer_steps)
     direct_logit_attribution = alone(TranslationPipeline.direct_logit_attribution)
     patch = alone(TranslationPipeline.patch)
     switch_off = alone(TranslationPipeline.switch_off)

@@ -223,6 +223,24 @@ def translation_layer_by_layer(pipe, text, step=0, target=None, contrast=None, r
     return out, _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
 
 
+def translation_layer_by_layer_steps(pipe, text, target=None, contrast=None, result=None) -> list[tuple]:
+    """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every decoding step, from the
+    one teacher-forced pass translation_layer_by_layer makes (the lens, over every step, is the same for each)."""
+    readout, a = readout_of(pipe.adapter), pipe.adapter
+    result, run, cache = _sentence_pass(pipe, text, result, names_for(readout, True, True))
+    lens = logit_lens(readout, cache, ["<s>", *result.target_tokens[:-1]], a.token_text)
+    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
+    out = []
+    for step, produced in enumerate(result.target_ids):
+        logits = run.logits[0, step].float()
+        try:
+            t = produced if target is None else target
+            out.append((lens, _attribute(readout, cache, logits, t, contrast, a.token_text, tokenize, step)))
+        except ValueError as e:  # this step's top tokens do not name the contrast: said for this step only
+            out.append((lens, e))
+    return out
+
+
 def translation_lens(pipe, text: str, result=None) -> Lens:
     """The decoder's residual stream at each decoding step (teacher-forced on the translation), read out."""
     return translation_layer_by_layer(pipe, text, result=result, attr=False)[0]

@@ -107,6 +107,18 @@ def test_every_step_from_one_pass_is_each_step_read_alone(lm, kind, monkeypatch)
     assert all(isinstance(a, ValueError) for _, a in odd)  # said step by step; the lens stands
 
 
+def test_every_translation_step_from_one_pass_is_each_step_read_alone(translation):
+    german = "Ein Mann fährt mit dem Fahrrad."
+    result = translation(german, beam_size=1)
+    steps = translation.layer_by_layer_steps(german, result=result)
+    assert len(steps) == len(result.target_ids)
+    for step, (lens, a) in enumerate(steps):
+        alone, a_alone = translation.layer_by_layer(german, step=step, result=result)
+        assert lens.top_tokens == alone.top_tokens and a.target == a_alone.target
+        np.testing.assert_allclose(a.heads, a_alone.heads, atol=1e-6)
+        np.testing.assert_allclose(a.cross, a_alone.cross, atol=1e-6)
+
+
 def test_the_classifier_lens_and_attribution_post_norm(sentiment):
     lens = sentiment.logit_lens(REVIEW)
     result = sentiment(REVIEW)

@@ -78,6 +78,18 @@ def test_moving_the_step_redraws_from_what_was_read_without_running_the_model(lm
     assert len(runs) == 2
 
 
+def test_the_translation_step_slider_redraws_without_running_the_model(translation, monkeypatch):
+    from viz.translation.handlers import translate
+
+    view = translate(translation, GERMAN, "greedy")[0]
+    runs, every_step = [], translation.layer_by_layer_steps
+    monkeypatch.setattr(translation, "layer_by_layer_steps", lambda *a, **k: runs.append(1) or every_step(*a, **k))
+    models = ModelRegistry.of(translation)
+    read = lbl.compute(models, TRANSLATION_NAME, view, 1, None)[4]
+    moved = lbl.compute(models, TRANSLATION_NAME, view, 2, None, "logit lens", read)
+    assert len(runs) == 1 and f"**{view.result.target_tokens[1]}**" in moved[3]
+
+
 def test_no_result_and_a_bad_contrast_are_messages(lm):
     assert "Run the model first" in lbl.compute(ModelRegistry.of(lm), "lm", None, None, None)[3]
     from viz.next_word.handlers import generate

@@ -87,15 +87,15 @@ def build_switch(task: str) -> SwitchUI:
 
 
 # task -> (pipe, view, step, contrast, kind) -> {step: (Lens, Attribution or the error of that step)}: what one run of
-# the model gives for the view. The Next word tab's is every step of the continuation, from one pass: moving its step
-# slider redraws from these; a translation reads the step shown (each step read once).
+# the model gives for the view. The Next word and translation tabs' are every step, from one pass: moving the step
+# slider redraws from these.
 def _sentiment(pipe, view, step, contrast, kind):
     return {None: pipe.layer_by_layer(view.text, contrast=contrast)}
 
 
 def _translation(pipe, view, step, contrast, kind):
-    at = _TRANSLATION_STEP(view, step)
-    return {at: pipe.layer_by_layer(view.text, step=at - 1, contrast=contrast, result=view.result)}
+    steps = pipe.layer_by_layer_steps(view.text, contrast=contrast, result=view.result)
+    return {s: pair for s, pair in enumerate(steps, start=1)}  # the slider's steps count from 1
 
 
 def _lm(pipe, view, step, contrast, kind):
