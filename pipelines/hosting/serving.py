@@ -39,8 +39,8 @@ SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, 
 # Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch of
 # 8 reviews of 361 tokens on a 2 x 4 model peaked 81-87 MB above the model's resting memory against 41 MB for 4.
 SHORT_SENTENCE = 32
-# Generations decoding together at most: one SmolLM2 step took 46.7 ms for 1 row, 127 ms for 16 and 179 ms for 32
-# (one thread; benchmarks/batched_decoding.py); a 32-row cache of 60 tokens is about 90 MB.
+# Generations decoding together at most: one SmolLM2 step of rows of 40 tokens took 73.6 ms for 1 row, 168 ms for 16
+# and 230 ms for 32 (one thread; benchmarks/batched_decoding.py); a 32-row cache of 60 tokens is about 90 MB.
 MAX_ROWS = 32
 DECODING_CLIENT = "decoding"  # the decoding loop's steps queue in the model's lane as this client's
 T = TypeVar("T")
