@@ -214,7 +214,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     drawn = views_panel.wire(views, "sentiment", state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
-    layer_by_layer.section(page, models, "sentiment", state)
+    layers = layer_by_layer.section(page, models, "sentiment", state, drawn=drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
     with page.section("What each head does"):
@@ -225,7 +225,7 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
             model_compare_panel(models, review=review, choice=choice, layer=layer, head=head)
     share_ui.wire_sentiment_links(
         demo, models, share, review=review, choice=choice, step=snapshot, layer=layer, head=head,
-        method=panel.method, scale=scale, hide=hide,
+        method=panel.method, scale=scale, hide=hide, layers=layers,
     )  # fmt: skip
     page.close(demo)
 
@@ -368,7 +368,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, models, state, step, translated)
     inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)
-    layer_by_layer.section(page, models, "translation", state, step)
+    layers = layer_by_layer.section(page, models, "translation", state, step, drawn=drawn)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(translation_step, *step_io, **PRIVATE)
     step.input(translation_step, *step_io, trigger_mode="always_last", **PRIVATE)
@@ -380,7 +380,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
         translation_compare_panel(models, **inputs, training=p.snapshot, choice=choice)
     share_ui.wire_translation_links(
         demo, models, share, **inputs, scale=scale, hide=hide, state=state, drawn=drawn,
-        step=[step, step_heads, step_topk], training=p.snapshot, choice=choice,
+        step=[step, step_heads, step_topk], training=p.snapshot, choice=choice, layers=layers,
     )  # fmt: skip
     page.close(demo)
 

@@ -51,6 +51,20 @@ def test_a_link_opens_the_review_and_its_view_without_typing(page, app_url):
     assert page.locator("#sentiment-share-link textarea").input_value() == f"{app_url}?{query}".replace("%20", "+")
 
 
+def test_a_link_with_layers_reads_the_review_layer_by_layer(page, app_url):
+    """`layers=1` opens the Layer by layer section and draws it for the review the link runs, with no click; the copy
+    link of that view keeps it."""
+    open_review_link(page, app_url, layers=1)
+    browser.wait_drawn(page, "sentiment-lens")
+    browser.wait_drawn(page, "sentiment-dla")
+    assert "Attributed:" in page.locator("#sentiment-lens-notes").inner_text()
+    browser.reveal(page, "sentiment-share")
+    page.locator("#sentiment-share").click()
+    page.wait_for_function(
+        "() => ((document.querySelector('#sentiment-share-link textarea') || {}).value || '').includes('layers=1')"
+    )
+
+
 def test_download_data_agrees_with_the_api(page, app_url):
     open_review_link(page, app_url, layer=2, head=3, method="rollout")
     path, name = download(page, "#sentiment-download")

@@ -131,3 +131,11 @@ def test_broken_next_word_options_fall_back_and_are_named():
     assert (link.temperature, link.top_p, link.seed, link.max_new_tokens, link.chat) == (None, None, None, None, False)
     assert link.ignored == ["temperature", "top-p", "seed", "number of new tokens"]
     assert from_query("tab=lm&text=Hi&seed=+7+&temperature=1e-9").seed == 7
+
+
+def test_a_link_that_reads_the_result_layer_by_layer_opens_that_section():
+    from viz.page.layout import LINKED
+
+    link = from_query(to_query(ViewLink("lm", "The capital of France is", layers=True)))
+    assert link.layers and not from_query(to_query(ViewLink("lm", "The capital of France is"))).layers
+    assert LINKED["layers"] == "Layer by layer"  # opened as the page loads (open_linked_section.js)

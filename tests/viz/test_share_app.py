@@ -126,6 +126,9 @@ def test_copy_link_builds_a_link_that_opens_the_same_view(demo):
     text = "Großartig! <script>x</script>"
     expected = links.ViewLink("sentiment", text, layer=1, head=0, method="pool", scale="norm", hide=True)
     assert link == expected
+    read = object()  # the Layer by layer section was read on this view: the link reads its view too
+    layered = shared_link(fn.fn("http://127.0.0.1:7860/", text, 1, 0, "pool", "norm", True, None, 1, read))
+    assert layered.layers and "layers=1" in links.to_query(layered)
     too_long = fn.fn("http://127.0.0.1:7860/", "ü" * 5_000, 0, 0, "pool", "linear", False, None, 1)
     assert too_long.value.startswith("⚠️") and "too long for a link" in too_long.value
     assert box.visible is True and too_long.visible is True  # the box, hidden until now, shows the link or why not

@@ -14,6 +14,7 @@ from pipelines.kinds import CAUSAL, CROSS, DECODER, SELF
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
 from ..numbers import correlations
+from ..page.landing import page_step
 from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
@@ -302,11 +303,14 @@ def compute(models, task: str, view, step, contrast: str | None, kind: str = "lo
     return lens_figure(lens), by_layer_figure(lens), attribution_figure(a, OPENS[task]), notes(lens, a), read
 
 
-def section(page, models, task: str, state, step=None) -> LayerByLayerUI:
-    """The tab's "Layer by layer" section (page: viz.page.layout.TaskPage), built and wired."""
+def section(page, models, task: str, state, step=None, drawn=None) -> LayerByLayerUI:
+    """The tab's "Layer by layer" section (page: viz.page.layout.TaskPage), built and wired; drawn: the tab's event
+    after a new result is shown, when a share link with `layers=1` reads it layer by layer."""
     with page.section("Layer by layer"):
         ui = build(task)
     wire(ui, models, task, state, step)
+    if drawn is not None:
+        drawn.then(None, None, None, js=page_step("press_linked_lens.js", task), **PRIVATE)
     return ui
 
 

@@ -196,13 +196,13 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     stepped = v.step.input(lm.show_step, *step_io, trigger_mode="always_last", **PRIVATE)
     stepped.then(task_views.overview, [state, v.layer, v.scale, v.hide], [v.overview], **FOLLOW_UP)
     hosting.watch_for_expiry(state, v.layer, v.head, v.step)
+    layers = layer_by_layer.section(page, models, "lm", state, v.step, drawn=drawn)
     linked = lm_share.wire_lm_links(demo, models, share, i=i, v=v, choice=choice, method=panel.method, state=state,
-                                    drawn=drawn)  # fmt: skip
+                                    drawn=drawn, layers=layers)  # fmt: skip
     # after a link's step is set (nothing to set otherwise), so that the step the slider shows is the one explained
     explanation_panel.wire(panel, models, state, linked, step=v.step)
     step_matrix.wire(every_token, models, state, panel.method)
     inside_head_panel.wire(inside, models, state, v.layer, v.head, v.views.token, v.views.kind, v.step, drawn)
-    layer_by_layer.section(page, models, "lm", state, v.step)
     _api(models, state)
     with page.section("What each head does"):
         heads_panel(models, "lm", state, drawn, [i.prompt])

@@ -28,7 +28,8 @@ from .sections import SECTIONS, section_id
 # away; one open by default (the small multiples of a 12-head layer are 1,100 px tall) took the page past 2,700 px.
 NONE_OPEN = "none"
 MORE = "**More views of this result**, one click each:"
-LINKED = {"training_step": "Training steps"}  # a share link's parameter (viz.share.links) -> the section it sets
+# a share link's parameter (viz.share.links) -> the section it sets
+LINKED = {"training_step": "Training steps", "layers": "Layer by layer"}
 FAITHFULNESS = "How faithful is this explanation? (measured on this input: numbers and deletion curve)"
 
 

@@ -9,7 +9,8 @@ Layer, head and step are 1-based, as the app shows them. `model` is the model ch
 default model), `training_step` the step of a training snapshot (left out for the trained model) and `hide=1` ticks
 *Hide special tokens and punctuation* (left out when it is not ticked). The Next word tab's decoding options
 (`temperature`, `top_p` and `seed` only when sampled, `max_new`: the number of new tokens) and `chat=1` (the prompt
-through the chat template) travel too; its `step` is the step slider's. Text is UTF-8
+through the chat template) travel too; its `step` is the step slider's. `layers=1` opens the "Layer by layer" section
+and reads the result layer by layer once it is shown (on any tab). Text is UTF-8
 percent-encoded, so any Unicode and any markup survive the round trip; it is only ever put back into a text box,
 never rendered as HTML.
 A link whose query would pass MAX_QUERY_CHARS is refused with a message: many servers and proxies reject
@@ -57,6 +58,7 @@ class ViewLink:
     seed: int | None = None  # lm, sampled: the seed that makes the continuation repeatable
     max_new_tokens: int | None = None  # lm: new tokens asked for
     chat: bool = False  # lm: the prompt goes through the chat template
+    layers: bool = False  # the "Layer by layer" section read (opened and drawn for the result the link runs)
     ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
 
 
@@ -95,6 +97,8 @@ def to_query(link: ViewLink) -> str:
     ]
     if link.chat:
         params.append(("chat", "1"))
+    if link.layers:
+        params.append(("layers", "1"))
     return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
 
 
@@ -179,6 +183,7 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         model=(params.get("model") or "").strip()[:MAX_MODEL_CHARS] or None,
         training_step=_step(params.get("training_step")),
         chat=_flag(params.get("chat")),
+        layers=_flag(params.get("layers")),
         **options,
     )
     broken += ["tab"] if given["tab"] and given["tab"].lower() not in TABS else []

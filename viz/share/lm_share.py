@@ -45,7 +45,7 @@ def seed_shown(view, prompt, decoding, seed):
 
 
 def share_link(base, models, view, text, decoding, temperature, top_p, seed, max_new, chat, layer, head, step,
-               method, scale, hide, name, position):  # fmt: skip
+               method, scale, hide, name, position, read=None):  # fmt: skip
     """(the link box) for the view on screen."""
     model, snapshot = training_step.to_link(models, name, position)
     sampled = decoding == "sampled"
@@ -56,6 +56,7 @@ def share_link(base, models, view, text, decoding, temperature, top_p, seed, max
         top_p=float(top_p) if sampled and top_p is not None else None,
         seed=seed_shown(view, text, decoding, seed),
         max_new_tokens=None if max_new in (None, lm.DEFAULT_NEW_TOKENS) else int(max_new), chat=bool(chat),
+        layers=read is not None,
     )  # fmt: skip
     return _link_box(*links.share_url(base, link))
 
@@ -122,12 +123,13 @@ def apply_step(view, layer, head, scale, hide, pending: int | None):
     return slider, heatmap, top, task_views.overview(view, layer, scale, hide), None
 
 
-def wire_lm_links(demo, models, controls: ShareControls, *, i, v, choice, method, state, drawn):
+def wire_lm_links(demo, models, controls: ShareControls, *, i, v, choice, method, state, drawn, layers):
     """Copy link and download (by the model shown: the choice at the training step's snapshot), and opening a link
     (restore); i: the tab's inputs, v: its views (viz.next_word.tab: LMInputs, LMViews). Returns the event that moves
     the step slider to the link's step (the explanation panel explains that step after it)."""
     options = [i.decoding, i.temperature, i.top_p, i.seed, i.max_new, i.chat]
-    shown = [state, i.prompt, *options, v.layer, v.head, v.step, method, v.scale, v.hide, choice, v.snapshot.slider]
+    shown = [state, i.prompt, *options, v.layer, v.head, v.step, method, v.scale, v.hide, choice, v.snapshot.slider,
+             layers.read]  # fmt: skip
     _wire_buttons(
         controls,
         lambda base, *values: share_link(base, models, *values),

@@ -98,17 +98,18 @@ def _model_and_step(models, link: links.ViewLink, ignored: list[str]) -> list:
 
 
 def wire_sentiment_links(
-    demo, models, controls: ShareControls, *, review, choice, step, layer, head, method, scale, hide
+    demo, models, controls: ShareControls, *, review, choice, step, layer, head, method, scale, hide, layers
 ) -> None:
     """Copy link, download (by the model shown: the chosen model of the tab's ModelRegistry `models`, at the
     training step `step`'s snapshot), and opening a link: it fills the review, model, training step, layer, head,
-    explanation method, colour scale and hidden tokens, then presses 'Analyse sentiment' (#sentiment-submit)."""
+    explanation method, colour scale and hidden tokens, then presses 'Analyse sentiment' (#sentiment-submit).
+    layers: the tab's Layer by layer section (a link from a view it was read on reads the linked one too)."""
 
-    def share(base, text, layer, head, method, scale, hide, name, position):
+    def share(base, text, layer, head, method, scale, hide, name, position, read=None):
         model, snapshot = training_step.to_link(models, name, position)
         link = links.ViewLink(
             "sentiment", text or "", layer, head, method=method, scale=scale, hide=bool(hide), model=model,
-            training_step=snapshot,
+            training_step=snapshot, layers=read is not None,
         )  # fmt: skip
         return _link_box(*links.share_url(base, link))
 
@@ -117,7 +118,7 @@ def wire_sentiment_links(
         chosen = method if method in (getattr(pipe, "explanation_methods", None) or ()) else None
         return _file(*downloads.sentiment_download(pipe, text, chosen))
 
-    shown = [review, layer, head, method, scale, hide, choice, step.slider]
+    shown = [review, layer, head, method, scale, hide, choice, step.slider, layers.read]
     _wire_buttons(controls, share, shown, download, [review, choice, step.slider, method])
     methods = [value for _, value in method.choices]
 
@@ -139,17 +140,17 @@ def wire_sentiment_links(
 
 def wire_translation_links(
     demo, models, controls: ShareControls, *, german, decoding, beam, layer, head, scale, hide, state, drawn, step,
-    training, choice
+    training, choice, layers
 ):  # fmt: skip
     """As wire_sentiment_links for the translation tab (decoding and beam size too); a link's decoding step is
     applied once the run it starts is drawn (`drawn`). step: the decoding-step slider and the two plots it drives;
-    training: the training-step slider and its text; choice: the model choice."""
+    training: the training-step slider and its text; choice: the model choice; layers: the Layer by layer section."""
 
-    def share(base, text, decoding, beam, layer, head, scale, hide, step, name, position):
+    def share(base, text, decoding, beam, layer, head, scale, hide, step, name, position, read=None):
         model, snapshot = training_step.to_link(models, name, position)
         link = links.ViewLink(
             "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale, hide=bool(hide),
-            model=model, training_step=snapshot,
+            model=model, training_step=snapshot, layers=read is not None,
         )  # fmt: skip
         return _link_box(*links.share_url(base, link))
 
@@ -157,7 +158,7 @@ def wire_translation_links(
         pipe = models.get(training_step.chosen(models, name, position))
         return _file(*downloads.translation_download(pipe, text, decoding, beam))
 
-    shown = [german, decoding, beam, layer, head, scale, hide, step[0], choice, training.slider]
+    shown = [german, decoding, beam, layer, head, scale, hide, step[0], choice, training.slider, layers.read]
     _wire_buttons(controls, share, shown, download, [german, decoding, beam, choice, training.slider])
     pending_step = gr.State(None)
 
