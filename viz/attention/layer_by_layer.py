@@ -18,7 +18,7 @@ from ..page.landing import page_step
 from ..page.progress import reporter
 from ..page.theme import waiting_plot
 from ..server import hosting
-from ..server.events import PRIVATE
+from ..server.events import FOLLOW_UP, PRIVATE
 from ..server.stops import Stops
 from .figures import COLORSCALE
 
@@ -308,16 +308,16 @@ def section(page, models, task: str, state, step=None, drawn=None) -> LayerByLay
     after a new result is shown, when a share link with `layers=1` reads it layer by layer."""
     with page.section("Layer by layer"):
         ui = build(task)
-    wire(ui, models, task, state, step)
+    wire(ui, models, task, state, step, drawn)
     if drawn is not None:
         drawn.then(None, None, None, js=page_step("press_linked_lens.js", task), **PRIVATE)
     return ui
 
 
-def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:
+def wire(ui: LayerByLayerUI, models, task: str, state, step=None, drawn=None) -> None:
     """The button reads the result shown (the step shown, where there are steps) layer by layer; once drawn, moving
-    the step slider or the lens choice redraws it, from what it read where that holds the step (the Next word tab's:
-    every step at once), else by reading that step (for a new result, the button reads it)."""
+    the step slider or the lens choice redraws it, from what it read (every step at once), and a new result shown
+    (`drawn`: another input, model or training step) is read again."""
     slider = step
     step = gr.State(None) if step is None else step
 
@@ -336,6 +336,8 @@ def wire(ui: LayerByLayerUI, models, task: str, state, step=None) -> None:
     ui.submit.click(run, inputs, outputs, **PRIVATE)
     for changed in [c for c in (slider, ui.kind) if isinstance(c, (gr.Slider, gr.Radio))]:
         changed.input(follow, inputs + [ui.read], outputs, trigger_mode="always_last", **PRIVATE)
+    if drawn is not None:  # what a layer predicted at training step 223, or by the other model: read when shown
+        drawn.then(follow, inputs + [ui.read], outputs, **FOLLOW_UP)
     if ui.switch is not None:
         wire_switch(ui.switch, models, task, [state, step, ui.contrast])
 
