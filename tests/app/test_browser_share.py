@@ -63,6 +63,13 @@ def test_a_link_with_layers_reads_the_review_layer_by_layer(page, app_url):
     page.wait_for_function(
         "() => ((document.querySelector('#sentiment-share-link textarea') || {}).value || '').includes('layers=1')"
     )
+    # a new review shown is read layer by layer too, with no click: the section follows the result
+    before = page.locator("#sentiment-lens-notes").inner_text()
+    browser.analyze_review(page, "Dull, slow and far too long.")
+    page.wait_for_function(
+        "t => (document.querySelector('#sentiment-lens-notes') || {}).innerText !== t", arg=before, timeout=60_000
+    )
+    assert "Attributed:" in page.locator("#sentiment-lens-notes").inner_text()
 
 
 def test_download_data_agrees_with_the_api(page, app_url):
