@@ -242,14 +242,21 @@ def test_layer_by_layer_draws_the_lens_and_the_attribution_of_the_step_shown(pag
     page.wait_for_function("() => document.querySelector('#lm-lens-notes').innerText.includes('no tuned lens')")
 
 
-def test_layer_by_layer_fits_a_phone(page, lm_url):
-    page.set_viewport_size({"width": 390, "height": 844})
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_layer_by_layer_follows_the_step_and_fits_the_screen(page, lm_url, size):
+    page.set_viewport_size({"width": size[0], "height": size[1]})
     try:
         generate_an_example(page, lm_url)
         browser.open_section(page, "lm", "Layer by layer")
         page.locator("#lm-lens-submit").click()
         browser.wait_drawn(page, "lm-lens")
         browser.wait_drawn(page, "lm-dla")
+        assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+        columns_js = "() => ((document.querySelector('#lm-lens .js-plotly-plot') || {}).data || [{x: []}])[0].x.length"
+        columns = page.evaluate(columns_js)
+        browser.reveal(page, "lm-step")
+        page.locator("#lm-step input[type=range]").press("ArrowLeft")
+        page.wait_for_function(f"() => ({columns_js})() === {columns - 1}")
         assert page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})
