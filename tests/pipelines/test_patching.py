@@ -2,12 +2,12 @@
 leaves the corrupted run, a head's cell is the run with that head's output replaced, and attribution patching is exact
 where the model is linear in the patched state; on the three families, tiny and bundled."""
 
-import copy
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from tiny_models import linear_in_the_last_heads
 
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 from pipelines.lens import tasks
@@ -85,11 +85,7 @@ def test_a_head_patched_at_the_last_position_only_is_that_run_by_hand(lm):
 
 def test_attribution_patching_is_exact_where_the_model_is_linear_in_the_patched_state(lm):
     """Final norm out, the last feed-forward layer writing nothing: the logits are linear in the last layer's z."""
-    linear = copy.deepcopy(lm)
-    model = linear.adapter.model
-    model.final_norm = torch.nn.Identity()
-    with torch.no_grad():
-        model.blocks[-1].mlp.down.weight.zero_()
+    linear = linear_in_the_last_heads(lm)
     t, c = answers(linear)
     exact = linear.patch(CLEAN, CORRUPTED, over="heads", target=t, contrast=c)
     estimate = linear.patch(CLEAN, CORRUPTED, over="heads", exact=False, target=t, contrast=c)

@@ -2,11 +2,10 @@
 masked by hand, and in a tiny model with the final norm out and the last feed-forward layer silent a last-layer head's
 whole effect is its direct attribution (what reaches the logit only directly); a Stop leaves rows NaN."""
 
-import copy
-
 import numpy as np
 import pytest
 import torch
+from tiny_models import linear_in_the_last_heads
 
 PROMPT = "The film was a"
 REVIEW = "The film was not bad at all."
@@ -28,11 +27,7 @@ def test_a_cell_is_the_run_with_that_head_masked(lm):
 
 
 def test_a_last_layer_heads_whole_effect_is_its_direct_part_where_nothing_reads_it_after(lm):
-    pipe = copy.deepcopy(lm)
-    model = pipe.adapter.model
-    model.final_norm = torch.nn.Identity()
-    with torch.no_grad():
-        model.blocks[-1].mlp.down.weight.zero_()
+    pipe = linear_in_the_last_heads(lm)
     off, direct = pipe.switch_off(PROMPT), pipe.direct_logit_attribution(PROMPT)
     np.testing.assert_allclose(off.heads[-1], direct.heads[-1], atol=1e-5)
     assert not np.allclose(off.heads[:-1], direct.heads[:-1], atol=1e-3)  # earlier heads are read by later ones

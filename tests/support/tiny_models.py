@@ -123,3 +123,16 @@ def add_snapshots(
         info = {"step": step, "epoch": step / 10, "loss": 2.0 / (i + 1), "metric": metric, metric: 0.5 + i / 100}
         (sub / "snapshot.json").write_text(json.dumps(info))
     return folder
+
+
+def linear_in_the_last_heads(lm):
+    """A copy of a language-model pipeline with the final norm taken out and the last feed-forward layer writing
+    nothing: what a last-layer head writes reaches the logits directly and only so (they are linear in its output)."""
+    import copy
+
+    pipe = copy.deepcopy(lm)
+    model = pipe.adapter.model
+    model.final_norm = torch.nn.Identity()
+    with torch.no_grad():
+        model.blocks[-1].mlp.down.weight.zero_()
+    return pipe
