@@ -233,7 +233,8 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
               progress=None, stop=None, last_only: bool = False):  # fmt: skip
         """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted
         one, at decoding step `step` of the clean translation (None: the first step at which the two sentences' answers
-        differ, both teacher-forced on the clean translation); progress, stop, last_only: as SentimentPipeline.patch's."""
+        differ, both teacher-forced on the clean translation); progress, stop, last_only: as SentimentPipeline.patch's.
+        """
         run = dict(progress=progress, stop=stop, last_only=last_only)
         return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step, **run)
 

@@ -72,8 +72,8 @@ class DecodingBatch:
         x = torch.tensor([[tokens[k]] for k in self.keys], device=self.device)  # (B, 1)
         key_mask = torch.cat([self.key_mask, self.key_mask.new_ones(B, 1)], 1)  # (B, Tk + 1)
         positions = self.next_position[:, None]  # (B, 1)
-        out = self.model(x, head_mask=self._stacked(self.head_masks), cache=self.cache, use_cache=True, positions=positions,
-                         key_mask=key_mask)  # fmt: skip
+        masks = self._stacked(self.head_masks)  # (L, B, H) or None
+        out = self.model(x, head_mask=masks, cache=self.cache, use_cache=True, positions=positions, key_mask=key_mask)
         self.cache, self.key_mask = out.cache, key_mask
         self.next_position = self.next_position + 1
         return {k: out.logits[i, -1] for i, k in enumerate(self.keys)}

@@ -42,7 +42,8 @@ class CausalLM(
         # Built on the meta device (llama.from_state: the weights come from a checkpoint), nothing is initialised:
         # an embedding's random init there imports torch._dynamo (1 s), the rest is work thrown away.
         blank = torch.empty(0).is_meta
-        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, _weight=torch.empty(c.vocab_size, c.d_model) if blank else None)
+        given = torch.empty(c.vocab_size, c.d_model) if blank else None  # (V, D), on the meta device
+        self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, _weight=given)
         self.positions = Positions(c.positions, c.max_len, c.d_model) if c.positions != "rotary" else None
         self.dropout = nn.Dropout(c.dropout)
         self.rotary = Rotary(c.head_dim, c.rope_base) if c.positions == "rotary" else None

@@ -34,7 +34,6 @@ class Positions(nn.Module):
         else:
             self.register_buffer("table", sinusoidal_table(max_len, d_model), persistent=False)
 
-
     def forward(self, x: torch.Tensor, offset: int | torch.Tensor = 0) -> torch.Tensor:
         """x (B, T, D) plus the vectors of positions offset .. offset + T - 1, or of each token's own position where
         offset is a (B, T) tensor of them (rows decoded together, each at its own length)."""

@@ -4,10 +4,10 @@ Every stream (a click on Generate, a /generate call) becomes a Row of one Decodi
 loop's thread submits one step after another to the model's lane (pipelines.hosting.microbatch), each a batch of its
 own, so the lane's other calls (an explanation, a lens, a head table's pause points) take turns with the steps. A
 step feeds every decoding row its last token in one forward (transformer.batch_decoding.DecodingBatch), then lets
-the waiting rows join (their prompts run together in one forward), at most `max_rows` rows at once, the clients with the fewest rows
-decoding first. Each row chooses its tokens with its own options and generator (greedy, or sampled with its seed),
-so its tokens are those it gets alone; it leaves at its end-of-text token, its length, or its Stop (a closed stream),
-at the next step. docs/reference.md "How a request is scheduled".
+the waiting rows join (their prompts run together in one forward), at most `max_rows` rows at once, the clients
+with the fewest rows decoding first. Each row chooses its tokens with its own options and generator (greedy, or
+sampled with its seed), so its tokens are those it gets alone; it leaves at its end-of-text token, its length, or its
+Stop (a closed stream), at the next step. docs/reference.md "How a request is scheduled".
 """
 
 import queue

@@ -7,9 +7,9 @@ call that runs the model (the model run, a run with heads switched off, explanat
 scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch, in the
 model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the pipeline here.
 A language model's generations decode together, step by step, in its lane (pipelines.hosting.decoding), in this
-process. Who is calling comes from `calling_client`. Given a ResultCache (pipelines.hosting.cache), a call identical to a recent
-one (same model, input and options) is answered from it without running the model; a sampled generation only when
-it is seeded (the same seed, the same text).
+process. Who is calling comes from `calling_client`. Given a ResultCache (pipelines.hosting.cache), a call identical
+to a recent one (same model, input and options) is answered from it without running the model; a sampled generation
+only when it is seeded (the same seed, the same text).
 """
 
 import functools
@@ -239,18 +239,8 @@ class ServedLM(ServedPipeline):
         super().__init__(pipe, batcher, process, cache)
         self.decoding = DecodingLoop(pipe.adapter, self._in_lane, MAX_ROWS, batcher.max_pending)
 
-    def __call__(
-        self,
-        prompt: str,
-        max_new_tokens: int = 20,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        seed: int | None = None,
-        head_mask: dict[HeadKey, float] | None = None,
-        chat: bool = False,
-    ):
-        """LanguageModelPipeline.__call__, decoded with the other generations of the moment."""
-        return self.generate(prompt, Decoding(max_new_tokens, temperature, top_p, seed, chat), head_mask)
+    # the pipeline's own: its Decoding from the options, through this class's generate (decoded with the others)
+    __call__ = LanguageModelPipeline.__call__
 
     def generate(self, prompt: str, decoding: Decoding | None = None, head_mask=None, need_weights: bool = True):
         """LanguageModelPipeline.generate: stream's complete result (or an identical generation's, as _cached)."""

@@ -108,9 +108,8 @@ def patch(
     T = corrupted.size(1)
     columns = [f"h{h}" for h in range(runner.n_heads)] if over == "heads" else (tokens or [str(i) for i in range(T)])
     rows = [f"layer {i}" for i in range(runner.n_layers)]
-    note = "" if aligned else "Each head is patched at the last position only" + (
-        "." if same_length else ": the inputs differ in length."
-    )
+    why = "." if same_length else ": the inputs differ in length."
+    note = "" if aligned else f"Each head is patched at the last position only{why}"
     return Patching(grid, rows, columns, base, low, over, exact, aligned, note)
 
 

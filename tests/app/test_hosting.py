@@ -8,8 +8,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from pipelines.hosting.memory import tame_malloc
 from pipelines.hosting import budget
+from pipelines.hosting.memory import tame_malloc
 from viz.server import hosting
 from viz.server.sessions import MAX_SESSIONS, SessionsByBytes
 

@@ -31,7 +31,8 @@ class HeldLane:
             self.release.wait(10)
             return [None for _ in items]
 
-        self.thread = threading.Thread(target=served.batcher.submit, args=(hold, None), kwargs=dict(lane=served.run_batch))
+        submit = dict(target=served.batcher.submit, args=(hold, None), kwargs=dict(lane=served.run_batch))
+        self.thread = threading.Thread(**submit)
         self.thread.start()
         assert self.held.wait(10)
 

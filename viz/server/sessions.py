@@ -73,7 +73,8 @@ class SessionsByBytes(StateHolder):
                 self.session_data.move_to_end(session_id)
                 self.dirty.add(session_id)
             total = self.total_bytes
-            while len(self.session_data) > 1 and (len(self.session_data) > self.max_sessions or total > self.budget_bytes):
+            over = lambda: len(self.session_data) > self.max_sessions or total > self.budget_bytes  # noqa: E731
+            while len(self.session_data) > 1 and over():
                 evicted, _ = self.session_data.popitem(last=False)
                 self.time_last_used.pop(evicted, None)
                 total -= self.held.pop(evicted, 0)
