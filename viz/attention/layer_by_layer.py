@@ -87,28 +87,26 @@ def build_switch(task: str) -> SwitchUI:
     return SwitchUI(submit, stop, waiting_plot(f"{task}-dla-total"), notes)
 
 
-# task -> (pipe, view, step, contrast, kind) -> {step: (Lens, Attribution or the error of that step)}: what one run of
-# the model gives for the view. The Next word and translation tabs' are every step, from one pass: moving the step
-# slider redraws from these.
-def _sentiment(pipe, view, step, contrast, kind):
+# task -> (pipe, view, contrast, kind) -> {step: (Lens, Attribution or the error of that step)}: what one pass of the
+# model gives for the view, every step of it (the review: one, under None); moving the step slider redraws from these.
+def _sentiment(pipe, view, contrast, kind):
     return {None: pipe.layer_by_layer(view.text, contrast=contrast)}
 
 
-def _translation(pipe, view, step, contrast, kind):
+def _translation(pipe, view, contrast, kind):
     steps = pipe.layer_by_layer_steps(view.text, contrast=contrast, result=view.result)
     return {s: pair for s, pair in enumerate(steps, start=1)}  # the slider's steps count from 1
 
 
-def _lm(pipe, view, step, contrast, kind):
+def _lm(pipe, view, contrast, kind):
     steps = pipe.layer_by_layer_steps(view.result, contrast=contrast, kind=kind)
     return {s: pair for s, pair in enumerate(steps, start=1)}
 
 
 CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
-_TRANSLATION_STEP = lambda view, step: max(int(step or 1), 1)  # noqa: E731  # the slider's steps count from 1
-STEP_OF: dict[str, Callable] = {  # task -> (view, step) -> the key of the step shown in CALLS' answers
+STEP_OF: dict[str, Callable] = {  # task -> (view, step) -> the key of the step shown in CALLS' answers (from 1)
     SENTIMENT.name: lambda view, step: None,
-    TRANSLATION.name: _TRANSLATION_STEP,
+    TRANSLATION.name: lambda view, step: max(int(step or 1), 1),
     LM.name: lambda view, step: max(int(step or view.step or 1), 1),
 }
 
@@ -288,15 +286,15 @@ def compute_switch(models, task: str, view, step, contrast: str | None, progress
 
 def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens", read: Read | None = None):
     """(lens grid, by-layer lines, attribution grid, notes, the Read they come from) for the view's step, by the
-    model that made it, or from `read` where it holds that step already; kind: a choice of READ_OUT_WITH."""
+    model that made it, or from `read` where it was read for this view already; kind: a choice of READ_OUT_WITH."""
     if view is None:
         return None, None, None, "Run the model first: this section reads the result shown.", read
     contrast, how, at = (contrast or "").strip() or None, READ_OUT_WITH[kind], STEP_OF[task](view, step)
-    if read is None or not read.fits(view, contrast, how):
-        read = Read(_result(view), contrast, how, {})
-    if at not in read.steps:
+    if read is None or not read.fits(view, contrast, how):  # every step of the view, from one pass
         pipe = models.get(getattr(view, "model", None))
-        read = Read(read.result, contrast, how, {**read.steps, **CALLS[task](pipe, view, step, contrast, how)})
+        read = Read(_result(view), contrast, how, CALLS[task](pipe, view, contrast, how))
+    if at not in read.steps:
+        raise ValueError(f"step {at} is not one of this result's steps (1..{len(read.steps)})")
     lens, a = read.steps[at]
     if isinstance(a, Exception):  # this step's tokens do not name the contrast: the lens stands
         return lens_figure(lens), by_layer_figure(lens), None, f"{html.escape(str(a))}\n\n{lens.note}", read
