@@ -218,9 +218,15 @@ def translation_layer_by_layer(pipe, text, step=0, target=None, contrast=None, r
         return out, None
     if not 0 <= step < len(result.target_ids):
         raise ValueError(f"step {step} is not one of this translation's steps (0..{len(result.target_ids) - 1})")
+    return out, _translation_step(pipe, readout, result, run, cache, step, target, contrast)
+
+
+def _translation_step(pipe, readout, result, run, cache, step: int, target, contrast) -> Attribution:
+    """The attribution at decoding step `step` of a teacher-forced pass (default target: the token produced there)."""
+    a = pipe.adapter
     target = result.target_ids[step] if target is None else target
     tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
-    return out, _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
+    return _attribute(readout, cache, run.logits[0, step].float(), target, contrast, a.token_text, tokenize, step)
 
 
 def translation_layer_by_layer_steps(pipe, text, target=None, contrast=None, result=None) -> list[tuple]:
@@ -229,13 +235,10 @@ def translation_layer_by_layer_steps(pipe, text, target=None, contrast=None, res
     readout, a = readout_of(pipe.adapter), pipe.adapter
     result, run, cache = _sentence_pass(pipe, text, result, names_for(readout, True, True))
     lens = logit_lens(readout, cache, ["<s>", *result.target_tokens[:-1]], a.token_text)
-    tokenize = lambda s: a.tokenize(s)[0]  # noqa: E731
     out = []
-    for step, produced in enumerate(result.target_ids):
-        logits = run.logits[0, step].float()
+    for step in range(len(result.target_ids)):
         try:
-            t = produced if target is None else target
-            out.append((lens, _attribute(readout, cache, logits, t, contrast, a.token_text, tokenize, step)))
+            out.append((lens, _translation_step(pipe, readout, result, run, cache, step, target, contrast)))
         except ValueError as e:  # this step's top tokens do not name the contrast: said for this step only
             out.append((lens, e))
     return out
