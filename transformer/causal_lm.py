@@ -13,7 +13,7 @@ from torch import nn
 
 from .config import CausalLMConfig
 from .decoder import DecoderCache
-from .embeddings import Positions, Rotary
+from .embeddings import Positions, Rotary, on_meta
 from .head_mask import StackMask, layer_mask
 from .hooks import Hooked, HookPoint, HookRegistry
 from .hub import HUB_KWARGS, ShardedWeights
@@ -41,7 +41,7 @@ class CausalLM(
         self.config = c = config
         # Built on the meta device (llama.from_state: the weights come from a checkpoint), nothing is initialised:
         # an embedding's random init there imports torch._dynamo (1 s), the rest is work thrown away.
-        blank = torch.empty(0).is_meta
+        blank = on_meta()
         given = torch.empty(c.vocab_size, c.d_model) if blank else None  # (V, D), on the meta device
         self.tok_emb = nn.Embedding(c.vocab_size, c.d_model, _weight=given)
         self.positions = Positions(c.positions, c.max_len, c.d_model) if c.positions != "rotary" else None

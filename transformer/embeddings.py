@@ -6,11 +6,24 @@ import torch
 from torch import nn
 
 
+def on_meta() -> bool:
+    """Whether modules are being built on the meta device (transformer.llama.from_state: the weights come from a
+    checkpoint, nothing is initialised)."""
+    return torch.empty(0).is_meta
+
+
+def computed_on() -> str | None:
+    """Where a buffer computed at construction (not loaded) is made: the CPU while building on the meta device (a
+    checkpoint holds no such buffer), else the default device."""
+    return "cpu" if on_meta() else None
+
+
 def sinusoidal_table(max_len: int, d_model: int) -> torch.Tensor:
-    """(max_len, d_model) fixed sinusoidal positions from Vaswani et al. (on the CPU, as Rotary.frequencies)."""
-    pos = torch.arange(max_len, dtype=torch.float32, device="cpu")[:, None]
-    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device="cpu") * (-math.log(10000.0) / d_model))
-    table = torch.zeros(max_len, d_model, device="cpu")
+    """(max_len, d_model) fixed sinusoidal positions from Vaswani et al. (on computed_on())."""
+    device = computed_on()
+    pos = torch.arange(max_len, dtype=torch.float32, device=device)[:, None]
+    div = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32, device=device) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model, device=device)
     table[:, 0::2] = torch.sin(pos * div)
     table[:, 1::2] = torch.cos(pos * div)
     return table
@@ -95,9 +108,9 @@ class Rotary(nn.Module):
         self.register_buffer("inv_freq", self.frequencies(), persistent=False)
 
     def frequencies(self) -> torch.Tensor:
-        """(hs/2,) base^(-2i/hs): the angle per position of each pair (a buffer, not saved with the weights: computed
-        on the CPU even for a model built on the meta device, which loads the weights only)."""
-        pairs = torch.arange(0, self.head_dim, 2, dtype=torch.float32, device="cpu")
+        """(hs/2,) base^(-2i/hs): the angle per position of each pair (a buffer, not saved with the weights: made on
+        computed_on(), so a model built on the meta device, which loads the weights only, has it)."""
+        pairs = torch.arange(0, self.head_dim, 2, dtype=torch.float32, device=computed_on())
         return 1.0 / (self.base ** (pairs / self.head_dim))
 
     def cos_sin(self, T: int, offset: int = 0, device=None) -> tuple[torch.Tensor, torch.Tensor]:
