@@ -244,8 +244,12 @@ class ServedLM(ServedPipeline):
 
     def generate(self, prompt: str, decoding: Decoding | None = None, head_mask=None, need_weights: bool = True):
         """LanguageModelPipeline.generate: stream's complete result (or an identical generation's, as _cached)."""
-        key = self._key(LanguageModelPipeline.generate, (prompt, decoding, head_mask, need_weights), {})
+        key = self._generation_key(prompt, decoding, head_mask, need_weights)
         return self._cached(key, lambda: self._last(self._decoded(prompt, decoding, head_mask, need_weights)))
+
+    def _generation_key(self, prompt: str, decoding, head_mask, need_weights: bool):
+        """The cache key of a generation (generate's and stream's one), None where it is not kept."""
+        return self._key(LanguageModelPipeline.generate, (prompt, decoding, head_mask, need_weights), {})
 
     @staticmethod
     def _last(stream):
@@ -272,7 +276,7 @@ class ServedLM(ServedPipeline):
         as it decodes alone), the maps' pass through the batcher. Closing the generator (a Stop button, a closed
         page) takes the row out at the next step. A continuation in the cache (greedy or seeded, as `generate` keys
         it) comes as its complete result alone, with no partial ones."""
-        key = self._key(LanguageModelPipeline.generate, (prompt, decoding, head_mask, need_weights), {})
+        key = self._generation_key(prompt, decoding, head_mask, need_weights)
         hit = MISSING if key is None else self.cache.get(key)
         if hit is not MISSING:
             return self._replayed(hit)
