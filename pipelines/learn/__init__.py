@@ -1,0 +1,1 @@
+"""The Learn tab's library: the from-scratch path walked on a live model (walk.py)."""
