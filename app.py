@@ -2,7 +2,8 @@
 
 Run `python app.py`. Models load once at start from $SENTIMENT_MODEL / $TRANSLATION_MODEL (a Hub repo id
 or a local folder), else from assets/sentiment and assets/translation; the language model from $LM_MODEL (a folder,
-repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it.
+repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it (and,
+without a SmolLM2 file, SmolLM2 from the Hub: $LM_HUB_MODEL).
 RESULT_CACHE=off: every call runs its model (identical calls are otherwise answered from pipelines.hosting.cache).
 The logic lives in viz/.
 """

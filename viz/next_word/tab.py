@@ -94,8 +94,9 @@ def _inputs() -> LMInputs:
 
 
 def _notes(models) -> str:
-    """What the model choice offers, and how to get SmolLM2 when it is not here."""
-    if SMOLLM2_NAME in models.names:
+    """What the model choice offers, and how to get SmolLM2 when it cannot load here (not installed, and offered from
+    the Hub, if at all, where the Hub cannot be reached)."""
+    if SMOLLM2_NAME in models.names and not models.entries[SMOLLM2_NAME].unavailable:
         return (
             "SmolLM2 is instruction-tuned: tick *chat template* for a question. Ours was trained here on IMDB reviews."
         )
