@@ -26,7 +26,7 @@ def serve(link: Connection) -> None:
     while True:
         try:
             method, args, kwargs = loads_call(link.recv_bytes(), link)
-        except EOFError:  # the parent is gone or closed the pipe
+        except (EOFError, ConnectionResetError):  # the parent is gone or closed the pipe (before reading "ready")
             return
         try:
             answer = (True, getattr(pipe, method)(*args, **kwargs))
