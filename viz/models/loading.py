@@ -108,8 +108,8 @@ PRETRAINED_TRANSLATOR_NOTE = (
 PRETRAINED_LM = "HuggingFaceTB/SmolLM2-135M-Instruct"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct (30 × 9 heads)"
 PRETRAINED_LM_NOTE = (
-    "SmolLM2-135M-Instruct, trained by Hugging Face on trillions of tokens of web text, code and maths, then on"
-    " instructions; its safetensors read into our own Llama code, loaded from the Hub on first use (270 MB)."
+    "SmolLM2-135M-Instruct, trained by Hugging Face on 2 trillion tokens of web text, code and maths, then tuned to"
+    " follow instructions; its safetensors read into our own Llama code, loaded from the Hub on first use (270 MB)."
 )
 
 
@@ -119,7 +119,6 @@ class HubModel:
 
     variable: str  # the env var that names another repo id or folder in its place ('' offers none)
     repo: str  # the model when that variable is unset
-    name: str  # what the model choice calls `repo`
     note: str  # what `repo` is, under the choice
     needs: tuple[str, ...] = ()  # the modules reading a repo takes, beyond the library's
 
@@ -127,10 +126,10 @@ class HubModel:
 # {a tab's env var: the Hub model offered beside it}
 HUB_ALTERNATIVES = {
     "TRANSLATION_MODEL": HubModel(
-        "TRANSLATION_HUB_MODEL", PRETRAINED_TRANSLATOR, PRETRAINED_TRANSLATOR_NAME, PRETRAINED_TRANSLATOR_NOTE,
+        "TRANSLATION_HUB_MODEL", PRETRAINED_TRANSLATOR, PRETRAINED_TRANSLATOR_NOTE,
         needs=("transformers", "sentencepiece"),  # `transformers` reads a Marian repo; its tokenizer is sentencepiece
     ),
-    "LM_MODEL": HubModel("LM_HUB_MODEL", PRETRAINED_LM, SMOLLM2_NAME, PRETRAINED_LM_NOTE),  # our Llama code reads it
+    "LM_MODEL": HubModel("LM_HUB_MODEL", PRETRAINED_LM, PRETRAINED_LM_NOTE),  # our Llama code reads it
 }  # fmt: skip
 HUB_NOTES = {m.repo: m.note for m in HUB_ALTERNATIVES.values()}
 
