@@ -78,7 +78,8 @@ def test_from_the_hub_cache_smollm2_loads_on_first_use_and_computes_what_its_fil
     assert models.names[1] == loading.SMOLLM2_NAME and models.loaded() == [models.default]  # loaded on first use
     smollm2 = models.entries[loading.SMOLLM2_NAME]
     assert smollm2.note == loading.PRETRAINED_LM_NOTE and not model_choice.unavailable(models)
-    assert model_choice.choice(models, "lm").visible and "instruction-tuned" in tab._notes(models)
+    assert model_choice.choice(models, "lm").visible
+    assert "instruction-tuned" in tab._notes(models) and loading.PRETRAINED_LM_NOTE in tab._notes(models)
     pipe, name = model_choice.resolve(models, loading.SMOLLM2_NAME)
     assert name == loading.SMOLLM2_NAME and pipe.source == loading.PRETRAINED_LM
     ours = pipe(PROMPT, max_new_tokens=3)

