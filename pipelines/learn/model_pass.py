@@ -101,7 +101,7 @@ def keeper(cache: dict, stop: bool = False):
 
 def labels(tokens: list[str]) -> tuple[str, ...]:
     """Unique axis labels "i:token" (plotly merges repeated category labels)."""
-    return tuple(f"{i}:{t}" for i, t in enumerate(tokens))
+    return tuple(f"{i}:{' '.join(t.split()) or '␣'}" for i, t in enumerate(tokens))
 
 
 def numpy(t: torch.Tensor) -> np.ndarray:
