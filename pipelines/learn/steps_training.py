@@ -14,9 +14,9 @@ MAX_SNAPSHOTS = 4  # the first, the last and two between
 
 
 @functools.lru_cache(maxsize=8)
-def _snapshot_model(pipeline: type, folder: str):
-    """A snapshot's model, loaded once (a new input's walk runs it again without loading)."""
-    return pipeline.from_pretrained(folder).adapter.model
+def _snapshot_model(pipeline: type, folder: str, device: str):
+    """A snapshot's model, loaded once on `device` (a new input's walk runs it again without loading)."""
+    return pipeline.from_pretrained(folder, device).adapter.model
 
 
 def _chosen(source) -> list:
@@ -65,7 +65,8 @@ def training(p: Pass) -> Step:
         return p.step("training", title="How attention forms in training", text=NONE, part="attention")
     point, head = _followed(p)
     folders = [at_revision(source, s.revision)[0] for s in snaps]
-    maps = [_pattern(p, _snapshot_model(type(p.pipe), f), point, head) for f in folders]
+    device = str(p.ids.device)
+    maps = [_pattern(p, _snapshot_model(type(p.pipe), f, device), point, head) for f in folders]
     maps.append(p.at(point)[head].float().cpu().numpy())
     steps = [f"step {s.step}" for s in snaps] + ["trained"]
     spread = [float(entropy(m).mean()) for m in maps]
