@@ -48,6 +48,7 @@ class Read:
     ids: list[int]
     tokens: list[str]
     extra: Mapping[str, object] = field(default_factory=dict)
+    cut: bool = False  # the text had more than MAX_TOKENS tokens: the first ones are read
 
 
 @dataclass(frozen=True)

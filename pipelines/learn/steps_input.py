@@ -35,6 +35,8 @@ def tokens(p: Pass) -> Step:
         f"{ngrams}. The heatmap shows the first numbers of each vector. Everything after this step is arithmetic "
         "on these vectors."
     )
+    if p.read.cut:
+        text += f" (Learn reads the first {len(p.labels)} tokens of a longer text.)"
     obj = CausalLM.from_token_vectors if isinstance(p.model, CausalLM) else LayerStack.embed
     return p.step(
         "tokens",

@@ -188,3 +188,15 @@ def test_sample_view_is_seeded_and_temperature_changes_the_spread():
     assert sample_view(logits, 0.0, 1.0, 3).token == 0  # greedy
     with pytest.raises(ValueError):
         sample_view(logits, 1.0, 0.0, 0)
+
+
+def test_a_long_text_is_read_up_to_max_tokens_and_said(bundled):
+    from pipelines.learn.model_pass import MAX_TOKENS
+
+    long = " ".join([REVIEW] * 10)
+    for name in ("minilm", "lm"):
+        w = walk(bundled(name), long)
+        assert_sound(w)
+        tokens = steps_of(w)["tokens"]
+        assert len(tokens.labels) == MAX_TOKENS and "Learn reads the first" in tokens.text
+    assert "Learn reads the first" not in steps_of(walk(bundled("lm"), PROMPT))["tokens"].text

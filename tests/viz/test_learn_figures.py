@@ -69,3 +69,12 @@ def test_the_start_and_end_tokens_are_labelled_not_swallowed_as_tags(bundled_wal
     step = next(s for s in bundled_walks[1].steps if s.key == "cross_attention")
     fig = draw(step)
     assert any("&lt;/s&gt;" in label for label in fig.data[0].x)
+
+
+def test_the_largest_figures_stay_under_200_kb_on_a_long_text():
+    """MiniLM's 12 heads on the most tokens a walk reads: the heaviest multi-head figure."""
+    from pipelines import SentimentPipeline
+
+    pipe = SentimentPipeline.from_pretrained(str(ROOT / "assets" / "sentiment"))
+    for step in walk(pipe, " ".join([TEXTS["sentiment"]] * 10)).steps:
+        assert_drawn(step, draw(step))

@@ -207,7 +207,7 @@ def classifier(step: Step) -> go.Figure:
         fig.add_trace(go.Bar(x=labels, y=r3(a[key]), name=name, marker_color=color,
                              hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>"), 1, 2)  # fmt: skip
     fig.update_yaxes(autorange="reversed", col=1)
-    fig.update_layout(barmode="group", legend=dict(orientation="h", y=1.02, x=0.55))
+    fig.update_layout(barmode="group", legend=dict(orientation="h", y=-0.08, yanchor="top", x=0.55))
     return layout(fig, "Pooling and the classifier")
 
 
@@ -264,8 +264,11 @@ NEXT = {
 
 def next_steps(step: Step) -> go.Figure:
     names = list(SECTIONS)
-    fig = go.Figure(go.Table(header=dict(values=["section of each task tab", "what it shows"]),
-                             cells=dict(values=[names, [NEXT.get(n, "") for n in names]])))  # fmt: skip
+    clear, line = "rgba(0,0,0,0)", dict(color="rgba(127,127,127,0.5)")  # the page's background, light or dark
+    header = dict(values=["<b>section of each task tab</b>", "<b>what it shows</b>"], fill_color=clear, line=line,
+                  align="left")  # fmt: skip
+    cells = dict(values=[names, [NEXT.get(n, "") for n in names]], fill_color=clear, line=line, align="left")
+    fig = go.Figure(go.Table(header=header, cells=cells))
     return layout(fig, "Where to go next", 80 + 32 * len(names))
 
 
