@@ -40,6 +40,7 @@ class Encoder:
 
     name = "encoder"
     own = ("classifier",)
+    writes = False  # a decoder writes its output, one token at a time, under a causal mask
 
     def read(self, pipe, text: str) -> Read:
         a = pipe.adapter
@@ -80,6 +81,7 @@ class EncoderDecoder:
 
     name = "encoder-decoder"
     own = ("cross_attention", "next_token")
+    writes = True
 
     def read(self, pipe, text: str) -> Read:
         a = pipe.adapter
@@ -132,6 +134,7 @@ class Decoder:
 
     name = "decoder"
     own = ("next_token",)
+    writes = True
 
     def read(self, pipe, text: str) -> Read:
         every = list(pipe.encode(text).ids)

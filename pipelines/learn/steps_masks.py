@@ -35,7 +35,7 @@ def _text(p: Pass, T: int, n_pad: int) -> str:
             " A model that writes text must not read ahead: its causal mask lets each token attend only to itself "
             "and the tokens before it, so the map's upper triangle is 0."
         )
-    elif p.family.name == "encoder-decoder":
+    elif p.family.writes:  # beside the encoder the stack walked here
         text += " The decoder also has a causal mask: each English token reads only the ones before it."
     return text
 
@@ -55,7 +55,7 @@ def masks(p: Pass) -> Step:
     if p.stack.causal:
         arrays["causal"] = causal_mask(T, T)[0, 0].numpy()
         hidden.append(np.where(arrays["causal"], 0.0, f64(alone)))  # the future keys
-    elif p.family.name == "encoder-decoder":
+    elif p.family.writes:  # the decoder's mask over its own output
         Tt = len(p.read.extra["target"])
         arrays["causal"] = causal_mask(Tt, Tt)[0, 0].numpy()
     pads = tuple(f"{i}:<pad>" for i in range(T, Tb))
