@@ -147,7 +147,8 @@ def test_path_takes_the_general_steps_from_the_first_walk_and_each_familys_own(b
     assert keys == list(ORDER) and len(keys) >= 14
     by_key = {s.key: s for s in steps}
     assert by_key["qkv"].model == walks[0].model and by_key["cross_attention"].model == walks[1].model
-    assert by_key["next_token"].model == walks[1].model  # the translator's decoder comes first
+    assert by_key["next_token"].model == walks[2].model  # the language model's, before the translator's first step
+    assert path(walks[:2])[-3].key == "next_token" and path(walks[:2])[-3].model == walks[1].model
     assert by_key["training"].arrays  # from the first walk whose model has snapshots
     assert sum(s.check is not None for s in steps) >= 10
     with pytest.raises(ValueError):
