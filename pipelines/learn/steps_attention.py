@@ -85,6 +85,8 @@ def scaling(p: Pass) -> Step:
         "measures how spread its weights are: 0 when one key takes all, log(n) when n keys share equally. Compare "
         "the two maps and their entropies, head 0 of layer 0."
     )
+    if attn.rotary is not None:
+        text += " Here q and k are taken after the rotation of rotary positions, as the model scores them."
     return p.step(
         "scaling",
         title="Scaling by 1/sqrt(d)",
