@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pipelines.hosting.microbatch import pause_point
+
 OVER = {"resid": "hook_resid_pre", "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out", "heads": "attn.hook_z"}
 
 
@@ -132,10 +134,12 @@ def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bo
 
 @torch.no_grad()
 def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop) -> np.ndarray:
-    """(L, cells) the raw metric with each cell patched: one batched pass a layer, a row a cell."""
+    """(L, cells) the raw metric with each cell patched: one batched pass a layer, a row a cell; a pause point
+    before each pass (as a background call, the model's waiting calls and decoding steps run there)."""
     cells = list(range(runner.n_heads if over == "heads" else corrupted.size(1)))
     grid = np.full((runner.n_layers, len(cells)), np.nan)
     for layer, name in enumerate(names):
+        pause_point()
         if stop is not None and stop():
             break
         rows = corrupted.expand(len(cells), -1)  # (N, T)
