@@ -18,7 +18,7 @@ import time
 
 CLEAN = "When Mary and John went to the store, John gave a cold drink to"
 CORRUPTED = "When Mary and John went to the store, Mary gave a cold drink to"  # the same length: 15 tokens
-PROMPT = "Write a short story about a lighthouse keeper who finds a message in a bottle."
+PROMPT = "Once upon a time, in a small village by the sea, there lived"  # 40 tokens greedy, no end-of-text
 
 
 def serve_smollm2():
@@ -79,7 +79,7 @@ def main() -> None:
     alone_times: list = []
     start = time.perf_counter()
     generate(served, args.tokens, alone_times, threading.Event(), 0)
-    gaps_alone = [b - a for a, b in zip(alone_times, alone_times[1:])]
+    gaps_alone = [b - a for a, b in zip(alone_times, alone_times[1:])] or [0.0]
     print(f"generation alone: {len(alone_times)} tokens in {time.perf_counter() - start:.2f} s, "
           f"largest gap {max(gaps_alone):.2f} s")  # fmt: skip
     alone = patch(served)
@@ -93,7 +93,7 @@ def main() -> None:
     beside = patch(served)
     ended = time.perf_counter()
     reader.join()
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in zip(times, times[1:])] or [0.0]
     during = sum(began <= t <= ended for t in times)
     print(f"generation beside it: {len(times)} tokens, largest gap between two tokens {max(gaps):.2f} s "
           f"({during} tokens came while the grid ran)")  # fmt: skip
