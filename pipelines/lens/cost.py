@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 BOUND_S = 60.0  # seconds one click's exact grid may be estimated at, at most (the page's bound)
+PASS_S = 0.5  # seconds one pass of an exact grid may be estimated at: its pause points come about this often
 FITS = ("group", "last")  # Cells.fit: the finest grid of that kind within the bound
 
 
@@ -91,6 +92,19 @@ def coarser(T: int, layers: int, from_layer: bool, per_pass: float, bound: float
     group = math.ceil(T / most)
     grouped, last = Cells(group=group), Cells(last=most)
     return [(c, estimate(len(c.positions(T)), layers, from_layer, per_pass)) for c in (grouped, last)]
+
+
+def rows_at_once(per_pass: float, layers: int, from_layer: bool):
+    """at_once(layer): the most rows a pass of an exact grid at `layer` takes so that it is estimated within PASS_S
+    (at least one): the pause points between passes come that often (the first layers' passes, which run the most
+    blocks, are cut in more parts). The parts follow the measured time, so two runs of one grid may batch its rows
+    differently: their cells agree to float rounding (about 1e-6)."""
+
+    def at_once(layer: int) -> int:
+        blocks = (layers - layer) / layers if from_layer else 1.0
+        return max(1, int(PASS_S / max(per_pass * blocks, 1e-9) + 1e-9))
+
+    return at_once
 
 
 def bounded(cells: Cells | None, heads: bool, n: int, layers: int, from_layer: bool, per_pass: float,

@@ -100,7 +100,7 @@ def patch(
         )
     names = _names(runner, over)
     diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
-    positions = None
+    positions = at_once = None
     if exact:  # the corrupted run, timed: the grid's cost is known (cost.py) before anything else runs
         start = time.perf_counter()
         with torch.no_grad():
@@ -108,6 +108,7 @@ def patch(
         n, from_layer = runner.n_heads if over == "heads" else corrupted.size(1), runner.run_from is not None
         per_pass = time.perf_counter() - start
         positions = cost.bounded(cells, over == "heads", n, runner.n_layers, from_layer, per_pass, max_seconds)
+        at_once = cost.rows_at_once(per_pass, runner.n_layers, from_layer)
     if exact and runner.run_from is not None:  # what each block read on the corrupted input: the runs start there
         names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
         _, corrupted_inputs = _cache(runner, corrupted, names_in)
@@ -115,7 +116,8 @@ def patch(
     clean_logits, clean_cache = _cache(runner, clean, names)
     base = float(diff(clean_logits)[0])
     if exact:
-        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions) - low
+        run = (progress, stop, positions, at_once)
+        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, *run) - low
     else:  # its forward on the corrupted ids is the corrupted run
         grid, low = _attribution(runner, corrupted, clean_cache, names, over, aligned, diff)
     scale = base - low if abs(base - low) > 1e-9 else float("nan")
@@ -149,27 +151,36 @@ def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bo
 
 
 @torch.no_grad()
-def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions=None) -> np.ndarray:
+def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions=None, at_once=None):
     """(L, cells) the raw metric with each cell patched: one batched pass a layer, a row a cell (a head, a position,
-    or the positions of `positions`' each list, patched together); a pause point before each pass (as a background
-    call, the model's waiting calls and decoding steps run there)."""
+    or the positions of `positions`' each list, patched together), in passes of at most at_once(layer) rows (None:
+    one a layer); a pause point before each pass (as a background call, the model's waiting calls and decoding steps
+    run there)."""
     cells = positions or list(range(runner.n_heads if over == "heads" else corrupted.size(1)))
     grid = np.full((runner.n_layers, len(cells)), np.nan)
     for layer, name in enumerate(names):
-        pause_point()
         if stop is not None and stop():
             break
-        rows = corrupted.expand(len(cells), -1)  # (N, T)
-        hook = _patched(name, clean_cache[name], cells, over, aligned)
-        if runner.inputs is not None:  # from the layer's own input on
-            resid = runner.inputs[layer].expand(len(cells), -1, -1)  # (N, T, D)
-            logits = runner.run_from(layer, resid, rows, [(name, hook)])
-        else:
-            logits = runner.run(rows, [(name, hook)])
-        grid[layer] = diff(logits).float().cpu().numpy()
+        for part in _parts(len(cells), len(cells) if at_once is None else at_once(layer)):
+            pause_point()
+            rows = corrupted.expand(len(cells[part]), -1)  # (N, T)
+            hook = _patched(name, clean_cache[name], cells[part], over, aligned)
+            if runner.inputs is not None:  # from the layer's own input on
+                resid = runner.inputs[layer].expand(rows.size(0), -1, -1)  # (N, T, D)
+                logits = runner.run_from(layer, resid, rows, [(name, hook)])
+            else:
+                logits = runner.run(rows, [(name, hook)])
+            grid[layer, part] = diff(logits).float().cpu().numpy()
         if progress is not None:
             progress(layer + 1, runner.n_layers)
     return grid
+
+
+def _parts(n: int, most: int) -> list[slice]:
+    """0..n-1 in the fewest runs of at most `most`, of sizes as even as can be."""
+    count = -(-n // max(1, most))
+    size = -(-n // count)
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
 def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> tuple[np.ndarray, float]:
