@@ -5,17 +5,19 @@ each over the input's tokens, from its layer's own input on where the runner can
 L - l of the L blocks: (L + 1) / 2 whole passes a row on average), else through every block. The estimate is that
 count of whole one-row passes times the seconds of one, measured on the corrupted input (the pass patching runs
 anyway for the corrupted metric, just before the grid). Rows batched together cost less each than a row alone, so
-the estimate errs long. Past a bound (BOUND_S: about a minute on a shared 2-core machine, where the exact residual
-grid of a 235-token pair on SmolLM2 ran past 10 minutes) `patch` raises TooCostly, which says what the grid would
-cost and names the coarser grids that fit: the positions grouped (a cell a run of consecutive positions, patched
-together) or the last positions only; the page offers them (viz/compare/patching_panel.py).
+the estimate errs long: 2-3 times for a 15-token pair on SmolLM2, where one row is a small batch of tokens; less for
+long inputs, where one row is already a large one (those the bound is for). Past a bound (BOUND_S: about a minute
+on a shared 2-core machine, where the exact residual grid of a 235-token pair on SmolLM2 ran past 10 minutes)
+`patch` raises TooCostly, which says what the grid would cost and names the coarser grids that fit: the positions
+grouped (a cell a run of consecutive positions, patched together) or the last positions only; the page offers them
+(viz/compare/patching_panel.py).
 """
 
 import math
 from dataclasses import dataclass
 
 BOUND_S = 60.0  # seconds one click's exact grid may be estimated at, at most (the page's bound)
-PASS_S = 0.5  # seconds one pass of an exact grid may be estimated at: its pause points come about this often
+PASS_S = 0.5  # seconds one pass of an exact grid may last, after its first: its pause points come about this often
 FITS = ("group", "last")  # Cells.fit: the finest grid of that kind within the bound
 
 
@@ -94,17 +96,12 @@ def coarser(T: int, layers: int, from_layer: bool, per_pass: float, bound: float
     return [(c, estimate(len(c.positions(T)), layers, from_layer, per_pass)) for c in (grouped, last)]
 
 
-def rows_at_once(per_pass: float, layers: int, from_layer: bool):
-    """at_once(layer): the most rows a pass of an exact grid at `layer` takes so that it is estimated within PASS_S
-    (at least one): the pause points between passes come that often (the first layers' passes, which run the most
-    blocks, are cut in more parts). The parts follow the measured time, so two runs of one grid may batch its rows
-    differently: their cells agree to float rounding (about 1e-6)."""
-
-    def at_once(layer: int) -> int:
-        blocks = (layers - layer) / layers if from_layer else 1.0
-        return max(1, int(PASS_S / max(per_pass * blocks, 1e-9) + 1e-9))
-
-    return at_once
+def rows_within(rate: float, blocks: int) -> int:
+    """The most rows a pass of an exact grid through `blocks` blocks may take to last about PASS_S, at `rate`
+    seconds a row a block (measured on the grid's first pass, a whole layer's rows batched); at least one. The
+    parts follow the measured time, so two runs of one grid may batch its rows differently: their cells agree to
+    float rounding (about 1e-6)."""
+    return max(1, int(PASS_S / max(rate * blocks, 1e-12) + 1e-9))
 
 
 def bounded(cells: Cells | None, heads: bool, n: int, layers: int, from_layer: bool, per_pass: float,

@@ -100,15 +100,11 @@ def patch(
         )
     names = _names(runner, over)
     diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
-    positions = at_once = None
+    positions = None
     if exact:  # the corrupted run, timed: the grid's cost is known (cost.py) before anything else runs
-        start = time.perf_counter()
-        with torch.no_grad():
-            low = float(diff(runner.run(corrupted, []))[0])
+        low, per_pass = _timed(runner, corrupted, diff)
         n, from_layer = runner.n_heads if over == "heads" else corrupted.size(1), runner.run_from is not None
-        per_pass = time.perf_counter() - start
         positions = cost.bounded(cells, over == "heads", n, runner.n_layers, from_layer, per_pass, max_seconds)
-        at_once = cost.rows_at_once(per_pass, runner.n_layers, from_layer)
     if exact and runner.run_from is not None:  # what each block read on the corrupted input: the runs start there
         names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
         _, corrupted_inputs = _cache(runner, corrupted, names_in)
@@ -116,8 +112,7 @@ def patch(
     clean_logits, clean_cache = _cache(runner, clean, names)
     base = float(diff(clean_logits)[0])
     if exact:
-        run = (progress, stop, positions, at_once)
-        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, *run) - low
+        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions) - low
     else:  # its forward on the corrupted ids is the corrupted run
         grid, low = _attribution(runner, corrupted, clean_cache, names, over, aligned, diff)
     scale = base - low if abs(base - low) > 1e-9 else float("nan")
@@ -131,6 +126,14 @@ def patch(
     why = "." if same_length else ": the inputs differ in length."
     note = "" if aligned else f"Each head is patched at the last position only{why}"
     return Patching(grid, rows, columns, base, low, over, exact, aligned, note, positions)
+
+
+@torch.no_grad()
+def _timed(runner: Runner, ids: torch.Tensor, diff) -> tuple[float, float]:
+    """(the metric of the run on ids (1, T), the seconds that pass took)."""
+    start = time.perf_counter()
+    metric = float(diff(runner.run(ids, []))[0])
+    return metric, time.perf_counter() - start
 
 
 def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bool):
@@ -151,18 +154,21 @@ def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bo
 
 
 @torch.no_grad()
-def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions=None, at_once=None):
-    """(L, cells) the raw metric with each cell patched: one batched pass a layer, a row a cell (a head, a position,
-    or the positions of `positions`' each list, patched together), in passes of at most at_once(layer) rows (None:
-    one a layer); a pause point before each pass (as a background call, the model's waiting calls and decoding steps
-    run there)."""
+def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions=None):
+    """(L, cells) the raw metric with each cell patched: a batched pass a layer, a row a cell (a head, a position, or
+    the positions of `positions`' each list, patched together), cut after the first layer's in passes estimated
+    within cost.PASS_S from the first's time; a pause point before each pass (as a background call, the model's
+    waiting calls and decoding steps run there)."""
     cells = positions or list(range(runner.n_heads if over == "heads" else corrupted.size(1)))
     grid = np.full((runner.n_layers, len(cells)), np.nan)
+    rate = None  # seconds a row takes through one block, in the first layer's pass
     for layer, name in enumerate(names):
         if stop is not None and stop():
             break
-        for part in _parts(len(cells), len(cells) if at_once is None else at_once(layer)):
+        blocks = runner.n_layers - layer if runner.inputs is not None else runner.n_layers  # the blocks a row runs
+        for part in _parts(len(cells), len(cells) if rate is None else cost.rows_within(rate, blocks)):
             pause_point()
+            start = time.perf_counter()
             rows = corrupted.expand(len(cells[part]), -1)  # (N, T)
             hook = _patched(name, clean_cache[name], cells[part], over, aligned)
             if runner.inputs is not None:  # from the layer's own input on
@@ -171,6 +177,7 @@ def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress,
             else:
                 logits = runner.run(rows, [(name, hook)])
             grid[layer, part] = diff(logits).float().cpu().numpy()
+            rate = rate or (time.perf_counter() - start) / (rows.size(0) * blocks)
         if progress is not None:
             progress(layer + 1, runner.n_layers)
     return grid
@@ -178,6 +185,8 @@ def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress,
 
 def _parts(n: int, most: int) -> list[slice]:
     """0..n-1 in the fewest runs of at most `most`, of sizes as even as can be."""
+    if n == 0:
+        return []
     count = -(-n // max(1, most))
     size = -(-n // count)
     return [slice(i, min(i + size, n)) for i in range(0, n, size)]

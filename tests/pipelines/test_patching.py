@@ -198,13 +198,12 @@ def test_the_coarser_grids_are_the_finest_within_the_bound():
 
 
 def test_an_exact_grid_in_passes_of_fewer_rows_is_the_same_grid(lm, monkeypatch):
-    """The passes of an exact grid are cut so that each is estimated within cost.PASS_S (its pause points come that
-    often): at a row a pass, the grid is the one of a pass a layer."""
+    """After its first layer's pass, an exact grid's passes are cut so that each lasts about cost.PASS_S (its pause
+    points come that often): at a row a pass, the grid is the one of a pass a layer."""
     t, c = answers(lm)
     whole = lm.patch(CLEAN, CORRUPTED, target=t, contrast=c)
     monkeypatch.setattr(cost, "PASS_S", 0.0)
-    assert cost.rows_at_once(1.0, 4, True)(0) == 1
     np.testing.assert_allclose(lm.patch(CLEAN, CORRUPTED, target=t, contrast=c).grid, whole.grid, atol=1e-5)
-    assert cost.rows_at_once(0.1, 4, True)(0) == 1 and cost.rows_at_once(0.1, 4, False)(3) == 1
+    assert cost.rows_within(1.0, 4) == 1
     monkeypatch.setattr(cost, "PASS_S", 0.5)
-    assert cost.rows_at_once(0.1, 4, False)(3) == 5 and cost.rows_at_once(0.1, 4, True)(3) == 20  # 1 block of 4
+    assert cost.rows_within(0.025, 4) == 5 and cost.rows_within(0.025, 1) == 20 and cost.rows_within(1.0, 4) == 1

@@ -73,8 +73,9 @@ def figure(p, title: str) -> go.Figure:
     z[~finite] = None  # a row a Stop left out, or no difference to normalise by: blank, never NaN
     top = max(1.0, float(np.abs(p.grid[finite]).max()) if finite.any() else 1.0)
     how = "exact" if p.exact else "attribution patching"
-    fig = go.Figure(go.Heatmap(z=z.tolist(), x=[f"{i}: {c}" for i, c in enumerate(p.columns)] if p.over != "heads"
-                               else p.columns, y=p.rows, zmin=-top, zmax=top, zmid=0, colorscale="RdBu",
+    named = p.over == "heads" or p.cells is not None  # heads, or a coarser grid's columns (named by their positions)
+    x = p.columns if named else [f"{i}: {c}" for i, c in enumerate(p.columns)]
+    fig = go.Figure(go.Heatmap(z=z.tolist(), x=x, y=p.rows, zmin=-top, zmax=top, zmid=0, colorscale="RdBu",
                                hoverongaps=False, hovertemplate="%{y}, %{x}: %{z:.3f}<extra></extra>"))  # fmt: skip
     fig.update_layout(title=f"{title} put back ({how})", height=140 + 24 * len(p.rows),
                       margin=dict(l=70, r=20, t=50, b=80), xaxis=dict(tickangle=-45))  # fmt: skip
