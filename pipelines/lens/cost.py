@@ -17,7 +17,10 @@ import math
 from dataclasses import dataclass
 
 BOUND_S = 60.0  # seconds one click's exact grid may be estimated at, at most (the page's bound)
-PASS_S = 0.5  # seconds one pass of an exact grid may last, after its first: its pause points come about this often
+# seconds one pass of an exact grid may last, after its first: its pause points come about this often. Shorter costs
+# more: a pass of a few rows of a small model is mostly its fixed cost (on the busy machine, passes cut to 0.5 s made
+# SmolLM2's 15-token grid about 1.5 times as long)
+PASS_S = 1.0
 FITS = ("group", "last")  # Cells.fit: the finest grid of that kind within the bound
 
 
