@@ -76,6 +76,9 @@ class TooCostly(ValueError):
             f"{duration(bound)}: {instead} the attribution patching estimate (one forward and one backward pass)"
         )
 
+    def __reduce__(self):  # rebuilt from its parts where it crosses a process (a model's own, hosting/processes.py)
+        return TooCostly, (self.cost, self.bound, self.options)
+
 
 def described(cells: Cells) -> str:
     if cells.last is not None:

@@ -2,6 +2,7 @@
 leaves the corrupted run, a head's cell is the run with that head's output replaced, and attribution patching is exact
 where the model is linear in the patched state; on the three families, tiny and bundled."""
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -193,6 +194,8 @@ def test_the_coarser_grids_are_the_finest_within_the_bound():
     with pytest.raises(cost.TooCostly, match=r"groups of 3 \(about 8 s\) or the last 5 positions only") as e:
         cost.bounded(None, False, 12, 3, True, 1.0, 10.0)
     assert e.value.cost.seconds == 24.0
+    again = pickle.loads(pickle.dumps(e.value))  # as it comes back from a model's own process
+    assert str(again) == str(e.value) and again.options == e.value.options
     with pytest.raises(ValueError, match="cells"):
         cost.Cells(group=0)
 
