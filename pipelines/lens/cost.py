@@ -94,7 +94,7 @@ def coarser(T: int, layers: int, from_layer: bool, per_pass: float, bound: float
     """The finest grid of grouped positions and the longest of last positions within `bound`, each with its cost
     (none where one cell a layer does not fit)."""
     one = estimate(1, layers, from_layer, per_pass).seconds
-    most = min(T, int(bound // one)) if one > 0 else T
+    most = int(min(T, bound // one)) if one > 0 else T
     if most < 1:
         return []
     group = math.ceil(T / most)
@@ -121,7 +121,8 @@ def bounded(cells: Cells | None, heads: bool, n: int, layers: int, from_layer: b
         if not options:
             raise TooCostly(estimate(n, layers, from_layer, per_pass), bound, [])
         cells = options[FITS.index(cells.fit)][0]
-    positions = None if cells is None or cells == Cells() else cells.positions(n)
+    positions = None if cells is None else cells.positions(n)
+    positions = None if positions == [[i] for i in range(n)] else positions  # every position, each alone
     cost = estimate(n if positions is None else len(positions), layers, from_layer, per_pass)
     if bound is not None and cost.seconds > bound:
         raise TooCostly(cost, bound, [] if heads else coarser(n, layers, from_layer, per_pass, bound))

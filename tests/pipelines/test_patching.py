@@ -191,6 +191,7 @@ def test_the_coarser_grids_are_the_finest_within_the_bound():
                                                                                      [9, 10, 11]]  # fmt: skip
     assert cost.bounded(cost.Cells(fit="last"), False, 12, 3, True, 1.0, 10.0) == [[i] for i in range(7, 12)]
     assert cost.bounded(None, False, 12, 3, True, 0.1, 10.0) is None  # 2.4 s: every position, as asked
+    assert cost.bounded(cost.Cells(fit="last"), False, 12, 3, True, 1.0, None) is None  # no bound: every position
     with pytest.raises(cost.TooCostly, match=r"groups of 3 \(about 8 s\) or the last 5 positions only") as e:
         cost.bounded(None, False, 12, 3, True, 1.0, 10.0)
     assert e.value.cost.seconds == 24.0
