@@ -438,11 +438,11 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
 
     @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              progress=None, stop=None, last_only: bool = False):  # fmt: skip
+              progress=None, stop=None, last_only: bool = False, cells=None, max_seconds=None):  # fmt: skip
         """pipelines.lens.patching.Patching: each state of the clean prompt put back into a run on the corrupted one;
         the metric the logit difference of the two runs' next tokens (target, contrast: other answers); progress,
-        stop, last_only: as SentimentPipeline.patch's."""
-        run = dict(progress=progress, stop=stop, last_only=last_only)
+        stop, last_only, cells, max_seconds: as SentimentPipeline.patch's."""
+        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
         return lens_tasks.lm_patch(self, clean, corrupted, over, exact, target, contrast, **run)
 
     @runs_model

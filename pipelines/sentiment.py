@@ -269,13 +269,15 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
 
     @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              progress=None, stop=None, last_only: bool = False):  # fmt: skip
+              progress=None, stop=None, last_only: bool = False, cells=None, max_seconds=None):  # fmt: skip
         """pipelines.lens.patching.Patching: each state (over "resid", "attn_out", "mlp_out" or "heads") of the clean
         review put back into a run on the corrupted one; the metric the label's logit difference, 0 the corrupted run
         and 1 the clean one. exact=False: attribution patching (one forward and one backward). progress(done, total)
         a layer at a time of an exact grid; stop() True ends it there (the rows not run are NaN). last_only: heads
-        patched at the last position only (by default at every position, where the inputs are of one length)."""
-        run = dict(progress=progress, stop=stop, last_only=last_only)
+        patched at the last position only (by default at every position, where the inputs are of one length). cells:
+        an exact grid's positions grouped or the last ones only (pipelines.lens.cost.Cells); max_seconds: an exact grid
+        estimated past it is not run (pipelines.lens.cost.TooCostly, naming the coarser grids that fit)."""
+        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
         return lens_tasks.sentiment_patch(self, clean, corrupted, over, exact, target, contrast, **run)
 
     @runs_model

@@ -230,12 +230,13 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
 
     @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step=None,
-              progress=None, stop=None, last_only: bool = False):  # fmt: skip
+              progress=None, stop=None, last_only: bool = False, cells=None, max_seconds=None):  # fmt: skip
         """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted
         one, at decoding step `step` of the clean translation (None: the first step at which the two sentences' answers
-        differ, both teacher-forced on the clean translation); progress, stop, last_only: as SentimentPipeline.patch's.
+        differ, both teacher-forced on the clean translation); progress, stop, last_only, cells, max_seconds: as
+        SentimentPipeline.patch's.
         """
-        run = dict(progress=progress, stop=stop, last_only=last_only)
+        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
         return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step, **run)
 
     @runs_model
