@@ -394,13 +394,14 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
 
     @runs_model
     def score_attribution(
-        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "causal"
+        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "causal", result=None
     ):
         """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
         taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequence. kind:
-        "causal" ("self" is read as it)."""
-        return why_head.score_attribution(self, text, layer, head, query, key, step, kind)
+        layer (every norm's scale frozen); positions into the model's own token sequence: `result`'s
+        sequence_ids (prompt and generated tokens; None: the prompt as the model reads it). kind: "causal"; step: not
+        used (a position names the step)."""
+        return why_head.lm_score_parts(self, text, layer, head, query, key, kind, result)
 
     @runs_model
     def composition(self, kind: str = "k", attention: str = "causal"):

@@ -297,7 +297,7 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
         taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
         layer (every norm's scale frozen); positions into the model's own token sequence."""
-        return why_head.score_attribution(self, text, layer, head, query, key, step, kind)
+        return why_head.sentiment_score_parts(self, text, layer, head, query, key, kind)
 
     @runs_model
     def composition(self, kind: str = "k", attention: str = "self"):

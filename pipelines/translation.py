@@ -254,13 +254,16 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return self.internals(text, target_ids).head(kind, layer, head, query)
 
     @runs_model
-    def score_attribution(self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "cross"):
+    def score_attribution(
+        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "cross", target_ids=None
+    ):
         """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
         taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequence. kind: "encoder", "decoder" or
-        "cross"; for "decoder" and "cross" query is a decoding step (step, if given, overrides it) and key a
-        target (decoder) or source (cross) position, on the greedy translation."""
-        return why_head.score_attribution(self, text, layer, head, query, key, step, kind)
+        layer (every norm's scale frozen); positions into the model's own token sequences. kind: "encoder" (query and
+        key source positions), "decoder" (decoder positions) or "cross" (query a decoder position, key a source
+        position); decoder position t is decoding step t (step, where given, is the query). target_ids: the output
+        the decoder reads (TranslationResult.target_ids; None: the greedy translation)."""
+        return why_head.translation_score_parts(self, text, layer, head, query, key, step, kind, target_ids)
 
     @runs_model
     def composition(self, kind: str = "k", attention: str = "encoder"):

@@ -2,9 +2,101 @@
 of pipelines.lens.score_parts, pipelines.lens.composition and pipelines.attention.over_set. Each pipeline's methods
 (score_attribution, composition, copying_scores, copied_tokens, head_table_over) call one function here."""
 
+import torch
 
-def score_attribution(pipe, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "self"):
-    raise NotImplementedError
+from pipelines.attention.attention_maps import token_texts
+from pipelines.lens import score_parts
+from pipelines.lens.score_parts import ScoreParts, Side
+from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
+
+NOT_OURS = (
+    "Why a head looks there reads the residual stream through this project's hook points: it is there for the models "
+    "of this project (from scratch or with public weights loaded into our code), not for a transformers model."
+)
+
+
+def ours(pipe, cls) -> None:
+    if not isinstance(pipe.adapter, cls):
+        raise ValueError(NOT_OURS)
+
+
+def _cached(model, names: list[str], *inputs) -> dict:
+    with torch.no_grad():
+        return model.run_with_cache(*inputs, names=names)[1]
+
+
+# --- a score taken apart --------------------------------------------------------------------------------------------
+
+
+def sentiment_score_parts(pipe, text: str, layer: int, head: int, query: int, key: int, kind: str = "self"):
+    ours(pipe, OurClassifier)
+    if kind != "self":
+        raise ValueError(f"the classifier has self-attention only, not {kind!r}")
+    read = pipe.encode(text)
+    if not read.ids:
+        raise ValueError("the text has no tokens")
+    return classifier_cell(pipe.model, read.ids, token_texts(read.tokens), layer, head, query, key)
+
+
+def classifier_cell(model, ids: list[int], tokens: list[str], layer: int, head: int, query: int, key: int):
+    """ScoreParts of a TransformerClassifier's head at (query, key) on ids."""
+    x = torch.tensor([ids], device=model.tok_emb.weight.device)  # (1, T)
+    with torch.no_grad():
+        tok = model.tok_emb(x)[0]  # (T, D)
+        if model.ngram_emb is not None:
+            tok = tok + model.ngram_emb(x)[0] / model.encoder.scale
+    side = Side(model.encoder, "", tokens, tok * model.encoder.scale)
+    cache = _cached(model, score_parts.names_for(side, None, layer, False), x)
+    return score_parts.take_apart(cache, side, layer, head, query, key, "self")
+
+
+def translation_score_parts(pipe, text, layer, head, query, key, step=None, kind="cross", target_ids=None):
+    """kind "encoder" (query and key: source positions), "decoder" (decoder positions) or "cross" (query a decoder
+    position, key a source position); decoder position t reads the output of step t - 1 (0: the start token) and
+    chooses the token of step t, so `step`, where given, is the query's position."""
+    ours(pipe, OurSeq2Seq)
+    a = pipe.adapter
+    source = pipe.source_input(text)
+    if len(source.ids) <= 1:
+        raise ValueError("the text has no tokens")
+    target_ids = list(pipe(text, beam_size=1).target_ids if target_ids is None else target_ids)
+    tgt = [a.bos_id] + target_ids[:-1]
+    tokens = (token_texts(source.tokens), ["<s>"] + [a.token_text(i) for i in target_ids[:-1]])
+    query = query if step is None or kind == "encoder" else step
+    return seq2seq_cell(pipe.model, source.ids, tgt, tokens, kind, layer, head, query, key)
+
+
+def seq2seq_cell(model, src: list[int], tgt: list[int], tokens, kind: str, layer, head, query, key) -> ScoreParts:
+    """ScoreParts of a Seq2SeqTransformer's head of `kind` ("encoder", "decoder", "cross") at (query, key), the
+    decoder reading tgt (its start token first); tokens: (the source's texts, the decoder's)."""
+    if kind not in ("encoder", "decoder", "cross"):
+        raise ValueError(f"the translator's attention is 'encoder', 'decoder' or 'cross', not {kind!r}")
+    device = model.lm_head.weight.device
+    s, t = torch.tensor([src], device=device), torch.tensor([tgt], device=device)  # (1, Ts), (1, Tt)
+    enc = Side(model.encoder, "encoder.", tokens[0])
+    dec = Side(model.decoder, "decoder.", tokens[1])
+    q_side, k_side = (enc, None) if kind == "encoder" else (dec, enc if kind == "cross" else None)
+    cache = _cached(model, score_parts.names_for(q_side, k_side, layer, kind == "cross"), s, t)
+    return score_parts.take_apart(cache, q_side, layer, head, query, key, kind, k_side)
+
+
+def lm_score_parts(pipe, text, layer, head, query, key, kind="causal", result=None) -> ScoreParts:
+    """Positions into the result's sequence (prompt and generated tokens; None: the prompt as the model reads it)."""
+    ours(pipe, OurCausalLM)
+    if kind not in ("causal", "self"):
+        raise ValueError(f"the language model has causal self-attention only, not {kind!r}")
+    ids = list(result.sequence_ids) if result is not None else list(pipe.encode(text).ids)
+    return causal_cell(pipe.model, ids, [pipe.adapter.token_text(i) for i in ids], layer, head, query, key)
+
+
+def causal_cell(model, ids: list[int], tokens: list[str], layer: int, head: int, query: int, key: int):
+    """ScoreParts of a CausalLM's head at (query, key) on ids."""
+    if key > query:
+        raise ValueError(f"key {key} is after query {query}: a causal head cannot look there")
+    x = torch.tensor([ids], device=model.tok_emb.weight.device)  # (1, T)
+    side = Side(model, "", tokens)
+    cache = _cached(model, score_parts.names_for(side, None, layer, False), x)
+    return score_parts.take_apart(cache, side, layer, head, query, key, "causal")
 
 
 def composition(pipe, kind: str = "k", attention: str | None = None):
