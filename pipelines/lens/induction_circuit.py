@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pipelines.attention.head_roles import induction_share
+from pipelines.attention.head_roles import induction_share, previous_share
 from pipelines.attention.over_set import InductionSet
 from pipelines.lens import score_parts
 from pipelines.lens.score_parts import Side
@@ -26,6 +26,7 @@ class InductionHead:
     without: float  # its induction score with the carriers off
     without_first: float  # with the first carrier alone off
     control: float  # with as many earlier heads off that carry least (smallest |key-side total|)
+    carriers_previous: list[float]  # each carrier's previous-token score on the same sequences
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,10 @@ def induction_circuit(model, top: int = 3, carriers: int = 3, s: InductionSet | 
     ids = s.ids(c.vocab_size, c.bos_id, c.max_len).to(next(model.parameters()).device)  # (B, 1 + 2n)
     n = s.fitted(c.max_len)
     with torch.no_grad():
-        scores = np.stack([induction_share(a, n).mean(0) for a in model(ids, need_weights=True).attentions])  # (L, H)
+        maps = model(ids, need_weights=True).attentions  # per layer (B, H, T, T)
+    scores = np.stack([induction_share(a, n).mean(0) for a in maps])  # (L, H)
+    previous = np.stack([previous_share(a).mean(0) for a in maps])  # (L, H)
+    del maps
     order = np.argsort(-scores, axis=None)
     targets = [(int(i // scores.shape[1]), int(i % scores.shape[1])) for i in order[:top]]
     queries = list(range(n + 2, 2 * n + 1, max(1, n // 8)))  # positions of the second copy
@@ -99,6 +103,7 @@ def induction_circuit(model, top: int = 3, carriers: int = 3, s: InductionSet | 
                 _score_with_off(model, ids, n, layer, head, [t[:2] for t in carry]),
                 _score_with_off(model, ids, n, layer, head, [t[:2] for t in carry[:1]]),
                 _score_with_off(model, ids, n, layer, head, [t[:2] for t in least]),
+                [float(previous[t[0], t[1]]) for t in carry],
             )
         )  # fmt: skip
     return InductionCircuit(out, s.n, n)
