@@ -21,7 +21,11 @@ PROMPT = "The film was not bad at all, and the acting was fine, though the endin
 
 
 def timed(fn, runs: int) -> tuple[float, object]:
+    """(median seconds of `runs` calls after a warm one, its result); runs=0: one call, timed."""
+    start = time.perf_counter()
     out = fn()  # warm
+    if runs == 0:
+        return time.perf_counter() - start, out
     times = []
     for _ in range(runs):
         start = time.perf_counter()
