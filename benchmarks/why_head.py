@@ -4,7 +4,8 @@ the head table over a bundled set of --inputs inputs (100: 60 s), with the atten
 head's effect (every head switched off on every input). Our models within a fifth of that (0.2 s, 1 s, 12 s). Prints
 numbers, and how far each cell's terms are from the model's own score.
 
-    python -m benchmarks.why_head [--inputs 100] [--runs 3] [--gguf PATH] [--no-smollm2] [--only NAME]
+    python -m benchmarks.why_head [--inputs 100] [--effect-inputs N] [--runs 3] [--gguf PATH] [--no-smollm2]
+        [--only NAME]
 """
 
 import statistics
@@ -90,10 +91,11 @@ def report(name: str, pipe, kind: str, scale: float, args) -> None:
                   f"random baseline {c.baseline_mean:.3f}")  # fmt: skip
         took, cs = timed(lambda a=attention: pipe.copying_scores(*([a] if a else [])), 0)
         print(f"  copying scores: {took:.2f} s; heads over 0.5: {(cs.scores > 0.5).sum()} of {cs.scores.size}")
-    texts = bundled_set(SETS[kind])[: args.inputs]
+    texts = bundled_set(SETS[kind])
     for effects in (False, True):
         start = time.perf_counter()
-        over = pipe.head_table_over(texts, progress=lambda i, n: None, effects=effects)
+        n = args.effect_inputs if effects and args.effect_inputs else args.inputs
+        over = pipe.head_table_over(texts[:n], progress=lambda i, n: None, effects=effects)
         took = time.perf_counter() - start
         what = "with each head's effect" if effects else "attention columns only"
         print(f"  head table over {over.n} inputs of {SETS[kind]}, {what}: {took:.1f} s "
@@ -103,6 +105,7 @@ def report(name: str, pipe, kind: str, scale: float, args) -> None:
 def main() -> None:
     parser = model_options(__doc__)
     parser.add_argument("--inputs", type=int, default=100)
+    parser.add_argument("--effect-inputs", type=int, default=0, help="inputs of the set with effects (0: --inputs)")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default=None, help="one model: SmolLM2-135M-Instruct, assets/lm, ...")
     args = parser.parse_args()
