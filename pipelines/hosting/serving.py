@@ -175,6 +175,11 @@ class ServedSentiment(ServedPipeline):
     patch = alone(SentimentPipeline.patch)
     switch_off = alone(SentimentPipeline.switch_off)
     inside_head = alone(SentimentPipeline.inside_head)
+    score_attribution = alone(SentimentPipeline.score_attribution)
+    composition = alone(SentimentPipeline.composition)
+    copying_scores = alone(SentimentPipeline.copying_scores)
+    copied_tokens = alone(SentimentPipeline.copied_tokens)
+    head_table_over = alone(SentimentPipeline.head_table_over)
 
     def weak_spots(self, text: str):
         return self.pipe.weak_spots(text)  # a text search: no model run
@@ -220,6 +225,11 @@ class ServedTranslation(ServedPipeline):
     switch_off = alone(TranslationPipeline.switch_off)
     inside_head = alone(TranslationPipeline.inside_head)
     score = alone(TranslationPipeline.score)
+    score_attribution = alone(TranslationPipeline.score_attribution)
+    composition = alone(TranslationPipeline.composition)
+    copying_scores = alone(TranslationPipeline.copying_scores)
+    copied_tokens = alone(TranslationPipeline.copied_tokens)
+    head_table_over = alone(TranslationPipeline.head_table_over)
 
     beam_size: Forwarded[int] = Forwarded()
     alpha: Forwarded[float] = Forwarded()
@@ -266,6 +276,11 @@ class ServedLM(ServedPipeline):
     direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
     patch = alone(LanguageModelPipeline.patch)
     switch_off = alone(LanguageModelPipeline.switch_off)
+    score_attribution = alone(LanguageModelPipeline.score_attribution)
+    composition = alone(LanguageModelPipeline.composition)
+    copying_scores = alone(LanguageModelPipeline.copying_scores)
+    copied_tokens = alone(LanguageModelPipeline.copied_tokens)
+    head_table_over = alone(LanguageModelPipeline.head_table_over)
 
     default_explanation: Forwarded[dict] = Forwarded()
 
