@@ -24,6 +24,7 @@ TOP_TERMS = 10  # pairs of parts drawn, by size
 TOP_PARTS = 10  # parts drawn on each side, by size
 CLICKED, LEAST = "#ea580c", "#2563eb"  # the clicked key, the key the head looks at least
 PICK = "Click a cell of a large heatmap: its attention score is taken apart here."
+NO_RESULT = "Run the model first, then click a cell of a large heatmap."
 
 
 @dataclass(frozen=True)
@@ -56,19 +57,20 @@ def least_key(view, cell: Cell, layer: int, head: int) -> int | None:
     return int(np.flatnonzero(allowed)[np.argmin(row[allowed])])
 
 
-# task -> (pipe, view, cell, layer, head) -> the pipeline's ScoreParts (pipelines.lens.score_parts) of that cell; each
-# task's view reads its own input: a review's text; a German sentence (the rows of the decoder and of cross-attention
-# are its decoding steps); a continuation's prompt at the step shown.
+# task -> (pipe, view, cell, layer, head) -> the pipeline's ScoreParts (pipelines.lens.score_parts) of that cell, on
+# what the view's maps were made of: a review's text; a German sentence and the translation shown (the rows of the
+# decoder and of cross-attention are its decoder positions); a continuation's prompt and generated tokens.
 def _sentiment(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
     return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind)
 
 
 def _translation(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
-    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind)
+    target = list(view.result.target_ids)
+    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind, target_ids=target)
 
 
 def _lm(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
-    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, step=view.step, kind=cell.kind)
+    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind, result=view.result)
 
 
 CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
@@ -161,7 +163,7 @@ def score_parts(pipe, view, value, layer, head) -> tuple[go.Figure | None, str]:
     that made the view); a plain message where the cell or the model cannot be taken apart."""
     cell = parse_cell(value)
     if view is None:
-        return None, "Run the model first, then click a cell of a large heatmap."
+        return None, NO_RESULT
     km = None if cell is None else task_views.kinds(view).get(cell.kind)
     if km is None or not (0 <= cell.query < km.maps.shape[2] and 0 <= cell.key < km.maps.shape[3]):
         return None, PICK  # no cell, or one of a step no longer shown

@@ -155,3 +155,11 @@ def worked_example(pipe) -> tuple:
     note = (f"Read: *{html.escape(c.text)}*. Strongest induction head: **L{layer}H{head}** (layer {layer + 1}, head "
             f"{head + 1}), mean weight {c.score:.2f} on the token after the earlier copy.")  # fmt: skip
     return c.composition, note, c.head_note, c.parts, c.parts_note, c.text
+
+
+def composition_panel(models, task: str, state, prompt=None) -> CompositionUI:
+    """Lay out the view in the section being built and wire it (prompt: the tab's prompt box, for the worked
+    example)."""
+    ui = build(task)
+    wire(ui, models, state, prompt)
+    return ui

@@ -6,6 +6,7 @@ import csv
 import io
 import math
 
+from pipelines.attention import over_set as sets
 from pipelines.attention.over_set import HeadTableOverSet
 
 from ..numbers import number
@@ -13,6 +14,17 @@ from .names import head_value
 from .table import COLUMNS, HeadTable, head_table_view
 
 CHOICES = ("this input", "over the set")
+
+
+def bundled_set(task: str) -> tuple[list[str], str] | None:
+    """(texts, name) of the task's bundled set (pipelines.attention.over_set), None where it has none."""
+    load = getattr(sets, "bundled_set", None)
+    if load is None:
+        return None
+    try:
+        return load(task)
+    except (FileNotFoundError, KeyError):
+        return None
 
 
 def means(result: HeadTableOverSet) -> list[dict]:
