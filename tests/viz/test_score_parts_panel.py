@@ -99,3 +99,21 @@ def test_a_model_that_cannot_take_a_score_apart_is_a_message(sentiment):
     view = analyze_review(sentiment, REVIEW)[0]
     fig, note = sp.score_parts(NoDecomposition(), view, "self:1:1", 0, 0)
     assert fig is None and "cannot be taken apart" in note and "no decomposition" in note
+
+
+def test_the_panel_takes_apart_by_the_model_that_made_the_view(sentiment):
+    from pipelines.models.model_registry import ModelRegistry
+    from viz.attention.score_parts_panel import take_apart
+    from viz.sentiment.handlers import analyze_review
+
+    view = analyze_review(sentiment, REVIEW)[0]
+    fig, note = take_apart(ModelRegistry.of(sentiment), view, "self:2:1#3", 1, 1)
+    assert fig is not None and "difference" in note
+    assert take_apart(ModelRegistry.of(sentiment), None, "self:2:1", 1, 1) == (None, sp.NO_RESULT)
+
+    class Failing:
+        def get(self, name=None):
+            raise RuntimeError("the model process ended")
+
+    fig, note = take_apart(Failing(), view, "self:2:1", 1, 1)
+    assert fig is None and note == "Could not take this score apart: the model process ended"

@@ -107,9 +107,9 @@ def parts_figure(clicked: ScoreParts, least: ScoreParts | None, names: tuple[str
     """Three panels of horizontal bars: the top terms, the query side's totals, the key side's totals; the clicked
     key orange, the key the head weighs least blue beside it (names: how the legend calls the two keys). Both keys
     share the query and its parts, so the same labels name both keys' bars."""
-    titles = ("Top terms: query-side part × key-side part", "Query side: which parts make the query look for it",
-              "Key side: which parts make the key findable")  # fmt: skip
+    titles = ("Top terms: query part × key part", "Query side: what looks for the key", "Key side: what is found")
     fig = make_subplots(rows=3, cols=1, subplot_titles=titles, vertical_spacing=0.09)
+    fig.update_annotations(font_size=13)  # the titles fit a phone's width
     pairs = top_pairs(clicked)
     shown = [(clicked, names[0], CLICKED)] + ([] if least is None else [(least, names[1], LEAST)])
     q_order = top_parts(clicked.query_side, None if least is None else least.query_side)
@@ -139,7 +139,9 @@ def parts_note(clicked: ScoreParts, least: ScoreParts | None, names: tuple[str, 
         "value: so the score splits into one term for each pair of parts.",
         f"Largest term: **{html.escape(pair_label(clicked, i, j))}** ({clicked.pairs[i, j]:+.3f}). What makes the "
         f"query look for this key most: **{html.escape(q_top[0])}** ({q_top[1]:+.3f}); what makes this key findable "
-        f"most: **{html.escape(k_top[0])}** ({k_top[1]:+.3f}).",
+        f"most: **{html.escape(k_top[0])}** ({k_top[1]:+.3f}). Below the top terms, each side's totals: the query's "
+        "parts summed over the key's (which parts make the query look for this key), and the other way round (which "
+        "parts make this key findable).",
         f"The {len(clicked.parts)} × {len(clicked.key_parts)} terms ({float(np.sum(clicked.pairs)):.4f}) plus the "
         f"rest ({clicked.rest:.4f}: the projections' own biases, no pair of parts) add up to the model's own score: "
         f"difference {gap:.1e}.",

@@ -12,7 +12,7 @@ import gradio as gr
 from ..page.theme import waiting_plot
 from ..server import hosting
 from ..server.events import PRIVATE
-from .score_parts import PICK, score_parts
+from .score_parts import NO_RESULT, PICK, score_parts
 
 log = logging.getLogger(__name__)
 HELP = (
@@ -49,7 +49,7 @@ def take_apart(models, view, cell, layer, head, request: gr.Request = None):
     """(figure, note) for the clicked cell by the model that made the view, queued as the page's client; a plain
     message where anything fails."""
     if view is None:
-        return None, "Run the model first, then click a cell of a large heatmap."
+        return None, NO_RESULT
     try:
         pipe = models.get(getattr(view, "model", None))
         return hosting.run_as(request, score_parts, pipe, view, cell, layer, head)

@@ -4,11 +4,14 @@ token after that token's earlier occurrence is its strongest induction head here
 heads whose output its keys read, and one cell of the second copy is taken apart (viz.attention.score_parts). Every
 number is the model's or the pipeline's: nothing here is assumed about which heads they are."""
 
+import html
 import random
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from pipelines.language_model import PromptError
 
 from ..attention.score_parts import parts_figure, parts_note
 from .composition import composition_figure, head_note
@@ -48,6 +51,17 @@ def induction_scores(attentions: list, cells: list[tuple[int, int]]) -> np.ndarr
     return np.stack([np.asarray(torch.as_tensor(a).float()[:, q, k].mean(-1)) for a in attentions])  # (L, H)
 
 
+def _read(pipe, seed: int) -> tuple:
+    """(text, result): the words read by the model, as many as it reads (a small model reads fewer)."""
+    for n in (N_WORDS, N_WORDS // 2, N_WORDS // 4):
+        text = repeated_words(seed, n)
+        try:
+            return text, pipe(text, 1)
+        except PromptError:  # longer than the model reads
+            continue
+    raise ValueError("the model reads too few tokens for words written twice")
+
+
 @dataclass(frozen=True)
 class Circuit:
     """What the worked example found and draws."""
@@ -64,8 +78,7 @@ class Circuit:
 def induction_circuit(pipe, seed: int = 0) -> Circuit:
     """Run the worked example on `pipe` (a language model's pipeline): read the words once, find the strongest
     induction head, its K-composition and copying, and take its score at the last repeated token apart."""
-    text = repeated_words(seed)
-    result = pipe(text, 1)
+    text, result = _read(pipe, seed)
     ids = result.prompt_ids
     cells = repeat_cells(ids)
     if not cells:
@@ -83,7 +96,7 @@ def induction_circuit(pipe, seed: int = 0) -> Circuit:
     parts = pipe.score_attribution(text, layer, head, q, k, kind="causal")
     other = pipe.score_attribution(text, layer, head, q, least, kind="causal")
     tokens = result.sequence_texts
-    names = tuple(f"`{i}:{tokens[i].strip()}`" for i in (q, k, least))
+    names = tuple(f"`{i}:{html.escape(tokens[i].strip())}`" for i in (q, k, least))
     return Circuit(
         text, (layer, head), float(scores[layer, head]), composition_figure(comp, copying, title),
         head_note(comp, copying, copied, layer, head),
