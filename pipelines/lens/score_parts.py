@@ -280,6 +280,7 @@ def _stream(side: Side, cache: dict, pos: list[int], layer: int, upto: str) -> S
 
 def names_for(q_side: Side, k_side: Side | None, layer: int, cross: bool) -> list[str]:
     """The hook points one cell's decomposition reads (k_side: the encoder, for cross-attention)."""
+    layer = _check("layer", layer, len(q_side.stack.blocks))
     attn = f"{q_side.prefix}blocks.{layer}.{'cross_attn' if cross else 'attn'}."
     names = stream_names(q_side.prefix, q_side.stack.blocks, layer, "cross" if cross else "attn")
     if cross:

@@ -5,7 +5,9 @@ of pipelines.lens.score_parts, pipelines.lens.composition and pipelines.attentio
 import torch
 
 from pipelines.attention.attention_maps import token_texts
+from pipelines.lens import composition as compose
 from pipelines.lens import score_parts
+from pipelines.lens.composition import Composition, Copying, Stack
 from pipelines.lens.score_parts import ScoreParts, Side
 from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
 
@@ -99,16 +101,48 @@ def causal_cell(model, ids: list[int], tokens: list[str], layer: int, head: int,
     return score_parts.take_apart(cache, side, layer, head, query, key, "causal")
 
 
-def composition(pipe, kind: str = "k", attention: str | None = None):
-    raise NotImplementedError
+# --- heads composing: the weights --------------------------------------------------------------------------------
 
 
-def copying_scores(pipe, attention: str | None = None):
-    raise NotImplementedError
+def stack_of(pipe, attention: str | None = None) -> Stack:
+    """The heads of `attention` in the pipeline's model, with the embeddings and unembedding their OV circuits go
+    through (the classifier has no unembedding over its vocabulary: its token embeddings, transposed, stand in)."""
+    model = pipe.model
+    if isinstance(pipe.adapter, OurClassifier):
+        _kind(attention, ("self",))
+        enc = model.encoder
+        return Stack("self", enc.blocks, model.tok_emb.weight, model.tok_emb.weight.T, enc.final_norm)
+    if isinstance(pipe.adapter, OurSeq2Seq):
+        kind = _kind(attention, ("encoder", "decoder"))
+        stack, embed = (model.encoder, model.src_emb) if kind == "encoder" else (model.decoder, model.tgt_emb)
+        return Stack(kind, stack.blocks, embed.weight, model.W_U, stack.final_norm)
+    if isinstance(pipe.adapter, OurCausalLM):
+        _kind("causal" if attention == "self" else attention, ("causal",))
+        return Stack("causal", model.blocks, model.tok_emb.weight, model.W_U, model.final_norm)
+    raise ValueError(NOT_OURS)
 
 
-def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | None = None):
-    raise NotImplementedError
+def _kind(attention: str | None, kinds: tuple[str, ...]) -> str:
+    if attention is None:
+        return kinds[0]
+    if attention not in kinds:
+        raise ValueError(f"heads compose within one kind of attention: {', '.join(kinds)}, not {attention!r}")
+    return attention
+
+
+def composition(pipe, kind: str = "k", attention: str | None = None) -> Composition:
+    return compose.composition(stack_of(pipe, attention), kind)
+
+
+def copying_scores(pipe, attention: str | None = None) -> Copying:
+    return compose.copying_scores(stack_of(pipe, attention))
+
+
+def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | None = None) -> list[tuple[str, float]]:
+    stack = stack_of(pipe, attention)
+    layer = score_parts._check("layer", layer, len(stack.blocks))
+    head = score_parts._check("head", head, stack.blocks[0].attn.n_heads)
+    return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
 
 
 def head_table_over(pipe, texts, progress=None, stop=None, name: str = ""):
