@@ -67,3 +67,20 @@ def test_the_kinds_of_attention_that_compose():
     assert cv.attentions("sentiment") == ["self"]
     assert cv.attentions("translation") == ["encoder", "decoder"]
     assert cv.attentions("lm") == ["causal"]
+
+
+@pytest.mark.parametrize("task", ["sentiment", "translation", "lm"])
+def test_every_tabs_model_draws_it_and_lists_a_head(request, task):
+    pipe = request.getfixturevalue(task)
+    for attention in cv.attentions(task):
+        fig, note, kept = panel.compute(pipe, None, "Q-composition", attention)
+        assert fig is not None, note
+        comp = pipe.composition("q", attention)
+        np.testing.assert_allclose(kept.composition.scores, comp.scores)
+        L, H = comp.scores.shape[:2]
+        assert f"{L} layers × {H} heads" in note and len(fig.to_json()) < 300_000
+        listed = panel.pick(pipe, kept, f"{L}:1#5")  # a head of the last layer, as its matrix cell names it
+        layer, head, score = comp.into(L - 1, 0, 1)[0]
+        assert f"L{layer}H{head} {score:.3f}" in listed
+        if task != "sentiment":  # a model with an output vocabulary: the tokens it copies
+            assert "Tokens it copies most" in listed
