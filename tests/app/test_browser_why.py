@@ -102,3 +102,19 @@ def test_over_the_set_fills_the_head_table_with_mean_and_sd(page, why_url, scree
     cells = page.locator("#sentiment-heads-table td").all_inner_texts()
     assert any("±" in c for c in cells)
     assert not page.evaluate(SIDEWAYS_JS)
+
+
+def test_the_induction_circuit_is_one_click_away_on_the_next_word_tab(page, why_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(why_url)
+    page.get_by_role("tab", name="Next word").click()
+    page.wait_for_selector("#lm-input textarea", state="visible")
+    browser.open_section(page, "lm", "What each head does")
+    page.locator("#lm-induction").click()
+    browser.wait_drawn(page, "lm-composition")
+    browser.wait_drawn(page, "lm-induction-parts", ".barlayer .point")
+    note = page.locator("#lm-composition-note").inner_text()
+    assert "Strongest induction head" in note
+    words = page.locator("#lm-input textarea").input_value().split()  # the words read, in the prompt box
+    assert words and words[: len(words) // 2] == words[len(words) // 2 :]
+    assert "Earlier heads feeding its keys most" in page.locator("#lm-composition-head").inner_text()

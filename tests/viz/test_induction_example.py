@@ -45,3 +45,21 @@ def test_on_the_tiny_model_the_scores_are_its_own_maps(lm):
     layer, head = 1, 0
     by_hand = np.mean([float(result.attentions[layer][head, q, k]) for q, k in cells])
     assert scores.shape == (lm.n_layers, lm.n_heads) and abs(scores[layer, head] - by_hand) < 1e-6
+
+
+def test_the_worked_example_on_the_tiny_model(lm):
+    from viz.heads.composition_panel import worked_example
+
+    comp_fig, note, listed, parts_fig, parts_note, text = worked_example(lm)
+    assert comp_fig is not None and parts_fig is not None, note
+    words = text.split()
+    assert words[: len(words) // 2] == words[len(words) // 2 :]  # the words read: written twice
+    layer, head = (int(x) for x in note.split("**L")[1].split("**")[0].split("H"))
+    result = lm(text, 1)
+    cells = ie.repeat_cells(result.prompt_ids)
+    n = len(result.prompt_ids)
+    scores = ie.induction_scores([a[:, :n, :n] for a in result.attentions], cells)
+    assert (layer, head) == np.unravel_index(int(np.argmax(scores)), scores.shape)  # the strongest induction head
+    assert f"**L{layer}H{head}**" in listed and "Earlier heads feeding its keys most" in listed
+    assert "add up to the model's own score" in parts_note
+    assert len(comp_fig.to_json()) + len(parts_fig.to_json()) < 300_000
