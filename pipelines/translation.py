@@ -283,9 +283,10 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return why_head.copied_tokens(self, layer, head, n, attention)
 
     @runs_model(background=True)
-    def head_table_over(self, texts: list[str], progress=None, stop=None, name: str = ""):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts`, their mean and
-        standard deviation per head, n; progress(done, n) after each input, stop() True ends it between inputs."""
+    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
+        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
+        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
+        n) after each input, stop() True ends it between inputs."""
         return why_head.head_table_over(self, texts, progress, stop, name)
 
     @runs_model(background=True)

@@ -4,7 +4,9 @@ of pipelines.lens.score_parts, pipelines.lens.composition and pipelines.attentio
 
 import torch
 
+from pipelines.attention import heads, over_set
 from pipelines.attention.attention_maps import token_texts
+from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 from pipelines.lens import composition as compose
 from pipelines.lens import score_parts
 from pipelines.lens.composition import Composition, Copying, Stack
@@ -145,5 +147,41 @@ def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | Non
     return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
 
 
-def head_table_over(pipe, texts, progress=None, stop=None, name: str = ""):
-    raise NotImplementedError
+# --- heads over a data set ----------------------------------------------------------------------------------------
+
+
+def head_table_over(pipe, texts, progress=None, stop=None, name: str = "", decoding=None) -> HeadTableOverSet:
+    """The pipeline's head table on each of `texts` (a bundled set's name; a language model: or an InductionSet),
+    summarized per head. A translation is greedy, without the agreement column (an explanation a sentence); a
+    language model's effect is on its first new token (decoding: one new token, greedy)."""
+    if isinstance(texts, InductionSet):
+        return _induction_over(pipe, texts, progress, stop)
+    if isinstance(texts, str):
+        texts, name = over_set.bundled_set(texts), name or texts
+    if type(pipe.adapter) not in TABLES:
+        raise ValueError(NOT_OURS)
+    return over_set.measure(TABLES[type(pipe.adapter)](pipe, decoding), list(texts), progress, stop, name)
+
+
+def _sentiment_table(pipe, decoding=None):
+    return lambda text: heads.sentiment_head_table(pipe, text)
+
+
+def _translation_table(pipe, decoding=None):
+    return lambda text: heads.translation_head_table(pipe, text, beam_size=1, agreement=False)
+
+
+def _lm_table(pipe, decoding):
+    return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, decoding), pipe.induction)
+
+
+TABLES = {OurClassifier: _sentiment_table, OurSeq2Seq: _translation_table, OurCausalLM: _lm_table}
+
+
+def _induction_over(pipe, s: InductionSet, progress, stop) -> HeadTableOverSet:
+    if not isinstance(pipe.adapter, OurCausalLM):
+        raise ValueError("the induction set is for a language model of this project")
+    c = pipe.model.config
+    ids = s.ids(c.vocab_size, c.bos_id, c.max_len).to(pipe.adapter.device)  # (n, 1 + 2 length)
+    n = s.fitted(c.max_len)
+    return over_set.measure(lambda row: over_set.induction_table(pipe.model, row, n), list(ids), progress, stop, s.name)
