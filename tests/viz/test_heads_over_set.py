@@ -5,6 +5,7 @@ number; a stopped run, a missing set and a failing model are plain messages."""
 import csv
 import io
 
+import numpy as np
 import pytest
 
 from pipelines.attention.over_set import HeadTableOverSet
@@ -68,3 +69,20 @@ def test_the_panel_measures_the_tasks_set(monkeypatch, result):
     assert "Could not measure" in status and "no decomposition" in status
     empty = HeadTableOverSet([], ("effect",), n=0, asked=2, stopped=True)
     assert panel.measure_over_set(Measured(empty), "sentiment")[1] == "Stopped before any input was measured."
+
+
+def test_the_tasks_bundled_set_on_the_tiny_model(monkeypatch, sentiment):
+    texts, words = ov.bundled_set("sentiment")
+    assert len(texts) == 100 and words == "100 SST-2 sentences"
+    monkeypatch.setattr(panel, "bundled_set", lambda task: (texts[:3], words))
+    seen = []
+    html, status, text = panel.measure_over_set(sentiment, "sentiment", progress=lambda d, n: seen.append((d, n)))
+    assert "n = 3 of 3 reviews" in status and "± " in html and seen[-1] == (3, 3)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == sentiment.n_layers * sentiment.n_heads
+    first = rows[0]
+    one = [[r for r in sentiment.head_table(t) if (r["layer"], r["head"]) == (0, 0)][0] for t in texts[:3]]
+    assert (first["layer"], first["head"]) == ("0", "0")
+    assert float(first["entropy_mean"]) == pytest.approx(np.mean([r["entropy"] for r in one]), rel=1e-5)
+    _, status, _ = panel.measure_over_set(sentiment, "sentiment", stop=lambda: True)
+    assert status == "Stopped before any input was measured."

@@ -10,6 +10,7 @@ from pipelines.attention import over_set as sets
 from pipelines.attention.over_set import HeadTableOverSet
 
 from ..numbers import number
+from ..tasks import TASKS
 from .names import head_value
 from .table import COLUMNS, HeadTable, head_table_view
 
@@ -17,13 +18,12 @@ CHOICES = ("this input", "over the set")
 
 
 def bundled_set(task: str) -> tuple[list[str], str] | None:
-    """(texts, name) of the task's bundled set (pipelines.attention.over_set), None where it has none."""
-    load = getattr(sets, "bundled_set", None)
-    if load is None:
-        return None
+    """(texts, name in words) of the task's bundled set (viz.tasks: TaskUI.head_set; pipelines.attention.over_set),
+    None where its file is missing."""
+    name, words = TASKS[task].head_set
     try:
-        return load(task)
-    except (FileNotFoundError, KeyError):
+        return sets.bundled_set(name), words
+    except (FileNotFoundError, ValueError):
         return None
 
 
