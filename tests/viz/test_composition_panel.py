@@ -50,7 +50,7 @@ def test_the_clicked_heads_list_is_the_pipelines(comp):
         assert f"L{layer}H{head} {score:.3f}" in note
     assert "Later heads whose keys it feeds most: none" in note  # the last layer feeds none
     assert "Copying score +0.300" in note
-    assert "&lt;b&gt;" in note and "<b>" not in note  # tokens are escaped
+    assert "`'<b>'` +1.00" in note  # a token as typed, in a code span (shown as text, never as HTML)
 
 
 def test_a_model_that_cannot_compute_it_is_a_message(sentiment):

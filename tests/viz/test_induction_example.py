@@ -63,3 +63,23 @@ def test_the_worked_example_on_the_tiny_model(lm):
     assert f"**L{layer}H{head}**" in listed and "Earlier heads feeding its keys most" in listed
     assert "add up to the model's own score" in parts_note
     assert len(comp_fig.to_json()) + len(parts_fig.to_json()) < 300_000
+
+
+def test_a_result_answered_again_gives_the_same_example(lm):
+    """The app answers an identical call with the same result object (pipelines.hosting.cache): the example must
+    leave it as it was (a first version wrote into its maps, and the second visit read a weight of inf)."""
+
+    class Cached:
+        def __init__(self, pipe):
+            self.pipe, self.kept = pipe, {}
+
+        def __call__(self, text, n):
+            return self.kept.setdefault((text, n), self.pipe(text, n))
+
+        def __getattr__(self, name):
+            return getattr(self.pipe, name)
+
+    pipe = Cached(lm)
+    first, second = ie.induction_circuit(pipe), ie.induction_circuit(pipe)
+    assert first.head == second.head and first.score == second.score and np.isfinite(first.score)
+    assert first.parts_note == second.parts_note

@@ -120,7 +120,8 @@ def parts_figure(clicked: ScoreParts, least: ScoreParts | None, names: tuple[str
         _bars(fig, [clicked.parts[i] for i in q_order], parts.query_side[q_order], name, color, 2, False)
         _bars(fig, [clicked.key_parts[i] for i in k_order], parts.key_side[k_order], name, color, 3, False)
     fig.update_yaxes(autorange="reversed", type="category", tickfont=dict(size=10), automargin=True)
-    fig.update_layout(height=820, barmode="group", margin=dict(l=10, r=10, t=40, b=30),
+    bars = max(len(pairs), len(q_order), len(k_order))  # per panel: a small model's few parts get a short figure
+    fig.update_layout(height=int(min(820, 200 + 3 * 26 * bars)), barmode="group", margin=dict(l=10, r=10, t=40, b=30),
                       legend=dict(orientation="h", y=-0.05), template="plotly_white")  # fmt: skip
     return fig
 
@@ -157,7 +158,7 @@ def _token(view, cell: Cell, axis: str, position: int) -> str:
     km = task_views.kinds(view)[cell.kind]
     labels = (km.q if axis == "q" else km.k).labels
     name = labels[position] if 0 <= position < len(labels) else str(position)
-    return f"`{html.escape(name)}`"
+    return f"`{name.replace('`', '')}`"  # a code span: shown as it is
 
 
 def score_parts(pipe, view, value, layer, head) -> tuple[go.Figure | None, str]:

@@ -4,8 +4,6 @@ each head's copying score (its OV circuit through the embeddings and unembedding
 click on a head lists what it composes with and the tokens it copies most. The numbers are the pipeline's
 (pipelines.lens.composition); this module only draws and words them."""
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -49,10 +47,10 @@ def composition_figure(comp: Composition, copying: Copying | None, title: str = 
     """Two layers x heads matrices: each head's strongest composition from an earlier head (its colour bar from the
     random baseline's mean, so a cell near the bottom composes no more than random matrices would), and each head's
     copying score (-1 to 1). A click on a head sends it to the page (meta.pick)."""
-    base, what = comp.baseline_mean, WHAT[comp.kind]
-    titles = (f"{comp.kind.upper()}-composition: the strongest earlier head feeding each head's {what} "
-              f"(random: {base:.3f})", "Copying score: near 1, the head copies what it attends to")  # fmt: skip
+    base = comp.baseline_mean
+    titles = (f"{comp.kind.upper()}-composition into each head (random {base:.3f})", "Copying score of each head")
     fig = make_subplots(rows=2, cols=1, subplot_titles=titles, vertical_spacing=0.14)
+    fig.update_annotations(font_size=13)  # the titles fit a phone's width
     into = strongest_into(comp)
     trace = _matrix(into, "%{y}, %{x}: %{z:.3f}<extra>strongest composition</extra>")
     vmax = float(np.nanmax(into)) if np.isfinite(into).any() else base
@@ -105,6 +103,6 @@ def head_note(comp: Composition, copying: Copying | None, copied, layer: int, he
             "near 1, whatever token it attends to, it raises that token's logit)."
         )
     if copied:
-        tokens = ", ".join(f"`{html.escape(repr(str(t)))}` {float(v):+.2f}" for t, v in copied)
+        tokens = ", ".join(f"`{repr(str(t)).replace('`', '')}` {float(v):+.2f}" for t, v in copied)  # code: as typed
         lines.append(f"Tokens it copies most: {tokens}.")
     return "\n\n".join(lines)

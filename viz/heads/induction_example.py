@@ -4,7 +4,6 @@ token after that token's earlier occurrence is its strongest induction head here
 heads whose output its keys read, and one cell of the second copy is taken apart (viz.attention.score_parts). Every
 number is the model's or the pipeline's: nothing here is assumed about which heads they are."""
 
-import html
 import random
 from dataclasses import dataclass
 
@@ -88,18 +87,17 @@ def induction_circuit(pipe, seed: int = 0) -> Circuit:
     layer, head = (int(x) for x in np.unravel_index(int(np.argmax(scores)), scores.shape))
     comp, copying = pipe.composition("k"), pipe.copying_scores()
     copied = pipe.copied_tokens(layer, head)
-    title = f"The strongest induction head here: L{layer}H{head} (mean weight {scores[layer, head]:.2f})"
     q, k = cells[-1]
-    row = np.asarray(torch.as_tensor(result.attentions[layer][head, q, : q + 1]).float())  # (q + 1,) keys it may read
-    row[k] = np.inf
+    row = np.array(torch.as_tensor(result.attentions[layer][head, q, : q + 1]).float(), dtype=np.float64)  # a copy
+    row[k] = np.inf  # (q + 1,) the keys it may read, the clicked one left out
     least = int(np.argmin(row))
     parts = pipe.score_attribution(text, layer, head, q, k, kind="causal")
     other = pipe.score_attribution(text, layer, head, q, least, kind="causal")
     tokens = result.sequence_texts
-    names = tuple(f"`{i}:{html.escape(tokens[i].strip())}`" for i in (q, k, least))
+    names = tuple(f"`{i}:{tokens[i].strip().replace('`', '')}`" for i in (q, k, least))
     return Circuit(
-        text, (layer, head), float(scores[layer, head]), composition_figure(comp, copying, title),
+        text, (layer, head), float(scores[layer, head]), composition_figure(comp, copying),
         head_note(comp, copying, copied, layer, head),
-        parts_figure(parts, other, (f"key {names[1]}", f"least-weighed key {names[2]}")),
+        parts_figure(parts, other, (f"key {names[1].strip('`')}", f"least-weighed key {names[2].strip('`')}")),
         parts_note(parts, other, names[:2], names[2]),
     )  # fmt: skip
