@@ -67,8 +67,6 @@ def run(page, url: str, task: str) -> None:
 
 @pytest.mark.parametrize("task", ["sentiment", "translation", "lm"])
 def test_a_cell_clicked_is_taken_apart(page, why_url, screen, task):
-    if screen == "phone" and task != "sentiment":
-        pytest.skip("one tab on a phone: the panel is the same in every tab")
     run(page, why_url, task)
     browser.open_section(page, task, "Inside one head")
     browser.click_plot(page, f"{task}-attention", 0.3, 0.8)  # below the diagonal: a key a causal head reads
