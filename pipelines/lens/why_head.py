@@ -142,8 +142,8 @@ def copying_scores(pipe, attention: str | None = None) -> Copying:
 
 def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | None = None) -> list[tuple[str, float]]:
     stack = stack_of(pipe, attention)
-    layer = score_parts._check("layer", layer, len(stack.blocks))
-    head = score_parts._check("head", head, stack.blocks[0].attn.n_heads)
+    layer = score_parts.check_index("layer", layer, len(stack.blocks))
+    head = score_parts.check_index("head", head, stack.blocks[0].attn.n_heads)
     return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
 
 

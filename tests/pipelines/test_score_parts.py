@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from tiny_models import induction_model
 
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
 from pipelines.lens import why_head
@@ -131,38 +132,6 @@ def test_a_cell_out_of_range_is_a_clear_error(sentiment):
 
 
 # --- an induction circuit built by hand -----------------------------------------------------------------------------
-
-V = P = 16  # tokens and positions; the residual stream: [token one-hot | position one-hot | previous token one-hot]
-
-
-def induction_model() -> CausalLM:
-    """Two one-head layers, no feed-forward: layer 0 a previous-token head (position p looks for position p - 1 and
-    writes that token into the third block of the stream), layer 1 an induction head (token t looks for a position
-    whose previous token is t)."""
-    D, big = 3 * V, 30.0
-    cfg = CausalLMConfig(
-        vocab_size=V, d_model=D, n_heads=1, n_kv_heads=1, head_dim=V, n_layers=2, d_ff=4, max_len=P,
-        positions="learned", norm="rmsnorm", bias=False, tie_embeddings=False,
-    )  # fmt: skip
-    model = CausalLM(cfg).eval()
-    eye, shift = torch.eye(V), torch.diag(torch.ones(V - 1), -1)  # shift: e_p -> e_{p + 1}
-    with torch.no_grad():
-        for p in model.parameters():
-            p.zero_()
-        for norm in [b.attn_norm for b in model.blocks] + [b.mlp_norm for b in model.blocks] + [model.final_norm]:
-            norm.weight.fill_(1.0)
-        model.tok_emb.weight[:, :V] = eye
-        model.positions.table[:, V : 2 * V] = eye
-        prev, ind = model.blocks[0].attn, model.blocks[1].attn
-        prev.q_proj.weight[:, V : 2 * V] = big * eye  # query: my position
-        prev.k_proj.weight[:, V : 2 * V] = big * shift  # key: position p is found by position p + 1
-        prev.v_proj.weight[:, :V] = eye  # value: the token
-        prev.o_proj.weight[2 * V :, :] = eye  # written into the previous-token block
-        ind.q_proj.weight[:, :V] = big * eye  # query: my token
-        ind.k_proj.weight[:, 2 * V :] = big * eye  # key: the token before that position
-        ind.v_proj.weight[:, :V] = eye
-        ind.o_proj.weight[:V, :] = eye
-    return model
 
 
 def test_the_induction_heads_key_is_found_through_the_previous_token_head():
