@@ -69,6 +69,10 @@ def test_the_panel_measures_the_tasks_set(monkeypatch, result):
     assert "Could not measure" in status and "no decomposition" in status
     empty = HeadTableOverSet([], ("effect",), n=0, asked=2, stopped=True)
     assert panel.measure_over_set(Measured(empty), "sentiment")[1] == "Stopped before any input was measured."
+    none = HeadTableOverSet([], ("effect",), n=0, asked=2, skipped=2)
+    assert "None of the 2 inputs could be read" in panel.measure_over_set(Measured(none), "sentiment")[1]
+    some = HeadTableOverSet(result.rows, result.columns, n=40, asked=100, skipped=60)
+    assert "60 left out" in ov.over_set_status(some, "reviews")
 
 
 def test_the_tasks_bundled_set_on_the_tiny_model(monkeypatch, sentiment):
@@ -86,3 +90,16 @@ def test_the_tasks_bundled_set_on_the_tiny_model(monkeypatch, sentiment):
     assert float(first["entropy_mean"]) == pytest.approx(np.mean([r["entropy"] for r in one]), rel=1e-5)
     _, status, _ = panel.measure_over_set(sentiment, "sentiment", stop=lambda: True)
     assert status == "Stopped before any input was measured."
+
+
+@pytest.mark.parametrize("task", ["translation", "lm"])
+def test_the_other_tabs_sets_on_their_tiny_models(monkeypatch, request, task):
+    pipe = request.getfixturevalue(task)
+    texts, words = ov.bundled_set(task)
+    assert len(texts) == 100
+    texts = texts if task == "translation" else ["the film was good", "a dull and long movie"]  # the tiny model: short
+    monkeypatch.setattr(panel, "bundled_set", lambda t: (texts[:2], words))
+    html, status, text = panel.measure_over_set(pipe, task)
+    assert f"n = 2 of 2 {panel.TASKS[task].units} of the set *{words}*" in status and "± " in html
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert len(rows) == sum(pipe.head_layers.values()) * pipe.n_heads

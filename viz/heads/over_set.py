@@ -56,6 +56,8 @@ def over_set_status(result: HeadTableOverSet, unit: str) -> str:
     """The status line: n measured of how many asked, on which set, stopped or not."""
     name = f" of the set *{result.name}*" if result.name else ""
     stopped = " Stopped: the mean is over those measured." if result.stopped else ""
+    if result.skipped:
+        stopped += f" {result.skipped} left out: this model could not read them (too long for it, or no tokens)."
     return (f"**Over the set**: n = {result.n} of {result.asked} {unit}{name}; each cell is the mean ± the standard "
             f"deviation over them.{stopped} Sort by a header; download the numbers as CSV.")  # fmt: skip
 

@@ -142,8 +142,11 @@ def measure_over_set(pipe, task: str, progress=None, stop=None) -> tuple[str, st
     except Exception as e:  # noqa: BLE001 (the page says so; the table of this input stands)
         log.exception("head table over the set failed")
         return gr.skip(), f"Could not measure the heads over the set: {html.escape(str(e) or type(e).__name__)}", ""
-    if result.n == 0:
+    if result.n == 0 and result.stopped:
         return gr.skip(), "Stopped before any input was measured.", ""
+    if result.n == 0:
+        unread = f"None of the {result.asked} inputs could be read by this model (too long for it, or no tokens)."
+        return gr.skip(), unread, ""
     return over_set_table(result).html(), over_set_status(result, TASKS[task].units), over_set_csv(result)
 
 
