@@ -117,3 +117,18 @@ def test_the_panel_takes_apart_by_the_model_that_made_the_view(sentiment):
 
     fig, note = take_apart(Failing(), view, "self:2:1", 1, 1)
     assert fig is None and note == "Could not take this score apart: the model process ended"
+
+
+def test_a_transformers_model_gets_plain_messages(hf_classifier):
+    """A classifier served by transformers has no hook points to take a score apart by: every view says so."""
+    from viz.heads.composition_panel import compute
+    from viz.heads.panel import measure_over_set
+    from viz.sentiment.handlers import analyze_review
+
+    view = analyze_review(hf_classifier, REVIEW)[0]
+    fig, note = sp.score_parts(hf_classifier, view, "self:2:1", 0, 0)
+    assert fig is None and note.startswith("This score cannot be taken apart here:") and "transformers" in note
+    fig, note, kept = compute(hf_classifier, None, "K-composition", "self")
+    assert fig is None and kept is None and note.startswith("Could not compute the composition:")
+    _, status, text = measure_over_set(hf_classifier, "sentiment")
+    assert status.startswith("Could not measure the heads over the set:") and text == ""
