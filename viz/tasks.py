@@ -54,7 +54,7 @@ class TaskUI:
     columns_help: str  # its table's columns, in the words of the tab (no tokenizer markers)
     box: InputBox
     head_runs: HeadRuns = field(kw_only=True)  # how the heads panel runs its model: measure, switch heads off
-    head_set: tuple[str, str] = field(kw_only=True)  # heads over a set: (its name in over_set.SETS, in words)
+    head_set: tuple[str, str] = field(kw_only=True, default=("", ""))  # heads over a set: (over_set.SETS name, words)
     tab: TabTitle = field(kw_only=True)
 
     @property

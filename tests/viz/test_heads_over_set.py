@@ -103,3 +103,14 @@ def test_the_other_tabs_sets_on_their_tiny_models(monkeypatch, request, task):
     assert f"n = 2 of 2 {panel.TASKS[task].units} of the set *{words}*" in status and "± " in html
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == sum(pipe.head_layers.values()) * pipe.n_heads
+
+
+def test_a_task_without_a_set_has_none(monkeypatch):
+    import dataclasses
+
+    from viz import tasks
+
+    monkeypatch.setitem(tasks.TASKS, "sentiment", dataclasses.replace(tasks.TASKS["sentiment"], head_set=("", "")))
+    assert ov.bundled_set("sentiment") is None
+    _, status, text = panel.measure_over_set(Measured(None), "sentiment")
+    assert status == "The bundled set of this task is not available here." and text == ""
