@@ -1,6 +1,6 @@
 """The panel of a tab's "Inside one head" section that takes a clicked cell's attention score apart
 (viz.attention.score_parts): a click on a cell of a large heatmap (viz/page/js/plot_clicks.js) writes the cell into a
-hidden box of the main view; once the section has been opened, each click (and each new layer or head) runs the model
+hidden box of the main view; once the panel's accordion is open, each click (and each new layer or head) runs the model
 that made the result once for the cell and once for the key the head weighs least, as this page's client."""
 
 import html
@@ -38,11 +38,15 @@ def cell_box(task: str) -> gr.Textbox:
         return gr.Textbox(elem_id=f"{task}-cell-click", show_label=False, container=False)
 
 
-def build(task: str) -> tuple[gr.Markdown, gr.Plot]:
-    """The panel's text and figure (elem_id '<task>-score-parts'), in the section it is built in."""
-    gr.Markdown(HELP)
-    note = gr.Markdown(f"<p class='ih-note'>{PICK}</p>", elem_id=f"{task}-score-parts-note")
-    return note, waiting_plot(f"{task}-score-parts")
+def build(task: str) -> tuple[gr.Accordion, gr.Markdown, gr.Plot]:
+    """The panel (an accordion, closed until asked for: nothing is computed before) with its text and figure (elem_id
+    '<task>-score-parts'), in the section it is built in."""
+    label = "Why does this head look there? Click a cell of a large heatmap"
+    with gr.Accordion(label, open=False, elem_id=f"{task}-score-parts-accordion") as accordion:
+        gr.Markdown(HELP)
+        note = gr.Markdown(f"<p class='ih-note'>{PICK}</p>", elem_id=f"{task}-score-parts-note")
+        plot = waiting_plot(f"{task}-score-parts")
+    return accordion, note, plot
 
 
 def take_apart(models, view, cell, layer, head, request: gr.Request = None):
@@ -60,11 +64,11 @@ def take_apart(models, view, cell, layer, head, request: gr.Request = None):
 
 def section(page, models, task: str, state, layer, head) -> ScorePartsUI:
     """Add the panel to the tab's "Inside one head" section and its box to the main view, and wire them: opening the
-    section takes the last clicked cell apart, then every click and every new layer or head does."""
+    panel takes the last clicked cell apart, then every click and every new layer or head does."""
     with page.heatmap:
         cell = cell_box(task)
     with page.section("Inside one head"):
-        note, plot = build(task)
+        accordion, note, plot = build(task)
     ui = ScorePartsUI(cell, note, plot, gr.State(False))
     inputs = [state, cell, layer, head]
 
@@ -76,7 +80,8 @@ def section(page, models, task: str, state, layer, head) -> ScorePartsUI:
     def opened(view, cell, layer, head, request: gr.Request = None):
         return (True, *(draw(view, cell, layer, head, True, request) if cell else (gr.skip(), gr.skip())))
 
-    page.section("Inside one head").select(opened, inputs, [ui.is_open, plot, note], **PRIVATE)
+    accordion.expand(opened, inputs, [ui.is_open, plot, note], **PRIVATE)
+    accordion.collapse(lambda: False, None, [ui.is_open], **PRIVATE)
     for event in (cell.change, layer.change, head.change):
         event(draw, [*inputs, ui.is_open], [plot, note], trigger_mode="always_last", **PRIVATE)
     return ui
