@@ -421,12 +421,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return why_head.copied_tokens(self, layer, head, n, attention)
 
     @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
+    def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
         """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
         set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs. A language model also takes an over_set.InductionSet
+        n) after each input, stop() True ends it between inputs; effects=False: the attention columns alone, without
+        switching every head off on every input (most of the cost). A language model also takes an over_set.InductionSet
         (random tokens repeated): the attention columns and induction score, no effect."""
-        return why_head.head_table_over(self, texts, progress, stop, name, Decoding(max_new_tokens=1))
+        return why_head.head_table_over(self, texts, progress, stop, name, effects, Decoding(max_new_tokens=1))
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

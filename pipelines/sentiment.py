@@ -317,11 +317,12 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         return why_head.copied_tokens(self, layer, head, n, attention)
 
     @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
+    def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
         """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
         set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs."""
-        return why_head.head_table_over(self, texts, progress, stop, name)
+        n) after each input, stop() True ends it between inputs; effects=False: the attention columns alone, without
+        switching every head off on every input (most of the cost)."""
+        return why_head.head_table_over(self, texts, progress, stop, name, effects)
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

@@ -150,29 +150,31 @@ def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | Non
 # --- heads over a data set ----------------------------------------------------------------------------------------
 
 
-def head_table_over(pipe, texts, progress=None, stop=None, name: str = "", decoding=None) -> HeadTableOverSet:
+def head_table_over(pipe, texts, progress=None, stop=None, name="", effects=True, decoding=None) -> HeadTableOverSet:
     """The pipeline's head table on each of `texts` (a bundled set's name; a language model: or an InductionSet),
     summarized per head. A translation is greedy, without the agreement column (an explanation a sentence); a
-    language model's effect is on its first new token (decoding: one new token, greedy)."""
+    language model's effect is on its first new token (decoding: one new token, greedy). effects=False: the attention
+    columns alone (switching every head off, one at a time, is most of the cost)."""
     if isinstance(texts, InductionSet):
         return _induction_over(pipe, texts, progress, stop)
     if isinstance(texts, str):
         texts, name = over_set.bundled_set(texts), name or texts
     if type(pipe.adapter) not in TABLES:
         raise ValueError(NOT_OURS)
-    return over_set.measure(TABLES[type(pipe.adapter)](pipe, decoding), list(texts), progress, stop, name)
+    table = TABLES[type(pipe.adapter)](pipe, effects, decoding)
+    return over_set.measure(table, list(texts), progress, stop, name)
 
 
-def _sentiment_table(pipe, decoding=None):
-    return lambda text: heads.sentiment_head_table(pipe, text)
+def _sentiment_table(pipe, effects: bool, decoding=None):
+    return lambda text: heads.sentiment_head_table(pipe, text, effects)
 
 
-def _translation_table(pipe, decoding=None):
-    return lambda text: heads.translation_head_table(pipe, text, beam_size=1, agreement=False)
+def _translation_table(pipe, effects: bool, decoding=None):
+    return lambda text: heads.translation_head_table(pipe, text, 1, None, False, None, effects)
 
 
-def _lm_table(pipe, decoding):
-    return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, decoding), pipe.induction)
+def _lm_table(pipe, effects: bool, decoding):
+    return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, decoding), pipe.induction, None, effects)
 
 
 TABLES = {OurClassifier: _sentiment_table, OurSeq2Seq: _translation_table, OurCausalLM: _lm_table}
