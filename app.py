@@ -30,6 +30,7 @@ from viz.explanations import explanation_panel, translation_explanation_panel  #
 from viz.explanations.explanation_panel import ExplanationPanel  # noqa: E402
 from viz.explanations.translation_explanation_panel import TranslationExplanationPanel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
+from viz.learn.tab import learn_tab  # noqa: E402
 from viz.inputs import LM_DECODINGS, TRANSLATION_DECODINGS, clamp_layer_head  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
@@ -44,6 +45,7 @@ from viz.server.events import FOLLOW_UP, PRIVATE  # noqa: E402
 from viz.server.hosting import MODEL_EVENTS  # noqa: E402
 from viz.server.hub_access import settle_offline_mode  # noqa: E402
 from viz.share import export_store, share_ui  # noqa: E402
+from viz.share.links import LEARN  # noqa: E402
 from viz.share.share_ui import ShareControls  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 from viz.translation.handlers import default_decoding, step_slider, translation_step  # noqa: E402
@@ -459,6 +461,8 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
+            with gr.Tab("Learn", id=LEARN, elem_id=f"tab-{LEARN}"):  # the first: what a visitor sees first
+                learn_tab(models, demo)
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:

@@ -1,0 +1,156 @@
+"""The Learn tab, the page's first: the from-scratch path step by step on the live models (viz.learn.handlers),
+with a map of the model above the steps, Next and Back (and the arrow keys), a link to each step (?learn=k) and the
+next-token step's live sampling sliders. Built by app.build_demo inside its gr.Tab."""
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from ..page.scripts import call, script
+from ..server.events import FOLLOW_UP, PRIVATE
+from ..server.hosting import MODEL_EVENTS, STATE_TTL_S
+from ..share.links import learn_step
+from . import handlers
+from .choices import model_sets
+from .handlers import Learned, Sampling
+from .view import message_view, step_view
+
+ENGLISH = "The film was slow at first, but the ending made me smile."
+GERMAN = "Ein Hund läuft über eine grüne Wiese."
+INTRO = """\
+## Learn how attention works, one step at a time
+Your sentence goes through real transformers, step by step: each step shows one idea, a live figure, the lines of
+this project's code that compute it and a check that the page shows the model's own numbers. Use **Next** and
+**Back** (or the arrow keys); click a part of the model's map to jump to its step.
+"""
+GERMAN_HELP = "The translator reads a German sentence: change it here and press “Walk through it”."
+# A walk runs the models: it queues with the other tabs' model runs; a press while one runs runs once more after it
+RUN = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last", show_progress="minimal")
+
+
+@dataclass
+class LearnPage:
+    english: gr.Textbox
+    german: gr.Textbox
+    choice: gr.Radio
+    submit: gr.Button
+    status: gr.Markdown
+    back: gr.Button
+    next: gr.Button
+    temperature: gr.Slider
+    top_p: gr.Slider
+    seed: gr.Number
+    shown: list  # the components of a StepView, in its outputs' order
+    figure: gr.Plot
+    model_map: gr.HTML
+
+
+def _inputs(labels: list[str]):
+    with gr.Row(equal_height=True):
+        english = gr.Textbox(ENGLISH, label="Your sentence (English)", lines=1, max_lines=3, elem_id="learn-input",
+                             scale=3, min_width=240)  # fmt: skip
+        submit = gr.Button("Walk through it", variant="primary", elem_id="learn-submit", scale=1, min_width=140)
+    choice = gr.Radio(labels, value=labels[0], label="Models", elem_id="learn-models")
+    return english, submit, choice
+
+
+def _sampling():
+    with gr.Group(visible=False, elem_id="learn-sampling") as group:
+        with gr.Row():
+            temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="Temperature", elem_id="learn-temperature",
+                                    min_width=160)  # fmt: skip
+            top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="learn-top-p", min_width=160)
+            seed = gr.Number(0, label="Seed", precision=0, minimum=0, elem_id="learn-seed", min_width=100)
+    return group, temperature, top_p, seed
+
+
+def _page(labels: list[str]) -> LearnPage:
+    gr.Markdown(INTRO, elem_id="learn-intro")
+    english, submit, choice = _inputs(labels)
+    status = gr.Markdown(elem_id="learn-status")
+    model_map = gr.HTML(elem_id="learn-map", js_on_load=call("learn_map.js"), container=False, padding=False)
+    with gr.Row(elem_classes=["learn-nav"]):
+        back = gr.Button("← Back", elem_id="learn-back", size="sm", min_width=80)
+        progress = gr.HTML(elem_id="learn-progress", container=False, padding=False)
+        forward = gr.Button("Next →", elem_id="learn-next", variant="primary", size="sm", min_width=80)
+    title = gr.HTML(elem_id="learn-title", container=False, padding=False)
+    text = gr.HTML(elem_id="learn-text", container=False, padding=False)
+    german = gr.Textbox(GERMAN, label="German sentence (for the translator)", info=GERMAN_HELP, lines=1,
+                        max_lines=3, visible=False, elem_id="learn-german")  # fmt: skip
+    group, temperature, top_p, seed = _sampling()
+    with gr.Row(equal_height=False, elem_classes=["learn-step"]):
+        with gr.Column(scale=3, min_width=300):
+            figure = gr.Plot(show_label=False, elem_id="learn-figure")
+        with gr.Column(scale=2, min_width=300):
+            code = gr.HTML(elem_id="learn-code", label="The code", show_label=True)
+            check = gr.HTML(elem_id="learn-check", container=False, padding=False)
+    shown = [title, text, figure, code, check, progress, model_map, german, group]
+    return LearnPage(english, german, choice, submit, status, back, forward, temperature, top_p, seed, shown, figure,
+                     model_map)  # fmt: skip
+
+
+def _notes(learned: Learned) -> str:
+    return "\n".join(f"⚠️ {note}" for note in learned.notes)
+
+
+def learn_tab(registries: dict, demo: gr.Blocks) -> None:
+    """The tab over the tabs' ModelRegistries (task name -> registry, None where a tab has no model)."""
+    sets = model_sets(registries)
+    if not sets:
+        gr.Markdown("### No model to learn with\nNone of the app's models loaded: see the other tabs for why.")
+        return
+    by_label = {s.label: s for s in sets}
+    p = _page(list(by_label))
+    learned, at = gr.State(None, time_to_live=STATE_TTL_S), gr.State(0)
+    sliders = [p.temperature, p.top_p, p.seed]
+
+    def shown(kept: Learned | str | None, k, *options):
+        if not isinstance(kept, Learned):
+            return message_view(kept or handlers.NO_WALK).outputs()
+        return step_view(kept, handlers.clamp(k, kept), Sampling(*options)).outputs()
+
+    def walk(english, german, label, k, *options):
+        """A new input or model choice: walk the models, show the same step of the new walk."""
+        kept = handlers.walk_set(registries, by_label.get(label, sets[0]), english, german)
+        k = handlers.clamp(k, kept if isinstance(kept, Learned) else None)
+        status = _notes(kept) if isinstance(kept, Learned) else ""
+        return kept if isinstance(kept, Learned) else None, k, status, *shown(kept, k, *options)
+
+    def opened(english, german, label, *options, request: gr.Request = None):
+        """The page's load: the walk of the preloaded sentence, at the step the address asks for (?learn=k)."""
+        k = learn_step(dict(request.query_params) if request else {})
+        return walk(english, german, label, k or 0, *options)
+
+    def moved(by: int):
+        def move(kept, k, *options):
+            if not isinstance(kept, Learned):
+                gr.Warning(handlers.EXPIRED)
+                return gr.skip(), *[gr.skip()] * len(p.shown)
+            k = handlers.clamp(int(k or 0) + by, kept)
+            return k, *shown(kept, k, *options)
+
+        return move
+
+    def picked(kept, *options, evt: gr.SelectData):
+        """A part of the map clicked: its step (learn_map.js sends the step's index)."""
+        k = handlers.clamp(evt.value, kept if isinstance(kept, Learned) else None)
+        return k, *shown(kept, k, *options)
+
+    def redrawn(kept, k, *options):
+        """A sampling slider moved: the next-token figure again, from the kept logits."""
+        if not isinstance(kept, Learned):
+            return gr.skip()
+        return step_view(kept, handlers.clamp(k, kept), Sampling(*options)).figure
+
+    run_in = [p.english, p.german, p.choice, at, *sliders]
+    run_out = [learned, at, p.status, *p.shown]
+    for trigger in (p.submit.click, p.english.submit, p.german.submit, p.choice.input):
+        trigger(walk, run_in, run_out, **RUN)
+    demo.load(opened, [p.english, p.german, p.choice, *sliders], run_out, **RUN)
+    demo.load(None, None, None, js=script("learn_keys.js"), **PRIVATE)
+    for button, by in ((p.next, 1), (p.back, -1)):
+        button.click(moved(by), [learned, at, *sliders], [at, *p.shown], **FOLLOW_UP)
+    p.model_map.select(picked, [learned, *sliders], [at, *p.shown], **FOLLOW_UP)
+    for slider in (p.temperature, p.top_p):
+        slider.input(redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
+    p.seed.input(redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
