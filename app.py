@@ -30,8 +30,8 @@ from viz.explanations import explanation_panel, translation_explanation_panel  #
 from viz.explanations.explanation_panel import ExplanationPanel  # noqa: E402
 from viz.explanations.translation_explanation_panel import TranslationExplanationPanel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
-from viz.learn.tab import learn_tab  # noqa: E402
 from viz.inputs import LM_DECODINGS, TRANSLATION_DECODINGS, clamp_layer_head  # noqa: E402
+from viz.learn.tab import learn_tab  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
 from viz.models.training_step import TrainingStepUI  # noqa: E402

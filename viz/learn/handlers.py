@@ -47,8 +47,8 @@ def _pipeline(served):
 def _walk_one(registries, model, text: str):
     """(the model's Walk, None) or (None, why it could not be walked, in a sentence)."""
     try:
-        return library.walk(_pipeline(registries[model.task].get(model.name)), text), None
-    except Exception as e:  # noqa: BLE001: any model's failure becomes a plain sentence, never a traceback
+        return library.walk(_pipeline(registries[model.task].get(model.name)), text, model.name), None
+    except Exception as e:  # noqa: BLE001 (any model's failure becomes a plain sentence, never a traceback)
         return None, f"{model.name} could not be walked: {redact_paths(f'{type(e).__name__}: {e}')}."
 
 
@@ -86,4 +86,3 @@ def clamp(k, learned: Learned | None) -> int:
         return min(max(int(k), 0), n - 1)
     except (TypeError, ValueError):
         return 0
-

@@ -82,7 +82,7 @@ def _page(labels: list[str]) -> LearnPage:
         with gr.Column(scale=3, min_width=300):
             figure = gr.Plot(show_label=False, elem_id="learn-figure")
         with gr.Column(scale=2, min_width=300):
-            code = gr.HTML(elem_id="learn-code", label="The code", show_label=True)
+            code = gr.HTML(elem_id="learn-code", label="The code", show_label=True, container=True)
             check = gr.HTML(elem_id="learn-check", container=False, padding=False)
     shown = [title, text, figure, code, check, progress, model_map, german, group]
     return LearnPage(english, german, choice, submit, status, back, forward, temperature, top_p, seed, shown, figure,
