@@ -67,7 +67,7 @@ def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks
     sliders = (1.0, 1.0, 0)
     step_next, step_back = click_fn(demo, "learn-next").fn, click_fn(demo, "learn-back").fn
     n, seen = len(learned.steps), []
-    for i in range(n):
+    for _ in range(n):
         shown = _shown(outputs)
         step = learned.steps[k]
         assert step.title in shown["learn-title"] and f"Step {k + 1} of {n}" in shown["learn-progress"]
@@ -108,7 +108,7 @@ def test_the_page_opens_at_the_step_its_address_names(demo):
     learned, k, *_ = fn("A warm film.", "Ein Hund.", _label(demo), 1.0, 1.0, 0, request=Request())
     assert k == 2
     Request.query_params = {"learn": "999"}
-    assert fn("A warm film.", "Ein Hund.", _label(demo), 1.0, 1.0, 0, request=Request())[1] == 0  # not a step: the first
+    assert fn("A warm film.", "Ein Hund.", _label(demo), 1.0, 1.0, 0, request=Request())[1] == 0  # the first
 
 
 def test_a_map_click_goes_to_its_step(demo, walks):
@@ -215,5 +215,6 @@ def _until_the_library_is_merged(monkeypatch):  # TEMPORARY: learn-lib's path() 
         import viz.learn.figures  # noqa: F401
     except ImportError:
         fake = types.ModuleType("viz.learn.figures")
-        fake.draw = lambda step, options=None: go.Figure(go.Bar(y=[1, (options or {}).get("temperature", 1)]))
+        bars = lambda step, options: go.Bar(x=list(step.labels), y=[len(step.key), (options or {}).get("temperature")])
+        fake.draw = lambda step, options=None: go.Figure(bars(step, options))
         monkeypatch.setitem(sys.modules, "viz.learn.figures", fake)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from ..page.scripts import call, script
+from ..page.scripts import Code, call, script
 from ..server.events import FOLLOW_UP, PRIVATE
 from ..server.hosting import MODEL_EVENTS, STATE_TTL_S
 from ..share.links import learn_step
@@ -24,6 +24,7 @@ this project's code that compute it and a check that the page shows the model's 
 **Back** (or the arrow keys); click a part of the model's map to jump to its step.
 """
 GERMAN_HELP = "The translator reads a German sentence: change it here and press “Walk through it”."
+MAP_JS = call("learn_map.js", Code("element"), Code("trigger")) + ";"  # a click on the map: trigger('select')
 # A walk runs the models: it queues with the other tabs' model runs; a press while one runs runs once more after it
 RUN = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last", show_progress="minimal")
 
@@ -46,7 +47,7 @@ class LearnPage:
 
 
 def _inputs(labels: list[str]):
-    with gr.Row(equal_height=True):
+    with gr.Row(equal_height=False):
         english = gr.Textbox(ENGLISH, label="Your sentence (English)", lines=1, max_lines=3, elem_id="learn-input",
                              scale=3, min_width=240)  # fmt: skip
         submit = gr.Button("Walk through it", variant="primary", elem_id="learn-submit", scale=1, min_width=140)
@@ -68,7 +69,7 @@ def _page(labels: list[str]) -> LearnPage:
     gr.Markdown(INTRO, elem_id="learn-intro")
     english, submit, choice = _inputs(labels)
     status = gr.Markdown(elem_id="learn-status")
-    model_map = gr.HTML(elem_id="learn-map", js_on_load=call("learn_map.js"), container=False, padding=False)
+    model_map = gr.HTML(elem_id="learn-map", js_on_load=MAP_JS, container=False, padding=False)
     with gr.Row(elem_classes=["learn-nav"]):
         back = gr.Button("← Back", elem_id="learn-back", size="sm", min_width=80)
         progress = gr.HTML(elem_id="learn-progress", container=False, padding=False)
@@ -116,10 +117,10 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
         status = _notes(kept) if isinstance(kept, Learned) else ""
         return kept if isinstance(kept, Learned) else None, k, status, *shown(kept, k, *options)
 
-    def opened(english, german, label, *options, request: gr.Request = None):
+    def opened(english, german, label, temperature, top_p, seed, request: gr.Request = None):
         """The page's load: the walk of the preloaded sentence, at the step the address asks for (?learn=k)."""
         k = learn_step(dict(request.query_params) if request else {})
-        return walk(english, german, label, k or 0, *options)
+        return walk(english, german, label, k or 0, temperature, top_p, seed)
 
     def moved(by: int):
         def move(kept, k, *options):
@@ -131,10 +132,10 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
 
         return move
 
-    def picked(kept, *options, evt: gr.SelectData):
+    def picked(kept, temperature, top_p, seed, evt: gr.SelectData):
         """A part of the map clicked: its step (learn_map.js sends the step's index)."""
         k = handlers.clamp(evt.value, kept if isinstance(kept, Learned) else None)
-        return k, *shown(kept, k, *options)
+        return k, *shown(kept, k, temperature, top_p, seed)
 
     def redrawn(kept, k, *options):
         """A sampling slider moved: the next-token figure again, from the kept logits."""

@@ -58,7 +58,7 @@ CSS = (
     " .learn-heading { margin: 0.4em 0 0.2em; }"
     " .learn-prose { max-width: 60em; line-height: 1.5; }"
     " .learn-term { text-decoration: underline dotted; cursor: help; }"
-    " .learn-code-where { font-weight: 700; margin: 0 0 4px; overflow-wrap: anywhere; }"
+    " .learn-code-where { font-weight: 700; margin: 1.6em 0 4px; overflow-wrap: anywhere; }"
     " .learn-code-lines { overflow-x: auto; max-width: 100%; font-size: var(--text-sm); padding: 8px;"
     " background: var(--background-fill-secondary); border-radius: 6px; margin: 0; }"
     " .learn-line-no { opacity: 0.55; user-select: none; }"
