@@ -1,6 +1,9 @@
 """The three families a walk knows, one class each, registered by the adapter that serves the model: how the input
 is read, which stack the general steps walk, how the model runs, which steps only it has, and its map."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
@@ -9,6 +12,20 @@ from pipelines.learn.model_pass import MAX_TOKENS, Read, Stack
 from pipelines.learn.walk import ModelMap
 from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
 from pipelines.text import clean_text
+
+
+@dataclass(frozen=True)
+class Unembedding:
+    """Where a family's next token is read: the last block's output there, the final norm, W_U and the logits."""
+
+    point: str  # the hook point of the state
+    state: torch.Tensor  # (D,)
+    norm: nn.Module  # nn.Identity for a post-norm stack
+    W_U: torch.Tensor  # (D, V)
+    logits: torch.Tensor  # (V,) the model's own
+    text: Callable[[int], str]  # a token's text
+    where: str  # the position, in words
+
 
 NOT_OURS = "Learn reads our own transformer code; this model is served by transformers"
 
@@ -46,6 +63,9 @@ class Encoder:
 
     def forward(self, model, read: Read, ids: torch.Tensor, lengths=None):
         return model(ids)
+
+    def training_points(self, p) -> list[str]:
+        return [p.stack.point(i, "attn.hook_pattern") for i in range(len(p.stack.blocks))]
 
     def map(self, model) -> ModelMap:
         c = model.config
@@ -87,6 +107,18 @@ class EncoderDecoder:
         target_in = torch.tensor([read.extra["target_in"]], device=ids.device).expand(ids.size(0), -1)  # (B, Tt)
         return model(ids, target_in)
 
+    def training_points(self, p) -> list[str]:
+        """The cross-attention of every decoder layer: where an alignment forms."""
+        return [f"decoder.blocks.{i}.cross_attn.hook_pattern" for i in range(len(p.model.decoder.blocks))]
+
+    def unembedding(self, p) -> Unembedding:
+        """At the first decoding step: the first English token, read from the start token and the German."""
+        dec, point = p.model.decoder, f"decoder.blocks.{len(p.model.decoder.blocks) - 1}.hook_resid_post"
+        first = p.read.extra["target_tokens"][0]
+        where = f"The decoder's first step: reading the start token and the German, it wrote {first!r}."
+        return Unembedding(point, p.at(point)[0], dec.final_norm, p.model.W_U, p.output.logits[0, 0],
+                           p.pipe.adapter.token_text, where)  # fmt: skip
+
     def map(self, model) -> ModelMap:
         c = model.config
         return ModelMap(
@@ -118,6 +150,16 @@ class Decoder:
             return model(ids)
         real = torch.arange(ids.size(1), device=ids.device)[None, :] < torch.tensor(lengths, device=ids.device)[:, None]
         return model(ids, key_mask=real)  # real (B, Tk) True = a token: right padding hidden from every row
+
+    def training_points(self, p) -> list[str]:
+        return [p.stack.point(i, "attn.hook_pattern") for i in range(len(p.stack.blocks))]
+
+    def unembedding(self, p) -> Unembedding:
+        """At the last position: the token that would come after the text."""
+        point = f"blocks.{len(p.model.blocks) - 1}.hook_resid_post"
+        where = f"After the last token, {p.labels[-1].split(':', 1)[1]!r}, the model predicts what comes next."
+        return Unembedding(point, p.at(point)[-1], p.model.final_norm, p.model.W_U, p.output.logits[0, -1],
+                           p.pipe.adapter.token_text, where)  # fmt: skip
 
     def map(self, model) -> ModelMap:
         c = model.config

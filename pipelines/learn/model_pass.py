@@ -73,10 +73,30 @@ class Pass:
     def step(self, key: str, **fields) -> Step:
         return Step(key=key, model=self.name, labels=fields.pop("labels", self.labels), **fields)
 
-    def hooked(self, hooks, ids: torch.Tensor | None = None, lengths: list[int] | None = None):
-        """The model's output on ids (default: this input) with `hooks` at their points (transformer/hooks.py)."""
-        with self.model.hook_registry.hooks(hooks), torch.no_grad():
-            return self.family.forward(self.model, self.read, self.ids if ids is None else ids, lengths)
+    def hooked(self, hooks, ids: torch.Tensor | None = None, lengths: list[int] | None = None, model=None):
+        """The output of the model (or of `model`, one of its training snapshots) on ids (default: this input) with
+        `hooks` at their points (transformer/hooks.py); None when a hook ended the pass early (Enough)."""
+        model = self.model if model is None else model
+        try:
+            with model.hook_registry.hooks(hooks), torch.no_grad():
+                return self.family.forward(model, self.read, self.ids if ids is None else ids, lengths)
+        except Enough:
+            return None
+
+
+class Enough(Exception):
+    """Raised by a hook that has what its pass was run for: the rest of the model need not run."""
+
+
+def keeper(cache: dict, stop: bool = False):
+    """A hook that keeps what passes its point in `cache` (and changes nothing); stop: then ends the pass (Enough)."""
+
+    def keep(x: torch.Tensor, name: str) -> None:
+        cache[name] = x.detach()
+        if stop:
+            raise Enough(name)
+
+    return keep
 
 
 def labels(tokens: list[str]) -> tuple[str, ...]:

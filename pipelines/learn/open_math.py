@@ -4,6 +4,8 @@ a softmax, the norms, the rotation of rotary positions, the sinusoidal table, an
 import numpy as np
 import torch
 
+from pipelines.learn.walk import Check
+
 
 def f64(t) -> np.ndarray:
     return t.detach().double().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t, dtype=np.float64)
@@ -64,3 +66,13 @@ def sinusoidal(T: int, d: int) -> np.ndarray:
 def biggest(*differences) -> float:
     """The largest |difference| of several arrays."""
     return float(max(np.max(np.abs(f64(d)), initial=0.0) for d in differences))
+
+
+def check(what: str, *pairs) -> Check:
+    """A Check of (computed in the open, the model's own) pairs: the largest |difference|, relative to the largest
+    |value| of the model's where that is above 1."""
+    scale = max([1.0] + [float(np.max(np.abs(f64(ref)), initial=0.0)) for _, ref in pairs])
+    difference = max(biggest(f64(a) - f64(ref)) for a, ref in pairs)
+    if scale > 1.0:
+        what += f" (relative to the largest |value|, {scale:.3g})"
+    return Check(what, difference / scale, scale)

@@ -5,8 +5,8 @@ import numpy as np
 
 from pipelines.learn.code import code_span, shapes
 from pipelines.learn.model_pass import Pass, numpy
-from pipelines.learn.open_math import apply_norm, biggest, entropy, f64, rotate, softmax
-from pipelines.learn.walk import Check, Step
+from pipelines.learn.open_math import apply_norm, check, entropy, f64, rotate, softmax
+from pipelines.learn.walk import Step
 from transformer.attention import Attention, explicit_attention
 
 LAYER = 0
@@ -60,9 +60,11 @@ def qkv(p: Pass) -> Step:
         part="attention",
         arrays={"q": q[:, 0].astype(np.float32), "k": k[:, 0].astype(np.float32), "v": v[:, 0].astype(np.float32)},
         code=code_span(Attention.project, shapes=shapes(q=hq[None], k=hk[None], v=hv[None])),
-        check=Check(
+        check=check(
             f"hook_resid_pre @ W_Q, W_K, W_V (+ bias) vs {p.stack.point(LAYER, 'attn.hook_q')}, hook_k, hook_v",
-            biggest(q - f64(hq), k - f64(hk), v - f64(hv)),
+            (q, hq),
+            (k, hk),
+            (v, hv),
         ),
     )
 
@@ -99,9 +101,9 @@ def scaling(p: Pass) -> Step:
             "max": w.max(-1).astype(np.float32),
         },
         code=code_span(explicit_attention, "scores = (q", "weights = scores.softmax", shapes(pattern=pattern[None])),
-        check=Check(
+        check=check(
             f"softmax(q k^T / sqrt({attn.head_dim}) + mask) vs {p.stack.point(LAYER, 'attn.hook_pattern')} head 0",
-            biggest(w - f64(pattern)),
+            (w, pattern),
         ),
     )
 
@@ -132,7 +134,5 @@ def multi_head(p: Pass) -> Step:
         code=code_span(
             Attention.mix, shapes=shapes(z=p.cache[p.stack.point(LAYER, "attn.hook_z")], out=attn_out[None])
         ),
-        check=Check(
-            f"concat(hook_z) @ W_O + b_O vs {p.stack.point(LAYER, 'hook_attn_out')}", biggest(out - f64(attn_out))
-        ),
+        check=check(f"concat(hook_z) @ W_O + b_O vs {p.stack.point(LAYER, 'hook_attn_out')}", (out, attn_out)),
     )

@@ -5,8 +5,8 @@ import torch.nn.functional as F
 
 from pipelines.learn.code import code_span, shapes
 from pipelines.learn.model_pass import Pass, numpy
-from pipelines.learn.open_math import apply_norm, biggest, f64, softmax
-from pipelines.learn.walk import Check, Step
+from pipelines.learn.open_math import apply_norm, check, f64, softmax
+from pipelines.learn.walk import Step
 from transformer.causal_lm import CausalLM
 from transformer.stack import LayerStack
 
@@ -47,7 +47,7 @@ def tokens(p: Pass) -> Step:
             "norms": numpy(p.tok[0].norm(dim=-1)),
         },  # fmt: skip
         code=code_span(obj, shapes=shapes(ids=p.ids, vectors=p.tok, embedded=emb[None])),
-        check=Check(f"embedding rows from the matrix vs {p.stack.embed_point}", biggest(x - f64(emb))),
+        check=check(f"embedding rows from the matrix vs {p.stack.embed_point}", (x, emb)),
     )
 
 
@@ -72,8 +72,9 @@ def plain_attention(p: Pass) -> Step:
         text=text,
         part="attention",
         arrays={"weights": weights.astype(np.float32), "output": output[:, :SHOWN_DIMS].astype(np.float32)},
-        check=Check(
+        check=check(
             "softmax(x x^T) and y = w x in float64 numpy vs torch's F.softmax and matmul",
-            biggest(weights - f64(ref_w), output - f64(ref_y)),
+            (weights, ref_w),
+            (output, ref_y),
         ),
     )

@@ -5,7 +5,15 @@ from pathlib import Path
 
 import torch
 
-from pipelines.learn import steps_attention, steps_input
+from pipelines.learn import (
+    steps_attention,
+    steps_block,
+    steps_input,
+    steps_masks,
+    steps_output,
+    steps_positions,
+    steps_training,
+)
 from pipelines.learn.families import family_of
 from pipelines.learn.model_pass import Pass, cached_points, labels
 from pipelines.learn.walk import Step, Walk
@@ -16,10 +24,19 @@ BUILDERS: dict[str, Callable[[Pass], Step]] = {
     "plain_attention": steps_input.plain_attention,
     "qkv": steps_attention.qkv,
     "scaling": steps_attention.scaling,
+    "masks": steps_masks.masks,
     "multi_head": steps_attention.multi_head,
+    "positions": steps_positions.positions,
+    "block": steps_block.block,
+    "feed_forward": steps_block.feed_forward,
+    "classifier": steps_output.classifier,
+    "cross_attention": steps_output.cross_attention,
+    "next_token": steps_output.next_token,
+    "training": steps_training.training,
+    "next": steps_training.next_steps,
 }
-GENERAL: tuple[str, ...] = ("tokens", "plain_attention", "qkv", "scaling", "multi_head")
-OWN: tuple[str, ...] = ()  # the steps only some families have
+OWN: tuple[str, ...] = ("classifier", "cross_attention", "next_token")  # the steps only some families have
+ORDER: tuple[str, ...] = tuple(BUILDERS)  # the tutorial's order
 
 
 def model_name(pipe) -> str:
@@ -53,6 +70,5 @@ def model_pass(pipe, text: str, name: str | None = None) -> Pass:
 def walk(pipe, text: str, name: str | None = None) -> Walk:
     """Every step of the model's family on `text`, from one cached pass (name: the model as the app names it)."""
     p = model_pass(pipe, text, name)
-    keys = GENERAL + tuple(k for k in OWN if k in p.family.own)
-    steps = tuple(BUILDERS[key](p) for key in keys)
+    steps = tuple(BUILDERS[key](p) for key in ORDER if key not in OWN or key in p.family.own)
     return Walk(p.name, text, p.family.map(p.model), steps)
