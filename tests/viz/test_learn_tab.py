@@ -173,7 +173,7 @@ def test_the_map_shows_the_models_sizes_and_lights_the_current_part():
     assert "8 heads of 32, 2 key/value heads" in shown and "6 blocks (causal)" in shown and "704" in shown
     assert 'class="learn-part is-current" data-part="attention" data-step="1"' in shown
     assert 'data-part="heads" data-step="2"' in shown and "<b>model</b>" not in shown  # escaped
-    assert first_steps(steps) == {"embed": 0, "attention": 1, "heads": 2}
+    assert first_steps(steps) == {"embed": 0, "attention": 1, "heads": 2, "tokens": 0}
     encdec = ModelMap("encoder-decoder", 3, 4, 4, 256, 1024, 8000, "sinusoidal", "post-norm LayerNorm", "x", 3)
     assert "3 encoder blocks + 3 decoder blocks" in map_html(encdec, steps, 0) and "Cross-attention" in map_html(
         encdec, steps, 0

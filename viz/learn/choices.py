@@ -9,8 +9,10 @@ from pathlib import Path
 
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
-# The path's order of families (pipelines.learn.path takes the general steps from the first walk)
-ORDER = (SENTIMENT.name, TRANSLATION.name, LM.name)
+# The walks' order (pipelines.learn.path takes the general steps from the first walk, and each family's own step from
+# the first walk that has it): the classifier leads (the smallest), the language model's next token comes before the
+# translator's (the translator predicts its next English token too, but sampling is the generative model's story)
+ORDER = (SENTIMENT.name, LM.name, TRANSLATION.name)
 GERMAN_INPUT = frozenset({TRANSLATION.name})  # the tasks that read the German box; the others read the English one
 FROM_SCRATCH = "our small models, trained here from scratch"
 PRE_TRAINED = "pre-trained models"

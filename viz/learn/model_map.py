@@ -17,6 +17,10 @@ ALIASES = {"embeddings": "embed", "embedding": "embed", "position": "positions",
            "norms": "norm", "classifier": "output", "unembed": "output", "next_token": "output",
            "cross_attention": "cross"}  # fmt: skip
 
+# A part no step lights goes, on a click, to the step of the part beside it: the tokens to their embeddings, the
+# norms to the block's step (the residual stream, the norms and how much each part adds)
+NEAREST = {"tokens": "embed", "norm": "residual"}
+
 
 @dataclass(frozen=True)
 class Part:
@@ -67,7 +71,7 @@ def first_steps(steps: tuple[Step, ...]) -> dict[str, int]:
     found: dict[str, int] = {}
     for k, step in enumerate(steps):
         found.setdefault(part_of(step), k)
-    return found
+    return found | {part: found[near] for part, near in NEAREST.items() if near in found and part not in found}
 
 
 def _part_html(part: Part, current: str, targets: dict[str, int]) -> str:
