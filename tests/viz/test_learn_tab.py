@@ -51,7 +51,7 @@ def _walked(demo, english="A warm and funny film.", german="Ein Hund läuft.") -
 
 def _shown(outputs: tuple) -> dict:
     """A StepView's outputs (after the event's own first values) by elem_id."""
-    return dict(zip(SHOWN, outputs[-9:-2], strict=True))
+    return dict(zip(SHOWN, outputs[-11:-4], strict=True))
 
 
 def test_the_learn_tab_is_the_first_and_offers_the_small_models_first(demo):
@@ -105,10 +105,12 @@ def test_the_page_opens_at_the_step_its_address_names(demo):
         query_params = {"learn": "3"}
 
     fn = load_fn(demo, "learn-title").fn
-    learned, k, *_ = fn("A warm film.", "Ein Hund.", _label(demo), 1.0, 1.0, 0, request=Request())
+    learned, k, *_ = fn(request=Request())
     assert k == 2
     Request.query_params = {"learn": "999"}
-    assert fn("A warm film.", "Ein Hund.", _label(demo), 1.0, 1.0, 0, request=Request())[1] == 0  # the first
+    assert fn(request=Request())[1] == 0  # not a step: the first
+    Request.query_params = {"tab": "translation"}  # another tab: the Learn tab walks when first opened
+    assert all(value == gr.skip() for value in fn(request=Request()))
 
 
 def test_a_map_click_goes_to_its_step(demo, walks):

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ..page.landing import page_step
 from ..page.scripts import Code, call, script
 from ..server.events import FOLLOW_UP, PRIVATE
 from ..server.hosting import MODEL_EVENTS, STATE_TTL_S
-from ..share.links import learn_step
+from ..share.links import learn_step, opens_learn
 from . import handlers
 from .choices import model_sets
 from .handlers import Learned, Sampling
@@ -56,13 +57,15 @@ def _inputs(labels: list[str]):
 
 
 def _sampling():
-    with gr.Group(visible=False, elem_id="learn-sampling") as group:
-        with gr.Row():
-            temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="Temperature", elem_id="learn-temperature",
-                                    min_width=160)  # fmt: skip
-            top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="learn-top-p", min_width=160)
-            seed = gr.Number(0, label="Seed", precision=0, minimum=0, elem_id="learn-seed", min_width=100)
-    return group, temperature, top_p, seed
+    """The next-token step's sliders, shown with that step (each its own visibility: a layout block as an event's
+    output makes gradio's page copy every component's value under it at each event)."""
+    with gr.Row(elem_id="learn-sampling"):
+        temperature = gr.Slider(0.1, 2.0, value=1.0, step=0.05, label="Temperature", elem_id="learn-temperature",
+                                min_width=160, visible=False)  # fmt: skip
+        top_p = gr.Slider(0.05, 1.0, value=1.0, step=0.05, label="Top-p", elem_id="learn-top-p", min_width=160,
+                          visible=False)  # fmt: skip
+        seed = gr.Number(0, label="Seed", precision=0, minimum=0, elem_id="learn-seed", min_width=100, visible=False)
+    return temperature, top_p, seed
 
 
 def _page(labels: list[str]) -> LearnPage:
@@ -78,14 +81,14 @@ def _page(labels: list[str]) -> LearnPage:
     text = gr.HTML(elem_id="learn-text", container=False, padding=False)
     german = gr.Textbox(GERMAN, label="German sentence (for the translator)", info=GERMAN_HELP, lines=1,
                         max_lines=3, visible=False, elem_id="learn-german")  # fmt: skip
-    group, temperature, top_p, seed = _sampling()
+    temperature, top_p, seed = _sampling()
     with gr.Row(equal_height=False, elem_classes=["learn-step"]):
         with gr.Column(scale=3, min_width=300):
             figure = gr.Plot(show_label=False, elem_id="learn-figure")
         with gr.Column(scale=2, min_width=300):
             code = gr.HTML(elem_id="learn-code", label="The code", show_label=True, container=True)
             check = gr.HTML(elem_id="learn-check", container=False, padding=False)
-    shown = [title, text, figure, code, check, progress, model_map, german, group]
+    shown = [title, text, figure, code, check, progress, model_map, german, temperature, top_p, seed]
     return LearnPage(english, german, choice, submit, status, back, forward, temperature, top_p, seed, shown, figure,
                      model_map)  # fmt: skip
 
@@ -117,10 +120,17 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
         status = _notes(kept) if isinstance(kept, Learned) else ""
         return kept if isinstance(kept, Learned) else None, k, status, *shown(kept, k, *options)
 
-    def opened(english, german, label, temperature, top_p, seed, request: gr.Request = None):
-        """The page's load: the walk of the preloaded sentence, at the step the address asks for (?learn=k)."""
-        k = learn_step(dict(request.query_params) if request else {})
-        return walk(english, german, label, k or 0, temperature, top_p, seed)
+    def opened(request: gr.Request = None):
+        """The page's load: the walk of the preloaded sentences, at the step the address asks for (?learn=k); none
+        when the address opens another tab (learn_when_opened.js walks when the visitor first opens this one). The
+        load takes no inputs: the boxes hold their preloaded text then, and a load with inputs cleared the German
+        box a task tab's landing had just filled (gradio 6.31, seen in chromium with ?tab=translation)."""
+        params = dict(request.query_params) if request else {}
+        if not opens_learn(params):
+            return [gr.skip()] * len(run_out)
+        defaults = Sampling()
+        return walk(ENGLISH, GERMAN, sets[0].label, learn_step(params) or 0, defaults.temperature, defaults.top_p,
+                    defaults.seed)  # fmt: skip
 
     def moved(by: int):
         def move(kept, k, *options):
@@ -147,8 +157,9 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
     run_out = [learned, at, p.status, *p.shown]
     for trigger in (p.submit.click, p.english.submit, p.german.submit, p.choice.input):
         trigger(walk, run_in, run_out, **RUN)
-    demo.load(opened, [p.english, p.german, p.choice, *sliders], run_out, **RUN)
+    demo.load(opened, None, run_out, **RUN)
     demo.load(None, None, None, js=script("learn_keys.js"), **PRIVATE)
+    demo.load(None, None, None, js=page_step("learn_when_opened.js"), **PRIVATE)
     for button, by in ((p.next, 1), (p.back, -1)):
         button.click(moved(by), [learned, at, *sliders], [at, *p.shown], **FOLLOW_UP)
     p.model_map.select(picked, [learned, *sliders], [at, *p.shown], **FOLLOW_UP)

@@ -2,6 +2,7 @@
 order (StepView.outputs). Drawing only: nothing here runs a model."""
 
 import html
+import logging
 from dataclasses import dataclass
 
 import gradio as gr
@@ -10,15 +11,21 @@ from . import render
 from .handlers import Learned, Sampling
 from .model_map import map_html
 
+log = logging.getLogger(__name__)
 NEXT_TOKEN, CROSS = "next_token", "cross_attention"  # the steps that show the sampling controls, the German box
 
 
 def figure(learned: Learned, k: int, sampling: Sampling):
-    """Step k's live figure (viz.learn.figures), the next-token step's drawn with the sliders' options."""
+    """Step k's live figure (viz.learn.figures), the next-token step's drawn with the sliders' options; None (and a
+    warning in the log) where it cannot be drawn: the step's text, code and check still show, never a traceback."""
     from . import figures
 
     step = learned.steps[k]
-    return figures.draw(step, sampling.options() if step.key == NEXT_TOKEN else None)
+    try:
+        return figures.draw(step, sampling.options() if step.key == NEXT_TOKEN else None)
+    except Exception:  # noqa: BLE001 (a figure that fails leaves its step readable)
+        log.exception("the Learn step %s's figure could not be drawn", step.key)
+        return None
 
 
 @dataclass(frozen=True)
@@ -33,11 +40,11 @@ class StepView:
     progress: str
     model_map: str
     german: object  # the German box's update: shown with the cross-attention step
-    sampling: object  # the sampling controls' update: shown with the next-token step
+    sampling: object  # each sampling control's update (temperature, top-p, seed): shown with the next-token step
 
     def outputs(self) -> tuple:
         return (self.title, self.text, self.figure, self.code, self.check, self.progress, self.model_map,
-                self.german, self.sampling)  # fmt: skip
+                self.german, self.sampling, self.sampling, self.sampling)  # fmt: skip
 
 
 def step_view(learned: Learned, k: int, sampling: Sampling) -> StepView:

@@ -207,6 +207,16 @@ def learn_step(params: Mapping[str, str]) -> int | None:
     return _index(params.get("learn"))
 
 
+def opens_learn(params: Mapping[str, str]) -> bool:
+    """Whether an address opens the page on the Learn tab, as the page decides it (viz/page/js/page_tools.js): it
+    does unless it names a task tab, or holds a text without naming a tab or a Learn step (a link made before the
+    Learn tab: its text is the first task tab's)."""
+    named = (params.get("tab") or "").strip().lower()
+    if named in TABS or named == LEARN:
+        return named == LEARN
+    return not (params.get("text") or "").strip() or "learn" in params
+
+
 def share_url(base: str, link: ViewLink) -> tuple[str | None, str]:
     """(the full link, a message for the user); the link is None when there is nothing to share or the
     text is too long for a link. base is the page's address without query (from the browser)."""
