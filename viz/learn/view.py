@@ -18,10 +18,10 @@ NEXT_TOKEN, CROSS = "next_token", "cross_attention"  # the steps that show the s
 def figure(learned: Learned, k: int, sampling: Sampling):
     """Step k's live figure (viz.learn.figures), the next-token step's drawn with the sliders' options; None (and a
     warning in the log) where it cannot be drawn: the step's text, code and check still show, never a traceback."""
-    from . import figures
-
     step = learned.steps[k]
     try:
+        from . import figures
+
         return figures.draw(step, sampling.options() if step.key == NEXT_TOKEN else None)
     except Exception:  # noqa: BLE001 (a figure that fails leaves its step readable)
         log.exception("the Learn step %s's figure could not be drawn", step.key)
