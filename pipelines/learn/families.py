@@ -40,6 +40,7 @@ class Encoder:
 
     name = "encoder"
     own = ("classifier",)
+    writes = False  # a decoder writes its output, one token at a time, under a causal mask
 
     def read(self, pipe, text: str) -> Read:
         a = pipe.adapter
@@ -47,7 +48,7 @@ class Encoder:
         own, spans = a.tokenize(text)
         keep = MAX_TOKENS - pipe.n_special
         ids, spans = a.wrap(own[:keep]), a.wrap_spans(spans[:keep], text)
-        return Read(ids, token_texts(spans))
+        return Read(ids, token_texts(spans), cut=len(own) > keep)
 
     def stack(self, model) -> Stack:
         c, enc = model.config, model.encoder
@@ -80,6 +81,7 @@ class EncoderDecoder:
 
     name = "encoder-decoder"
     own = ("cross_attention", "next_token")
+    writes = True
 
     def read(self, pipe, text: str) -> Read:
         a = pipe.adapter
@@ -91,7 +93,7 @@ class EncoderDecoder:
         target = (list(hyp.tokens) + [a.eos_id] * hyp.finished)[:MAX_TOKENS]
         target_in = [a.bos_id] + target[:-1]
         extra = {"target": target, "target_in": target_in, "target_tokens": [a.token_text(i) for i in target]}
-        return Read(ids, tokens, extra)
+        return Read(ids, tokens, extra, cut=len(source.ids) > MAX_TOKENS or source.truncated)
 
     def stack(self, model) -> Stack:
         c, enc = model.config, model.encoder
@@ -132,10 +134,12 @@ class Decoder:
 
     name = "decoder"
     own = ("next_token",)
+    writes = True
 
     def read(self, pipe, text: str) -> Read:
-        ids = list(pipe.encode(text).ids)[:MAX_TOKENS]
-        return Read(ids, [pipe.adapter.token_text(i) for i in ids])
+        every = list(pipe.encode(text).ids)
+        ids = every[:MAX_TOKENS]
+        return Read(ids, [pipe.adapter.token_text(i) for i in ids], cut=len(every) > MAX_TOKENS)
 
     def stack(self, model) -> Stack:
         c = model.config

@@ -48,6 +48,7 @@ class Read:
     ids: list[int]
     tokens: list[str]
     extra: Mapping[str, object] = field(default_factory=dict)
+    cut: bool = False  # the text had more than MAX_TOKENS tokens: the first ones are read
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ def keeper(cache: dict, stop: bool = False):
 
 def labels(tokens: list[str]) -> tuple[str, ...]:
     """Unique axis labels "i:token" (plotly merges repeated category labels)."""
-    return tuple(f"{i}:{t}" for i, t in enumerate(tokens))
+    return tuple(f"{i}:{' '.join(t.split()) or '␣'}" for i, t in enumerate(tokens))
 
 
 def numpy(t: torch.Tensor) -> np.ndarray:

@@ -12,7 +12,7 @@ from transformer.attention import Attention, explicit_attention
 LAYER = 0
 
 
-def _linear(h: np.ndarray, proj, n: int, hs: int) -> np.ndarray:
+def linear_heads(h: np.ndarray, proj, n: int, hs: int) -> np.ndarray:
     """h (T, D) through a projection's weights (and bias), split into n heads: (T, n, hs)."""
     y = h @ f64(proj.weight).T + (f64(proj.bias) if proj.bias is not None else 0.0)
     return y.reshape(h.shape[0], n, hs)
@@ -25,9 +25,9 @@ def projections(p: Pass) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = f64(p.at(p.stack.point(LAYER, "hook_resid_pre")))  # (T, D)
     h = apply_norm(x, block.attn_norm) if p.stack.norm_first else x
     hs = attn.head_dim
-    q = _linear(h, attn.q_proj, attn.n_heads, hs)
-    k = _linear(h, attn.k_proj, attn.n_kv_heads, hs)
-    v = _linear(h, attn.v_proj, attn.n_kv_heads, hs)
+    q = linear_heads(h, attn.q_proj, attn.n_heads, hs)
+    k = linear_heads(h, attn.k_proj, attn.n_kv_heads, hs)
+    v = linear_heads(h, attn.v_proj, attn.n_kv_heads, hs)
     if attn.rotary is not None:
         q, k = rotate(q, attn.rotary.base), rotate(k, attn.rotary.base)
     return q, k, v
@@ -85,6 +85,8 @@ def scaling(p: Pass) -> Step:
         "measures how spread its weights are: 0 when one key takes all, log(n) when n keys share equally. Compare "
         "the two maps and their entropies, head 0 of layer 0."
     )
+    if attn.rotary is not None:
+        text += " Here q and k are taken after the rotation of rotary positions, as the model scores them."
     return p.step(
         "scaling",
         title="Scaling by 1/sqrt(d)",

@@ -7,6 +7,7 @@ from pipelines.learn.code import code_span, shapes
 from pipelines.learn.model_pass import Pass, numpy
 from pipelines.learn.open_math import apply_norm, check, f64, softmax
 from pipelines.learn.walk import Step
+from transformer.attention import explicit_attention
 from transformer.causal_lm import CausalLM
 from transformer.stack import LayerStack
 
@@ -25,9 +26,8 @@ def embedded_in_open(p: Pass) -> np.ndarray:
 def tokens(p: Pass) -> Step:
     c = p.model.config
     x, emb = embedded_in_open(p), p.at(p.stack.embed_point)  # (T, D)
-    ngrams = " plus vectors of the two- and three-token phrases ending there," if p.family.name == "encoder" else ""
-    if getattr(p.model, "ngram_emb", None) is None:
-        ngrams = ""
+    hashed = getattr(p.model, "ngram_emb", None) is not None  # the scratch classifier's phrase vectors
+    ngrams = " plus vectors of the short phrases ending there (hashed n-grams)" if hashed else ""
     text = (
         f"A tokenizer cuts the text into {len(p.labels)} tokens: words or pieces of words from a vocabulary of "
         f"{c.vocab_size:,}. Each token has an id, its row in the embedding matrix: a table of {c.vocab_size:,} rows "
@@ -35,6 +35,8 @@ def tokens(p: Pass) -> Step:
         f"{ngrams}. The heatmap shows the first numbers of each vector. Everything after this step is arithmetic "
         "on these vectors."
     )
+    if p.read.cut:
+        text += f" (Learn reads the first {len(p.labels)} tokens of a longer text.)"
     obj = CausalLM.from_token_vectors if isinstance(p.model, CausalLM) else LayerStack.embed
     return p.step(
         "tokens",
@@ -64,7 +66,8 @@ def plain_attention(p: Pass) -> Step:
         "token's x_j by their dot product (large when they point the same way). A softmax turns each row of dot "
         "products into weights that are positive and sum to 1. Each output y_i is the weighted average of all the "
         "vectors: sum over j of w_ij x_j. Here it runs on the model's own embedding vectors of your text. A vector "
-        "agrees most with itself, so the diagonal dominates: the model needs something better."
+        "agrees most with itself, so the diagonal dominates: the model needs something better. The code is the "
+        "model's version of these lines, with q, k and v in place of x."
     )
     return p.step(
         "plain_attention",
@@ -72,6 +75,7 @@ def plain_attention(p: Pass) -> Step:
         text=text,
         part="attention",
         arrays={"weights": weights.astype(np.float32), "output": output[:, :SHOWN_DIMS].astype(np.float32)},
+        code=code_span(explicit_attention, "scores = (q", "return dropped", shapes(x=x[None], weights=ref_w[None])),
         check=check(
             "softmax(x x^T) and y = w x in float64 numpy vs torch's F.softmax and matmul",
             (weights, ref_w),

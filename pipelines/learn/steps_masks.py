@@ -27,15 +27,15 @@ def batched(p: Pass) -> tuple[torch.Tensor, list[int]]:
 def _text(p: Pass, T: int, n_pad: int) -> str:
     text = (
         f"Texts of different lengths run together in a batch: the shorter is padded, here with {n_pad} padding "
-        "tokens after your text's {T}. A mask (True = attend) keeps padding out of every softmax: its keys get "
+        f"tokens after your text's {T}. A mask (True = attend) keeps padding out of every softmax: its keys get "
         "exactly 0 weight, so your text's map is the same as when it ran alone."
-    ).replace("{T}", str(T))
+    )
     if p.stack.causal:
         text += (
             " A model that writes text must not read ahead: its causal mask lets each token attend only to itself "
             "and the tokens before it, so the map's upper triangle is 0."
         )
-    elif p.family.name == "encoder-decoder":
+    elif p.family.writes:  # beside the encoder the stack walked here
         text += " The decoder also has a causal mask: each English token reads only the ones before it."
     return text
 
@@ -49,13 +49,13 @@ def masks(p: Pass) -> Step:
     T, Tb = len(p.read.ids), ids.size(1)
     alone = p.at(point)  # (H, T, T)
     difference = biggest(f64(padded[:, :T, :T]) - f64(alone))
-    arrays = {"mask": (ids != -1).cpu().numpy() & (np.arange(Tb)[None, :] < np.array(lengths)[:, None]),
+    arrays = {"mask": np.arange(Tb)[None, :] < np.array(lengths)[:, None],  # (2, Tb) True = a token
               "weights": padded[0].float().cpu().numpy(), "difference": np.array(difference)}  # fmt: skip
     hidden = [f64(padded[:, :T, T:])]  # the padding keys, from the real queries
     if p.stack.causal:
         arrays["causal"] = causal_mask(T, T)[0, 0].numpy()
         hidden.append(np.where(arrays["causal"], 0.0, f64(alone)))  # the future keys
-    elif p.family.name == "encoder-decoder":
+    elif p.family.writes:  # the decoder's mask over its own output
         Tt = len(p.read.extra["target"])
         arrays["causal"] = causal_mask(Tt, Tt)[0, 0].numpy()
     pads = tuple(f"{i}:<pad>" for i in range(T, Tb))

@@ -5,9 +5,9 @@ import numpy as np
 import torch
 
 from pipelines.learn.code import code_span, shapes
-from pipelines.learn.model_pass import Pass, numpy
+from pipelines.learn.model_pass import Pass, labels, numpy
 from pipelines.learn.open_math import apply_norm, check, entropy, f64, softmax
-from pipelines.learn.steps_attention import _linear
+from pipelines.learn.steps_attention import linear_heads
 from pipelines.learn.walk import Step
 from transformer.classifier import TransformerClassifier
 from transformer.generation import next_token as sampling
@@ -77,8 +77,8 @@ def cross_attention(p: Pass) -> Step:
     mid = f64(p.at(f"decoder.blocks.{layer}.hook_resid_mid"))  # (Tt, D) what cross-attention reads its queries from
     h = apply_norm(mid, block.cross_norm) if p.stack.norm_first else mid
     memory = f64(p.at("encoder.hook_final"))  # (Ts, D) the encoder's output
-    q = _linear(h, attn.q_proj, attn.n_heads, attn.head_dim)  # (Tt, H, hs)
-    k = _linear(memory, attn.k_proj, attn.n_kv_heads, attn.head_dim)  # (Ts, H, hs)
+    q = linear_heads(h, attn.q_proj, attn.n_heads, attn.head_dim)  # (Tt, H, hs)
+    k = linear_heads(memory, attn.k_proj, attn.n_kv_heads, attn.head_dim)  # (Ts, H, hs)
     weights = softmax(np.einsum("qhe,khe->hqk", q, k) / np.sqrt(attn.head_dim))  # (H, Tt, Ts)
     point = f"decoder.blocks.{layer}.cross_attn.hook_pattern"
     target = p.read.extra["target_tokens"]
@@ -94,7 +94,7 @@ def cross_attention(p: Pass) -> Step:
         title="Cross-attention: English reads German",
         text=text,
         part="cross",
-        arrays={"weights": weights.astype(np.float32), "target": np.array([f"{i}:{t}" for i, t in enumerate(target)])},
+        arrays={"weights": weights.astype(np.float32), "target": np.array(labels(target))},
         code=code_span(
             Block.forward,
             "if self.cross_attn is not None",
@@ -119,7 +119,7 @@ def next_token(p: Pass) -> Step:
     top = torch.topk(model_logits, min(TOP, model_logits.numel()))
     probs_all = model_logits.softmax(-1)
     ids = top.indices.cpu().numpy()
-    tokens = np.array([f"{r}:{u.text(int(i))}" for r, i in enumerate(ids)])
+    tokens = np.array(labels([u.text(int(i)) for i in ids]))
     text = (
         f"{u.where} The last block's vector goes through the final norm and the unembedding, a matrix with one "
         f"column per token of the vocabulary ({model_logits.numel():,}): one score, a logit, per token. A softmax "

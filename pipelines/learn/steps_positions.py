@@ -7,7 +7,7 @@ import torch
 from pipelines.learn.code import code_span, shapes
 from pipelines.learn.model_pass import Pass, keeper
 from pipelines.learn.open_math import apply_norm, check, f64, rotate, sinusoidal, softmax
-from pipelines.learn.steps_attention import _linear, visible
+from pipelines.learn.steps_attention import linear_heads, visible
 from pipelines.learn.walk import Step
 from transformer.embeddings import Positions, Rotary, sinusoidal_table
 
@@ -29,8 +29,8 @@ def _unrotated(p: Pass) -> tuple[torch.Tensor, torch.Tensor]:
     attn = block.attn
     x = f64(p.at(p.stack.point(0, "hook_resid_pre")))  # (T, D)
     h = apply_norm(x, block.attn_norm) if p.stack.norm_first else x
-    q = _linear(h, attn.q_proj, attn.n_heads, attn.head_dim)
-    k = _linear(h, attn.k_proj, attn.n_kv_heads, attn.head_dim)
+    q = linear_heads(h, attn.q_proj, attn.n_heads, attn.head_dim)
+    k = linear_heads(h, attn.k_proj, attn.n_kv_heads, attn.head_dim)
     as_tensor = lambda a: torch.tensor(a, dtype=p.tok.dtype, device=p.ids.device)[None]  # noqa: E731
     return as_tensor(q), as_tensor(k)
 
@@ -64,8 +64,8 @@ def _recomputed(p: Pass, fed: dict[str, torch.Tensor]) -> np.ndarray:
     else:
         x = f64(fed["x"][0])
         x = apply_norm(x, block.attn_norm) if p.stack.norm_first else x
-        q = _linear(x, attn.q_proj, attn.n_heads, attn.head_dim)
-        k = _linear(x, attn.k_proj, attn.n_kv_heads, attn.head_dim)
+        q = linear_heads(x, attn.q_proj, attn.n_heads, attn.head_dim)
+        k = linear_heads(x, attn.k_proj, attn.n_kv_heads, attn.head_dim)
     k = np.repeat(k, attn.n_heads // attn.n_kv_heads, axis=1)  # each key head serves its query heads
     scores = np.einsum("qhe,khe->hqk", q, k) / np.sqrt(attn.head_dim)
     return softmax(scores, visible(p)[None])

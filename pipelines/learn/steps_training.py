@@ -5,7 +5,7 @@ import functools
 
 import numpy as np
 
-from pipelines.learn.model_pass import Pass, keeper
+from pipelines.learn.model_pass import Pass, keeper, labels
 from pipelines.learn.open_math import entropy
 from pipelines.learn.walk import Step
 from pipelines.models.snapshots import at_revision, list_snapshots, starting_point
@@ -14,9 +14,9 @@ MAX_SNAPSHOTS = 4  # the first, the last and two between
 
 
 @functools.lru_cache(maxsize=8)
-def _snapshot_model(pipeline: type, folder: str):
-    """A snapshot's model, loaded once (a new input's walk runs it again without loading)."""
-    return pipeline.from_pretrained(folder).adapter.model
+def _snapshot_model(pipeline: type, folder: str, device: str):
+    """A snapshot's model, loaded once on `device` (a new input's walk runs it again without loading)."""
+    return pipeline.from_pretrained(folder, device).adapter.model
 
 
 def _chosen(source) -> list:
@@ -30,9 +30,18 @@ def _chosen(source) -> list:
     return [snaps[i] for i in sorted(set(picks))]
 
 
+def focus(weights: np.ndarray, causal: bool) -> float:
+    """How sharply a map (Tq, Tk) picks its keys: the mean of each row's largest weight. A causal model's first key
+    is left out (a head that parks its weight on the first token, a sink, has formed nothing to see), and with it
+    the first row, which has no other key."""
+    if causal and weights.shape[1] > 1:
+        weights = weights[1:, 1:]
+    return float(weights.max(axis=-1).mean())
+
+
 def _followed(p: Pass) -> tuple[str, int]:
-    """(hook point, head): the head of the trained model whose rows are the most focused (least mean entropy)."""
-    best = min((float(entropy(p.at(point)[h].float().cpu().numpy()).mean()), point, h)
+    """(hook point, head): the head of the trained model that picks its keys most sharply (focus)."""
+    best = max((focus(p.at(point)[h].float().cpu().numpy(), p.stack.causal), point, h)
                for point in p.family.training_points(p) for h in range(p.at(point).size(0)))  # fmt: skip
     return best[1], best[2]
 
@@ -56,7 +65,8 @@ def training(p: Pass) -> Step:
         return p.step("training", title="How attention forms in training", text=NONE, part="attention")
     point, head = _followed(p)
     folders = [at_revision(source, s.revision)[0] for s in snaps]
-    maps = [_pattern(p, _snapshot_model(type(p.pipe), f), point, head) for f in folders]
+    device = str(p.ids.device)
+    maps = [_pattern(p, _snapshot_model(type(p.pipe), f, device), point, head) for f in folders]
     maps.append(p.at(point)[head].float().cpu().numpy())
     steps = [f"step {s.step}" for s in snaps] + ["trained"]
     spread = [float(entropy(m).mean()) for m in maps]
@@ -67,7 +77,7 @@ def training(p: Pass) -> Step:
     text = (
         f"{first}Step by step, gradient descent nudges W_Q and W_K until a head's queries match some keys far better "
         "than others. Here "
-        f"one head ({point.replace('.hook_pattern', '')}, head {head}), the most focused of the trained model, on "
+        f"one head ({point.replace('.hook_pattern', '')}, head {head}), the sharpest of the trained model, on "
         f"your text at {len(snaps)} training snapshots and trained: its mean row entropy goes from {spread[0]:.2f} "
         f"to {spread[-1]:.2f} nats."
     )
@@ -75,7 +85,7 @@ def training(p: Pass) -> Step:
     arrays = {"patterns": np.stack(maps).astype(np.float32), "steps": np.array(steps),
               "entropy": np.array(spread, dtype=np.float32)}  # fmt: skip
     if rows is not None:
-        arrays["target"] = np.array([f"{i}:{t}" for i, t in enumerate(rows)])
+        arrays["target"] = np.array(labels(rows))
     return p.step("training", title="How attention forms in training", text=text, part="attention", arrays=arrays)
 
 

@@ -15,7 +15,7 @@ from pipelines.learn import (
     steps_training,
 )
 from pipelines.learn.families import family_of
-from pipelines.learn.model_pass import Pass, cached_points, labels
+from pipelines.learn.model_pass import Pass, cached_points, keeper, labels
 from pipelines.learn.walk import Step, Walk
 
 # Every step a walk can have, in the tutorial order; a family's own steps (families.py) are among them.
@@ -55,11 +55,7 @@ def model_pass(pipe, text: str, name: str | None = None) -> Pass:
     model = pipe.adapter.model
     ids = torch.tensor([read.ids], device=pipe.adapter.device)  # (1, T)
     cache: dict[str, torch.Tensor] = {}
-
-    def keep(x, point):
-        cache[point] = x.detach()
-
-    registry = model.hook_registry
+    registry, keep = model.hook_registry, keeper(cache)
     with registry.hooks((point, keep) for point in registry.select(cached_points)):
         output = family.forward(model, read, ids)
     tok = family.token_vectors(model, ids)

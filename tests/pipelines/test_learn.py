@@ -147,7 +147,8 @@ def test_path_takes_the_general_steps_from_the_first_walk_and_each_familys_own(b
     assert keys == list(ORDER) and len(keys) >= 14
     by_key = {s.key: s for s in steps}
     assert by_key["qkv"].model == walks[0].model and by_key["cross_attention"].model == walks[1].model
-    assert by_key["next_token"].model == walks[1].model  # the translator's decoder comes first
+    assert by_key["next_token"].model == walks[2].model  # the language model's, before the translator's first step
+    assert path(walks[:2])[-3].key == "next_token" and path(walks[:2])[-3].model == walks[1].model
     assert by_key["training"].arrays  # from the first walk whose model has snapshots
     assert sum(s.check is not None for s in steps) >= 10
     with pytest.raises(ValueError):
@@ -188,3 +189,15 @@ def test_sample_view_is_seeded_and_temperature_changes_the_spread():
     assert sample_view(logits, 0.0, 1.0, 3).token == 0  # greedy
     with pytest.raises(ValueError):
         sample_view(logits, 1.0, 0.0, 0)
+
+
+def test_a_long_text_is_read_up_to_max_tokens_and_said(bundled):
+    from pipelines.learn.model_pass import MAX_TOKENS
+
+    long = " ".join([REVIEW] * 10)
+    for name in ("minilm", "lm"):
+        w = walk(bundled(name), long)
+        assert_sound(w)
+        tokens = steps_of(w)["tokens"]
+        assert len(tokens.labels) == MAX_TOKENS and "Learn reads the first" in tokens.text
+    assert "Learn reads the first" not in steps_of(walk(bundled("lm"), PROMPT))["tokens"].text
