@@ -34,7 +34,6 @@ def walks():
 
     mp = pytest.MonkeyPatch()
     mp.setattr(library, "walk", counted)
-    _until_the_library_is_merged(mp)
     yield calls
     mp.undo()
 
@@ -141,19 +140,3 @@ def test_the_dark_theme_draws_the_learn_tab(page, learn_url):
     assert page.evaluate("() => document.body.classList.contains('dark')")
     assert page.evaluate(SIDEWAYS_JS) <= 0
 
-
-def _until_the_library_is_merged(mp):  # TEMPORARY: learn-lib's path() and figures.draw, until merged
-    import sys
-    import types
-
-    import plotly.graph_objects as go
-
-    if not hasattr(library, "path"):
-        mp.setattr(library, "path", lambda walks: tuple(s for w in walks for s in w.steps), raising=False)
-    try:
-        import viz.learn.figures  # noqa: F401
-    except ImportError:
-        fake = types.ModuleType("viz.learn.figures")
-        bars = lambda step, options: go.Bar(x=list(step.labels), y=[len(step.key), (options or {}).get("temperature")])
-        fake.draw = lambda step, options=None: go.Figure(bars(step, options))
-        mp.setitem(sys.modules, "viz.learn.figures", fake)

@@ -203,20 +203,3 @@ def test_a_link_carries_the_learn_step():
     assert link.learn == 2 and "learn=3" in links.to_query(link)
     assert handlers.clamp(7, Learned((_step("a", "b"),), {})) == 0 and np.isfinite(handlers.Sampling().top_p)
 
-
-@pytest.fixture(autouse=True)
-def _until_the_library_is_merged(monkeypatch):  # TEMPORARY: learn-lib's path() and figures.draw, until merged
-    import sys
-    import types
-
-    import plotly.graph_objects as go
-
-    if not hasattr(library, "path"):
-        monkeypatch.setattr(library, "path", lambda walks: tuple(s for w in walks for s in w.steps), raising=False)
-    try:
-        import viz.learn.figures  # noqa: F401
-    except ImportError:
-        fake = types.ModuleType("viz.learn.figures")
-        bars = lambda step, options: go.Bar(x=list(step.labels), y=[len(step.key), (options or {}).get("temperature")])
-        fake.draw = lambda step, options=None: go.Figure(bars(step, options))
-        monkeypatch.setitem(sys.modules, "viz.learn.figures", fake)

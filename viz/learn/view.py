@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from . import render
+from . import figures, render
 from .handlers import Learned, Sampling
 from .model_map import map_html
 
@@ -20,8 +20,6 @@ def figure(learned: Learned, k: int, sampling: Sampling):
     warning in the log) where it cannot be drawn: the step's text, code and check still show, never a traceback."""
     step = learned.steps[k]
     try:
-        from . import figures
-
         return figures.draw(step, sampling.options() if step.key == NEXT_TOKEN else None)
     except Exception:  # noqa: BLE001 (a figure that fails leaves its step readable)
         log.exception("the Learn step %s's figure could not be drawn", step.key)
