@@ -44,9 +44,12 @@ def _label(demo) -> str:
     return blocks(demo)["learn-models"].choices[0][0]
 
 
-def _walked(demo, english="A warm and funny film.", german="Ein Hund läuft.") -> tuple:
+def _walked(demo, english="A warm and funny film.", german="Ein Hund läuft.", k=0) -> tuple:
+    """The button's two steps: the first model's walk (shown at once), then every model's."""
     sliders = (1.0, 1.0, 0)
-    return click_fn(demo, "learn-submit").fn(english, german, _label(demo), 0, *sliders)
+    *first, wanted = click_fn(demo, "learn-submit").fn(english, german, _label(demo), k, *sliders)
+    rest = next(f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "walk_rest")
+    return rest(english, german, _label(demo), wanted, first[1], *sliders)
 
 
 def _shown(outputs: tuple) -> dict:
@@ -63,7 +66,7 @@ def test_the_learn_tab_is_the_first_and_offers_the_small_models_first(demo):
 
 def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks):
     learned, k, status, *outputs = _walked(demo)
-    assert isinstance(learned, Learned) and k == 0 and len(walks) == 3  # the three tiny models, once each
+    assert isinstance(learned, Learned) and k == 0 and len(walks) == 4  # the first model at once, then all three
     sliders = (1.0, 1.0, 0)
     step_next, step_back = click_fn(demo, "learn-next").fn, click_fn(demo, "learn-back").fn
     n, seen = len(learned.steps), []
@@ -80,7 +83,7 @@ def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks
     assert k == n - 1 and seen == [s.key for s in learned.steps]  # Next stops at the last step
     k, *outputs = step_back(learned, k, *sliders)
     assert k == n - 2 and learned.steps[k].title in _shown(outputs)["learn-title"]
-    assert len(walks) == 3  # Next and Back redrew from the kept walk
+    assert len(walks) == 4  # Next and Back redrew from the kept walk
 
 
 def test_each_steps_code_is_the_files_text_at_its_lines(demo):
@@ -96,21 +99,24 @@ def test_each_steps_code_is_the_files_text_at_its_lines(demo):
 
 def test_a_new_input_walks_again_at_the_same_step(demo, walks):
     learned, *_ = _walked(demo)
-    again, k, *_ = click_fn(demo, "learn-submit").fn("Dull.", "Ein Hund.", _label(demo), 2, 1.0, 1.0, 0)
-    assert k == 2 and again.steps[0].labels != learned.steps[0].labels and len(walks) == 6
+    again, k, *_ = _walked(demo, "Dull.", "Ein Hund.", k=2)
+    assert k == 2 and again.steps[0].labels != learned.steps[0].labels and len(walks) == 8
 
 
 def test_the_page_opens_at_the_step_its_address_names(demo):
     class Request:
         query_params = {"learn": "3"}
 
-    fn = load_fn(demo, "learn-title").fn
-    learned, k, *_ = fn(request=Request())
+    opened = load_fn(demo, "learn-title").fn
+    rest = next(f.fn for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "opened_rest")
+    learned, k, *_ = opened(request=Request())
     assert k == 2
+    Request.query_params = {"learn": "13"}  # past the first model's steps: there once every model is walked
+    assert rest(0, request=Request())[1] == 12
     Request.query_params = {"learn": "999"}
-    assert fn(request=Request())[1] == 0  # not a step: the first
+    assert opened(request=Request())[1] == 0  # not a step: the first
     Request.query_params = {"tab": "translation"}  # another tab: the Learn tab walks when first opened
-    assert all(value == gr.skip() for value in fn(request=Request()))
+    assert all(value == gr.skip() for value in opened(request=Request()))
 
 
 def test_a_map_click_goes_to_its_step(demo, walks):
@@ -120,7 +126,7 @@ def test_a_map_click_goes_to_its_step(demo, walks):
               and blocks(demo)["learn-map"] in f.inputs + f.outputs)  # fmt: skip
     k, *outputs = fn.fn(learned, 1.0, 1.0, 0, evt=gr.SelectData(None, {"index": target, "value": target}))
     assert k == target and learned.steps[target].title in _shown(outputs)["learn-title"]
-    assert len(walks) == 3
+    assert len(walks) == 4
 
 
 def test_the_sampling_sliders_redraw_the_next_token_figure_without_a_model_run(demo, walks):
@@ -130,7 +136,7 @@ def test_the_sampling_sliders_redraw_the_next_token_figure_without_a_model_run(d
         pytest.skip("the library's walk has no next-token step yet")
     redraw = click_fn(demo, "learn-temperature").fn
     cold, hot = redraw(learned, k, 0.3, 1.0, 0), redraw(learned, k, 2.0, 1.0, 0)
-    assert cold.to_json() != hot.to_json() and len(walks) == 3
+    assert cold.to_json() != hot.to_json() and len(walks) == 4
 
 
 def test_a_model_that_cannot_be_walked_gives_a_plain_message(demo, monkeypatch):
@@ -202,4 +208,3 @@ def test_a_link_carries_the_learn_step():
     link = links.from_query({"tab": "sentiment", "text": "A film.", "learn": "3"})
     assert link.learn == 2 and "learn=3" in links.to_query(link)
     assert handlers.clamp(7, Learned((_step("a", "b"),), {})) == 0 and np.isfinite(handlers.Sampling().top_p)
-

@@ -15,6 +15,7 @@ from .choices import GERMAN_INPUT, ModelSet
 
 MAX_CHARS = 300  # a sentence or two: every number of a step fits on screen
 NO_WALK = "Press “Walk through it” to walk the models through your sentence."
+MORE = "The other models are being walked: their steps follow in a moment."
 EXPIRED = "This page's walk was forgotten (pages keep it for a while): press “Walk through it” again."
 
 
@@ -57,12 +58,13 @@ def _checked(raw, what: str) -> tuple[str | None, list[str]]:
     return checked.text, [checked.error] if checked.text is None else list(checked.notices)
 
 
-def walk_set(registries, chosen: ModelSet, english: str, german: str) -> Learned | str:
+def walk_set(registries, chosen: ModelSet, english: str, german: str, first_only: bool = False) -> Learned | str:
     """Walk each model of the set through its input (the translator the German sentence, the others the English
-    one) and lay the walks out as one path; a plain message when no model could be walked."""
+    one) and lay the walks out as one path; a plain message when no model could be walked. first_only: the first
+    model alone (its general steps come first on the path: the page shows them while the others are walked)."""
     texts = {False: _checked(english, "sentence"), True: _checked(german, "German sentence")}
     walks, notes = [], []
-    for model in chosen.models:
+    for model in chosen.models[:1] if first_only else chosen.models:
         text, said = texts[model.task in GERMAN_INPUT]
         notes += [n for n in said if n not in notes]
         if text is None:

@@ -27,6 +27,7 @@ this project's code that compute it and a check that the page shows the model's 
 GERMAN_HELP = "The translator reads a German sentence: change it here and press “Walk through it”."
 MAP_JS = call("learn_map.js", Code("element"), Code("trigger")) + ";"  # a click on the map: trigger('select')
 # A walk runs the models: it queues with the other tabs' model runs; a press while one runs runs once more after it
+DEFAULTS = (Sampling().temperature, Sampling().top_p, Sampling().seed)
 RUN = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last", show_progress="minimal")
 
 
@@ -105,7 +106,7 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
         return
     by_label = {s.label: s for s in sets}
     p = _page(list(by_label))
-    learned, at = gr.State(None, time_to_live=STATE_TTL_S), gr.State(0)
+    learned, at, wanted = gr.State(None, time_to_live=STATE_TTL_S), gr.State(0), gr.State(0)
     sliders = [p.temperature, p.top_p, p.seed]
 
     def shown(kept: Learned | str | None, k, *options):
@@ -113,24 +114,40 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
             return message_view(kept or handlers.NO_WALK).outputs()
         return step_view(kept, handlers.clamp(k, kept), Sampling(*options)).outputs()
 
-    def walk(english, german, label, k, *options):
-        """A new input or model choice: walk the models, show the same step of the new walk."""
-        kept = handlers.walk_set(registries, by_label.get(label, sets[0]), english, german)
-        k = handlers.clamp(k, kept if isinstance(kept, Learned) else None)
-        status = _notes(kept) if isinstance(kept, Learned) else ""
-        return kept if isinstance(kept, Learned) else None, k, status, *shown(kept, k, *options)
+    def walk(english, german, label, k, *options, first_only: bool = False):
+        """A new input or model choice: walk the models, show the same step of the new walk (first_only: the
+        first model alone, shown at once; `walk_rest` follows with every model)."""
+        chosen = by_label.get(label, sets[0])
+        kept = handlers.walk_set(registries, chosen, english, german, first_only)
+        ok = isinstance(kept, Learned)
+        k = handlers.clamp(k, kept if ok else None)
+        status = _notes(kept) if ok else ""
+        status += f"\n\n{handlers.MORE}" if ok and first_only and len(chosen.models) > 1 else ""
+        return kept if ok else None, k, status, *shown(kept, k, *options)
+
+    def walk_first(english, german, label, k, *options):
+        return *walk(english, german, label, k, *options, first_only=True), k
+
+    def walk_rest(english, german, label, wanted, k, *options):
+        """Every model walked, at the step asked for (a link's step past the first model's) or the one shown now."""
+        return walk(english, german, label, max(int(wanted or 0), int(k or 0)), *options)
 
     def opened(request: gr.Request = None):
-        """The page's load: the walk of the preloaded sentences, at the step the address asks for (?learn=k); none
-        when the address opens another tab (learn_when_opened.js walks when the visitor first opens this one). The
-        load takes no inputs: the boxes hold their preloaded text then, and a load with inputs cleared the German
-        box a task tab's landing had just filled (gradio 6.31, seen in chromium with ?tab=translation)."""
+        """The page's load: the walk of the preloaded sentences (the first model's steps at once, then every
+        model's), at the step the address asks for (?learn=k); none when the address opens another tab
+        (learn_when_opened.js walks when the visitor first opens this one). The load takes no inputs: the boxes
+        hold their preloaded text then, and a load with inputs cleared the German box a task tab's landing had
+        just filled (gradio 6.31, seen in chromium with ?tab=translation)."""
+        params = dict(request.query_params) if request else {}
+        if not opens_learn(params):
+            return [gr.skip()] * len(first_out)
+        return walk_first(ENGLISH, GERMAN, sets[0].label, learn_step(params) or 0, *DEFAULTS)
+
+    def opened_rest(k, request: gr.Request = None):
         params = dict(request.query_params) if request else {}
         if not opens_learn(params):
             return [gr.skip()] * len(run_out)
-        defaults = Sampling()
-        return walk(ENGLISH, GERMAN, sets[0].label, learn_step(params) or 0, defaults.temperature, defaults.top_p,
-                    defaults.seed)  # fmt: skip
+        return walk_rest(ENGLISH, GERMAN, sets[0].label, learn_step(params) or 0, k, *DEFAULTS)
 
     def moved(by: int):
         def move(kept, k, *options):
@@ -155,9 +172,11 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
 
     run_in = [p.english, p.german, p.choice, at, *sliders]
     run_out = [learned, at, p.status, *p.shown]
+    first_out = [*run_out, wanted]
+    rest_in = [p.english, p.german, p.choice, wanted, at, *sliders]
     for trigger in (p.submit.click, p.english.submit, p.german.submit, p.choice.input):
-        trigger(walk, run_in, run_out, **RUN)
-    demo.load(opened, None, run_out, **RUN)
+        trigger(walk_first, run_in, first_out, **RUN).then(walk_rest, rest_in, run_out, **RUN)
+    demo.load(opened, None, first_out, **RUN).then(opened_rest, [at], run_out, **RUN)
     demo.load(None, None, None, js=script("learn_keys.js"), **PRIVATE)
     demo.load(None, None, None, js=page_step("learn_when_opened.js"), **PRIVATE)
     for button, by in ((p.next, 1), (p.back, -1)):
