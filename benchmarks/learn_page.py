@@ -1,7 +1,8 @@
 """The Learn tab in chromium (issue 70), on the bundled models as `python app.py` serves them
 (benchmarks.page_layout.bundled_demo): the first step drawn after the page's load (budget: 1 s on the from-scratch
-models), Next and Back (budget: 300 ms each, from the click to the next step's figure drawn, on the page's own clock),
-and the figure's bytes of each step as the page receives it (budget: 200 KB).
+models), Next and Back (budget: 300 ms each, from the click to the next step's figure drawn, on the page's own
+clock), the time until every model's steps are there (the first model's show first), and each step's figure bytes
+(budget: 200 KB).
 
     python -m benchmarks.learn_page [--smollm2] [--screenshot assets/screenshot-learn.png]
 
@@ -18,6 +19,7 @@ from tests.support import browser
 
 BUDGETS = {"first_step_s": 1.0, "next_back_ms": 300, "figure_kb": 200}
 AT_JS = "text => ((document.querySelector('#learn-progress') || {}).textContent || '').includes(text)"
+WALKED_JS = "() => !((document.querySelector('#learn-status') || {}).textContent || '').includes('being walked')"
 DRAWN_JS = "() => !!document.querySelector('#learn-figure .js-plotly-plot .main-svg')"
 ARM_JS = """id => { window.__clicked = undefined; document.querySelector('#' + id).addEventListener('click',
   () => { window.__clicked = performance.now(); }, {once: true, capture: true}); }"""
@@ -32,12 +34,15 @@ def _steps(page) -> int:
     return int(text.split(" of ")[1].split()[0])
 
 
-def first_step(page, url: str) -> float:
-    """Seconds from the navigation's start to step 1's figure drawn, on the page's clock."""
+def first_step(page, url: str) -> tuple[float, float]:
+    """Seconds from the navigation's start to the Learn tab's box shown (the page itself, before any walk), and to
+    step 1's figure drawn, on the page's clock."""
     page.goto(url)
+    page.wait_for_selector("#learn-input textarea", state="visible")
+    shown = page.evaluate("() => performance.now()") / 1000
     page.wait_for_function(AT_JS, arg="Step 1 of")
     page.wait_for_function(DRAWN_JS, polling="raf")
-    return page.evaluate("() => performance.now()") / 1000
+    return shown, page.evaluate("() => performance.now()") / 1000
 
 
 def press(page, button: str, step: int) -> float:
@@ -70,7 +75,9 @@ def main() -> None:
     url = browser.serve(demo)
     try:
         with browser.chromium_page(tempfile.mkdtemp(), 1440, 900) as page:
-            first = first_step(page, url)
+            shown, first = first_step(page, url)
+            page.wait_for_function(WALKED_JS)  # the other models' steps follow the first model's
+            every = page.evaluate("() => performance.now()") / 1000
             if args.screenshot:
                 page.wait_for_timeout(500)
                 page.mouse.move(0, 0)
@@ -82,11 +89,13 @@ def main() -> None:
             backs = [press(page, "learn-back", k) for k in range(n - 1, max(n - 6, 0), -1)]
     finally:
         demo.close()
-    report(first, nexts, backs, sizes)
+    report(shown, first, every, nexts, backs, sizes)
 
 
-def report(first: float, nexts: list[float], backs: list[float], sizes: list[int]) -> None:
+def report(shown: float, first: float, every: float, nexts: list[float], backs: list[float], sizes: list[int]) -> None:
+    print(f"the Learn tab's box shown after the page's load (the page itself): {shown:.2f} s")
     print(f"first Learn step drawn after the page's load: {first:.2f} s (budget {BUDGETS['first_step_s']} s)")
+    print(f"every model walked (all steps there) after the page's load: {every:.2f} s")
     for name, times in (("Next", nexts), ("Back", backs)):
         print(f"{name}: median {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} presses "
               f"(budget {BUDGETS['next_back_ms']} ms)")  # fmt: skip

@@ -20,6 +20,7 @@ SIDEWAYS_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 MARK_JS = "() => { window.__learnMark = (document.querySelector('#learn-figure .js-plotly-plot') || {}).data; }"
 REDRAWN_JS = """() => { const gd = document.querySelector('#learn-figure .js-plotly-plot');
   return !!gd && !!gd.data && gd.data !== window.__learnMark && !!gd._fullLayout; }"""
+WALKED_JS = "() => !((document.querySelector('#learn-status') || {}).textContent || '').includes('being walked')"
 PROGRESS_JS = "text => ((document.querySelector('#learn-progress') || {}).textContent || '').includes(text)"
 
 
@@ -50,8 +51,9 @@ def learn_url(sentiment, translation, lm, walks):
 
 
 def _at(page, k: int) -> int:
-    """Wait until the page shows step k (1-based) drawn; the number of steps."""
+    """Wait until the page shows step k (1-based) drawn, every model walked; the number of steps."""
     page.wait_for_function(PROGRESS_JS, arg=f"Step {k} of ")
+    page.wait_for_function(WALKED_JS)
     page.wait_for_selector("#learn-figure .js-plotly-plot .main-svg", state="attached")
     text = page.locator("#learn-progress").text_content()
     return int(re.search(r"Step \d+ of (\d+)", text).group(1))
