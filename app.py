@@ -45,7 +45,6 @@ from viz.server.events import FOLLOW_UP, PRIVATE  # noqa: E402
 from viz.server.hosting import MODEL_EVENTS  # noqa: E402
 from viz.server.hub_access import settle_offline_mode  # noqa: E402
 from viz.share import export_store, share_ui  # noqa: E402
-from viz.share.links import LEARN  # noqa: E402
 from viz.share.share_ui import ShareControls  # noqa: E402
 from viz.tasks import TASKS  # noqa: E402
 from viz.translation.handlers import default_decoding, step_slider, translation_step  # noqa: E402
@@ -461,8 +460,7 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
-            with gr.Tab("Learn", id=LEARN, elem_id=f"tab-{LEARN}"):  # the first: what a visitor sees first
-                learn_tab(models, demo)
+            learn_tab(models, demo)  # the first tab: what a visitor sees first
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:
@@ -478,9 +476,8 @@ def build_demo(
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher, demo.results = batcher, results  # their counters (results: the cache, None: off), for tests
-    defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
     hosting.bound_sessions(demo, budget.BUDGET.bytes(budget.BUDGET.sessions))
-    export_store.size_for(defaults)
+    export_store.size_for([m.get() for m in models.values() if m is not None])  # the tabs' defaults
     demo.model_processes = processes
     return demo
 

@@ -10,7 +10,7 @@ from ..page.landing import page_step
 from ..page.scripts import Code, call, script
 from ..server.events import FOLLOW_UP, PRIVATE
 from ..server.hosting import MODEL_EVENTS, STATE_TTL_S
-from ..share.links import learn_step, opens_learn
+from ..share.links import LEARN, learn_step, opens_learn
 from . import handlers
 from .choices import model_sets
 from .handlers import Learned, Sampling
@@ -98,41 +98,38 @@ def _notes(learned: Learned) -> str:
     return "\n".join(f"⚠️ {note}" for note in learned.notes)
 
 
-def learn_tab(registries: dict, demo: gr.Blocks) -> None:
-    """The tab over the tabs' ModelRegistries (task name -> registry, None where a tab has no model)."""
-    sets = model_sets(registries)
-    if not sets:
-        gr.Markdown("### No model to learn with\nNone of the app's models loaded: see the other tabs for why.")
-        return
-    by_label = {s.label: s for s in sets}
-    p = _page(list(by_label))
-    learned, at, wanted = gr.State(None, time_to_live=STATE_TTL_S), gr.State(0), gr.State(0)
-    sliders = [p.temperature, p.top_p, p.seed]
+class LearnEvents:
+    """The tab's events over the kept walk: only a walk (a new input, model choice or the page's load) runs models."""
 
-    def shown(kept: Learned | str | None, k, *options):
+    def __init__(self, registries: dict, sets: list, page: LearnPage):
+        self.registries, self.sets, self.p = registries, sets, page
+        self.by_label = {s.label: s for s in sets}
+        self.n_run = 3 + len(page.shown)  # a walk's outputs: the kept walk, the step, the status, what is shown
+
+    def shown(self, kept: Learned | str | None, k, *options) -> tuple:
         if not isinstance(kept, Learned):
             return message_view(kept or handlers.NO_WALK).outputs()
         return step_view(kept, handlers.clamp(k, kept), Sampling(*options)).outputs()
 
-    def walk(english, german, label, k, *options, first_only: bool = False):
+    def walk(self, english, german, label, k, *options, first_only: bool = False):
         """A new input or model choice: walk the models, show the same step of the new walk (first_only: the
-        first model alone, shown at once; `walk_rest` follows with every model)."""
-        chosen = by_label.get(label, sets[0])
-        kept = handlers.walk_set(registries, chosen, english, german, first_only)
+        first model alone, shown at once; walk_rest follows with every model)."""
+        chosen = self.by_label.get(label, self.sets[0])
+        kept = handlers.walk_set(self.registries, chosen, english, german, first_only)
         ok = isinstance(kept, Learned)
         k = handlers.clamp(k, kept if ok else None)
         status = _notes(kept) if ok else ""
         status += f"\n\n{handlers.MORE}" if ok and first_only and len(chosen.models) > 1 else ""
-        return kept if ok else None, k, status, *shown(kept, k, *options)
+        return kept if ok else None, k, status, *self.shown(kept, k, *options)
 
-    def walk_first(english, german, label, k, *options):
-        return *walk(english, german, label, k, *options, first_only=True), k
+    def walk_first(self, english, german, label, k, *options):
+        return *self.walk(english, german, label, k, *options, first_only=True), k
 
-    def walk_rest(english, german, label, wanted, k, *options):
+    def walk_rest(self, english, german, label, wanted, k, *options):
         """Every model walked, at the step asked for (a link's step past the first model's) or the one shown now."""
-        return walk(english, german, label, max(int(wanted or 0), int(k or 0)), *options)
+        return self.walk(english, german, label, max(int(wanted or 0), int(k or 0)), *options)
 
-    def opened(request: gr.Request = None):
+    def opened(self, request: gr.Request = None):
         """The page's load: the walk of the preloaded sentences (the first model's steps at once, then every
         model's), at the step the address asks for (?learn=k); none when the address opens another tab
         (learn_when_opened.js walks when the visitor first opens this one). The load takes no inputs: the boxes
@@ -140,48 +137,62 @@ def learn_tab(registries: dict, demo: gr.Blocks) -> None:
         just filled (gradio 6.31, seen in chromium with ?tab=translation)."""
         params = dict(request.query_params) if request else {}
         if not opens_learn(params):
-            return [gr.skip()] * len(first_out)
-        return walk_first(ENGLISH, GERMAN, sets[0].label, learn_step(params) or 0, *DEFAULTS)
+            return [gr.skip()] * (self.n_run + 1)
+        return self.walk_first(ENGLISH, GERMAN, self.sets[0].label, learn_step(params) or 0, *DEFAULTS)
 
-    def opened_rest(k, request: gr.Request = None):
+    def opened_rest(self, k, request: gr.Request = None):
         params = dict(request.query_params) if request else {}
         if not opens_learn(params):
-            return [gr.skip()] * len(run_out)
-        return walk_rest(ENGLISH, GERMAN, sets[0].label, learn_step(params) or 0, k, *DEFAULTS)
+            return [gr.skip()] * self.n_run
+        return self.walk_rest(ENGLISH, GERMAN, self.sets[0].label, learn_step(params) or 0, k, *DEFAULTS)
 
-    def moved(by: int):
+    def moved(self, by: int):
         def move(kept, k, *options):
             if not isinstance(kept, Learned):
                 gr.Warning(handlers.EXPIRED)
-                return gr.skip(), *[gr.skip()] * len(p.shown)
+                return gr.skip(), *[gr.skip()] * len(self.p.shown)
             k = handlers.clamp(int(k or 0) + by, kept)
-            return k, *shown(kept, k, *options)
+            return k, *self.shown(kept, k, *options)
 
         return move
 
-    def picked(kept, temperature, top_p, seed, evt: gr.SelectData):
+    def picked(self, kept, temperature, top_p, seed, evt: gr.SelectData):
         """A part of the map clicked: its step (learn_map.js sends the step's index)."""
         k = handlers.clamp(evt.value, kept if isinstance(kept, Learned) else None)
-        return k, *shown(kept, k, temperature, top_p, seed)
+        return k, *self.shown(kept, k, temperature, top_p, seed)
 
-    def redrawn(kept, k, *options):
+    def redrawn(self, kept, k, *options):
         """A sampling slider moved: the next-token figure again, from the kept logits."""
         if not isinstance(kept, Learned):
             return gr.skip()
         return step_view(kept, handlers.clamp(k, kept), Sampling(*options)).figure
 
+
+def _wire(demo, e: LearnEvents) -> None:
+    p = e.p
+    learned, at, wanted = gr.State(None, time_to_live=STATE_TTL_S), gr.State(0), gr.State(0)
+    sliders = [p.temperature, p.top_p, p.seed]
     run_in = [p.english, p.german, p.choice, at, *sliders]
     run_out = [learned, at, p.status, *p.shown]
-    first_out = [*run_out, wanted]
     rest_in = [p.english, p.german, p.choice, wanted, at, *sliders]
     for trigger in (p.submit.click, p.english.submit, p.german.submit, p.choice.input):
-        trigger(walk_first, run_in, first_out, **RUN).then(walk_rest, rest_in, run_out, **RUN)
-    demo.load(opened, None, first_out, **RUN).then(opened_rest, [at], run_out, **RUN)
+        trigger(e.walk_first, run_in, [*run_out, wanted], **RUN).then(e.walk_rest, rest_in, run_out, **RUN)
+    demo.load(e.opened, None, [*run_out, wanted], **RUN).then(e.opened_rest, [at], run_out, **RUN)
     demo.load(None, None, None, js=script("learn_keys.js"), **PRIVATE)
     demo.load(None, None, None, js=page_step("learn_when_opened.js"), **PRIVATE)
     for button, by in ((p.next, 1), (p.back, -1)):
-        button.click(moved(by), [learned, at, *sliders], [at, *p.shown], **FOLLOW_UP)
-    p.model_map.select(picked, [learned, *sliders], [at, *p.shown], **FOLLOW_UP)
-    for slider in (p.temperature, p.top_p):
-        slider.input(redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
-    p.seed.input(redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
+        button.click(e.moved(by), [learned, at, *sliders], [at, *p.shown], **FOLLOW_UP)
+    p.model_map.select(e.picked, [learned, *sliders], [at, *p.shown], **FOLLOW_UP)
+    for control in sliders:
+        control.input(e.redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
+
+
+def learn_tab(registries: dict, demo: gr.Blocks) -> None:
+    """The Learn tab (the page's first: build it first inside the page's gr.Tabs) over the tabs' ModelRegistries
+    (task name -> registry, None where a tab has no model)."""
+    with gr.Tab("Learn", id=LEARN, elem_id=f"tab-{LEARN}"):
+        sets = model_sets(registries)
+        if not sets:
+            gr.Markdown("### No model to learn with\nNone of the app's models loaded: see the other tabs for why.")
+            return
+        _wire(demo, LearnEvents(registries, sets, _page([s.label for s in sets])))
