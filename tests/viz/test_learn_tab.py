@@ -16,6 +16,7 @@ from viz.learn.choices import FROM_SCRATCH, model_sets
 from viz.learn.glossary import GLOSSARY, marked
 from viz.learn.handlers import Learned
 from viz.learn.model_map import first_steps, map_html
+from viz.learn.view import step_view
 from viz.share import links
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +87,15 @@ def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks
     assert len(walks) == 4  # Next and Back redrew from the kept walk
 
 
+def test_the_german_box_shows_with_cross_attention_and_the_sliders_with_the_next_token(demo):
+    learned = _walked(demo)[0]
+    for k, step in enumerate(learned.steps):
+        view = step_view(learned, k, handlers.Sampling())
+        assert view.german["visible"] == (step.key == "cross_attention")
+        assert view.sampling["visible"] == (step.key == "next_token")
+    assert {"cross_attention", "next_token"} <= {s.key for s in learned.steps}
+
+
 def test_each_steps_code_is_the_files_text_at_its_lines(demo):
     learned = _walked(demo)[0]
     spans = [s.code for s in learned.steps if s.code is not None]
@@ -148,8 +158,9 @@ def test_a_model_that_cannot_be_walked_gives_a_plain_message(demo, monkeypatch):
     text = _shown(outputs)["learn-text"]
     assert learned is None and "could not be walked: RuntimeError: no hook point here" in text
     assert "Traceback" not in text
-    k, *outputs = click_fn(demo, "learn-next").fn(None, 0, 1.0, 1.0, 0)  # a page whose walk was forgotten
-    assert k is None or k == gr.skip() or isinstance(k, dict)
+    with pytest.warns(UserWarning, match="forgotten"):  # a page whose walk was forgotten: a toast says so
+        moved = click_fn(demo, "learn-next").fn(None, 0, 1.0, 1.0, 0)
+    assert all(value == gr.skip() for value in moved)
 
 
 def test_an_empty_input_is_a_message_not_a_walk(demo, walks):

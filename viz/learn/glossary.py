@@ -40,15 +40,6 @@ _TERMS = sorted(GLOSSARY, key=len, reverse=True)  # "causal mask" before "mask"
 _PATTERN = re.compile(r"\b(" + "|".join(re.escape(t) for t in _TERMS) + r")s?\b", re.IGNORECASE)
 
 
-def definition(word: str) -> str | None:
-    """The definition of a glossary term as written in a text (any case, plural 's' allowed), None if not one."""
-    low = word.lower()
-    for term in GLOSSARY:
-        if low in (term.lower(), term.lower() + "s"):
-            return GLOSSARY[term]
-    return None
-
-
 def marked(text: str, seen: set[str] | None = None) -> str:
     """The text as HTML: escaped, each glossary term's first use (not in `seen`, which is updated) in an <abbr>
     with its definition as the title."""
