@@ -94,6 +94,10 @@ def test_the_german_box_shows_with_cross_attention_and_the_sliders_with_the_next
         assert view.german["visible"] == (step.key == "cross_attention")
         assert view.sampling["visible"] == (step.key == "next_token")
     assert {"cross_attention", "next_token"} <= {s.key for s in learned.steps}
+    last = step_view(learned, len(learned.steps) - 1, handlers.Sampling())  # where to go next: each tab, one click
+    queries = [links.from_query(q) for _, q in learned.links]
+    assert len(queries) == 6 and all(f'href="?{q}"'.replace("&", "&amp;") in last.text for _, q in learned.links)
+    assert {q.text for q in queries} == {"A warm and funny film.", "Ein Hund läuft."} and any(q.layers for q in queries)
 
 
 def test_each_steps_code_is_the_files_text_at_its_lines(demo):

@@ -11,6 +11,8 @@ from pipelines.learn.walk import ModelMap, Step
 
 from ..inputs import check_text
 from ..models.loading import redact_paths
+from ..share.links import ViewLink, to_query
+from ..tasks import TASKS
 from .choices import GERMAN_INPUT, ModelSet
 
 MAX_CHARS = 300  # a sentence or two: every number of a step fits on screen
@@ -26,6 +28,7 @@ class Learned:
     steps: tuple[Step, ...]
     maps: Mapping[str, ModelMap]  # the model's name (Step.model) -> its map
     notes: tuple[str, ...] = ()  # plain sentences: a model that could not be walked, an input cut short
+    links: tuple[tuple[str, str], ...] = ()  # (what it opens, the query of a link to it): each task tab on its input
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ def walk_set(registries, chosen: ModelSet, english: str, german: str, first_only
     one) and lay the walks out as one path; a plain message when no model could be walked. first_only: the first
     model alone (its general steps come first on the path: the page shows them while the others are walked)."""
     texts = {False: _checked(english, "sentence"), True: _checked(german, "German sentence")}
-    walks, notes = [], []
+    walks, notes, links = [], [], []
     for model in chosen.models[:1] if first_only else chosen.models:
         text, said = texts[model.task in GERMAN_INPUT]
         notes += [n for n in said if n not in notes]
@@ -72,13 +75,21 @@ def walk_set(registries, chosen: ModelSet, english: str, german: str, first_only
         walk, why = _walk_one(registries, model, text)
         walks += [walk] if walk is not None else []
         notes += [why] if why else []
+        links += _links(model, text) if walk is not None else []
     if not walks:
         return " ".join(notes) or NO_WALK
     try:
         steps = tuple(library.path(walks))
     except Exception as e:  # noqa: BLE001
         return f"The steps could not be laid out: {redact_paths(f'{type(e).__name__}: {e}')}."
-    return Learned(steps, {w.model: w.map for w in walks}, tuple(notes))
+    return Learned(steps, {w.model: w.map for w in walks}, tuple(notes), tuple(links))
+
+
+def _links(model, text: str) -> list[tuple[str, str]]:
+    """Links to the model's task tab on the same input and model: the tab, and its Layer by layer section read."""
+    title = TASKS[model.task].tab.title
+    return [(f"the {title} tab", to_query(ViewLink(model.task, text, model=model.name))),
+            ("its Layer by layer", to_query(ViewLink(model.task, text, model=model.name, layers=True)))]  # fmt: skip
 
 
 def clamp(k, learned: Learned | None) -> int:

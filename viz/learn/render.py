@@ -20,6 +20,16 @@ def text_html(step: Step) -> str:
     return f'<div class="learn-prose"><p>{marked(step.text)}</p>{model}</div>'
 
 
+def links_html(links) -> str:
+    """'Open on your input: the Sentiment tab · its Layer by layer · ...' (links is Learned.links)."""
+    if not links:
+        return ""
+    shown = " · ".join(
+        f'<a href="?{html.escape(query, quote=True)}">{html.escape(label)}</a>' for label, query in links
+    )
+    return f'<p class="learn-next-links">One click, on your input: {shown}</p>'
+
+
 def where(span: CodeSpan) -> str:
     """'transformer/attention.py, lines 40–52'."""
     lines = f"line {span.start}" if span.start == span.end else f"lines {span.start}–{span.end}"

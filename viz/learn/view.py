@@ -13,6 +13,7 @@ from .model_map import map_html
 
 log = logging.getLogger(__name__)
 NEXT_TOKEN, CROSS = "next_token", "cross_attention"  # the steps that show the sampling controls, the German box
+NEXT = "next"  # the last step: links to each task tab on the same input
 
 
 def figure(learned: Learned, k: int, sampling: Sampling):
@@ -50,7 +51,7 @@ def step_view(learned: Learned, k: int, sampling: Sampling) -> StepView:
     m = learned.maps[step.model]
     return StepView(
         render.title_html(step),
-        render.text_html(step),
+        render.text_html(step) + (render.links_html(learned.links) if step.key == NEXT else ""),
         figure(learned, k, sampling),
         render.code_html(step.code),
         render.check_html(step.check),
