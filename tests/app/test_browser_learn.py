@@ -141,4 +141,3 @@ def test_the_dark_theme_draws_the_learn_tab(page, learn_url):
     _at(page, 1)
     assert page.evaluate("() => document.body.classList.contains('dark')")
     assert page.evaluate(SIDEWAYS_JS) <= 0
-
