@@ -33,6 +33,7 @@ from viz.explanations.translation_explanation_panel import TranslationExplanatio
 from viz.heads.composition_panel import composition_panel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
 from viz.inputs import LM_DECODINGS, TRANSLATION_DECODINGS, clamp_layer_head  # noqa: E402
+from viz.learn.tab import learn_tab  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
 from viz.models.training_step import TrainingStepUI  # noqa: E402
@@ -465,6 +466,7 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
+            learn_tab(models, demo)  # the first tab: what a visitor sees first
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:
@@ -480,9 +482,8 @@ def build_demo(
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher, demo.results = batcher, results  # their counters (results: the cache, None: off), for tests
-    defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
     hosting.bound_sessions(demo, budget.BUDGET.bytes(budget.BUDGET.sessions))
-    export_store.size_for(defaults)
+    export_store.size_for([m.get() for m in models.values() if m is not None])  # the tabs' defaults
     demo.model_processes = processes
     return demo
 
