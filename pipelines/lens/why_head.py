@@ -144,7 +144,15 @@ def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | Non
     stack = stack_of(pipe, attention)
     layer = score_parts.check_index("layer", layer, len(stack.blocks))
     head = score_parts.check_index("head", head, stack.blocks[0].attn.n_heads)
-    return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
+    text = token_text(pipe.adapter)
+    return [(text(i), v) for i, v in compose.copied(stack, layer, head, n)]
+
+
+def token_text(adapter):
+    """id -> a token's text as the views label it: the adapter's token_text where it has one (the translator, the
+    language model); the classifier's adapter names its vocabulary's pieces (special_name: the tokenizer's
+    id_to_token, "##ing" for a WordPiece continuation)."""
+    return getattr(adapter, "token_text", None) or adapter.special_name
 
 
 # --- heads over a data set ----------------------------------------------------------------------------------------
