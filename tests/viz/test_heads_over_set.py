@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from pipelines.attention.over_set import HeadTableOverSet
+from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 from viz.heads import over_set as ov
 from viz.heads import panel
 from viz.heads.table import head_table_view
@@ -134,3 +134,18 @@ def test_over_the_set_leaves_the_effects_out_and_states_their_cost(monkeypatch, 
     pipe = Measured(result)
     _, status, _ = panel.measure_over_set(pipe, "sentiment", choice=ov.EFFECTS, seconds=16.2)
     assert pipe.calls[0][2] is True and "left out" not in status
+
+
+def test_the_next_word_tab_offers_the_induction_set(lm):
+    """Only the Next word tab offers random tokens written twice: each head's standard induction score over them,
+    the same numbers as the pipeline's own head table over the InductionSet."""
+    assert ov.INDUCTION in ov.switch_choices("lm") and ov.INDUCTION not in ov.switch_choices("sentiment")
+    assert ov.switch_choices("sentiment") == list(ov.CHOICES)
+    html, status, text = panel.measure_over_set(lm, "lm", choice=ov.INDUCTION, seconds=5.0)
+    s = InductionSet()
+    assert f"n = {s.n} of {s.n} sequences" in status and "left out" not in status and "± " in html
+    rows = list(csv.DictReader(io.StringIO(text)))
+    want = lm.head_table_over(s)
+    assert "induction_mean" in rows[0] and "effect_mean" not in rows[0] and len(rows) == len(want.rows)
+    for row, head in zip(rows, want.rows, strict=True):
+        assert float(row["induction_mean"]) == pytest.approx(head["induction_mean"], rel=1e-6)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from pipelines.attention import over_set as sets
-from pipelines.attention.over_set import HeadTableOverSet
+from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 
 from ..numbers import number
 from ..tasks import TASKS
@@ -19,17 +19,18 @@ from .names import head_value
 from .table import COLUMNS, HeadTable, head_table_view
 
 THIS, OVER, EFFECTS = "this input", "over the set", "over the set, with effects"
+INDUCTION = "over random tokens written twice"  # the standard induction score (a causal model's tab)
 CHOICES = (THIS, OVER, EFFECTS)
 
 
 def switch_choices(task: str) -> list[str]:
-    """The head table's switch on the task's tab."""
-    return list(CHOICES)
+    """The head table's switch on the task's tab: the induction set besides where the tab offers it."""
+    return [*CHOICES, *([INDUCTION] if TASKS[task].induction_set else [])]
 
 
 @dataclass(frozen=True)
 class OverSet:
-    """What a choice measures: the inputs (a bundled set's texts), their name and unit in words,
+    """What a choice measures: the inputs (a bundled set's texts or an InductionSet), their name and unit in words,
     and whether each head is switched off on each of them (the effect column)."""
 
     inputs: object
@@ -39,8 +40,11 @@ class OverSet:
 
 
 def chosen_set(task: str, choice: str) -> OverSet | None:
-    """The inputs of a choice ("over the set" and its effects: the task's bundled set); None where the set is
-    missing."""
+    """The inputs of a choice ("over the set" and its effects: the task's bundled set; INDUCTION: random tokens
+    written twice, no effect, as a random sequence has no answer to measure it on); None where the set is missing."""
+    if choice == INDUCTION:
+        s = InductionSet()
+        return OverSet(s, "random tokens written twice (the standard induction score)", "sequences", False)
     found = bundled_set(task)
     if found is None:
         return None
@@ -50,7 +54,7 @@ def chosen_set(task: str, choice: str) -> OverSet | None:
 def effects_note(result: HeadTableOverSet, chosen: OverSet, seconds: float | None) -> str:
     """Where the effect column was left out of a bundled set: what measuring it would cost, estimated as n inputs x
     the seconds this input's head table took (every head switched off once), before anything runs."""
-    if "effect" in result.columns:
+    if "effect" in result.columns or isinstance(chosen.inputs, InductionSet):
         return ""
     n = result.asked
     if seconds is None:
