@@ -143,7 +143,8 @@ def test_the_next_word_tab_offers_the_induction_set(lm):
     assert ov.switch_choices("sentiment") == list(ov.CHOICES)
     html, status, text = panel.measure_over_set(lm, "lm", choice=ov.INDUCTION, seconds=5.0)
     s = InductionSet()
-    assert f"n = {s.n} of {s.n} sequences" in status and "left out" not in status and "± " in html
+    assert f"n = {s.n} of {s.n} sequences of the set *random tokens written twice" in status
+    assert "left out" not in status and "± " in html
     rows = list(csv.DictReader(io.StringIO(text)))
     want = lm.head_table_over(s)
     assert "induction_mean" in rows[0] and "effect_mean" not in rows[0] and len(rows) == len(want.rows)

@@ -43,8 +43,8 @@ def chosen_set(task: str, choice: str) -> OverSet | None:
     """The inputs of a choice ("over the set" and its effects: the task's bundled set; INDUCTION: random tokens
     written twice, no effect, as a random sequence has no answer to measure it on); None where the set is missing."""
     if choice == INDUCTION:
-        s = InductionSet()
-        return OverSet(s, "random tokens written twice (the standard induction score)", "sequences", False)
+        s = InductionSet(name="random tokens written twice (the standard induction score)")  # its result's name
+        return OverSet(s, s.name, "sequences", False)
     found = bundled_set(task)
     if found is None:
         return None
