@@ -420,6 +420,14 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         most (the diagonal of W_E W_OV W_U, the norms folded in)."""
         return why_head.copied_tokens(self, layer, head, n, attention)
 
+    @runs_model
+    def induction_circuit(self, top: int = 1, carriers: int = 3, s=None):
+        """pipelines.lens.induction_circuit.InductionCircuit: the `top` strongest induction heads on repeated random
+        tokens (s: an over_set.InductionSet; None: 2 sequences of 20 tokens twice), each with the `carriers` earlier
+        heads carrying most of its key side at the repeat, and its induction score with them switched off (beside as
+        many least-carrying heads off)."""
+        return why_head.induction_circuit(self, top, carriers, s)
+
     @runs_model(background=True)
     def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
         """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled

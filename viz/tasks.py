@@ -55,6 +55,7 @@ class TaskUI:
     box: InputBox
     head_runs: HeadRuns = field(kw_only=True)  # how the heads panel runs its model: measure, switch heads off
     head_set: tuple[str, str] = field(kw_only=True, default=("", ""))  # heads over a set: (over_set.SETS name, words)
+    induction_set: bool = field(kw_only=True, default=False)  # also over random tokens written twice (a causal model)
     tab: TabTitle = field(kw_only=True)
 
     @property
@@ -111,6 +112,7 @@ TASKS: dict[str, TaskUI] = {
             InputBox("Prompt", "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that", 3, 10),
             head_runs=CONTINUED,
             head_set=("imdb", "the openings of 100 IMDB reviews"),
+            induction_set=True,
             tab=TabTitle("Next word", "language model", "LM_MODEL"),
         ),
     )

@@ -280,6 +280,7 @@ class ServedLM(ServedPipeline):
     composition = alone(LanguageModelPipeline.composition)
     copying_scores = alone(LanguageModelPipeline.copying_scores)
     copied_tokens = alone(LanguageModelPipeline.copied_tokens)
+    induction_circuit = alone(LanguageModelPipeline.induction_circuit)
     head_table_over = alone(LanguageModelPipeline.head_table_over)
 
     default_explanation: Forwarded[dict] = Forwarded()

@@ -8,6 +8,7 @@ from pipelines.attention import heads, over_set
 from pipelines.attention.attention_maps import token_texts
 from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 from pipelines.lens import composition as compose
+from pipelines.lens import induction_circuit as circuit
 from pipelines.lens import score_parts
 from pipelines.lens.composition import Composition, Copying, Stack
 from pipelines.lens.score_parts import ScoreParts, Side
@@ -144,7 +145,15 @@ def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | Non
     stack = stack_of(pipe, attention)
     layer = score_parts.check_index("layer", layer, len(stack.blocks))
     head = score_parts.check_index("head", head, stack.blocks[0].attn.n_heads)
-    return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
+    text = token_text(pipe.adapter)
+    return [(text(i), v) for i, v in compose.copied(stack, layer, head, n)]
+
+
+def token_text(adapter):
+    """id -> a token's text as the views label it: the adapter's token_text where it has one (the translator, the
+    language model); the classifier's adapter names its vocabulary's pieces (special_name: the tokenizer's
+    id_to_token, "##ing" for a WordPiece continuation)."""
+    return getattr(adapter, "token_text", None) or adapter.special_name
 
 
 # --- heads over a data set ----------------------------------------------------------------------------------------
@@ -187,3 +196,10 @@ def _induction_over(pipe, s: InductionSet, progress, stop) -> HeadTableOverSet:
     ids = s.ids(c.vocab_size, c.bos_id, c.max_len).to(pipe.adapter.device)  # (n, 1 + 2 length)
     n = s.fitted(c.max_len)
     return over_set.measure(lambda row: over_set.induction_table(pipe.model, row, n), list(ids), progress, stop, s.name)
+
+
+def induction_circuit(pipe, top: int = 1, carriers: int = 3, s: InductionSet | None = None):
+    """pipelines.lens.induction_circuit on a language model of this project (default set: 2 sequences of 20 random
+    tokens, twice: a batched pass, a pass a sequence for the key sides, three passes a head with heads off)."""
+    ours(pipe, OurCausalLM)
+    return circuit.induction_circuit(pipe.model, top, carriers, s or InductionSet(n=2, length=20, seed=0))

@@ -99,7 +99,22 @@ def test_over_the_set_fills_the_head_table_with_mean_and_sd(page, why_url, scree
     )
     cells = page.locator("#sentiment-heads-table td").all_inner_texts()
     assert any("±" in c for c in cells)
+    status = page.locator("#sentiment-heads-over-status").inner_text()
+    assert "Effect is left out" in status and "inputs ×" in status  # the effects' cost, stated before they run
     assert not page.evaluate(SIDEWAYS_JS)
+
+
+def test_the_next_word_tab_measures_the_heads_over_random_tokens_written_twice(page, why_url):
+    page.set_viewport_size({"width": 1440, "height": 900})
+    run(page, why_url, "lm")
+    browser.wait_heads_measured(page, "lm")
+    browser.choose(page, "lm-heads-over", "over random tokens written twice")
+    page.wait_for_function(
+        "() => (document.querySelector('#lm-heads-over-status') || {}).innerText?.includes('sequences')",
+        timeout=120_000,
+    )
+    assert "random tokens written twice" in page.locator("#lm-heads-over-status").inner_text()
+    assert any("±" in c for c in page.locator("#lm-heads-table td").all_inner_texts())
 
 
 def test_the_induction_circuit_is_one_click_away_on_the_next_word_tab(page, why_url):
@@ -112,7 +127,7 @@ def test_the_induction_circuit_is_one_click_away_on_the_next_word_tab(page, why_
     browser.wait_drawn(page, "lm-composition")
     browser.wait_drawn(page, "lm-induction-parts", ".barlayer .point")
     note = page.locator("#lm-composition-note").inner_text()
-    assert "Strongest induction head" in note
+    assert "Strongest induction head" in note and "Confirmed by switching heads off" in note
     words = page.locator("#lm-input textarea").input_value().split()  # the words read, in the prompt box
     assert words and words[: len(words) // 2] == words[len(words) // 2 :]
     assert "Earlier heads feeding its keys most" in page.locator("#lm-composition-head").inner_text()

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import pytest
 
-from pipelines.attention.over_set import HeadTableOverSet
+from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 from viz.heads import over_set as ov
 from viz.heads import panel
 from viz.heads.table import head_table_view
@@ -50,18 +50,18 @@ class Measured:
     def __init__(self, answer):
         self.answer, self.calls = answer, []
 
-    def head_table_over(self, texts, progress=None, stop=None, name=""):
-        self.calls.append((texts, name))
+    def head_table_over(self, texts, progress=None, stop=None, name="", effects=True):
+        self.calls.append((texts, name, effects))
         if isinstance(self.answer, Exception):
             raise self.answer
         return self.answer
 
 
 def test_the_panel_measures_the_tasks_set(monkeypatch, result):
-    monkeypatch.setattr(panel, "bundled_set", lambda task: (["a", "b"], "SST-2") if task == "sentiment" else None)
+    monkeypatch.setattr(ov, "bundled_set", lambda task: (["a", "b"], "SST-2") if task == "sentiment" else None)
     pipe = Measured(result)
-    html, status, text = panel.measure_over_set(pipe, "sentiment")
-    assert pipe.calls == [(["a", "b"], "SST-2")]
+    html, status, text = panel.measure_over_set(pipe, "sentiment", choice=ov.EFFECTS)
+    assert pipe.calls == [(["a", "b"], "SST-2", True)]
     assert html == ov.over_set_table(result).html() and "n = 40" in status and text == ov.over_set_csv(result)
     _, status, text = panel.measure_over_set(Measured(result), "translation")
     assert "not available" in status and text == ""
@@ -78,9 +78,10 @@ def test_the_panel_measures_the_tasks_set(monkeypatch, result):
 def test_the_tasks_bundled_set_on_the_tiny_model(monkeypatch, sentiment):
     texts, words = ov.bundled_set("sentiment")
     assert len(texts) == 100 and words == "100 SST-2 sentences"
-    monkeypatch.setattr(panel, "bundled_set", lambda task: (texts[:3], words))
+    monkeypatch.setattr(ov, "bundled_set", lambda task: (texts[:3], words))
     seen = []
-    html, status, text = panel.measure_over_set(sentiment, "sentiment", progress=lambda d, n: seen.append((d, n)))
+    report = lambda d, n: seen.append((d, n))  # noqa: E731
+    html, status, text = panel.measure_over_set(sentiment, "sentiment", report, choice=ov.EFFECTS)
     assert "n = 3 of 3 reviews" in status and "± " in html and seen[-1] == (3, 3)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == sentiment.n_layers * sentiment.n_heads
@@ -98,8 +99,8 @@ def test_the_other_tabs_sets_on_their_tiny_models(monkeypatch, request, task):
     texts, words = ov.bundled_set(task)
     assert len(texts) == 100
     texts = texts if task == "translation" else ["the film was good", "a dull and long movie"]  # the tiny model: short
-    monkeypatch.setattr(panel, "bundled_set", lambda t: (texts[:2], words))
-    html, status, text = panel.measure_over_set(pipe, task)
+    monkeypatch.setattr(ov, "bundled_set", lambda t: (texts[:2], words))
+    html, status, text = panel.measure_over_set(pipe, task, choice=ov.EFFECTS)
     assert f"n = 2 of 2 {panel.TASKS[task].units} of the set *{words}*" in status and "± " in html
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == sum(pipe.head_layers.values()) * pipe.n_heads
@@ -114,3 +115,38 @@ def test_a_task_without_a_set_has_none(monkeypatch):
     assert ov.bundled_set("sentiment") is None
     _, status, text = panel.measure_over_set(Measured(None), "sentiment")
     assert status == "The bundled set of this task is not available here." and text == ""
+
+
+def test_over_the_set_leaves_the_effects_out_and_states_their_cost(monkeypatch, result):
+    """ "over the set" measures the attention columns alone (effects=False) and says what the effects would cost:
+    n inputs x this input's measured seconds; "over the set, with effects" measures them."""
+    monkeypatch.setattr(ov, "bundled_set", lambda task: (["a"] * 100, "SST-2"))
+    columns = tuple(c for c in result.columns if c != "effect")
+    attention_only = HeadTableOverSet(result.rows, columns, n=100, asked=100, name="SST-2")
+    pipe = Measured(attention_only)
+    html, status, _ = panel.measure_over_set(pipe, "lm", choice=ov.OVER, seconds=16.2)
+    assert pipe.calls == [(["a"] * 100, "SST-2", False)] and "Effect" not in html
+    assert "about 100 inputs × 16.2 s" in status and "≈ 27 min" in status and f"*{ov.EFFECTS}*" in status
+    _, status, _ = panel.measure_over_set(Measured(attention_only), "lm", choice=ov.OVER, seconds=0.3)
+    assert "≈ 30 s" in status
+    _, status, _ = panel.measure_over_set(Measured(attention_only), "lm", choice=ov.OVER)
+    assert "about 100 times one input's head table" in status
+    pipe = Measured(result)
+    _, status, _ = panel.measure_over_set(pipe, "sentiment", choice=ov.EFFECTS, seconds=16.2)
+    assert pipe.calls[0][2] is True and "left out" not in status
+
+
+def test_the_next_word_tab_offers_the_induction_set(lm):
+    """Only the Next word tab offers random tokens written twice: each head's standard induction score over them,
+    the same numbers as the pipeline's own head table over the InductionSet."""
+    assert ov.INDUCTION in ov.switch_choices("lm") and ov.INDUCTION not in ov.switch_choices("sentiment")
+    assert ov.switch_choices("sentiment") == list(ov.CHOICES)
+    html, status, text = panel.measure_over_set(lm, "lm", choice=ov.INDUCTION, seconds=5.0)
+    s = InductionSet()
+    assert f"n = {s.n} of {s.n} sequences of the set *random tokens written twice" in status
+    assert "left out" not in status and "± " in html
+    rows = list(csv.DictReader(io.StringIO(text)))
+    want = lm.head_table_over(s)
+    assert "induction_mean" in rows[0] and "effect_mean" not in rows[0] and len(rows) == len(want.rows)
+    for row, head in zip(rows, want.rows, strict=True):
+        assert float(row["induction_mean"]) == pytest.approx(head["induction_mean"], rel=1e-6)

@@ -83,3 +83,34 @@ def test_a_result_answered_again_gives_the_same_example(lm):
     first, second = ie.induction_circuit(pipe), ie.induction_circuit(pipe)
     assert first.head == second.head and first.score == second.score and np.isfinite(first.score)
     assert first.parts_note == second.parts_note
+
+
+def test_the_example_is_confirmed_by_switching_heads_off(lm):
+    """The worked example says what pipelines.lens.induction_circuit measured (through the pipeline's method): the
+    strongest induction head on random tokens written twice, the earlier heads carrying its key side, and its score
+    with them switched off, each number as the pipeline gives it."""
+    from viz.heads.composition_panel import worked_example
+
+    circuit = lm.induction_circuit()
+    assert circuit.sequences == 2 and len(circuit.heads) == 1
+    h = circuit.heads[0]
+    note = worked_example(lm)[1]
+    assert ie.confirmation_note(circuit) in note and "Confirmed by switching heads off" in note
+    if h.carriers:
+        assert f"**L{h.layer}H{h.head}**" in note and f"**{h.without:.3f}**" in note and f"{h.control:.3f}" in note
+        assert all(f"**L{layer}H{head}**" in note for layer, head, _ in h.carriers)
+        assert all(layer < h.layer for layer, _, _ in h.carriers)
+    again = lm.induction_circuit()
+    assert again.heads[0].without == h.without and np.isfinite(h.without)  # seeded: the same numbers
+
+
+def test_the_confirmation_in_words():
+    from pipelines.lens.induction_circuit import InductionCircuit, InductionHead
+
+    head = InductionHead(2, 1, 0.8, [("L1H0", 3.0)], [(1, 0, 3.0), (0, 2, 1.0)], 0.1, 0.3, 0.75, [0.9, 0.2])
+    note = ie.confirmation_note(InductionCircuit([head], 2, 20))
+    assert "2 sequences of 20 random tokens" in note and "**L2H1**" in note and "0.800" in note
+    assert "**L1H0** (+3.00), **L0H2** (+1.00)" in note and "**0.100**" in note and "L1H0 alone off: 0.300" in note
+    assert "the control): 0.750" in note
+    alone = InductionHead(0, 1, 0.5, [], [], 0.5, 0.5, 0.5, [])
+    assert "no earlier head to switch off" in ie.confirmation_note(InductionCircuit([alone], 2, 20))

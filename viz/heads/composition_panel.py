@@ -155,7 +155,7 @@ def worked_example(pipe) -> tuple:
     note = (f"Read: *{html.escape(c.text)}*. Strongest induction head: **L{layer}H{head}** (layer {layer + 1}, head "
             f"{head + 1}), mean weight {c.score:.2f} on the token after the earlier copy. The words are in the prompt "
             f"box: *Generate*, then pick layer {layer + 1}, head {head + 1} to see its map.")  # fmt: skip
-    return c.composition, note, c.head_note, c.parts, c.parts_note, c.text
+    return c.composition, f"{note}\n\n{c.confirmed}", c.head_note, c.parts, c.parts_note, c.text
 
 
 def composition_panel(models, task: str, state, prompt=None) -> CompositionUI:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from pipelines.language_model import PromptError
+from pipelines.lens.induction_circuit import InductionCircuit
 
 from ..attention.score_parts import parts_figure, parts_note
 from .composition import composition_figure, head_note
@@ -72,11 +73,13 @@ class Circuit:
     head_note: str
     parts: object  # the figure of one cell taken apart
     parts_note: str
+    confirmed: str  # the confirmation by switching heads off (confirmation_note), Markdown
 
 
 def induction_circuit(pipe, seed: int = 0) -> Circuit:
     """Run the worked example on `pipe` (a language model's pipeline): read the words once, find the strongest
-    induction head, its K-composition and copying, and take its score at the last repeated token apart."""
+    induction head, its K-composition and copying, and take its score at the last repeated token apart; then confirm
+    the circuit on random tokens written twice (pipe.induction_circuit: a few passes)."""
     text, result = _read(pipe, seed)
     ids = result.prompt_ids
     cells = repeat_cells(ids)
@@ -99,5 +102,25 @@ def induction_circuit(pipe, seed: int = 0) -> Circuit:
         text, (layer, head), float(scores[layer, head]), composition_figure(comp, copying),
         head_note(comp, copying, copied, layer, head),
         parts_figure(parts, other, (f"key {names[1].strip('`')}", f"least-weighed key {names[2].strip('`')}")),
-        parts_note(parts, other, names[:2], names[2]),
+        parts_note(parts, other, names[:2], names[2]), confirmation_note(pipe.induction_circuit()),
     )  # fmt: skip
+
+
+def confirmation_note(circuit: InductionCircuit) -> str:
+    """The confirmation in words: the strongest induction head on random tokens written twice, the earlier heads
+    carrying its key side at the repeat, and its induction score with them switched off, beside the control."""
+    if not circuit.heads:
+        return ""
+    h = circuit.heads[0]
+    if not h.carriers:
+        return f"**Switching heads off**: L{h.layer}H{h.head} is in layer 0; no earlier head to switch off."
+    carriers = ", ".join(f"**L{layer}H{head}** ({value:+.2f})" for layer, head, value in h.carriers)
+    first = "L{}H{}".format(*h.carriers[0][:2])
+    return (
+        f"**Confirmed by switching heads off**, on {circuit.sequences} sequences of {circuit.length} random tokens "
+        f"written twice: the strongest induction head there, **L{h.layer}H{h.head}**, puts {h.score:.3f} of its "
+        f"weight on the token after the earlier copy. The earlier heads carrying most of its key side at the repeat "
+        f"(their key-side totals): {carriers}. With those {len(h.carriers)} switched off it puts **{h.without:.3f}** "
+        f"there ({first} alone off: {h.without_first:.3f}); with as many earlier heads off that carry least (the "
+        f"control): {h.control:.3f}."
+    )

@@ -1,20 +1,72 @@
 """The head table over a data set: the pipeline's HeadTableOverSet (each column's mean and standard deviation per
 head over many inputs, n) as the page shows it, 'mean ± sd' in each cell coloured by the mean as the one-input table
-is, its status line and its CSV download."""
+is, its status line and its CSV download; and what each choice of the switch measures. "over the set" measures the
+attention columns alone: the effect (each head switched off on each input, one run a head) is most of the cost (about
+16 s an input on SmolLM2), so it is a choice of its own, its cost estimated first (the status of a run without it says
+n inputs x this input's measured seconds)."""
 
 import csv
 import io
 import math
+from dataclasses import dataclass
 
 from pipelines.attention import over_set as sets
-from pipelines.attention.over_set import HeadTableOverSet
+from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 
 from ..numbers import number
 from ..tasks import TASKS
 from .names import head_value
 from .table import COLUMNS, HeadTable, head_table_view
 
-CHOICES = ("this input", "over the set")
+THIS, OVER, EFFECTS = "this input", "over the set", "over the set, with effects"
+INDUCTION = "over random tokens written twice"  # the standard induction score (a causal model's tab)
+CHOICES = (THIS, OVER, EFFECTS)
+
+
+def switch_choices(task: str) -> list[str]:
+    """The head table's switch on the task's tab: the induction set besides where the tab offers it."""
+    return [*CHOICES, *([INDUCTION] if TASKS[task].induction_set else [])]
+
+
+@dataclass(frozen=True)
+class OverSet:
+    """What a choice measures: the inputs (a bundled set's texts or an InductionSet), their name and unit in words,
+    and whether each head is switched off on each of them (the effect column)."""
+
+    inputs: object
+    name: str
+    unit: str
+    effects: bool
+
+
+def chosen_set(task: str, choice: str) -> OverSet | None:
+    """The inputs of a choice ("over the set" and its effects: the task's bundled set; INDUCTION: random tokens
+    written twice, no effect, as a random sequence has no answer to measure it on); None where the set is missing."""
+    if choice == INDUCTION:
+        s = InductionSet(name="random tokens written twice (the standard induction score)")  # its result's name
+        return OverSet(s, s.name, "sequences", False)
+    found = bundled_set(task)
+    if found is None:
+        return None
+    return OverSet(found[0], found[1], TASKS[task].units, choice == EFFECTS)
+
+
+def effects_note(result: HeadTableOverSet, chosen: OverSet, seconds: float | None) -> str:
+    """Where the effect column was left out of a bundled set: what measuring it would cost, estimated as n inputs x
+    the seconds this input's head table took (every head switched off once), before anything runs."""
+    if "effect" in result.columns or isinstance(chosen.inputs, InductionSet):
+        return ""
+    n = result.asked
+    if seconds is None:
+        cost = f"about {n} times one input's head table (run the model first for a measured estimate)"
+    else:
+        cost = f"about {n} inputs × {seconds:.1f} s (this input's head table, measured) ≈ {_duration(n * seconds)}"
+    return (f" **Effect** is left out: switching each head off on every input costs {cost}. Choose *{EFFECTS}* to "
+            f"measure it.")  # fmt: skip
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def bundled_set(task: str) -> tuple[list[str], str] | None:

@@ -18,7 +18,16 @@ from .clicked import head_heatmap, selected_head, table_head
 from .grid import empty_grid
 from .measure import head_table
 from .names import head_choices
-from .over_set import CHOICES, bundled_set, over_set_csv, over_set_status, over_set_table
+from .over_set import (
+    OVER,
+    THIS,
+    chosen_set,
+    effects_note,
+    over_set_csv,
+    over_set_status,
+    over_set_table,
+    switch_choices,
+)
 from .switch_off import add_head, switch_off
 from .table import TABLE_JS, empty_table, head_table_view
 
@@ -69,7 +78,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     grid = effect_grid(empty_grid(layers, n_heads), elem_id=f"{p}-grid")
     add = gr.Button("Switch the clicked head off", size="sm", elem_id=f"{p}-add")
     heatmap = waiting_plot(f"{p}-heatmap")
-    over = over_set_controls(p)
+    over = over_set_controls(p, task)
     table = gr.HTML(
         empty_table(layers).html(),
         label="Head table (click a header to sort, a row for its head)",
@@ -90,7 +99,7 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
         report = reporter(progress, "Switching each head off", "heads")
         measured, grid, table, status = head_table(model, task, *args, result=getattr(view, "result", None),
                                                    progress=report)  # fmt: skip
-        return measured, grid, table.html(), status, choices, CHOICES[0]
+        return measured, grid, table.html(), status, choices, THIS
 
     outputs = [state, grid, table, status, chosen, over.choice]
     run_event.then(measure, [main_state, *inputs], outputs, **FOLLOW_UP)
@@ -119,9 +128,9 @@ class OverSetUI:
     name: str  # the CSV file's name
 
 
-def over_set_controls(p: str) -> OverSetUI:
+def over_set_controls(p: str, task: str) -> OverSetUI:
     with gr.Row():
-        choice = gr.Radio(list(CHOICES), value=CHOICES[0], label="Head table", elem_id=f"{p}-over")
+        choice = gr.Radio(switch_choices(task), value=THIS, label="Head table", elem_id=f"{p}-over")
         stop = gr.Button("Stop", size="sm", variant="stop", elem_id=f"{p}-over-stop")
         download = gr.Button("Download CSV", size="sm", elem_id=f"{p}-over-download")
     status = gr.Markdown(elem_id=f"{p}-over-status")
@@ -130,15 +139,16 @@ def over_set_controls(p: str) -> OverSetUI:
     return OverSetUI(choice, stop, download, status, csv, f"{p}-over-set.csv")
 
 
-def measure_over_set(pipe, task: str, progress=None, stop=None) -> tuple[str, str, str]:
-    """(table HTML, status, CSV) of the head table over the task's bundled set, by `pipe`; a plain message where
-    the set or the model cannot give it."""
-    found = bundled_set(task)
-    if found is None:
+def measure_over_set(pipe, task: str, progress=None, stop=None, choice=OVER, seconds=None) -> tuple[str, str, str]:
+    """(table HTML, status, CSV) of the head table over the set of `choice` (viz.heads.over_set: the task's bundled
+    set, with the effects or not; the induction set), by `pipe`; a plain message where the set or the model cannot
+    give it. seconds: this input's head table took that long (the estimate of the effects' cost)."""
+    chosen = chosen_set(task, choice)
+    if chosen is None:
         return gr.skip(), "The bundled set of this task is not available here.", ""
-    texts, name = found
     try:
-        result = pipe.head_table_over(texts, progress=progress, stop=stop, name=name)
+        result = pipe.head_table_over(chosen.inputs, progress=progress, stop=stop, name=chosen.name,
+                                      effects=chosen.effects)  # fmt: skip
     except Exception as e:  # noqa: BLE001 (the page says so; the table of this input stands)
         log.exception("head table over the set failed")
         return gr.skip(), f"Could not measure the heads over the set: {html.escape(str(e) or type(e).__name__)}", ""
@@ -147,20 +157,22 @@ def measure_over_set(pipe, task: str, progress=None, stop=None) -> tuple[str, st
     if result.n == 0:
         unread = f"None of the {result.asked} inputs could be read by this model (too long for it, or no tokens)."
         return gr.skip(), unread, ""
-    return over_set_table(result).html(), over_set_status(result, TASKS[task].units), over_set_csv(result)
+    status = over_set_status(result, chosen.unit) + effects_note(result, chosen, seconds)
+    return over_set_table(result).html(), status, over_set_csv(result)
 
 
 def wire_over_set(ui: OverSetUI, models, task: str, main_state, state, table) -> None:
-    """The choice "over the set" measures in the background (progress, Stop); "this input" shows the run's table."""
+    """A choice over a set measures in the background (progress, Stop); "this input" shows the run's table."""
 
     def switch(choice, view, heads_view, request: gr.Request = None, progress=PROGRESS):
-        if choice != CHOICES[1]:
+        if choice == THIS:
             this = empty_table(models.get().head_layers) if heads_view is None else head_table_view(heads_view.rows)
             return this.html(), "", ""
         report = reporter(progress, "Measuring the heads over the set", TASKS[task].units)
         pipe = models.get(getattr(view, "model", None))
         with OVER_SET.watch(request) as stopped:
-            return hosting.run_as(request, measure_over_set, pipe, task, report, stopped)
+            seconds = getattr(heads_view, "seconds", None)
+            return hosting.run_as(request, measure_over_set, pipe, task, report, stopped, choice, seconds)
 
     outputs = [table, ui.status, ui.csv]
     ui.choice.input(switch, [ui.choice, main_state, state], outputs, trigger_mode="always_last", **PRIVATE)
