@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from pipelines.learn import sample_view
 from pipelines.learn.walk import Step
-from viz.attention.figures import COLORSCALE, FONT, SLIM_TEMPLATE
+from viz.attention.figures import COLORSCALE, FONT, slim_template
 from viz.page.sections import SECTIONS
 
 DIVERGING = "RdBu"
@@ -24,7 +24,7 @@ ORANGE, BLUE, GREY = "#ea580c", "#2563eb", "#9ca3af"
 def layout(fig: go.Figure, title: str, height: int = HEIGHT, subtitle: str = "") -> go.Figure:
     """The project's look: a slim template, a left title with a subtitle, the page's background (light or dark)."""
     fig.update_layout(
-        template=SLIM_TEMPLATE,
+        template=slim_template(),
         title=dict(text=title, x=0, xanchor="left", font=dict(size=15), subtitle=dict(text=subtitle)),
         height=height,
         margin=dict(l=10, r=10, t=90 if subtitle else 70, b=10),
