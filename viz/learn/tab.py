@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from pipelines.hosting.cache import ResultCache
+
 from ..page.landing import page_step
 from ..page.scripts import Code, call, script
 from ..server.events import FOLLOW_UP, PRIVATE
@@ -103,6 +105,7 @@ class LearnEvents:
 
     def __init__(self, registries: dict, sets: list, page: LearnPage):
         self.registries, self.sets, self.p = registries, sets, page
+        self.cache = ResultCache(handlers.WALK_CACHE_BYTES)  # walks by model and text, for every visitor
         self.by_label = {s.label: s for s in sets}
         self.n_run = 3 + len(page.shown)  # a walk's outputs: the kept walk, the step, the status, what is shown
 
@@ -115,7 +118,7 @@ class LearnEvents:
         """A new input or model choice: walk the models, show the same step of the new walk (first_only: the
         first model alone, shown at once; walk_rest follows with every model)."""
         chosen = self.by_label.get(label, self.sets[0])
-        kept = handlers.walk_set(self.registries, chosen, english, german, first_only)
+        kept = handlers.walk_set(self.registries, chosen, english, german, first_only, self.cache)
         ok = isinstance(kept, Learned)
         k = handlers.clamp(k, kept if ok else None)
         status = _notes(kept) if ok else ""
