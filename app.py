@@ -59,10 +59,9 @@ CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 PRESS = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last")
 INTRO = """\
 # How transformers pay attention
-Three tasks, three transformers: classify a movie review, translate a German sentence, or let a language model
-write the next words of a prompt. Run the model, then pick a **layer** and a **head** to see where each token looks.
-Changing layer, head or step only redraws: the model does not run again.
-Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
+New to attention? Start with **Learn**: it walks your own sentence through small transformers, one idea a step.
+To go further, the three task tabs (classify a movie review, translate a German sentence, write the next words of a
+prompt) show every layer and head of a model, the tools researchers use, and the larger pre-trained models.
 """
 
 STEP_HELP = (

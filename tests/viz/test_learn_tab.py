@@ -241,3 +241,12 @@ def test_a_link_carries_the_learn_step():
     link = links.from_query({"tab": "sentiment", "text": "A film.", "learn": "3"})
     assert link.learn == 2 and "learn=3" in links.to_query(link)
     assert handlers.clamp(7, Learned((_step("a", "b"),), {})) == 0 and np.isfinite(handlers.Sampling().top_p)
+
+
+def test_the_pages_intro_sends_a_newcomer_to_learn_before_the_task_tabs(demo):
+    from app import INTRO
+
+    shown = [b.value for b in demo.blocks.values() if isinstance(b, gr.Markdown) and isinstance(b.value, str)]
+    intro = next(value for value in shown if value.startswith("# How transformers pay attention"))
+    assert intro == INTRO.strip() and "Start with **Learn**" in intro
+    assert intro.index("Learn") < intro.index("task tabs") and len(intro.split()) <= 70
