@@ -449,7 +449,8 @@ def build_demo(
     default, when $SENTIMENT_MODEL is not set; our language model beside SmolLM2); translation_models: the same for
     the translation tab (`python app.py`: Marian from the Hub). landing: each tab opens on a
     worked example (LANDING) when the address is not a link (`python app.py` turns it on; the tests leave it off but
-    for their own). cache: identical model calls answered from a ResultCache (pipelines.hosting.cache; False: none).
+    for their own). cache: identical model calls answered from a ResultCache (pipelines.hosting.cache; False: none),
+    and the Learn tab's example walked at the start, in the background (viz.learn.tab.LearnEvents.warm).
     Launch it with hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     results = ResultCache(budget.BUDGET.bytes(budget.BUDGET.cache)) if cache else None
@@ -465,7 +466,7 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
-            learn_tab(models, demo)  # the first tab: what a visitor sees first
+            learn_tab(models, demo, warm=cache)  # the first tab, its example walked now (results kept: cache)
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:

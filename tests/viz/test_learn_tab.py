@@ -96,6 +96,15 @@ def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks
     assert len(walks) == 3  # Next and Back redrew from the kept walk
 
 
+def test_the_example_walked_at_the_start_is_not_walked_again_for_a_visitor(demo, walks):
+    from viz.learn.tab import ENGLISH, GERMAN
+
+    click_fn(demo, "learn-submit").fn.__self__.warm().join()
+    assert len(walks) == 3  # every model of the first choice, once
+    learned = _walked(demo, ENGLISH, GERMAN)[0]
+    assert isinstance(learned, Learned) and len(walks) == 3
+
+
 def test_the_german_box_shows_with_cross_attention_and_the_sliders_with_the_next_token(demo):
     learned = _walked(demo)[0]
     for k, step in enumerate(learned.steps):

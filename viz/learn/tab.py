@@ -2,6 +2,7 @@
 with a map of the model above the steps, Next and Back (and the arrow keys), a link to each step (?learn=k) and the
 next-token step's live sampling sliders. Built by app.build_demo inside its gr.Tab."""
 
+import threading
 from dataclasses import dataclass
 
 import gradio as gr
@@ -109,6 +110,15 @@ class LearnEvents:
         self.by_label = {s.label: s for s in sets}
         self.n_run = 3 + len(page.shown)  # a walk's outputs: the kept walk, the step, the status, what is shown
 
+    def warm(self) -> threading.Thread:
+        """Walk the preloaded example on the first choice's models now, in the background, into the kept walks:
+        the first visitor's page then finds them walked (the app's start; tests build the page without it)."""
+        chosen = self.sets[0]
+        thread = threading.Thread(target=handlers.walk_set, name="learn-warm", daemon=True,
+                                  args=(self.registries, chosen, ENGLISH, GERMAN, False, self.cache))  # fmt: skip
+        thread.start()
+        return thread
+
     def shown(self, kept: Learned | str | None, k, *options) -> tuple:
         if not isinstance(kept, Learned):
             return message_view(kept or handlers.NO_WALK).outputs()
@@ -190,12 +200,17 @@ def _wire(demo, e: LearnEvents) -> None:
         control.input(e.redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
 
 
-def learn_tab(registries: dict, demo: gr.Blocks) -> None:
+def learn_tab(registries: dict, demo: gr.Blocks, warm: bool = False) -> LearnEvents | None:
     """The Learn tab (the page's first: build it first inside the page's gr.Tabs) over the tabs' ModelRegistries
-    (task name -> registry, None where a tab has no model)."""
+    (task name -> registry, None where a tab has no model); its events, None without a model. warm: walk the
+    preloaded example now, in the background (LearnEvents.warm)."""
     with gr.Tab("Learn", id=LEARN, elem_id=f"tab-{LEARN}"):
         sets = model_sets(registries)
         if not sets:
             gr.Markdown("### No model to learn with\nNone of the app's models loaded: see the other tabs for why.")
-            return
-        _wire(demo, LearnEvents(registries, sets, _page([s.label for s in sets])))
+            return None
+        events = LearnEvents(registries, sets, _page([s.label for s in sets]))
+        _wire(demo, events)
+        if warm:
+            events.warm()
+        return events
