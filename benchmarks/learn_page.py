@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from benchmarks.page_layout import bundled_demo
 from tests.support import browser
+from viz.server.hosting import set_torch_threads
 
 BUDGETS = {"first_step_s": 1.0, "next_back_ms": 300, "figure_kb": 200}
 AT_JS = "text => ((document.querySelector('#learn-progress') || {}).textContent || '').includes(text)"
@@ -96,6 +97,7 @@ def main() -> None:
         from viz.models.loading import smollm2_source
 
         lm = smollm2_source()
+    set_torch_threads()  # one torch thread a model run, as `python app.py` sets before its models load
     demo = bundled_demo(lm)
     url = browser.serve(demo)
     try:
