@@ -68,11 +68,12 @@ def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_pa
 
     pipe = TranslationPipeline.from_pretrained(str(translation_dir))
     count = Counting(pipe)
-    demo = build_demo(None, pipe)
+    demo = build_demo(None, pipe, cache=False)  # no result cache to hide a decode, no Learn walk at the start
     try:
         url = browser.serve(demo)
         with browser.chromium_page(tmp_path / "profile") as page:
-            browser.open_tab(page, url, "Translation")
+            browser.open_tab(page, f"{url}?tab=translation", "Translation")  # landing there: the Learn tab walks not
+            loaded = count.decodes
             browser.translate(page, GERMAN, decoding="beam search")
             browser.wait_heads_measured(page, "translation")
             browser.reveal(page, "translation-faithfulness")  # in its accordion (viz.page.layout.faithfulness), closed
@@ -82,5 +83,33 @@ def test_one_translate_click_in_the_browser_decodes_once(translation_dir, tmp_pa
             browser.wait_drawn(page, "translation-attribution", ".js-plotly-plot")
     finally:
         demo.close()
+    assert loaded == 0
     assert count.decodes == 1
     assert {"explain_inputs", "explain", "faithfulness", "head_table"} <= set(count.methods)
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}")
+def test_the_learn_tab_open_on_load_decodes_the_translator_once(translation_dir, tmp_path):
+    """The page's load walks the example on each model (viz.learn.tab): the translator's walk writes its
+    translation once (pipelines.learn.families), however many steps the walk shows."""
+    from app import build_demo
+
+    pipe = TranslationPipeline.from_pretrained(str(translation_dir))
+    count = Counting(pipe)
+    demo = build_demo(None, pipe, cache=False)
+    try:
+        url = browser.serve(demo)
+        with browser.chromium_page(tmp_path / "profile") as page:
+            page.goto(url)
+            page.wait_for_function(
+                "() => /Step \\d+ of/.test((document.querySelector('#learn-progress') || {}).textContent || '')",
+                timeout=browser.TIMEOUT_MS,
+            )
+            page.wait_for_function(
+                "() => !((document.querySelector('#learn-status') || {}).textContent || '').includes('being walked')",
+                timeout=browser.TIMEOUT_MS,
+            )
+    finally:
+        demo.close()
+    assert count.decodes == 1
