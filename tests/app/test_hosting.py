@@ -27,12 +27,38 @@ def _is_state(block) -> bool:
     return type(block).__name__ == "State"
 
 
+def _written_states(fns) -> dict:
+    """The States the events write, each once: its id -> (the State, the names of the functions writing it)."""
+    states = {}
+    for fn in fns:
+        for block in filter(_is_state, fn.outputs):
+            states.setdefault(block._id, (block, set()))[1].add(fn.name)
+    return states
+
+
+def _kept(states: dict) -> list:
+    return [(s, names) for s, names in states.values() if s.time_to_live == hosting.STATE_TTL_S]
+
+
+# What each task tab keeps of a visitor's: its run's result, the explanation, the layer by layer read, what the
+# inside-a-head view recorded, the heads' table, the composition, the pair compared, the patching estimates.
+RESULTS_PER_TAB = 8
+
+
 def test_session_state_is_bounded_and_expires(app):
     demo, url = app
-    # the page's buttons keep each result for redraws, for STATE_TTL_S
-    buttons = [fn for fn in demo.fns.values() if fn.concurrency_id == "models" and fn.api_visibility == "private"]
-    states = [b for fn in buttons for b in fn.outputs if _is_state(b)]
-    assert len(states) == 2 and all(s.time_to_live == hosting.STATE_TTL_S for s in states)  # the results
+    # every result the page keeps for redraws expires after STATE_TTL_S; the other States hold a small value
+    private = [fn for fn in demo.fns.values() if fn.api_visibility == "private"]
+    states = _written_states(private)
+    kept = _kept(states)
+    small = [s for s, _ in states.values() if s.time_to_live != hosting.STATE_TTL_S]
+    assert all(s.value is None or isinstance(s.value, (bool, int)) for s in small)  # a step, a flag, a head clicked
+    assert len(kept) == 2 * RESULTS_PER_TAB + 1  # the two task tabs', the Learn walk
+    # the buttons that run the models: the two tabs' results and the Learn tab's walk kept, its step numbers not
+    buttons = [fn for fn in private if fn.concurrency_id == "models"]
+    by_writers = sorted(sorted(names) for _, names in _kept(_written_states(buttons)))
+    assert by_writers == [["analyze"], ["opened", "opened_rest", "walk_first", "walk_rest"], ["run"]]
+    assert all(isinstance(s.value, int) for s, _ in _written_states(buttons).values() if s.time_to_live == float("inf"))
     # the API answers without keeping anything: API clients cannot redraw
     api = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
     assert len(api) == 2 and not any(_is_state(b) for fn in api for b in fn.outputs)

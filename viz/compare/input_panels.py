@@ -14,6 +14,7 @@ from ..models import model_choice, training_step
 from ..page.landing import press_after
 from ..page.scripts import script
 from ..page.theme import waiting_plot
+from ..server import hosting
 from ..server.events import PRIVATE
 from . import input_compare as compare
 from . import patching_panel
@@ -29,7 +30,7 @@ GERMAN_PAIRS = [  # (first, second, button label)
 def _compare_outputs(task: str):
     output = gr.HTML(elem_id=f"{task}-compare-output")
     diff = waiting_plot(f"{task}-compare-diff")
-    return gr.State(None), output, diff
+    return gr.State(None, time_to_live=hosting.STATE_TTL_S), output, diff  # the pair compared (a result)
 
 
 def _redraw_diff_on(layer, head, state, diff) -> None:

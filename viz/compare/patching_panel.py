@@ -63,7 +63,8 @@ def build(task: str) -> PatchingUI:
         positions = gr.Dropdown(list(POSITIONS), value=EVERY, label="Positions (exact)", elem_id=f"{task}-patch-cells")
     notes = gr.Markdown(elem_id=f"{task}-patch-notes")
     resid, heads = waiting_plot(f"{task}-patch-resid"), waiting_plot(f"{task}-patch-heads")
-    return PatchingUI(resid, heads, exact, stop, notes, gr.State(None), last_only, positions)
+    estimates = gr.State(None, time_to_live=hosting.STATE_TTL_S)  # the attribution grids (a result)
+    return PatchingUI(resid, heads, exact, stop, notes, estimates, last_only, positions)
 
 
 def figure(p, title: str) -> go.Figure:

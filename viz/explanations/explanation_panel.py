@@ -22,6 +22,7 @@ from pipelines.tasks import LM, SENTIMENT
 from ..inputs import clamp
 from ..page import layout
 from ..page.progress import reporter
+from ..server import hosting
 from ..server.events import FOLLOW_UP, PRIVATE
 from ..tasks import TASKS
 from . import attributions, step_explanation
@@ -166,7 +167,8 @@ def build(pipe=None, task: str = "sentiment") -> ExplanationPanel:
     with layout.faithfulness(f"{faith_id}-accordion"):  # closed: it pushed the heatmap down
         faith = gr.Markdown(elem_id=faith_id)
         curve = gr.Plot(show_label=False, elem_id=curve_id)
-    return ExplanationPanel(method, highlight, faith, curve, gr.State(None), task, button, contrast)
+    explained = gr.State(None, time_to_live=hosting.STATE_TTL_S)  # the explanation shown (a result)
+    return ExplanationPanel(method, highlight, faith, curve, explained, task, button, contrast)
 
 
 def wire(panel: ExplanationPanel, models, view_state: gr.State, predicted, step=None):

@@ -17,6 +17,7 @@ from pipelines.explanations import default_method
 from ..attention.view_figures import note
 from ..page import layout
 from ..page.progress import reporter
+from ..server import hosting
 from ..server.events import FOLLOW_UP, PRIVATE
 from . import translation_attributions as figs
 from .explanation_panel import made_by
@@ -91,7 +92,8 @@ def build() -> TranslationExplanationPanel:
     agreement = gr.Plot(show_label=False, elem_id="translation-head-agreement")
     with layout.faithfulness("translation-faithfulness-accordion"):  # closed: it pushed the heatmap down
         faith = gr.Markdown(elem_id="translation-faithfulness")
-    return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, gr.State(None))
+    explained = gr.State(None, time_to_live=hosting.STATE_TTL_S)  # the explanation shown (a result)
+    return TranslationExplanationPanel(method, contrast, attribution, agreement, faith, explained)
 
 
 def wire(panel: TranslationExplanationPanel, models, view_state: gr.State, step: gr.Slider, translated):

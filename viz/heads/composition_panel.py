@@ -76,7 +76,8 @@ def build(task: str) -> CompositionUI:
     head = gr.Markdown(elem_id=f"{task}-composition-head")
     with gr.Row(elem_classes=["views-hidden"]):
         click = gr.Textbox(elem_id=f"{task}-{PICK_BOX}", show_label=False, container=False)
-    ui = CompositionUI(kind, attention, submit, note, plot, head, click, gr.State(None))
+    kept = gr.State(None, time_to_live=hosting.STATE_TTL_S)  # the composition computed (a result)
+    ui = CompositionUI(kind, attention, submit, note, plot, head, click, kept)
     if CAUSAL.name in kinds:
         gr.Markdown(INDUCTION_HELP)
         ui.induction = gr.Button("The induction circuit", size="sm", elem_id=f"{task}-induction")

@@ -72,7 +72,8 @@ def heads_panel(models, task: str, main_state: gr.State, run_event, inputs: list
     p = f"{task}-heads"
     pipe = models.get()
     layers, n_heads = pipe.head_layers, pipe.n_heads
-    state, clicked = gr.State(None), gr.State(None)
+    state = gr.State(None, time_to_live=hosting.STATE_TTL_S)  # the heads' table (a result)
+    clicked = gr.State(None)  # the head clicked
     gr.Markdown(f"### What each head does\n{TASKS[task].heads_help}")
     status = gr.Markdown(elem_id=f"{p}-status")
     grid = effect_grid(empty_grid(layers, n_heads), elem_id=f"{p}-grid")
