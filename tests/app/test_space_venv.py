@@ -3,9 +3,11 @@ folder's requirements.txt installed in a fresh virtual environment (pip reaches 
 wheel), `app.py` started from that folder with the Space's variables, offline, on the bundled models, and every tab
 checked in chromium as the repository's app is checked: the sentiment tab's model choice offers both models, the
 compare examples come from the contrast set, the training-step slider is there, the next-word tab produces a
-continuation, and the translator's model choice names the pre-trained one."""
+continuation, and the translator's model choice names the pre-trained one; the Learn tab, open on load, walks
+its example on the bundled models (its code read from the folder's transformer/)."""
 
 import json
+import re
 import time
 
 import browser
@@ -42,6 +44,11 @@ def space_url(tmp_path_factory):
         space_folder.stop(proc)
 
 
+LEARN_STEP_JS = "text => ((document.querySelector('#learn-progress') || {}).textContent || '').includes(text)"
+LEARN_WALKED_JS = """() => /Step 1 of/.test((document.querySelector('#learn-progress') || {}).textContent || '')
+  && !((document.querySelector('#learn-status') || {}).textContent || '').includes('being walked')"""
+
+
 def labels(page, elem_id: str) -> list[str]:
     return page.locator(f"#{elem_id} label").evaluate_all("ls => ls.map(l => l.textContent.trim())")
 
@@ -50,7 +57,17 @@ def test_every_tab_of_the_space_works_from_its_own_folder(page, space_url):
     url, variables = space_url
     assert variables["SENTIMENT_MODEL"].startswith("assets/") and variables["TRANSLATION_MODEL"].startswith("assets/")
     page.goto(url)
-    browser.wait_drawn(page, "sentiment-attention")  # the landing example, drawn
+    assert page.get_by_role("tab", name="Learn").get_attribute("aria-selected") == "true"  # the landing tab
+    page.wait_for_function(LEARN_WALKED_JS, timeout=browser.TIMEOUT_MS)  # the example, walked on the bundled models
+    browser.wait_drawn(page, "learn-figure", ".js-plotly-plot")
+    codes = [page.locator("#learn-code").text_content()]
+    page.locator("#learn-next").click()
+    page.wait_for_function(LEARN_STEP_JS, arg="Step 2 of ", timeout=browser.TIMEOUT_MS)
+    codes.append(page.locator("#learn-code").text_content())
+    assert any(re.search(r"transformer/\S+\.py, lines? \d+", code) for code in codes)  # read from the folder
+
+    page.get_by_role("tab", name=re.compile("^Sentiment")).click()
+    browser.wait_drawn(page, "sentiment-attention")  # the worked example, run when the tab is first opened
     assert len(labels(page, "sentiment-model")) == 2  # the pre-trained model and the one from scratch
     browser.open_section(page, "sentiment", "Training steps")
     page.wait_for_selector("#sentiment-training-step input[type=range]", state="visible")
