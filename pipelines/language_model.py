@@ -23,7 +23,9 @@ from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
 from pipelines.explanations import steps as explanation_steps
 from pipelines.kinds import CAUSAL
-from pipelines.lens import tasks as lens_tasks
+from pipelines.lens.family import Family, readout_of
+from pipelines.lens.operations import LensMethods
+from pipelines.lens.tuned import tuned_lens_for
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
 from pipelines.models.folders import CONFIG, TOKENIZER, WEIGHTS, load_folder, serving_device
@@ -186,11 +188,13 @@ def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
     )
 
 
-class LanguageModelPipeline(AdapterBacked, BatchRunner):
+class LanguageModelPipeline(AdapterBacked, BatchRunner, LensMethods):
     adapter: CausalLMAdapter
 
     """A decoder-only language model behind its adapter (pipelines.models.adapter.OurCausalLM), from our folder, a Llama
     folder or repo id, or a GGUF file."""
+
+    lens_family = Family()  # what the lens operations (pipelines.lens.operations) run and read
 
     def __init__(self, model, tokenizer=None, add_bos: bool = True, chat_template: str | None = None):
         # model: a CausalLM (with its tokenizer) or a ready adapter (tokenizer None)
@@ -396,54 +400,13 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         """Comprehensiveness and sufficiency over the prompt's tokens, beside random rankings."""
         return explanations.faithfulness(self, explanation)
 
-    @runs_model
-    def logit_lens(self, prompt: str, result=None, step: int = 1, chat: bool = False, kind: str = "logit"):
-        """pipelines.lens.Lens of what the model had read when it chose new token `step` of `result` (None: the
-        prompt, before its first new token); kind "tuned": through this model's tuned lens (the logit lens, said so
-        in its note, where it has none: tuned_lens())."""
-        return lens_tasks.lm_lens(self, prompt, result, step, chat, kind)
-
     def tuned_lens(self):
         """pipelines.lens.tuned.TunedLens trained for these weights (its `about`: data, test KL by layer), or None."""
         try:
-            readout = lens_tasks.readout_of(self.adapter)
+            readout = readout_of(self.adapter)
         except ValueError:  # a transformers model: no residual stream of ours to translate
             return None
-        return lens_tasks.tuned_lens_for(self.source, readout, self.adapter.device)
-
-    @runs_model
-    def layer_by_layer(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False, kind="logit"):
-        """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.lm_layer_by_layer(self, prompt, target, contrast, result, step, chat, kind=kind)
-
-    @runs_model
-    def layer_by_layer_steps(self, result: LanguageModelResult, target=None, contrast=None, kind: str = "logit"):
-        """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every step of `result`,
-        layer_by_layer's for each, from one pass over its sequence: what the section redraws as the step moves."""
-        return lens_tasks.lm_layer_by_layer_steps(self, result, target, contrast, kind)
-
-    @runs_model
-    def direct_logit_attribution(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
-        """pipelines.lens.Attribution of the next token `target` (default: the most likely; an id or the text of one
-        of the top-10) after what the model read at `step`, minus `contrast`'s logit where given."""
-        return lens_tasks.lm_attribution(self, prompt, target, contrast, result, step, chat)
-
-    @runs_model(background=True)
-    def switch_off(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False, progress=None,
-                   stop=None):  # fmt: skip
-        """pipelines.lens.patching.SwitchedOff: each head's whole effect on the logit (difference) that
-        direct_logit_attribution splits (same arguments), the intact run's minus that with the head's output zeroed;
-        progress(layers done, layers), stop() ends it there (rows left NaN)."""
-        return lens_tasks.lm_switch_off(self, prompt, target, contrast, result, step, chat, progress, stop)
-
-    @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              progress=None, stop=None, last_only: bool = False):  # fmt: skip
-        """pipelines.lens.patching.Patching: each state of the clean prompt put back into a run on the corrupted one;
-        the metric the logit difference of the two runs' next tokens (target, contrast: other answers); progress,
-        stop, last_only: as SentimentPipeline.patch's."""
-        run = dict(progress=progress, stop=stop, last_only=last_only)
-        return lens_tasks.lm_patch(self, clean, corrupted, over, exact, target, contrast, **run)
+        return tuned_lens_for(self.source, readout, self.adapter.device)
 
     @runs_model
     def internals(self, ids: list[int]):

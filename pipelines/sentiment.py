@@ -12,7 +12,8 @@ from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import ClassifierAdapter
-from pipelines.lens import tasks as lens_tasks
+from pipelines.lens.family import Review
+from pipelines.lens.operations import LensMethods
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import OurClassifier
 from pipelines.models.folders import load_folder
@@ -66,11 +67,13 @@ def _uniform(T: int) -> torch.Tensor:
     return torch.full((T,), 1.0 / T)
 
 
-class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
+class SentimentPipeline(AdapterBacked, BatchRunner, LensMethods, hf_adapter.OursOrTransformers):
     adapter: ClassifierAdapter
 
     """A classifier behind a model adapter (pipelines.models.adapter): ours (a TransformerClassifier with its tokenizer)
     or a `transformers` sequence classifier (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
+
+    lens_family = Review()  # what the lens operations (pipelines.lens.operations) run and read
 
     def __init__(
         self,
@@ -243,40 +246,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         rather than it: pipelines.explanations.run.explain_review).
         Returns a pipelines.explanations.Explanation (tokens, scores (T,), target, method, ...)."""
         return explanations.explain_review(self, text, method, target, progress, contrast)
-
-    @runs_model
-    def logit_lens(self, text: str):
-        """pipelines.lens.Lens: the classifier's head on each layer's states (each position's, and pooled: P(label)
-        by layer)."""
-        return lens_tasks.sentiment_lens(self, text)
-
-    @runs_model
-    def layer_by_layer(self, text: str, target=None, contrast=None):
-        """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.sentiment_layer_by_layer(self, text, target, contrast)
-
-    @runs_model
-    def direct_logit_attribution(self, text: str, target=None, contrast=None):
-        """pipelines.lens.Attribution of the label `target` (default: the predicted one; an index or a name), minus
-        `contrast`'s logit where given: each head's and feed-forward layer's direct part."""
-        return lens_tasks.sentiment_attribution(self, text, target, contrast)
-
-    @runs_model(background=True)
-    def switch_off(self, text: str, target=None, contrast=None, progress=None, stop=None):
-        """pipelines.lens.patching.SwitchedOff: each head's whole effect on the label's logit (difference) that
-        direct_logit_attribution splits, the intact run's minus that with the head's output zeroed."""
-        return lens_tasks.sentiment_switch_off(self, text, target, contrast, progress, stop)
-
-    @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              progress=None, stop=None, last_only: bool = False):  # fmt: skip
-        """pipelines.lens.patching.Patching: each state (over "resid", "attn_out", "mlp_out" or "heads") of the clean
-        review put back into a run on the corrupted one; the metric the label's logit difference, 0 the corrupted run
-        and 1 the clean one. exact=False: attribution patching (one forward and one backward). progress(done, total)
-        a layer at a time of an exact grid; stop() True ends it there (the rows not run are NaN). last_only: heads
-        patched at the last position only (by default at every position, where the inputs are of one length)."""
-        run = dict(progress=progress, stop=stop, last_only=last_only)
-        return lens_tasks.sentiment_patch(self, clean, corrupted, over, exact, target, contrast, **run)
 
     @runs_model
     def internals(self, text: str):

@@ -13,7 +13,8 @@ from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import Seq2SeqAdapter
 from pipelines.explanations.faithfulness import QUICK_STEPS
-from pipelines.lens import tasks as lens_tasks
+from pipelines.lens.family import Sentence
+from pipelines.lens.operations import LensMethods
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import KindMasks, OurSeq2Seq
 from pipelines.models.folders import load_folder
@@ -96,11 +97,13 @@ def _row_maps(run, carried: dict, row: int, Ts: int, Tt: int) -> dict:
     )
 
 
-class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
+class TranslationPipeline(AdapterBacked, BatchRunner, LensMethods, hf_adapter.OursOrTransformers):
     adapter: Seq2SeqAdapter
 
     """A translator behind a model adapter (pipelines.models.adapter): ours (a Seq2SeqTransformer with its tokenizer)
     or a `transformers` seq2seq model (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
+
+    lens_family = Sentence()  # what the lens operations (pipelines.lens.operations) run and read
 
     def __init__(
         self,
@@ -197,46 +200,6 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         progress(steps done, steps) is called as a gradient method goes.
         Returns a pipelines.explanations.Explanation (scores (Tt, Ts))."""
         return explanations.explain_translation(self, text, method, contrast, result, progress)
-
-    @runs_model
-    def logit_lens(self, text: str, result=None):
-        """pipelines.lens.Lens over the decoding steps of the translation (result; None: greedy now)."""
-        return lens_tasks.translation_lens(self, text, result)
-
-    @runs_model
-    def layer_by_layer(self, text: str, step: int = 0, target=None, contrast=None, result=None):
-        """(logit_lens, direct_logit_attribution at `step`) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.translation_layer_by_layer(self, text, step, target, contrast, result)
-
-    @runs_model
-    def layer_by_layer_steps(self, text: str, target=None, contrast=None, result=None):
-        """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every decoding step of
-        `result` (None: translate greedily), layer_by_layer's for each, from one pass: what the section redraws as
-        the step moves."""
-        return lens_tasks.translation_layer_by_layer_steps(self, text, target, contrast, result)
-
-    @runs_model
-    def direct_logit_attribution(self, text: str, step: int = 0, target=None, contrast=None, result=None):
-        """pipelines.lens.Attribution at decoding step `step` (0-based) of English token `target` (default: the one
-        produced; an id or the text of one of the step's top tokens), minus `contrast`'s logit where given."""
-        return lens_tasks.translation_attribution(self, text, step, target, contrast, result)
-
-    @runs_model(background=True)
-    def switch_off(self, text: str, step: int = 0, target=None, contrast=None, result=None, progress=None, stop=None):
-        """pipelines.lens.patching.SwitchedOff: each decoder and cross-attention head's whole effect on the logit
-        (difference) that direct_logit_attribution splits at decoding step `step`, the intact run's minus that with
-        the head's output zeroed (`cross`: the cross-attention heads')."""
-        return lens_tasks.translation_switch_off(self, text, step, target, contrast, result, progress, stop)
-
-    @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step=None,
-              progress=None, stop=None, last_only: bool = False):  # fmt: skip
-        """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted
-        one, at decoding step `step` of the clean translation (None: the first step at which the two sentences' answers
-        differ, both teacher-forced on the clean translation); progress, stop, last_only: as SentimentPipeline.patch's.
-        """
-        run = dict(progress=progress, stop=stop, last_only=last_only)
-        return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step, **run)
 
     @runs_model
     def internals(self, text: str, target_ids: list[int] | None = None):
