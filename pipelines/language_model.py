@@ -23,8 +23,9 @@ from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
 from pipelines.explanations import steps as explanation_steps
 from pipelines.kinds import CAUSAL
-from pipelines.lens.family import Family, readout_of
+from pipelines.lens.family import Family
 from pipelines.lens.operations import LensMethods
+from pipelines.lens.readout import readout_of
 from pipelines.lens.tuned import tuned_lens_for
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template

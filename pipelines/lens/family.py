@@ -1,7 +1,6 @@
-"""What the lens operations (operations.py) need to know of a family of models, and nothing more: the pass to run on
-an input (a Read: what the stack read out reads, from which layer it can start again, where the answer is read), the
-positions' labels, and how a target named by the user becomes an output id. Family holds the next-word model's
-answers, the defaults; Review and Sentence state only what differs. Steps and positions count from 0."""
+"""What the lens operations (operations.py) know of a family of models: the pass to run on an input (a Read: what the
+stack read out reads, where the answer is read, the positions' labels), from which layer it can start again, and how
+a target becomes an output id. Family: the next-word model's, the defaults; Review and Sentence state what differs."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,26 +9,7 @@ import torch
 
 from pipelines.attention.attention_maps import token_texts
 from pipelines.batching import pad
-from pipelines.lens.readout import ClassifierReadout, Readout, decoder_readout, encoder_readout, lm_readout
-from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
-
-READOUTS: dict[type, Callable] = {
-    OurCausalLM: lm_readout,
-    OurSeq2Seq: decoder_readout,
-    OurClassifier: ClassifierReadout,
-}
-
-
-def readout_of(adapter) -> Readout:
-    """The stack an adapter's model answers from; ValueError for a model read through `transformers`, whose residual
-    stream this project does not name."""
-    for cls, make in READOUTS.items():
-        if isinstance(adapter, cls):
-            return make(adapter.model)
-    raise ValueError(
-        "Layer by layer reads the residual stream through this project's hook points: it is there for the models "
-        "of this project (from scratch or with public weights loaded into our code), not for a transformers model."
-    )
+from pipelines.lens.readout import Readout, encoder_readout, readout_of
 
 
 @dataclass(frozen=True)
@@ -47,9 +27,11 @@ class Read:
     real: torch.Tensor | None = None
 
 
-def _check_step(step: int, n: int, what: str) -> int:
+def _check_step(step: int, n: int, what: str, chat: bool = False) -> int:
     if not 0 <= step < n:
         raise ValueError(f"step {step} is not one of this {what}'s steps (0..{n - 1})")
+    if chat:
+        raise ValueError(f"a {what} is read as it is: there is no chat template")
     return step
 
 
@@ -58,7 +40,6 @@ class Family:
 
     prefix_lens = True  # causal: the lens of step s is that of what was read at s (else the whole pass's, each step)
     switched = ("attn",)  # the attentions whose heads are switched off, each block's
-    metric_at = ""  # where the patching metric is read, said after it
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return pipe.adapter.token_text
@@ -94,8 +75,7 @@ class Family:
     def from_layer(self, pipe, read: Read) -> Callable | None:
         """(layer, resid (B, T, D), ids (B, T)) -> the answer's logits (B, V) from block `layer`'s input on (None:
         every run starts from the ids). Below the last block, the last one asks its last query alone."""
-        last = len(read.stack.blocks) - 1
-        model = pipe.adapter.model
+        last, model = len(read.stack.blocks) - 1, pipe.adapter.model
         return lambda layer, resid, x: model.forward_from(layer, resid, last_only=layer < last).logits[:, -1]
 
     def _ids(self, pipe, text: str, chat: bool) -> list[int]:
@@ -120,10 +100,8 @@ class Family:
 
     def read_steps(self, pipe, text: str, result=None, chat: bool = False) -> tuple[Read, list[int]]:
         """One pass over every step of `result` (None: a greedy continuation now), and each step's position in it."""
-        result = result or pipe(text, chat=chat)
-        return self._over(pipe, list(result.sequence_ids)), [
-            len(result.tokens) + s - 1 for s in range(len(result.steps))
-        ]
+        r = result or pipe(text, chat=chat)
+        return self._over(pipe, list(r.sequence_ids)), [len(r.tokens) + s - 1 for s in range(len(r.steps))]
 
     def patch_reads(self, pipe, clean: str, corrupted: str, step: int | None) -> tuple[Read, Read, str]:
         """The two inputs' passes (on one stack), and where the metric is read (said after it)."""
@@ -169,9 +147,7 @@ class Review(Family):
         return Read(x, token_texts(review.tokens), readout_of(a), a.forward, real=x != a.pad_id)
 
     def read(self, pipe, text: str, step: int = 0, result=None, chat: bool = False) -> Read:
-        _check_step(step, 1, "review")  # one answer: step 0
-        if chat:
-            raise ValueError("a review is read as it is: there is no chat template")
+        _check_step(step, 1, "review", chat)  # one answer: step 0
         return self._over(pipe, text)
 
     def read_steps(self, pipe, text: str, result=None, chat: bool = False) -> tuple[Read, list[int]]:
@@ -209,14 +185,11 @@ class Sentence(Family):
         return Read(tgt, tokens, readout_of(a), forward, step, list(result.target_ids))
 
     def read(self, pipe, text: str, step: int = 0, result=None, chat: bool = False) -> Read:
-        if chat:
-            raise ValueError("a sentence is translated as it is: there is no chat template")
         result = pipe(text, beam_size=1) if result is None else result
-        return self._over(pipe, text, result, _check_step(step, len(result.target_ids), "translation"))
+        return self._over(pipe, text, result, _check_step(step, len(result.target_ids), "translation", chat))
 
     def read_steps(self, pipe, text: str, result=None, chat: bool = False) -> tuple[Read, list[int]]:
-        read = self.read(pipe, text, 0, result, chat)
-        return read, list(range(read.ids.size(1)))
+        return (read := self.read(pipe, text, 0, result, chat)), list(range(read.ids.size(1)))
 
     def patch_reads(self, pipe, clean: str, corrupted: str, step: int | None) -> tuple[Read, Read, str]:
         a, result = pipe.adapter, pipe(clean, beam_size=1)

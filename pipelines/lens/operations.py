@@ -12,15 +12,8 @@ from pipelines.lens import attribution, patching
 from pipelines.lens.attribution import Attribution
 from pipelines.lens.family import Family, Read
 from pipelines.lens.logit_lens import Lens, logit_lens, logit_lens_at
-from pipelines.lens.readout import Readout
-from pipelines.lens.tuned import tuned_lens_for
+from pipelines.lens.tuned import translators_for
 from pipelines.pipeline import runs_model
-
-LENS_KINDS = ("logit", "tuned")  # how a state is read out: as it is, or through its layer's translator (tuned.py)
-NO_TUNED_LENS = (
-    "This model has no tuned lens (one is trained by `python -m training.tuned_lens --model ...`, for these very "
-    "weights; a training step's snapshot has none): the logit lens is shown."
-)
 
 
 @dataclass(frozen=True)
@@ -31,16 +24,6 @@ class LayerByLayer:
     lens: Lens
     attribution: Attribution | None
     why_not: str = ""
-
-
-def translators_for(pipe, readout: Readout, kind: str):
-    """(a tuned lens's translators or None, what the lens's note says first) for reading `readout` the `kind` way."""
-    if kind not in LENS_KINDS:
-        raise ValueError(f"lens kind {kind!r} is not one of {', '.join(LENS_KINDS)}")
-    if kind == "logit":
-        return None, ""
-    tuned = tuned_lens_for(getattr(pipe, "source", None), readout, pipe.adapter.device)
-    return (tuned.translators, "") if tuned is not None else (None, NO_TUNED_LENS)
 
 
 def _cached(pipe, read: Read, names: list[str]):

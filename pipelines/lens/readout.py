@@ -4,12 +4,14 @@ unembedding; the classifier's pooling and head). A readout knows its own directi
 linear for the language model and the translator, so a sum of residual components reads out as the sum of their
 readouts; the classifier's BERT pooler (tanh) is not, and its attribution is linearised at the pooled state."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from pipelines.kinds import CAUSAL, DECODER, ENCODER, SELF
+from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
 from pipelines.models.hook_names import block_point
 
 
@@ -120,3 +122,22 @@ def encoder_readout(model) -> Readout:
     """The translator's encoder, as patching reads it (its answer is the decoder's: only its points are used)."""
     e = model.encoder
     return Readout(ENCODER.name, e.blocks, e.final_norm, model.config.norm_first, model.W_U)
+
+
+READOUTS: dict[type, Callable] = {
+    OurCausalLM: lm_readout,
+    OurSeq2Seq: decoder_readout,
+    OurClassifier: ClassifierReadout,
+}
+
+
+def readout_of(adapter) -> Readout:
+    """The stack an adapter's model answers from; ValueError for a model read through `transformers`, whose residual
+    stream this project does not name."""
+    for cls, make in READOUTS.items():
+        if isinstance(adapter, cls):
+            return make(adapter.model)
+    raise ValueError(
+        "Layer by layer reads the residual stream through this project's hook points: it is there for the models "
+        "of this project (from scratch or with public weights loaded into our code), not for a transformers model."
+    )

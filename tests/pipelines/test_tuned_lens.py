@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from pipelines.lens.family import readout_of
-from pipelines.lens.operations import NO_TUNED_LENS
-from pipelines.lens.tuned import FILE, Fingerprint, Translators, TunedLens, lens_file, tuned_lens_for
+from pipelines.lens.readout import readout_of
+from pipelines.lens.tuned import FILE, NO_TUNED_LENS, Fingerprint, Translators, TunedLens, lens_file, tuned_lens_for
 
 PROMPT = "The film was a"
 
