@@ -31,7 +31,7 @@ HELP = (
     "*Switch each head off* measures each head's whole effect on the same logit, beside its direct part: where the "
     "two differ, the difference is what later heads and layers do with that head's output."
 )
-# how the Next word tab's lens reads a state (pipelines.lens.operations.LENS_KINDS): as it is, or through the tuned lens
+# how the Next word tab's lens reads a state (pipelines.lens.tuned.LENS_KINDS): as it is, or through the tuned lens
 READ_OUT_WITH = {"logit lens": "logit", "tuned lens": "tuned"}
 TUNED_TASKS = (LM.name,)  # the tasks whose models have tuned lenses (python -m training.tuned_lens)
 PROGRESS = gr.Progress()
