@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from pipelines.kinds import CAUSAL, CROSS, DECODER, SELF
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
+from ..inputs import step_chosen, step_shown
 from ..numbers import correlations
 from ..page.landing import page_step
 from ..page.progress import reporter
@@ -89,7 +90,7 @@ def build_switch(task: str) -> SwitchUI:
 def shown_step(view, step) -> int:
     """The library's step (from 0) of the step the page shows: the one place the page's count from 1 is converted (the
     step slider's value, else the view's own step; a review has one step, 0)."""
-    return max(int(step or getattr(view, "step", None) or 1), 1) - 1
+    return step_chosen(step or getattr(view, "step", None))
 
 
 def _output(view):
@@ -253,7 +254,7 @@ def compute(models, task: str, view, step, contrast: str | None, kind: str = "lo
         steps = pipe.layer_by_layer_steps(view.text, contrast=contrast, result=_output(view), kind=how)
         read = Read(_result(view), contrast, how, steps)
     if not 0 <= at < len(read.steps):
-        raise ValueError(f"step {at + 1} is not one of this result's steps (1..{len(read.steps)})")
+        raise ValueError(f"step {step_shown(at)} is not one of this result's steps (1..{len(read.steps)})")
     lens, a = read.steps[at].lens, read.steps[at].attribution
     if a is None:  # this step's tokens do not name the contrast: the lens stands
         why = html.escape(read.steps[at].why_not)

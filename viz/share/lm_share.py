@@ -13,7 +13,7 @@ import gradio as gr
 from pipelines.tasks import LM
 
 from ..attention import task_views
-from ..inputs import MAX_PROMPT_CHARS, check_text
+from ..inputs import MAX_PROMPT_CHARS, check_text, step_chosen
 from ..models import training_step
 from ..next_word import handlers as lm
 from ..page import landing
@@ -50,7 +50,7 @@ def share_link(base, models, view, text, decoding, temperature, top_p, seed, max
     model, snapshot = training_step.to_link(models, name, position)
     sampled = decoding == "sampled"
     link = links.ViewLink(
-        LM.name, text or "", layer, head, None if view is None else int(step or 1) - 1, decoding, method=method,
+        LM.name, text or "", layer, head, None if view is None else step_chosen(step), decoding, method=method,
         scale=scale, hide=bool(hide), model=model, training_step=snapshot,
         temperature=float(temperature) if sampled and temperature is not None else None,
         top_p=float(top_p) if sampled and top_p is not None else None,

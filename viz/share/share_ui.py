@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ..inputs import step_chosen
 from ..models import training_step
 from ..page import landing
 from ..page.scripts import script
@@ -149,7 +150,7 @@ def wire_translation_links(
     def share(base, text, decoding, beam, layer, head, scale, hide, step, name, position, read=None):
         model, snapshot = training_step.to_link(models, name, position)
         link = links.ViewLink(
-            "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale, hide=bool(hide),
+            "translation", text or "", layer, head, step_chosen(step), decoding, beam, scale=scale, hide=bool(hide),
             model=model, training_step=snapshot, layers=read is not None,
         )  # fmt: skip
         return _link_box(*links.share_url(base, link))
