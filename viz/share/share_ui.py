@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from ..inputs import step_chosen
+from ..inputs import step_chosen, step_shown
 from ..models import training_step
 from ..page import landing
 from ..page.scripts import script
@@ -188,8 +188,10 @@ def _apply_step(view, layer, pending: int | None):
     if pending is None or view is None:
         return gr.skip(), gr.skip(), gr.skip(), None
     maximum = step_slider(view).maximum
-    chosen = min(pending + 1, maximum)
-    if chosen != pending + 1:  # a link made for a longer translation, or typed by hand
-        gr.Warning(f"This link's step {pending + 1} is past this translation's last step; step {maximum} is shown.")
+    chosen = min(step_shown(pending), maximum)
+    if chosen != step_shown(pending):  # a link made for a longer translation, or typed by hand
+        gr.Warning(
+            f"This link's step {step_shown(pending)} is past this translation's last step; step {maximum} is shown."
+        )
     slider = gr.Slider(minimum=1, maximum=maximum, value=chosen, step=1, interactive=True)
     return slider, *translation_step(view, layer, chosen), None
