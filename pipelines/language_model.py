@@ -23,7 +23,6 @@ from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
 from pipelines.explanations import steps as explanation_steps
 from pipelines.kinds import CAUSAL
-from pipelines.lens import why_head
 from pipelines.lens.family import Family
 from pipelines.lens.operations import LensMethods
 from pipelines.lens.readout import readout_of
@@ -396,42 +395,6 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner, LensMethods):
         tokens read before it (row s is explain(result.prompt, method, step=s, result=result)), with each row's
         faithfulness where asked; progress(done, total) a row at a time."""
         return explanation_steps.explain_steps(self, result, method, faithfulness, progress)
-
-    @runs_model
-    def score_attribution(
-        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "causal", result=None
-    ):
-        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
-        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequence: `result`'s
-        sequence_ids (prompt and generated tokens; None: the prompt as the model reads it). kind: "causal"; step: not
-        used (a position names the step)."""
-        return why_head.lm_score_parts(self, text, layer, head, query, key, kind, result)
-
-    @runs_model
-    def composition(self, kind: str = "k", attention: str = "causal"):
-        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
-        into every later head of `attention`, from the weights, beside a random baseline."""
-        return why_head.composition(self, kind, attention)
-
-    @runs_model
-    def copying_scores(self, attention: str = "causal"):
-        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
-        return why_head.copying_scores(self, attention)
-
-    @runs_model
-    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str = "causal"):
-        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
-        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
-        return why_head.copied_tokens(self, layer, head, n, attention)
-
-    @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
-        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs. A language model also takes an over_set.InductionSet
-        (random tokens repeated): the attention columns and induction score, no effect."""
-        return why_head.head_table_over(self, texts, progress, stop, name, Decoding(max_new_tokens=1))
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

@@ -12,7 +12,6 @@ from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import ClassifierAdapter
-from pipelines.lens import why_head
 from pipelines.lens.family import Review
 from pipelines.lens.operations import LensMethods
 from pipelines.models import hf_adapter
@@ -260,37 +259,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner, LensMethods, hf_adapter.Ours
         scores, scaled, masked, the softmax weights (== result.attentions[layer][head, query]), the weighted values, the
         head's output and its projection through the head's slice of W_O."""
         return self.internals(text).head(kind, layer, head, query)
-
-    @runs_model
-    def score_attribution(self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "self"):
-        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
-        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequence."""
-        return why_head.sentiment_score_parts(self, text, layer, head, query, key, kind)
-
-    @runs_model
-    def composition(self, kind: str = "k", attention: str = "self"):
-        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
-        into every later head of `attention`, from the weights, beside a random baseline."""
-        return why_head.composition(self, kind, attention)
-
-    @runs_model
-    def copying_scores(self, attention: str = "self"):
-        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
-        return why_head.copying_scores(self, attention)
-
-    @runs_model
-    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str = "self"):
-        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
-        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
-        return why_head.copied_tokens(self, layer, head, n, attention)
-
-    @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
-        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs."""
-        return why_head.head_table_over(self, texts, progress, stop, name)
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

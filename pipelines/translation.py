@@ -13,7 +13,6 @@ from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import Seq2SeqAdapter
 from pipelines.explanations.faithfulness import QUICK_STEPS
-from pipelines.lens import why_head
 from pipelines.lens.family import Sentence
 from pipelines.lens.operations import LensMethods
 from pipelines.models import hf_adapter
@@ -215,42 +214,6 @@ class TranslationPipeline(AdapterBacked, BatchRunner, LensMethods, hf_adapter.Ou
         """One row of one head, step by step (pipelines.attention.inside_head.HeadInternals); query: a source position
         for "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
         return self.internals(text, target_ids).head(kind, layer, head, query)
-
-    @runs_model
-    def score_attribution(
-        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "cross", target_ids=None
-    ):
-        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
-        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequences. kind: "encoder" (query and
-        key source positions), "decoder" (decoder positions) or "cross" (query a decoder position, key a source
-        position); decoder position t is decoding step t (step, where given, is the query). target_ids: the output
-        the decoder reads (TranslationResult.target_ids; None: the greedy translation)."""
-        return why_head.translation_score_parts(self, text, layer, head, query, key, step, kind, target_ids)
-
-    @runs_model
-    def composition(self, kind: str = "k", attention: str = "encoder"):
-        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
-        into every later head of `attention`, from the weights, beside a random baseline."""
-        return why_head.composition(self, kind, attention)
-
-    @runs_model
-    def copying_scores(self, attention: str = "encoder"):
-        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
-        return why_head.copying_scores(self, attention)
-
-    @runs_model
-    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str = "encoder"):
-        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
-        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
-        return why_head.copied_tokens(self, layer, head, n, attention)
-
-    @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
-        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs."""
-        return why_head.head_table_over(self, texts, progress, stop, name)
 
     @runs_model(background=True)
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):

@@ -9,6 +9,7 @@ import torch
 
 from pipelines.attention.attention_maps import token_texts
 from pipelines.batching import pad
+from pipelines.lens import why_head
 from pipelines.lens.readout import Readout, encoder_readout, readout_of
 
 
@@ -40,28 +41,17 @@ class Family:
 
     prefix_lens = True  # causal: the lens of step s is that of what was read at s (else the whole pass's, each step)
     switched = ("attn",)  # the attentions whose heads are switched off, each block's
+    score_kind = "causal"  # the attention a score is taken apart in by default (why_head)
+
+    def score_parts(self, pipe, text: str, layer, head, query, key, step, kind, result):
+        """why_head's ScoreParts: positions into `result`'s sequence (None: the prompt as the model reads it)."""
+        return why_head.lm_score_parts(pipe, text, layer, head, query, key, kind, result)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return pipe.adapter.token_text
 
-    def output_id(self, pipe, value, logits: torch.Tensor, what: str = "output") -> int:
-        """An output id from an id, or from the text of one of the 10 most likely outputs of logits (V,), or from a
-        text that tokenizes to one token; ValueError otherwise."""
-        if isinstance(value, (int, torch.Tensor)) and not isinstance(value, bool):
-            i = int(value)
-            if not 0 <= i < logits.numel():
-                raise ValueError(f"{what} {i} is not an id of this model (0..{logits.numel() - 1})")
-            return i
-        text = self.output_text(pipe)
-        for i in logits.topk(min(10, logits.numel())).indices.tolist():
-            if text(i).strip() == str(value).strip():
-                return i
-        ids = self.tokenize(pipe, str(value))
-        if len(ids) == 1:
-            return ids[0]
-        raise ValueError(f"{value!r} is not one of the 10 most likely outputs here, nor one token: give its id")
-
     def tokenize(self, pipe, text: str) -> list[int]:
+        """The ids of a text (a target named by a text that is one token)."""
         return pipe.adapter.tokenize(text)[0]
 
     def answers(self, out) -> torch.Tensor:
@@ -118,16 +108,16 @@ class Review(Family):
     """The classifier's: the label, from the pooled states of every position; a target is a label's index or name."""
 
     prefix_lens = False
+    score_kind = "self"
+
+    def score_parts(self, pipe, text: str, layer, head, query, key, step, kind, result):
+        return why_head.sentiment_score_parts(pipe, text, layer, head, query, key, kind)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return lambda i: pipe.labels[i]
 
-    def output_id(self, pipe, value, logits: torch.Tensor, what: str = "output") -> int:
-        value = pipe.labels.index(value) if isinstance(value, str) and value in pipe.labels else value
-        return super().output_id(pipe, value, logits, what)
-
     def tokenize(self, pipe, text: str) -> list[int]:
-        return []  # a label is named, not tokenized
+        return []  # a label is named (the top outputs' texts are every label), not tokenized
 
     def answers(self, out) -> torch.Tensor:
         return out.logits[:, None]  # (B, 1, C): one answer, the pooled states'
@@ -167,6 +157,12 @@ class Sentence(Family):
 
     prefix_lens = False
     switched = ("attn", "cross_attn")
+    score_kind = "cross"
+
+    def score_parts(self, pipe, text: str, layer, head, query, key, step, kind, result):
+        """Decoding step t is decoder position t (step, where given, is the query), on `result`'s output."""
+        target_ids = None if result is None else result.target_ids
+        return why_head.translation_score_parts(pipe, text, layer, head, query, key, step, kind, target_ids)
 
     def from_layer(self, pipe, read: Read) -> Callable | None:
         return None

@@ -171,7 +171,11 @@ def _translation_table(pipe, decoding=None):
     return lambda text: heads.translation_head_table(pipe, text, beam_size=1, agreement=False)
 
 
-def _lm_table(pipe, decoding):
+def _lm_table(pipe, decoding=None):
+    """Each prompt's head table, its effect on the first new token (decoding None: one new token, greedy)."""
+    from pipelines.language_model import Decoding  # the pipeline's own options (its module imports this one)
+
+    decoding = decoding or Decoding(max_new_tokens=1)
     return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, decoding), pipe.induction)
 
 
