@@ -7,8 +7,11 @@ from dataclasses import dataclass
 
 import torch
 
+from pipelines.attention import heads
 from pipelines.attention.attention_maps import token_texts
 from pipelines.batching import pad
+from pipelines.lens import why_head
+from pipelines.lens.composition import Stack
 from pipelines.lens.readout import Readout, encoder_readout, readout_of
 
 
@@ -27,6 +30,11 @@ class Read:
     real: torch.Tensor | None = None
 
 
+def _only(kind: str, kinds: tuple[str, ...], what: str) -> None:
+    if kind not in kinds:
+        raise ValueError(f"{what} only, not {kind!r}")
+
+
 def _check_step(step: int, n: int, what: str, chat: bool = False) -> int:
     if not 0 <= step < n:
         raise ValueError(f"step {step} is not one of this {what}'s steps (0..{n - 1})")
@@ -40,28 +48,32 @@ class Family:
 
     prefix_lens = True  # causal: the lens of step s is that of what was read at s (else the whole pass's, each step)
     switched = ("attn",)  # the attentions whose heads are switched off, each block's
+    score_kind = "causal"  # the attention a score is taken apart in by default (why_head)
+    attentions = ("causal",)  # the kinds of attention whose heads compose (the first: the default)
+
+    def score_parts(self, pipe, text: str, layer, head, query, key, step, kind, result):
+        """why_head's ScoreParts: positions into `result`'s sequence (None: the prompt as the model reads it)."""
+        _only(kind, ("causal", "self"), "the language model has causal self-attention")
+        ids = list(result.sequence_ids) if result is not None else self._ids(pipe, text, False)
+        tokens = [pipe.adapter.token_text(i) for i in ids]
+        return why_head.causal_cell(pipe.model, ids, tokens, layer, head, query, key)
+
+    def stack(self, model, kind: str) -> Stack:
+        """The heads of `kind` with the embeddings and unembedding their OV circuits go through."""
+        return Stack("causal", model.blocks, model.tok_emb.weight, model.W_U, model.final_norm)
+
+    def head_table(self, pipe) -> Callable[[str], list]:
+        """One input's head table, for a set's: a prompt's effect on its first new token (greedy)."""
+        from pipelines.language_model import Decoding  # the pipeline's own options (its module imports this one)
+
+        one = Decoding(max_new_tokens=1)
+        return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, one), pipe.induction)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return pipe.adapter.token_text
 
-    def output_id(self, pipe, value, logits: torch.Tensor, what: str = "output") -> int:
-        """An output id from an id, or from the text of one of the 10 most likely outputs of logits (V,), or from a
-        text that tokenizes to one token; ValueError otherwise."""
-        if isinstance(value, (int, torch.Tensor)) and not isinstance(value, bool):
-            i = int(value)
-            if not 0 <= i < logits.numel():
-                raise ValueError(f"{what} {i} is not an id of this model (0..{logits.numel() - 1})")
-            return i
-        text = self.output_text(pipe)
-        for i in logits.topk(min(10, logits.numel())).indices.tolist():
-            if text(i).strip() == str(value).strip():
-                return i
-        ids = self.tokenize(pipe, str(value))
-        if len(ids) == 1:
-            return ids[0]
-        raise ValueError(f"{value!r} is not one of the 10 most likely outputs here, nor one token: give its id")
-
     def tokenize(self, pipe, text: str) -> list[int]:
+        """The ids of a text (a target named by a text that is one token)."""
         return pipe.adapter.tokenize(text)[0]
 
     def answers(self, out) -> torch.Tensor:
@@ -118,16 +130,27 @@ class Review(Family):
     """The classifier's: the label, from the pooled states of every position; a target is a label's index or name."""
 
     prefix_lens = False
+    score_kind = "self"
+    attentions = ("self",)
+
+    def score_parts(self, pipe, text: str, layer, head, query, key, step, kind, result):
+        _only(kind, ("self",), "the classifier has self-attention")
+        read = self._over(pipe, text)
+        return why_head.classifier_cell(pipe.model, read.ids[0].tolist(), read.tokens, layer, head, query, key)
+
+    def stack(self, model, kind: str) -> Stack:
+        """Its token embeddings, transposed, stand in for an unembedding over its vocabulary (it has none)."""
+        enc = model.encoder
+        return Stack("self", enc.blocks, model.tok_emb.weight, model.tok_emb.weight.T, enc.final_norm)
+
+    def head_table(self, pipe) -> Callable[[str], list]:
+        return lambda text: heads.sentiment_head_table(pipe, text)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return lambda i: pipe.labels[i]
 
-    def output_id(self, pipe, value, logits: torch.Tensor, what: str = "output") -> int:
-        value = pipe.labels.index(value) if isinstance(value, str) and value in pipe.labels else value
-        return super().output_id(pipe, value, logits, what)
-
     def tokenize(self, pipe, text: str) -> list[int]:
-        return []  # a label is named, not tokenized
+        return []  # a label is named (the top outputs' texts are every label), not tokenized
 
     def answers(self, out) -> torch.Tensor:
         return out.logits[:, None]  # (B, 1, C): one answer, the pooled states'
@@ -167,6 +190,29 @@ class Sentence(Family):
 
     prefix_lens = False
     switched = ("attn", "cross_attn")
+    score_kind = "cross"
+    attentions = ("encoder", "decoder")
+
+    def score_parts(self, pipe, text: str, layer, head, query, key, step, kind, result):
+        """kind "encoder" (query and key: source positions), "decoder" or "cross" (the query a decoder position: it
+        reads the output of step t - 1 and chooses the token of step t, so `step`, where given, is the query), on
+        `result`'s output (None: greedy now)."""
+        a, source = pipe.adapter, pipe.source_input(text)
+        if len(source.ids) <= 1:
+            raise ValueError("the text has no tokens")
+        target_ids = list((pipe(text, beam_size=1) if result is None else result).target_ids)
+        tokens = (token_texts(source.tokens), ["<s>"] + [a.token_text(i) for i in target_ids[:-1]])
+        query = query if step is None or kind == "encoder" else step
+        tgt = [a.bos_id] + target_ids[:-1]
+        return why_head.seq2seq_cell(pipe.model, source.ids, tgt, tokens, kind, layer, head, query, key)
+
+    def stack(self, model, kind: str) -> Stack:
+        stack, embed = (model.encoder, model.src_emb) if kind == "encoder" else (model.decoder, model.tgt_emb)
+        return Stack(kind, stack.blocks, embed.weight, model.W_U, stack.final_norm)
+
+    def head_table(self, pipe) -> Callable[[str], list]:
+        """Greedy, without the agreement column (an explanation a sentence)."""
+        return lambda text: heads.translation_head_table(pipe, text, beam_size=1, agreement=False)
 
     def from_layer(self, pipe, read: Read) -> Callable | None:
         return None

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipelines.lens import attribution, patching
+from pipelines.lens import attribution, patching, why_head
 from pipelines.lens.attribution import Attribution
 from pipelines.lens.family import Family, Read
 from pipelines.lens.logit_lens import Lens, logit_lens, logit_lens_at
@@ -26,6 +26,24 @@ class LayerByLayer:
     why_not: str = ""
 
 
+def output_id(family: Family, pipe, value, logits: torch.Tensor, what: str = "output") -> int:
+    """An output id from an id, or from the text of one of the 10 most likely outputs of logits (V,) (a label's name),
+    or from a text that is one token; ValueError otherwise."""
+    if isinstance(value, (int, torch.Tensor)) and not isinstance(value, bool):
+        i = int(value)
+        if not 0 <= i < logits.numel():
+            raise ValueError(f"{what} {i} is not an id of this model (0..{logits.numel() - 1})")
+        return i
+    text = family.output_text(pipe)
+    for i in logits.topk(min(10, logits.numel())).indices.tolist():
+        if text(i).strip() == str(value).strip():
+            return i
+    ids = family.tokenize(pipe, str(value))
+    if len(ids) == 1:
+        return ids[0]
+    raise ValueError(f"{value!r} is not one of the 10 most likely outputs here, nor one token: give its id")
+
+
 def _cached(pipe, read: Read, names: list[str]):
     with torch.no_grad():
         return pipe.adapter.run_with_cache(lambda: read.forward(read.ids), names)
@@ -40,8 +58,8 @@ def _answer(family: Family, pipe, read: Read, logits: torch.Tensor, position: in
     """(target, contrast) output ids at `position` (logits (V,) there): target by default the output produced there,
     else the most likely."""
     default = read.produced[position] if read.produced else logits.argmax()
-    t = family.output_id(pipe, default if target is None else target, logits, "target")
-    return t, None if contrast is None else family.output_id(pipe, contrast, logits, "contrast")
+    t = output_id(family, pipe, default if target is None else target, logits, "target")
+    return t, None if contrast is None else output_id(family, pipe, contrast, logits, "contrast")
 
 
 def _attribute(family: Family, pipe, read: Read, out, cache: dict, position: int, target, contrast) -> Attribution:
@@ -156,8 +174,8 @@ class LensMethods:
         runner = _runner(family, self, second)
         with torch.no_grad():
             a, b = (runner.run(r.ids, [])[0] for r in (first, second))
-        t = family.output_id(self, a.argmax() if target is None else target, a, "target")
-        c = family.output_id(self, family.patch_contrast(self, t, b) if contrast is None else contrast, b, "contrast")
+        t = output_id(family, self, a.argmax() if target is None else target, a, "target")
+        c = output_id(family, self, family.patch_contrast(self, t, b) if contrast is None else contrast, b, "contrast")
         text_of = family.output_text(self)
         if t == c:
             raise ValueError(f"both inputs answer {text_of(t)!r}: there is no difference to patch back; name another "
@@ -165,3 +183,41 @@ class LensMethods:
         said = f"The metric: the logit of {text_of(t)!r} (the first input's answer) minus {text_of(c)!r}'s{where}."
         run = dict(progress=progress, stop=stop, last_only=last_only)
         return patching.patch(runner, first.ids, second.ids, t, c, over, exact, second.tokens, said=said, **run)
+
+    @runs_model
+    def score_attribution(self, text: str, layer: int, head: int, query: int, key: int, step=None, kind=None,
+                          result=None):  # fmt: skip
+        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
+        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
+        layer (every norm's scale frozen); positions into the model's own token sequence(s). kind: the attention
+        (None: the family's own, "causal", "self" or "cross"; a translator: "encoder", "decoder" or "cross", the
+        query a decoding step); result: the output the positions are of (None: the input as the model reads it; a
+        translation: greedy now)."""
+        family = self.lens_family
+        return family.score_parts(self, text, layer, head, query, key, step, kind or family.score_kind, result)
+
+    @runs_model
+    def composition(self, kind: str = "k", attention: str | None = None):
+        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
+        into every later head of `attention` (None: the model's first kind), from the weights, beside a random
+        baseline."""
+        return why_head.composition(self, kind, attention)
+
+    @runs_model
+    def copying_scores(self, attention: str | None = None):
+        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
+        return why_head.copying_scores(self, attention)
+
+    @runs_model
+    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str | None = None):
+        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
+        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
+        return why_head.copied_tokens(self, layer, head, n, attention)
+
+    @runs_model(background=True)
+    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
+        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
+        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
+        n) after each input, stop() True ends it between inputs. A language model (its effect on its first new token)
+        also takes an over_set.InductionSet (random tokens repeated): the attention columns and induction score."""
+        return why_head.head_table_over(self, texts, progress, stop, name)

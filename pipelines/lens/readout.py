@@ -138,6 +138,7 @@ def readout_of(adapter) -> Readout:
         if isinstance(adapter, cls):
             return make(adapter.model)
     raise ValueError(
-        "Layer by layer reads the residual stream through this project's hook points: it is there for the models "
+        "Layer by layer and why a head looks there read the residual stream through this project's hook points: they "
+        "are there for the models "
         "of this project (from scratch or with public weights loaded into our code), not for a transformers model."
     )

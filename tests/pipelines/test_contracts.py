@@ -102,9 +102,16 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     torch.testing.assert_close(row, sentiment.internals("Good film.").head("self", 0, 0, 1).weights)
     assert batcher.batches_run == 1
     long_analyses = {  # what a page waits on goes before them
-        SentimentPipeline: {"faithfulness", "head_table", "patch", "switch_off"},
-        TranslationPipeline: {"faithfulness", "head_table", "patch", "switch_off"},
-        LanguageModelPipeline: {"faithfulness", "head_table", "patch", "switch_off", "explain_steps"},
+        SentimentPipeline: {"faithfulness", "head_table", "head_table_over", "patch", "switch_off"},
+        TranslationPipeline: {"faithfulness", "head_table", "head_table_over", "patch", "switch_off"},
+        LanguageModelPipeline: {
+            "faithfulness",
+            "head_table",
+            "head_table_over",
+            "patch",
+            "switch_off",
+            "explain_steps",
+        },
     }
     for cls, expected in long_analyses.items():
         assert {n for n in dir(cls) if in_background(getattr(cls, n))} == expected, cls.__name__

@@ -136,3 +136,38 @@ def linear_in_the_last_heads(lm):
     with torch.no_grad():
         model.blocks[-1].mlp.down.weight.zero_()
     return pipe
+
+
+# --- an induction circuit built by hand ---------------------------------------------------------------------------
+
+V = P = 16  # tokens and positions; the residual stream: [token one-hot | position one-hot | previous token one-hot]
+
+
+def induction_model(n_heads: int = 1) -> CausalLM:
+    """Two one-head layers, no feed-forward: layer 0 a previous-token head (position p looks for position p - 1 and
+    writes that token into the third block of the stream), layer 1 an induction head (token t looks for a position
+    whose previous token is t). Heads after the first (n_heads) are all zeros."""
+    D, big = 3 * V, 30.0
+    cfg = CausalLMConfig(
+        vocab_size=V, d_model=D, n_heads=n_heads, n_kv_heads=n_heads, head_dim=V, n_layers=2, d_ff=4, max_len=P,
+        positions="learned", norm="rmsnorm", bias=False, tie_embeddings=False,
+    )  # fmt: skip
+    model = CausalLM(cfg).eval()
+    eye, shift = torch.eye(V), torch.diag(torch.ones(V - 1), -1)  # shift: e_p -> e_{p + 1}
+    with torch.no_grad():
+        for p in model.parameters():
+            p.zero_()
+        for norm in [b.attn_norm for b in model.blocks] + [b.mlp_norm for b in model.blocks] + [model.final_norm]:
+            norm.weight.fill_(1.0)
+        model.tok_emb.weight[:, :V] = eye
+        model.positions.table[:, V : 2 * V] = eye
+        prev, ind = model.blocks[0].attn, model.blocks[1].attn
+        prev.q_proj.weight[:V, V : 2 * V] = big * eye  # query: my position
+        prev.k_proj.weight[:V, V : 2 * V] = big * shift  # key: position p is found by position p + 1
+        prev.v_proj.weight[:V, :V] = eye  # value: the token
+        prev.o_proj.weight[2 * V :, :V] = eye  # written into the previous-token block
+        ind.q_proj.weight[:V, :V] = big * eye  # query: my token
+        ind.k_proj.weight[:V, 2 * V :] = big * eye  # key: the token before that position
+        ind.v_proj.weight[:V, :V] = eye
+        ind.o_proj.weight[:V, :V] = eye
+    return model
