@@ -114,10 +114,10 @@ def classifier_effects(pipe, ids: list[int], label: int, run=None) -> tuple[floa
     return intact, effects
 
 
-def sentiment_head_table(pipe, text: str) -> list[dict]:
+def sentiment_head_table(pipe, text: str, effects: bool = True) -> list[dict]:
     """The head table of the classifier on one text: statistics of each head's attention and its effect
-    (change of the predicted label's calibrated probability when that head alone is off). One pass gives the maps,
-    the label and what each layer read (the pipeline's own call would make a second one)."""
+    (change of the predicted label's calibrated probability when that head alone is off; effects=False: left out).
+    One pass gives the maps, the label and what each layer read (the pipeline's own call would make a second one)."""
     ids, spans, _ = pipe.encode(text)
     if not ids:
         raise ValueError("the text has no tokens")
@@ -131,10 +131,12 @@ def sentiment_head_table(pipe, text: str) -> list[dict]:
     # The classifier reads no special tokens: its 'end' is the last token of the text.
     rows = stats_rows("self", maps, end_key=len(tokens) - 1, punct=punctuation_keys(tokens))
     del maps
+    if not effects:
+        return rows
     run = dataclasses.replace(run, attentions=[])  # the maps are not needed any more: their memory goes back
-    _, effects = classifier_effects(pipe, ids, int(probs.argmax()), run)
+    _, measured = classifier_effects(pipe, ids, int(probs.argmax()), run)
     for row in rows:
-        row["effect"] = effects[(row["kind"], row["layer"], row["head"])]
+        row["effect"] = measured[(row["kind"], row["layer"], row["head"])]
     return rows
 
 
@@ -209,12 +211,12 @@ def _cross_agreement(pipe, text: str, result) -> dict[HeadKey, float] | None:
 
 
 def translation_head_table(
-    pipe, text: str, beam_size: int | None = None, alpha: float | None = None, agreement: bool = True, result=None
+    pipe, text: str, beam_size=None, alpha=None, agreement: bool = True, result=None, effects: bool = True
 ) -> list[dict]:
     """The head table of the translator on one sentence: statistics of each head's attention, agreement of
     cross-attention heads with the attribution (None without one), and each head's effect (change of the
     log-probability of the produced translation, teacher-forced, when that head alone is off).
-    result: the TranslationResult of `text` to measure (None: decode it now)."""
+    result: the TranslationResult of `text` to measure (None: decode it now); effects=False: no effect column."""
     result = result or pipe(text, beam_size=beam_size, alpha=alpha)
     src_ids = [t.id for t in result.source_tokens]
     produced = result.target_ids
@@ -228,12 +230,13 @@ def translation_head_table(
         + stats_rows("decoder", np_maps(result.decoder_attentions), 0, tgt_punct)  # 'end': the start token
         + stats_rows("cross", np_maps(result.cross_attentions), end_src, src_punct)
     )
-    _, effects = translator_effects(pipe.adapter, src_ids, produced)
+    measured = translator_effects(pipe.adapter, src_ids, produced)[1] if effects else None
     agree = (_cross_agreement(pipe, text, result) if agreement else None) or {}
     for row in rows:
         key = (row["kind"], row["layer"], row["head"])
         row["agreement"] = agree.get(key)
-        row["effect"] = effects[key]
+        if measured is not None:
+            row["effect"] = measured[key]
     return rows
 
 
@@ -277,12 +280,13 @@ def lm_effects(
     return intact, effects
 
 
-def lm_head_table(pipe, result, induction=None, progress=None) -> list[dict]:
+def lm_head_table(pipe, result, induction=None, progress=None, effects: bool = True) -> list[dict]:
     """The head table of a language model on one LanguageModelResult: statistics of each head's causal attention
     over the sequence it shows (prompt and generated tokens), its roles (sink: the first token's share; duplicate:
     earlier occurrences of the same token; induction: on repeated random tokens, from `induction` (L, H), None:
     left out) and its effect: the change of the first generated token's log-probability when that head alone is
-    off (at the first step: the prompt alone is read); progress(heads done, heads) as lm_effects measures."""
+    off (at the first step: the prompt alone is read; effects=False: left out); progress(heads done, heads) as
+    lm_effects measures."""
     from pipelines.attention.head_roles import duplicate_share, sink_share
 
     if not result.generated_ids:
@@ -293,11 +297,12 @@ def lm_head_table(pipe, result, induction=None, progress=None) -> list[dict]:
     roles = {"sink": [sink_share(m) for m in maps], "duplicate": [duplicate_share(m, ids) for m in maps]}
     if induction is not None:
         roles["induction"] = list(np.asarray(induction, dtype=np.float64))
-    _, effects = lm_effects(pipe.adapter, result.prompt_ids, result.generated_ids[0], progress)
+    measured = lm_effects(pipe.adapter, result.prompt_ids, result.generated_ids[0], progress)[1] if effects else None
     for row in rows:
         layer, head = row["layer"], row["head"]
         row.update({name: _number(v[layer][head]) for name, v in roles.items()})
-        row["effect"] = effects[(row["kind"], layer, head)]
+        if measured is not None:
+            row["effect"] = measured[(row["kind"], layer, head)]
     return rows
 
 

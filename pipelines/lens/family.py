@@ -62,12 +62,13 @@ class Family:
         """The heads of `kind` with the embeddings and unembedding their OV circuits go through."""
         return Stack("causal", model.blocks, model.tok_emb.weight, model.W_U, model.final_norm)
 
-    def head_table(self, pipe) -> Callable[[str], list]:
-        """One input's head table, for a set's: a prompt's effect on its first new token (greedy)."""
+    def head_table(self, pipe, effects: bool = True) -> Callable[[str], list]:
+        """One input's head table, for a set's: a prompt's effect on its first new token (greedy); effects=False: the
+        attention columns alone."""
         from pipelines.language_model import Decoding  # the pipeline's own options (its module imports this one)
 
         one = Decoding(max_new_tokens=1)
-        return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, one), pipe.induction)
+        return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, one), pipe.induction, effects=effects)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return pipe.adapter.token_text
@@ -143,8 +144,8 @@ class Review(Family):
         enc = model.encoder
         return Stack("self", enc.blocks, model.tok_emb.weight, model.tok_emb.weight.T, enc.final_norm)
 
-    def head_table(self, pipe) -> Callable[[str], list]:
-        return lambda text: heads.sentiment_head_table(pipe, text)
+    def head_table(self, pipe, effects: bool = True) -> Callable[[str], list]:
+        return lambda text: heads.sentiment_head_table(pipe, text, effects)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return lambda i: pipe.labels[i]
@@ -210,9 +211,9 @@ class Sentence(Family):
         stack, embed = (model.encoder, model.src_emb) if kind == "encoder" else (model.decoder, model.tgt_emb)
         return Stack(kind, stack.blocks, embed.weight, model.W_U, stack.final_norm)
 
-    def head_table(self, pipe) -> Callable[[str], list]:
+    def head_table(self, pipe, effects: bool = True) -> Callable[[str], list]:
         """Greedy, without the agreement column (an explanation a sentence)."""
-        return lambda text: heads.translation_head_table(pipe, text, beam_size=1, agreement=False)
+        return lambda text: heads.translation_head_table(pipe, text, beam_size=1, agreement=False, effects=effects)
 
     def from_layer(self, pipe, read: Read) -> Callable | None:
         return None

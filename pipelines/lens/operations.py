@@ -215,9 +215,11 @@ class LensMethods:
         return why_head.copied_tokens(self, layer, head, n, attention)
 
     @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = ""):
+    def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
         """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
         set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs. A language model (its effect on its first new token)
-        also takes an over_set.InductionSet (random tokens repeated): the attention columns and induction score."""
-        return why_head.head_table_over(self, texts, progress, stop, name)
+        n) after each input, stop() True ends it between inputs; effects=False: the attention columns alone, without
+        switching every head off on every input (most of the cost). A language model (its effect on its first new
+        token) also takes an over_set.InductionSet (random tokens repeated): the attention columns and induction
+        score."""
+        return why_head.head_table_over(self, texts, progress, stop, name, effects)

@@ -267,7 +267,7 @@ class Side:
     tok: torch.Tensor | None = None  # (T, D) the token vectors as the embedding norm reads them (scaled), or None
 
 
-def _check(name: str, value: int, n: int) -> int:
+def check_index(name: str, value: int, n: int) -> int:
     if not 0 <= int(value) < n:
         raise ValueError(f"{name} {value} is out of range: 0..{n - 1}")
     return int(value)
@@ -282,7 +282,7 @@ def _stream(side: Side, cache: dict, pos: list[int], layer: int, upto: str) -> S
 
 def names_for(q_side: Side, k_side: Side | None, layer: int, cross: bool) -> list[str]:
     """The hook points one cell's decomposition reads (k_side: the encoder, for cross-attention)."""
-    layer = _check("layer", layer, len(q_side.stack.blocks))
+    layer = check_index("layer", layer, len(q_side.stack.blocks))
     attn = stack_point(q_side.prefix, layer, "cross_attn." if cross else "attn.")
     names = stream_names(q_side.prefix, q_side.stack.blocks, layer, "cross" if cross else "attn")
     if cross:
@@ -295,12 +295,12 @@ def take_apart(cache: dict, q_side: Side, layer: int, head: int, query: int, key
     """ScoreParts of one cell from a cached pass holding names_for(...): self-attention within q_side's stack, or
     (k_side given: the encoder) the cross-attention of the decoder q_side to it."""
     blocks = q_side.stack.blocks
-    layer = _check("layer", layer, len(blocks))
+    layer = check_index("layer", layer, len(blocks))
     cross = k_side is not None
     attn = blocks[layer].cross_attn if cross else blocks[layer].attn
-    head = _check("head", head, attn.n_heads)
-    query = _check("query", query, len(q_side.tokens))
-    key = _check("key", key, len(k_side.tokens if cross else q_side.tokens))
+    head = check_index("head", head, attn.n_heads)
+    query = check_index("query", query, len(q_side.tokens))
+    key = check_index("key", key, len(k_side.tokens if cross else q_side.tokens))
     if cross:
         qs, ks = _stream(q_side, cache, [query], layer, "cross"), _stream(k_side, cache, [key], 0, "end")
         q_parts, k_parts, k_labels = qs.x[:, 0], ks.x[:, 0], [f"encoder.{n}" for n in ks.labels]

@@ -87,23 +87,24 @@ def copying_scores(pipe, attention: str | None = None) -> Copying:
 
 def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | None = None) -> list[tuple[str, float]]:
     stack = stack_of(pipe, attention)
-    layer = score_parts._check("layer", layer, len(stack.blocks))
-    head = score_parts._check("head", head, stack.blocks[0].attn.n_heads)
+    layer = score_parts.check_index("layer", layer, len(stack.blocks))
+    head = score_parts.check_index("head", head, stack.blocks[0].attn.n_heads)
     return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
 
 
 # --- heads over a data set ----------------------------------------------------------------------------------------
 
 
-def head_table_over(pipe, texts, progress=None, stop=None, name: str = "") -> HeadTableOverSet:
+def head_table_over(pipe, texts, progress=None, stop=None, name: str = "", effects: bool = True) -> HeadTableOverSet:
     """The pipeline's head table (its family's: pipelines/lens/family.py) on each of `texts` (a bundled set's name; a
-    language model: or an InductionSet), summarized per head."""
+    language model: or an InductionSet), summarized per head. effects=False: the attention columns alone (switching
+    every head off, one at a time, is most of the cost)."""
     readout_of(pipe.adapter)  # a transformers model: ValueError
     if isinstance(texts, InductionSet):
         return _induction_over(pipe, texts, progress, stop)
     if isinstance(texts, str):
         texts, name = over_set.bundled_set(texts), name or texts
-    return over_set.measure(pipe.lens_family.head_table(pipe), list(texts), progress, stop, name)
+    return over_set.measure(pipe.lens_family.head_table(pipe, effects), list(texts), progress, stop, name)
 
 
 def _induction_over(pipe, s: InductionSet, progress, stop) -> HeadTableOverSet:

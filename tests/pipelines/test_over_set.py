@@ -63,3 +63,11 @@ def test_the_bundled_sets_hold_100_lines_each(sentiment):
         assert len(bundled_set(name)) == 100
     with pytest.raises(ValueError, match="no bundled set"):
         bundled_set("nope")
+
+
+def test_without_effects_the_attention_columns_are_the_same(sentiment, lm):
+    for pipe, texts in ((sentiment, REVIEWS), (lm, REVIEWS[:2])):
+        full, quick = pipe.head_table_over(texts), pipe.head_table_over(texts, effects=False)
+        assert "effect" in full.columns and set(quick.columns) == set(full.columns) - {"effect"}
+        for a, b in zip(full.rows, quick.rows):
+            assert all(a[f"{c}_mean"] == b[f"{c}_mean"] for c in quick.columns)
