@@ -65,10 +65,7 @@ class Family:
     def head_table(self, pipe, effects: bool = True) -> Callable[[str], list]:
         """One input's head table, for a set's: a prompt's effect on its first new token (greedy); effects=False: the
         attention columns alone."""
-        from pipelines.language_model import Decoding  # the pipeline's own options (its module imports this one)
-
-        one = Decoding(max_new_tokens=1)
-        return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, one), pipe.induction, effects=effects)
+        return lambda prompt: heads.lm_head_table(pipe, pipe(prompt, max_new_tokens=1), pipe.induction, effects=effects)
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return pipe.adapter.token_text
