@@ -2,7 +2,8 @@
 
 Run `python app.py`. Models load once at start from $SENTIMENT_MODEL / $TRANSLATION_MODEL (a Hub repo id
 or a local folder), else from assets/sentiment and assets/translation; the language model from $LM_MODEL (a folder,
-repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it.
+repo id or .gguf file) or the installed SmolLM2 GGUF, with ours ($LM_OURS_MODEL, else assets/lm) beside it (and,
+without a SmolLM2 file, SmolLM2 from the Hub: $LM_HUB_MODEL).
 RESULT_CACHE=off: every call runs its model (identical calls are otherwise answered from pipelines.hosting.cache).
 The logic lives in viz/.
 """
@@ -20,7 +21,7 @@ from pipelines.hosting.memory import tame_malloc  # noqa: E402
 from pipelines.hosting.microbatch import MicroBatcher  # noqa: E402
 from pipelines.hosting.serving import serve  # noqa: E402
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION  # noqa: E402
-from viz.attention import inside_head_panel, layer_by_layer, task_views, views_panel  # noqa: E402
+from viz.attention import inside_head_panel, layer_by_layer, score_parts_panel, task_views, views_panel  # noqa: E402
 from viz.attention.inside_head_panel import InsideHeadUI  # noqa: E402
 from viz.attention.views_panel import ViewsUI  # noqa: E402
 from viz.compare.input_panels import sentiment_compare_panel, translation_compare_panel  # noqa: E402
@@ -29,8 +30,10 @@ from viz.examples import GERMAN, LANDING, REVIEWS  # noqa: E402
 from viz.explanations import explanation_panel, translation_explanation_panel  # noqa: E402
 from viz.explanations.explanation_panel import ExplanationPanel  # noqa: E402
 from viz.explanations.translation_explanation_panel import TranslationExplanationPanel  # noqa: E402
+from viz.heads.composition_panel import composition_panel  # noqa: E402
 from viz.heads.panel import heads_panel  # noqa: E402
 from viz.inputs import LM_DECODINGS, TRANSLATION_DECODINGS, clamp_layer_head  # noqa: E402
+from viz.learn.tab import learn_tab  # noqa: E402
 from viz.models import model_choice, training_step  # noqa: E402
 from viz.models.loading import lm_registry, redact_paths, sentiment_registry, translation_registry  # noqa: E402
 from viz.models.training_step import TrainingStepUI  # noqa: E402
@@ -214,11 +217,13 @@ def sentiment_tab(models, demo: gr.Blocks) -> None:
     drawn = views_panel.wire(views, "sentiment", state, layer, head, [single], overview, painted)
     explanation_panel.wire(panel, models, state, drawn)
     inside_head_panel.wire(inside, models, state, layer, head, views.token, views.kind, new_result=drawn)
+    score_parts_panel.section(page, models, "sentiment", state, layer, head)
     layers = layer_by_layer.section(page, models, "sentiment", state, drawn=drawn)
     hosting.api_endpoint(sentiment, [review], [label, status], "sentiment", **MODEL_EVENTS)
     hosting.watch_for_expiry(state, layer, head)
     with page.section("What each head does"):
         heads_panel(models, "sentiment", state, drawn, [review])
+        composition_panel(models, "sentiment", state)
     with page.section("Compare"):
         sentiment_compare_panel(models, review=review, choice=choice, step=snapshot, layer=layer, head=head)
         if len(models.names) > 1:
@@ -368,6 +373,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     hosting.api_endpoint(translate, inputs, [english, status], "translate", **MODEL_EVENTS)
     translation_explanation_panel.wire(p.explanations, models, state, step, translated)
     inside_head_panel.wire(p.inside, models, state, layer, head, p.views.token, p.views.kind, step, new_result=drawn)
+    score_parts_panel.section(page, models, "translation", state, layer, head)
     layers = layer_by_layer.section(page, models, "translation", state, step, drawn=drawn)
     step_io = ([state, layer, step], [step_heads, step_topk])
     layer.change(translation_step, *step_io, **PRIVATE)
@@ -375,6 +381,7 @@ def translation_tab(models, demo: gr.Blocks) -> None:
     hosting.watch_for_expiry(state, layer, head, step)
     with page.section("What each head does"):
         heads_panel(models, "translation", state, drawn, [german, decoding, beam_size])
+        composition_panel(models, "translation", state)
     inputs = dict(german=german, decoding=decoding, beam=beam_size, layer=layer, head=head)
     with page.section("Compare"):
         translation_compare_panel(models, **inputs, training=p.snapshot, choice=choice)
@@ -459,6 +466,7 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
+            learn_tab(models, demo)  # the first tab: what a visitor sees first
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:
@@ -474,9 +482,8 @@ def build_demo(
     hosting.quiet_queue_analytics()
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=hosting.QUEUE_SIZE)
     demo.batcher, demo.results = batcher, results  # their counters (results: the cache, None: off), for tests
-    defaults = [m.get() for m in models.values() if m is not None]  # the tabs' defaults
     hosting.bound_sessions(demo, budget.BUDGET.bytes(budget.BUDGET.sessions))
-    export_store.size_for(defaults)
+    export_store.size_for([m.get() for m in models.values() if m is not None])  # the tabs' defaults
     demo.model_processes = processes
     return demo
 

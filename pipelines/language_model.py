@@ -23,6 +23,7 @@ from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
 from pipelines.explanations import steps as explanation_steps
 from pipelines.kinds import CAUSAL
+from pipelines.lens import why_head
 from pipelines.lens.family import Family
 from pipelines.lens.operations import LensMethods
 from pipelines.lens.readout import readout_of
@@ -395,6 +396,14 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner, LensMethods):
         tokens read before it (row s is explain(result.prompt, method, step=s, result=result)), with each row's
         faithfulness where asked; progress(done, total) a row at a time."""
         return explanation_steps.explain_steps(self, result, method, faithfulness, progress)
+
+    @runs_model
+    def induction_circuit(self, top: int = 1, carriers: int = 3, s=None):
+        """pipelines.lens.induction_circuit.InductionCircuit: the `top` strongest induction heads on repeated random
+        tokens (s: an over_set.InductionSet; None: 2 sequences of 20 tokens twice), each with the `carriers` earlier
+        heads carrying most of its key side at the repeat, and its induction score with them switched off (beside as
+        many least-carrying heads off)."""
+        return why_head.induction_circuit(self, top, carriers, s)
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

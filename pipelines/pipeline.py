@@ -41,8 +41,10 @@ def runs_model(method=None, *, background: bool = False):
     """Declares a pipeline method that runs the model: a server runs each call as a batch of its own on the
     model's one runner (pipelines.hosting.serving, whose served classes write out each such method; the contract
     test holds them to this declaration), in the model's process where it has one. `@runs_model(background=True)`:
-    a long analysis the page starts after a response and no click waits on (the head table, faithfulness); the
-    server runs every other waiting call first (pipelines.hosting.microbatch)."""
+    a long analysis the page starts after a response and no click waits on (the head table, faithfulness, exact
+    patching, switching each head off); the server runs every other waiting call first, and the calls that come while
+    it runs at its pause points: its loop calls pipelines.hosting.microbatch.pause_point() between its passes (an
+    analysis over a set of inputs: once between inputs)."""
 
     def declare(fn):
         fn.runs_model, fn.runs_in_background = True, background

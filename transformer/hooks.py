@@ -3,8 +3,12 @@ of them. The names are TransformerLens's (`blocks.3.attn.hook_pattern`), on all 
 
 A `HookPoint` is a plain callable, not a module: the forward passes each activation through it, and with nothing
 active it returns its input after one attribute read, so the ordinary forward costs what it did without hooks.
-What is active lives in a thread-local of the model's `HookRegistry`: a hook set by one thread never runs in another
-thread's pass over the same model (the app serves several visitors from one model).
+What is active lives in a context variable of the model's `HookRegistry` (contextvars, as the batcher's client and
+pause state do): a hook set in one context never runs in another context's pass over the same model. Each thread
+starts in a context of its own, so one thread's hooks never reach another's (the app serves several visitors from
+one model), and a call the batcher serves at a background analysis's pause point runs in a fresh context, so the
+hooks that analysis had set when it paused do not reach it (pipelines.hosting.microbatch). A copy of a context
+(contextvars.copy_context) carries the hooks active when it was made.
 
     logits, cache = model.run_with_cache(ids, names=["blocks.0.attn.hook_pattern"])
     logits = model.run_with_hooks(ids, hooks=[("blocks.0.hook_resid_pre", lambda x, name: x * 0)])
@@ -15,9 +19,9 @@ rotation where there is one), hook_pattern (B, H, Tq, Tk), hook_z (B, T, H, hs),
 hook_attn_out / hook_mlp_out / hook_resid_* (B, T, D), mlp.hook_post (B, T, d_ff).
 """
 
-import threading
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 
@@ -26,21 +30,21 @@ Names = Iterable[str] | Callable[[str], bool] | None
 
 
 class HookRegistry:
-    """The hook points of one model, by name, and the hooks active on the calling thread."""
+    """The hook points of one model, by name, and the hooks active in the calling context."""
 
     def __init__(self):
         self.points: dict[str, HookPoint] = {}
-        self._local = threading.local()
+        self._active: ContextVar[dict[str, list[HookFn]] | None] = _active_var()
 
     def __getstate__(self) -> dict:  # copies and pickles (a model deep-copied for weight averaging) start hook-free
         return {"points": self.points}
 
     def __setstate__(self, state: dict) -> None:
-        self.points, self._local = state["points"], threading.local()
+        self.points, self._active = state["points"], _active_var()
 
     def active(self) -> dict[str, list[HookFn]] | None:
-        """{name: hooks} active on this thread, None when none is."""
-        return getattr(self._local, "hooks", None)
+        """{name: hooks} active in this context, None when none is."""
+        return self._active.get()
 
     def bind(self, root: torch.nn.Module, strip: str = "") -> "HookRegistry":
         """Name every HookPoint attribute of root's modules by its module's path (`strip` taken off its front) and
@@ -73,17 +77,22 @@ class HookRegistry:
 
     @contextmanager
     def hooks(self, hooks: Iterable[tuple[str, HookFn]]):
-        """Inside: each (name, fn) runs at its point, on this thread only; the ones active before are kept."""
+        """Inside: each (name, fn) runs at its point, in this context only; the ones active before are kept."""
         before = self.active()
         active = {name: list(fns) for name, fns in (before or {}).items()}
         for name, fn in hooks:
             for n in self.select(name if callable(name) else [name]):
                 active.setdefault(n, []).append(fn)
-        self._local.hooks = active
+        token = self._active.set(active)
         try:
             yield
         finally:
-            self._local.hooks = before
+            self._active.reset(token)
+
+
+def _active_var() -> ContextVar:
+    """A registry's own variable: each model's hooks are its own."""
+    return ContextVar("hooks", default=None)
 
 
 class HookPoint:
@@ -96,7 +105,7 @@ class HookPoint:
 
     @property
     def hooks_on(self) -> bool:
-        """Whether any hook of this point's model is active on this thread: with none, a module may skip its points
+        """Whether any hook of this point's model is active in this context: with none, a module may skip its points
         (and the views they read) altogether, as the plain forward does."""
         return self.registry is not None and self.registry.active() is not None
 
@@ -114,7 +123,7 @@ class HookPoint:
 
     @property
     def wanted(self) -> bool:
-        """Whether a hook is active here on this thread: for what is computed only when asked (hook_result,
+        """Whether a hook is active here in this context: for what is computed only when asked (hook_result,
         hook_pattern's explicit weights)."""
         active = self.registry.active() if self.registry is not None else None
         return bool(active) and self.name in active

@@ -54,6 +54,8 @@ class TaskUI:
     columns_help: str  # its table's columns, in the words of the tab (no tokenizer markers)
     box: InputBox
     head_runs: HeadRuns = field(kw_only=True)  # how the heads panel runs its model: measure, switch heads off
+    head_set: tuple[str, str] = field(kw_only=True, default=("", ""))  # heads over a set: (over_set.SETS name, words)
+    induction_set: bool = field(kw_only=True, default=False)  # also over random tokens written twice (a causal model)
     tab: TabTitle = field(kw_only=True)
 
     @property
@@ -74,6 +76,7 @@ TASKS: dict[str, TaskUI] = {
             _COLUMNS.format(cross="", end="the review's last token"),
             InputBox("Movie review (English)", "Type or paste a movie review…", 6, 16),
             head_runs=LABEL,
+            head_set=("sst2", "100 SST-2 sentences"),
             tab=TabTitle("Sentiment", "sentiment", "SENTIMENT_MODEL"),
         ),
         TaskUI(
@@ -95,6 +98,7 @@ TASKS: dict[str, TaskUI] = {
                 "German sentence", "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang.", 2, 6
             ),
             head_runs=DECODED,
+            head_set=("multi30k", "100 Multi30k captions"),
             tab=TabTitle("Translation (German → English)", "translation", "TRANSLATION_MODEL"),
         ),
         TaskUI(
@@ -107,6 +111,8 @@ TASKS: dict[str, TaskUI] = {
             _COLUMNS.format(cross="", end="the first token, as *sink*") + _ROLES,
             InputBox("Prompt", "Mr. and Mrs. Dursley, of number four, Privet Drive, were proud to say that", 3, 10),
             head_runs=CONTINUED,
+            head_set=("imdb", "the openings of 100 IMDB reviews"),
+            induction_set=True,
             tab=TabTitle("Next word", "language model", "LM_MODEL"),
         ),
     )

@@ -5,8 +5,9 @@ threads at once (pipelines.attention.passes), and a waiting call of the same mod
 (pipelines.hosting.microbatch). What a `transformers` model's adapter records under the core's hook names, or the
 heads it switches off for one run (pipelines.models.hf_adapter), must not reach the runs of the other threads:
 measured, a recording raised "ran twice" when a head table's pass ran beside it, and heads switched off for one pass
-would have been off in the others too. Our own models need none of this: their hook points are per thread
-(transformer/hooks.py).
+would have been off in the others too. Our own models need none of this: their active hooks are a context variable
+(transformer/hooks.py), and a call served at a pause point runs in a fresh context. These hooks are set around one
+forward only, which no pause point interrupts.
 """
 
 import functools

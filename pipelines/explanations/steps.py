@@ -13,6 +13,7 @@ import torch
 from pipelines.explanations import registry
 from pipelines.explanations.faithfulness import measure
 from pipelines.explanations.run import explain_next_token, next_token_explanation
+from pipelines.hosting.microbatch import pause_point
 
 
 @dataclass
@@ -45,7 +46,8 @@ class StepExplanations:
 
 def explain_steps(pipe, result, method=None, faithfulness: bool = False, progress=None) -> StepExplanations:
     """The StepExplanations of every new token of `result` (a LanguageModelResult), by `method` (None: the model's
-    default); faithfulness: measure each row too (a few passes a row); progress(done, total) a row at a time."""
+    default); faithfulness: measure each row too (a few passes a row); progress(done, total) a row at a time; a pause
+    point before each row (pipelines.hosting.microbatch)."""
     n = len(result.generated_ids)
     if n == 0:
         raise ValueError("the continuation has no new tokens to explain")
@@ -53,6 +55,7 @@ def explain_steps(pipe, result, method=None, faithfulness: bool = False, progres
     rows, probs, faith, name, signed = [], [], [] if faithfulness else None, None, False
     explained = _batched(pipe, result, method)
     for s in range(n):
+        pause_point()  # between rows, as a background call: the model's waiting calls and decoding steps run here
         expl = explained[s] if explained else explain_next_token(pipe, result.prompt, method, step=s, result=result)
         rows.append(np.concatenate([np.asarray(expl.scores), np.asarray(expl.prefix_scores)]).astype(np.float32))
         probs.append(expl.probability)

@@ -8,9 +8,12 @@ and runs one batch at a time; different lanes run at the same time, each on a wo
 cores with them. Concurrent requests share the cost of a run, and a lane's next batch always starts with the
 client that lane served least recently: one client's flood of long inputs cannot starve a short one.
 Long analyses no one waits on (background calls) go last, and while one runs, the waiting calls of its model run
-at its pause points (between its passes), in its thread: a click waits for one pass of it, not for all of it.
+at its pause points (between its passes), in its thread: a click waits for one pass of it, not for all of it. Each
+call served at a pause point runs in a fresh context (contextvars), as on a worker thread of its own: nothing the
+paused analysis has set in its context (the model's active hooks, transformer/hooks.py; its pause state) reaches it.
 """
 
+import contextvars
 import functools
 import itertools
 import threading
@@ -95,6 +98,11 @@ class MicroBatcher:
             self._cond.notify_all()
         return call.future.result()
 
+    def waiting(self, lane: Hashable) -> int:
+        """How many calls someone waits on (not background) wait in `lane` (a runner, or the lane a call named)."""
+        with self._cond:
+            return sum(not c.background for queue in self._lanes.get(lane, {}).values() for c in queue)
+
     def _start_worker(self) -> None:
         """A worker for this call if every worker is busy and fewer than `parallel` run. Caller holds the lock."""
         if self._workers < min(self.parallel, len(self._running) + 1):
@@ -165,7 +173,9 @@ class MicroBatcher:
     def _pause(self, lane: Hashable) -> None:
         """At a pause point of `lane`'s background batch (its thread holds the lane): run the calls waiting in that
         lane that are not background, in batches as the workers would, until none is left. One thread at a time
-        (the batch's passes may run on several), so they never run two batches of their own at once."""
+        (the batch's passes may run on several), so they never run two batches of their own at once. Each batch runs
+        in a fresh context: the paused batch's context variables (its hooks, its pause state) are not the served
+        calls'."""
         with self._cond:
             if lane in self._pausing:
                 return
@@ -178,7 +188,7 @@ class MicroBatcher:
                         return
                     batch = self._next_batch(first)
                 with torch.enable_grad():  # as on a worker thread: the pause point may sit inside a no_grad block
-                    self._run(batch)
+                    contextvars.Context().run(self._run, batch)
         finally:
             with self._cond:
                 self._pausing.discard(lane)

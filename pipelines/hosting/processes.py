@@ -115,6 +115,7 @@ class ModelProcess:
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self.starts = 0  # how many children were started (1 unless one died)
+        self.here = False  # the calls run in this process: the child could not start (start_soon)
 
     @property
     def pid(self) -> int | None:
@@ -125,6 +126,26 @@ class ModelProcess:
         with self._lock:
             if self.pid is None:
                 self._restart()
+        return self
+
+    def start_soon(self) -> "ModelProcess":
+        """Start the child in a thread of its own, so that the caller (a server starting) does not wait the seconds
+        the child takes to import torch and receive the pipeline; a call made meanwhile waits for it. Where the child
+        cannot start, the calls run in this process, on `pipe` (the server still works)."""
+        started = threading.Event()
+
+        def start() -> None:
+            with self._lock:
+                started.set()
+                try:
+                    if self.pid is None:
+                        self._restart()
+                except Exception:
+                    log.exception("could not start the %s model's process; it runs in this one", self.name)
+                    self.here = True
+
+        threading.Thread(target=start, name=f"{self.name}-process-start", daemon=True).start()
+        started.wait()  # the lock is the thread's: every call waits for the start
         return self
 
     def _restart(self) -> None:
@@ -165,8 +186,10 @@ class ModelProcess:
             return value
 
     def call(self, method: str, *args, **kwargs):
-        """pipe.method(*args, **kwargs), run in the child."""
+        """pipe.method(*args, **kwargs), run in the child (here where it could not start)."""
         with self._lock:
+            if self.here:
+                return getattr(self.pipe, method)(*args, **kwargs)
             try:
                 if self.pid is None:
                     self._restart()

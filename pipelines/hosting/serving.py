@@ -15,7 +15,6 @@ only when it is seeded (the same seed, the same text).
 
 import functools
 import inspect
-import logging
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -32,7 +31,6 @@ from pipelines.pipeline import declared_runs_model, in_background
 from pipelines.sentiment import SentimentPipeline, SentimentResult
 from pipelines.translation import TranslationPipeline
 
-log = logging.getLogger(__name__)
 _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
 # Who is calling when no calling_client block says so: a server sets this (viz.server.hosting: the request's session).
 client_source: Callable[[], Hashable] | None = None
@@ -310,10 +308,6 @@ def serve(
     run in a ModelProcess of their own. cache: the results identical calls are answered from (None: none)."""
     if pipe is None:
         return None
-    process = None
-    if task.name in own_process:
-        try:
-            process = ModelProcess(pipe, name=task.name).start()
-        except Exception:  # the app still works, with this model in the server's own process
-            log.exception("could not start the %s model's process; it runs in this one", task.name)
+    # the child starts while the server does; where it cannot, the model runs in this process
+    process = ModelProcess(pipe, name=task.name).start_soon() if task.name in own_process else None
     return task.served(pipe, batcher, process, cache)

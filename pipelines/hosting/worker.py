@@ -15,10 +15,17 @@ import torch
 from pipelines.hosting.memory import tame_malloc
 from pipelines.hosting.processes import dumps, loads_call, portable_error
 
+# The parent is gone or closed the pipe (a server that ended while its model process started: ModelProcess.start_soon).
+GONE = (EOFError, ConnectionResetError, BrokenPipeError)
+
 
 def serve(link: Connection) -> None:
     try:
-        pipe = pickle.loads(link.recv_bytes())
+        data = link.recv_bytes()
+    except GONE:
+        return
+    try:
+        pipe = pickle.loads(data)
     except Exception as e:
         link.send_bytes(dumps((False, portable_error(e))))
         return
@@ -26,7 +33,7 @@ def serve(link: Connection) -> None:
     while True:
         try:
             method, args, kwargs = loads_call(link.recv_bytes(), link)
-        except EOFError:  # the parent is gone or closed the pipe
+        except GONE:
             return
         try:
             answer = (True, getattr(pipe, method)(*args, **kwargs))

@@ -70,6 +70,10 @@ class Family:
     def output_text(self, pipe) -> Callable[[int], str]:
         return pipe.adapter.token_text
 
+    def vocabulary_text(self, pipe) -> Callable[[int], str]:
+        """id -> the text of a token of the vocabulary the stack's embeddings are over, as the views label it."""
+        return pipe.adapter.token_text
+
     def tokenize(self, pipe, text: str) -> list[int]:
         """The ids of a text (a target named by a text that is one token)."""
         return pipe.adapter.tokenize(text)[0]
@@ -146,6 +150,11 @@ class Review(Family):
 
     def output_text(self, pipe) -> Callable[[int], str]:
         return lambda i: pipe.labels[i]
+
+    def vocabulary_text(self, pipe) -> Callable[[int], str]:
+        """The classifier's adapter has no token_text: its tokenizer's pieces (special_name: "##ing" for a WordPiece
+        continuation)."""
+        return pipe.adapter.special_name
 
     def tokenize(self, pipe, text: str) -> list[int]:
         return []  # a label is named (the top outputs' texts are every label), not tokenized

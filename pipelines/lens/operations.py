@@ -161,14 +161,17 @@ class LensMethods:
 
     @runs_model(background=True)
     def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              step=None, progress=None, stop=None, last_only: bool = False) -> patching.Patching:  # fmt: skip
+              step=None, progress=None, stop=None, last_only: bool = False, cells=None,
+              max_seconds=None) -> patching.Patching:  # fmt: skip
         """pipelines.lens.patching.Patching: each state (over "resid", "attn_out", "mlp_out" or "heads") of the clean
         input put back into a run on the corrupted one; the metric the logit difference of the two runs' answers
         (target, contrast: others; a translation's at decoding `step`, None: the first at which they differ), 0 the
         corrupted run and 1 the clean one. exact=False: attribution patching (one forward and one backward).
         progress(done, total) a layer at a time of an exact grid; stop() True ends it there (the rows not run are
         NaN). last_only: heads patched at the last position only (by default at every position, inputs of one
-        length)."""
+        length). cells: an exact grid's positions grouped or the last ones only (pipelines.lens.cost.Cells);
+        max_seconds: an exact grid estimated past it is not run (pipelines.lens.cost.TooCostly, naming the coarser
+        grids that fit)."""
         family = self.lens_family
         first, second, where = family.patch_reads(self, clean, corrupted, step)
         runner = _runner(family, self, second)
@@ -181,7 +184,7 @@ class LensMethods:
             raise ValueError(f"both inputs answer {text_of(t)!r}: there is no difference to patch back; name another "
                              "answer as the contrast")  # fmt: skip
         said = f"The metric: the logit of {text_of(t)!r} (the first input's answer) minus {text_of(c)!r}'s{where}."
-        run = dict(progress=progress, stop=stop, last_only=last_only)
+        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
         return patching.patch(runner, first.ids, second.ids, t, c, over, exact, second.tokens, said=said, **run)
 
     @runs_model

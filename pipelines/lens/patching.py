@@ -5,16 +5,20 @@ The metric is the logit difference between the clean answer and the corrupted on
 corrupted run and 1 the clean one. `exact=True` runs the model once a cell (batched: one pass a layer, a row a cell);
 `exact=False` is attribution patching (Nanda 2023): one forward and one backward on the corrupted input, each cell the
 first-order estimate (clean - corrupted) . d metric / d state. Everything is read and replaced through the core's hook
-points (transformer/hooks.py), on the stack the task answers from (readout.py).
+points (transformer/hooks.py), on the stack the task answers from (readout.py). An exact grid's cost is estimated
+before it runs, and bounded where asked (cost.py): past the bound, TooCostly names the coarser grids that fit.
 """
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from pipelines.hosting.microbatch import pause_point
+from pipelines.lens import cost
 from pipelines.lens.readout import Readout
 
 OVER = {"resid": "hook_resid_pre", "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out", "heads": "attn.hook_z"}
@@ -33,6 +37,7 @@ class Patching:
     exact: bool
     aligned: bool = True  # the two inputs have the same length (positions line up)
     note: str = ""
+    cells: list[list[int]] | None = None  # the positions of each column of a coarser grid (None: a column a position)
 
 
 @dataclass(frozen=True)
@@ -84,10 +89,14 @@ def patch(
     stop: Callable[[], bool] | None = None,
     last_only: bool = False,
     said: str = "",
+    cells: cost.Cells | None = None,
+    max_seconds: float | None = None,
 ) -> Patching:
     """Patch each cell of `over` from the clean ids (1, T) into the corrupted ids (1, T'). Positions are patched only
     where the inputs have the same length; heads are patched at every position then (unless last_only), else at the
-    last one. said: what the note says first (what the metric compares)."""
+    last one. said: what the note says first (what the metric compares). cells: an exact grid's positions grouped, or
+    the last ones only (cost.Cells; None: each position). max_seconds: an exact grid estimated past it is not run:
+    cost.TooCostly (None: no bound)."""
     if over not in OVER:
         raise ValueError(f"over must be one of {sorted(OVER)}, got {over!r}")
     same_length = clean.size(1) == corrupted.size(1)
@@ -98,28 +107,42 @@ def patch(
             "the other, so states are patched by position only between inputs of one length (heads need no alignment)"
         )
     names = runner.points(OVER[over])
+    diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
+    positions = None
+    if exact:  # the corrupted run, timed: the grid's cost is known (cost.py) before anything else runs
+        low, per_pass = _timed(runner, corrupted, diff)
+        n, from_layer = runner.n_heads if over == "heads" else corrupted.size(1), runner.run_from is not None
+        positions = cost.bounded(cells, over == "heads", n, runner.n_layers, from_layer, per_pass, max_seconds)
     if exact and runner.run_from is not None:  # what each block read on the corrupted input: the runs start there
         names_in = runner.points("hook_resid_pre")
         _, corrupted_inputs = _cache(runner, corrupted, names_in)
         runner = dataclasses.replace(runner, inputs=[corrupted_inputs[n] for n in names_in])
-    diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
     clean_logits, clean_cache = _cache(runner, clean, names)
     base = float(diff(clean_logits)[0])
     if exact:
-        with torch.no_grad():
-            low = float(diff(runner.run(corrupted, []))[0])
-        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop) - low
+        grid = _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions) - low
     else:  # its forward on the corrupted ids is the corrupted run
         grid, low = _attribution(runner, corrupted, clean_cache, names, over, aligned, diff)
     scale = base - low if abs(base - low) > 1e-9 else float("nan")
     grid = grid / scale
     T = corrupted.size(1)
     columns = [f"h{h}" for h in range(runner.n_heads)] if over == "heads" else (tokens or [str(i) for i in range(T)])
+    if positions is not None:  # a coarser grid: a column a run of positions, named by them
+        columns = [f"{p[0]}-{p[-1]}: {''.join(columns[i] for i in p)}" if len(p) > 1 else f"{p[0]}: {columns[p[0]]}"
+                   for p in positions]  # fmt: skip
     rows = [f"layer {i}" for i in range(runner.n_layers)]
     why = "." if same_length else ": the inputs differ in length."
     last = "" if aligned else f"Each head is patched at the last position only{why}"
     note = f"{said} {last}".strip()
-    return Patching(grid, rows, columns, base, low, over, exact, aligned, note)
+    return Patching(grid, rows, columns, base, low, over, exact, aligned, note, positions)
+
+
+@torch.no_grad()
+def _timed(runner: Runner, ids: torch.Tensor, diff) -> tuple[float, float]:
+    """(the metric of the run on ids (1, T), the seconds that pass took)."""
+    start = time.perf_counter()
+    metric = float(diff(runner.run(ids, []))[0])
+    return metric, time.perf_counter() - start
 
 
 def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bool):
@@ -140,24 +163,42 @@ def _patched(name: str, clean: torch.Tensor, cells: list, over: str, aligned: bo
 
 
 @torch.no_grad()
-def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop) -> np.ndarray:
-    """(L, cells) the raw metric with each cell patched: one batched pass a layer, a row a cell."""
-    cells = list(range(runner.n_heads if over == "heads" else corrupted.size(1)))
+def _exact(runner, corrupted, clean_cache, names, over, aligned, diff, progress, stop, positions=None):
+    """(L, cells) the raw metric with each cell patched: a batched pass a layer, a row a cell (a head, a position, or
+    the positions of `positions`' each list, patched together), cut after the first layer's in passes estimated
+    within cost.PASS_S from the first's time; a pause point before each pass (as a background call, the model's
+    waiting calls and decoding steps run there)."""
+    cells = positions or list(range(runner.n_heads if over == "heads" else corrupted.size(1)))
     grid = np.full((runner.n_layers, len(cells)), np.nan)
+    rate = None  # seconds a row takes through one block, in the first layer's pass
     for layer, name in enumerate(names):
         if stop is not None and stop():
             break
-        rows = corrupted.expand(len(cells), -1)  # (N, T)
-        hook = _patched(name, clean_cache[name], cells, over, aligned)
-        if runner.inputs is not None:  # from the layer's own input on
-            resid = runner.inputs[layer].expand(len(cells), -1, -1)  # (N, T, D)
-            logits = runner.run_from(layer, resid, rows, [(name, hook)])
-        else:
-            logits = runner.run(rows, [(name, hook)])
-        grid[layer] = diff(logits).float().cpu().numpy()
+        blocks = runner.n_layers - layer if runner.inputs is not None else runner.n_layers  # the blocks a row runs
+        for part in _parts(len(cells), len(cells) if rate is None else cost.rows_within(rate, blocks)):
+            pause_point()
+            start = time.perf_counter()
+            rows = corrupted.expand(len(cells[part]), -1)  # (N, T)
+            hook = _patched(name, clean_cache[name], cells[part], over, aligned)
+            if runner.inputs is not None:  # from the layer's own input on
+                resid = runner.inputs[layer].expand(rows.size(0), -1, -1)  # (N, T, D)
+                logits = runner.run_from(layer, resid, rows, [(name, hook)])
+            else:
+                logits = runner.run(rows, [(name, hook)])
+            grid[layer, part] = diff(logits).float().cpu().numpy()
+            rate = rate or (time.perf_counter() - start) / (rows.size(0) * blocks)
         if progress is not None:
             progress(layer + 1, runner.n_layers)
     return grid
+
+
+def _parts(n: int, most: int) -> list[slice]:
+    """0..n-1 in the fewest runs of at most `most`, of sizes as even as can be."""
+    if n == 0:
+        return []
+    count = -(-n // max(1, most))
+    size = -(-n // count)
+    return [slice(i, min(i + size, n)) for i in range(0, n, size)]
 
 
 def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> tuple[np.ndarray, float]:

@@ -8,6 +8,7 @@ import torch
 from pipelines.attention import over_set
 from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 from pipelines.lens import composition as compose
+from pipelines.lens import induction_circuit as circuit
 from pipelines.lens import score_parts
 from pipelines.lens.composition import Composition, Copying, Stack
 from pipelines.lens.readout import readout_of
@@ -89,7 +90,8 @@ def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | Non
     stack = stack_of(pipe, attention)
     layer = score_parts.check_index("layer", layer, len(stack.blocks))
     head = score_parts.check_index("head", head, stack.blocks[0].attn.n_heads)
-    return [(pipe.adapter.token_text(i), v) for i, v in compose.copied(stack, layer, head, n)]
+    text = pipe.lens_family.vocabulary_text(pipe)
+    return [(text(i), v) for i, v in compose.copied(stack, layer, head, n)]
 
 
 # --- heads over a data set ----------------------------------------------------------------------------------------
@@ -114,3 +116,12 @@ def _induction_over(pipe, s: InductionSet, progress, stop) -> HeadTableOverSet:
     ids = s.ids(c.vocab_size, c.bos_id, c.max_len).to(pipe.adapter.device)  # (n, 1 + 2 length)
     n = s.fitted(c.max_len)
     return over_set.measure(lambda row: over_set.induction_table(pipe.model, row, n), list(ids), progress, stop, s.name)
+
+
+def induction_circuit(pipe, top: int = 1, carriers: int = 3, s: InductionSet | None = None):
+    """pipelines.lens.induction_circuit on a language model of this project (default set: 2 sequences of 20 random
+    tokens, twice: a batched pass, a pass a sequence for the key sides, three passes a head with heads off)."""
+    readout_of(pipe.adapter)  # a transformers model: ValueError
+    if not pipe.lens_family.prefix_lens:  # causal: the next-word model
+        raise ValueError("the induction circuit is found in a language model of this project")
+    return circuit.induction_circuit(pipe.model, top, carriers, s or InductionSet(n=2, length=20, seed=0))

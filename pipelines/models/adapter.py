@@ -93,7 +93,7 @@ class OurModel(ModelDevice):
 
     def run_with_cache(self, forward: Callable[[], object], names) -> tuple[object, dict[str, torch.Tensor]]:
         """(forward(), {name: activation}) of the model's hook points `names` (a list or a predicate), cached during
-        forward() on this thread only (transformer/hooks.py)."""
+        forward() in this context only (transformer/hooks.py)."""
         cache: dict[str, torch.Tensor] = {}
 
         def keep(x, name):

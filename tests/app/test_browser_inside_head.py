@@ -1,7 +1,7 @@
 """Inside one head in a real headless chromium, on the tiny models, in both tabs: nothing is recorded until the
 accordion is opened; then the softmax weights the view prints equal the large heatmap's row shown for the token
-picked by a click, and follow the next click and the head; the norm colour scale changes the large map; on a
-phone (390x844) the view fits the screen."""
+picked by a click (opened with none picked, a row of its own), and follow the next click and the head; the norm
+colour scale changes the large map; on a phone (390x844) the view fits the screen."""
 
 import browser
 import gradio as gr
@@ -127,6 +127,24 @@ def test_the_view_prints_the_heatmap_row_of_the_token_picked(page, app_url, reco
     browser.choose(page, f"{task}-scale", "weight × value norm", redraws=(f"{task}-attention",))
     assert page.evaluate(TRACE_JS, f"{task}-attention")[1] != linear  # the norm scale changes the large map
     browser.choose(page, f"{task}-scale", "linear", redraws=(f"{task}-attention",))
+
+
+@pytest.mark.parametrize("task", ["sentiment", "translation"])
+def test_opened_with_no_token_picked_the_view_shows_a_row_of_the_heatmap(page, app_url, task):
+    """No empty prompt: the view opens on a row (the step's in translation, the first content token in sentiment),
+    says which, and prints the large heatmap's row."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    run_input(page, app_url, task)
+    browser.choose(page, f"{task}-scale", "linear")
+    open_inside_head(page, task)
+    layer, head, row = page.evaluate(SHOWN_JS, f"{task}-inside-head")
+    assert (layer, head) == (0, 0)
+    note = page.locator(f"#{task}-inside-head .ih-note").inner_text()
+    assert note.startswith(f"Row {row}:") and "for another" in note
+    labels = page.evaluate(TRACE_JS, f"{task}-attention")[0]
+    if task == "sentiment":  # the first content token: no special token or punctuation before it
+        assert all(not label.split(":", 1)[1].strip().isalnum() for label in labels[:row])
+    assert_weights_are_the_row_shown(page, task, row)
 
 
 @pytest.mark.parametrize("task", ["sentiment", "translation"])

@@ -1,5 +1,6 @@
-"""What a first visit shows (app.build_demo(landing=True), as `python app.py` serves it): each tab opens on a worked
-example, run as a click runs it, instead of a page of empty plots; a link's own text always wins."""
+"""What a first visit shows (app.build_demo(landing=True), as `python app.py` serves it): the Learn tab, open on load
+and walked through its preloaded sentence; each task tab opens on a worked example when first shown, run as a click
+runs it, instead of a page of empty plots; a link's own text always wins."""
 
 from urllib.parse import urlencode
 
@@ -12,6 +13,7 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(bool(browser.chromium_missing()), reason=f"{browser.chromium_missing()}"),
 ]
+LEARN_AT_JS = "text => ((document.querySelector('#learn-progress') || {}).textContent || '').includes(text)"
 BOX_IS_JS = "([id, text]) => { const t = document.querySelector(`#${id} textarea`); return t && t.value === text; }"
 
 
@@ -28,6 +30,10 @@ def landing_url(sentiment, translation):
 
 def test_each_tab_opens_on_its_example_run(page, landing_url):
     page.goto(landing_url)
+    page.wait_for_function(LEARN_AT_JS, arg="Step 1 of")  # the Learn tab is the one open on load
+    assert page.get_by_role("tab", name="Learn").get_attribute("aria-selected") == "true"
+    assert page.locator("#sentiment-attention .main-svg").count() == 0  # a task tab runs when it is opened
+    page.get_by_role("tab", name="Sentiment").click()
     page.wait_for_function(BOX_IS_JS, arg=["sentiment-input", LANDING["sentiment"]])
     browser.wait_drawn(page, "sentiment-attention")
     page.wait_for_selector("#sentiment-status strong")  # the label and how sure, as after a click
@@ -54,6 +60,7 @@ def test_a_link_opens_its_own_text_not_the_example(page, landing_url):
 
 def test_a_tab_lands_once_and_then_keeps_the_visitors_text(page, landing_url):
     page.goto(landing_url)
+    page.get_by_role("tab", name="Sentiment").click()
     browser.wait_drawn(page, "sentiment-attention")
     page.get_by_role("tab", name="Translation (German → English)").click()
     page.wait_for_function(BOX_IS_JS, arg=["translation-input", LANDING["translation"]])
@@ -72,7 +79,7 @@ def test_an_address_that_names_only_a_tab_opens_it_on_its_example(page, landing_
     page.wait_for_function(BOX_IS_JS, arg=["translation-input", LANDING["translation"]])
     browser.wait_drawn(page, "translation-attention")
     assert page.locator("#sentiment-attention .main-svg").count() == 0
-    assert page.locator("#sentiment-input textarea").input_value() == ""
+    assert page.evaluate("() => (document.querySelector('#sentiment-input textarea') || {value: ''}).value") == ""
     page.get_by_role("tab", name="Sentiment").click()
     page.wait_for_function(BOX_IS_JS, arg=["sentiment-input", LANDING["sentiment"]])
     browser.wait_drawn(page, "sentiment-attention")

@@ -162,7 +162,7 @@ def test_each_event_shows_progress_on_one_component_at_most(app):
 
 # the views each tab leaves out of the page until they are asked for (theme.waiting_plot)
 WAITING_VIEWS = ("token-focus", "inside-head-heads", "compare-diff", "lens", "lens-by-layer", "dla", "dla-total",
-                 "patch-resid", "patch-heads")  # fmt: skip
+                 "patch-resid", "patch-heads", "score-parts", "composition")  # fmt: skip
 
 
 def test_every_plot_but_each_tabs_first_heatmap_is_skipped_off_screen(app):

@@ -102,3 +102,18 @@ def test_copying_scores_are_the_full_circuits_eigenvalues(lm):
     top = lm.copied_tokens(1, 2, n=3)
     best = int(full.diagonal().argmax())
     assert top[0][0] == lm.adapter.token_text(best) and top[0][1] == pytest.approx(float(full.diagonal().max()), 1e-4)
+
+
+@pytest.mark.parametrize("family", ["sentiment", "translation", "lm"])
+def test_copied_tokens_on_every_family(request, family):
+    """The tokens a head copies most, as text, on every bundled family: the diagonal of its full OV circuit, largest
+    first, each labelled as the family's tokenizer names that id."""
+    pipe = request.getfixturevalue(family)
+    stack = why_head.stack_of(pipe)
+    top = pipe.copied_tokens(0, 1, n=4)
+    expected = composition.copied(stack, 0, 1, 4)
+    assert len(top) == 4 and [v for _, v in top] == [v for _, v in expected]
+    assert [t for t, _ in top] == [pipe.lens_family.vocabulary_text(pipe)(i) for i, _ in expected]
+    assert all(isinstance(t, str) and t for t, _ in top) and top[0][1] >= top[-1][1]
+    if family == "sentiment":
+        assert [t for t, _ in top] == [pipe.tokenizer.id_to_token(i) for i, _ in expected]

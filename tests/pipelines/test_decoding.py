@@ -2,7 +2,9 @@
 gets alone, greedy or sampled; a row that stops leaves without disturbing the others."""
 
 import threading
+import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -141,3 +143,36 @@ def test_one_client_may_not_hold_more_rows_than_its_share(lm):
             next(streams[2])
     for t in started:
         t.join(30)
+
+
+def test_a_decoding_step_runs_while_an_exact_patch_is_in_progress(lm):
+    """Exact patching is background work with a pause point before each layer's pass: a generation started while
+    its first layer runs decodes at the next pause, not after the whole grid. Its tokens, and the grid, are each the
+    ones they are alone."""
+    clean, corrupted = (
+        "When Mary and John went to the store, John gave",
+        "When John and Mary went to the store, John gave",
+    )
+    served, steps, generated = serve(LM, lm, MicroBatcher(4)), [], []
+    decoding = Decoding(max_new_tokens=3)
+    generation = threading.Thread(target=lambda: generated.append(served.generate("The cat", decoding, None, False)))
+
+    def progress(done, total):
+        steps.append(served.decoding.steps_run)  # decoding steps run by the end of each of the patch's layers
+        if done == 1:  # a visitor clicks Generate while the patch runs: its first step waits in the lane
+            generation.start()
+            deadline = time.monotonic() + 10
+            while not served.batcher.waiting(served.run_batch):
+                assert time.monotonic() < deadline, "the generation's step never came to the lane"
+                time.sleep(0.001)
+
+    with torch.no_grad():  # two answers to compare: the clean run's first and second choices
+        t, c = lm.adapter.model(torch.tensor([lm.encode(clean).ids])).logits[0, -1].topk(2).indices.tolist()
+    patched = served.patch(clean, corrupted, over="resid", target=t, contrast=c, progress=progress)
+    generation.join(10)
+    assert lm.n_layers >= 2 and len(steps) == lm.n_layers
+    assert steps[0] == 0 and steps[1] >= 1  # a step ran at the pause before the second layer's pass
+    np.testing.assert_allclose(
+        patched.grid, lm.patch(clean, corrupted, "resid", target=t, contrast=c).grid, rtol=1e-5, atol=1e-6
+    )
+    assert generated[0].generated_ids == lm.generate("The cat", decoding, need_weights=False).generated_ids

@@ -344,21 +344,10 @@ def test_another_tasks_folder_and_an_offline_repo_are_refused(lm_dir, tmp_path, 
 def llama_dir(lm_dir, tmp_path_factory):
     """A tiny random transformers LlamaForCausalLM (grouped key/value heads, untied), saved with save_pretrained, with
     the tiny BPE's tokenizer.json and a chat template in tokenizer_config.json."""
-    transformers = pytest.importorskip("transformers")
-    from tokenizers import Tokenizer
+    pytest.importorskip("transformers")
+    from tiny_hf_models import make_llama_dir
 
-    folder = tmp_path_factory.mktemp("llama")
-    vocab = Tokenizer.from_file(str(lm_dir / "tokenizer.json")).get_vocab_size()
-    torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=1,
-        eos_token_id=2, pad_token_id=0,
-    )  # fmt: skip
-    transformers.LlamaForCausalLM(config).save_pretrained(folder)
-    shutil.copy(lm_dir / "tokenizer.json", folder / "tokenizer.json")
-    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML}))
-    return folder
+    return make_llama_dir(tmp_path_factory.mktemp("llama"), lm_dir, CHATML)
 
 
 def test_a_llama_folder_loads_and_computes_what_transformers_computes(llama_dir):

@@ -307,3 +307,53 @@ def test_each_lane_is_fair_between_its_own_clients():
     out = run_threads(calls)
     assert all(out[k] == (k, 1) for k in out)
     assert [batch[0] for batch in b.batches] == ["bX", "bY", "bZ"]
+
+
+def until(condition, seconds: float = 10.0) -> None:
+    """Wait until condition() holds (a bounded wait: the test fails after `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.001)
+
+
+def test_the_hooks_a_paused_analysis_has_set_do_not_reach_a_call_served_at_its_pause():
+    """A background analysis pauses inside its own hooks (one that zeroes the first block's input): the call served
+    there runs the model as if no hook were set (its logits the hook-free ones, to the bit), and the analysis's pass
+    after the pause still runs with its hook."""
+    from transformer import CausalLM, CausalLMConfig
+
+    torch.manual_seed(3)
+    model = CausalLM(CausalLMConfig(vocab_size=40, d_model=32, n_heads=4, n_kv_heads=2, d_ff=48, n_layers=2,
+                                    max_len=32)).eval()  # fmt: skip
+    ids = torch.tensor([[5, 9, 3, 17, 22, 8]])
+    zero = ("blocks.0.hook_resid_pre", lambda x, name: x * 0)
+    with torch.no_grad():
+        plain, zeroed = model(ids).logits, model.run_with_hooks(ids, hooks=[zero]).logits
+    assert not torch.allclose(plain, zeroed)  # the hook matters
+    batcher, inside, order = MicroBatcher(), threading.Event(), []
+
+    def runner(items):
+        out = []
+        for item in items:
+            if item == "analysis":
+                with model.hook_registry.hooks([zero]):
+                    inside.set()
+                    until(lambda: batcher.waiting(runner) > 0)
+                    pause_point()  # the call waiting runs here
+                    out.append(model(ids).logits)
+            else:
+                out.append(model(ids).logits)
+            order.append(item)
+        return out
+
+    def call():
+        assert inside.wait(10)
+        return batcher.submit(runner, "call", client="B")
+
+    with torch.no_grad():
+        out = run_threads([("analysis", lambda: batcher.submit(runner, "analysis", client="A", background=True)),
+                           ("call", call)])  # fmt: skip
+    assert order == ["call", "analysis"]  # served at the pause, inside the analysis's hooks
+    torch.testing.assert_close(out["call"], plain, rtol=0, atol=0)
+    torch.testing.assert_close(out["analysis"], zeroed, rtol=0, atol=0)

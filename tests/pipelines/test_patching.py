@@ -2,6 +2,7 @@
 leaves the corrupted run, a head's cell is the run with that head's output replaced, and attribution patching is exact
 where the model is linear in the patched state; on the three families, tiny and bundled."""
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import torch
 from tiny_models import linear_in_the_last_heads
 
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
+from pipelines.lens import cost
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CLEAN = "When Mary and John went to the store, John gave a drink to"
@@ -139,3 +141,73 @@ def test_translation_patches_at_the_first_step_where_the_two_sentences_answers_d
     np.testing.assert_allclose(p.grid, same.grid, atol=1e-6)
     with pytest.raises(ValueError, match="same token first at every step"):
         pipe.patch(a, a, over="heads", exact=False)
+
+
+def test_a_grid_of_grouped_positions_patches_each_group_together_and_the_last_ones_are_the_full_grids_columns(lm):
+    t, c = answers(lm)
+    T = ids_of(lm, CORRUPTED).size(1)
+    every = lm.patch(CLEAN, CORRUPTED, target=t, contrast=c)
+    grouped = lm.patch(CLEAN, CORRUPTED, target=t, contrast=c, cells=cost.Cells(group=3))
+    assert grouped.cells == [list(range(s, min(s + 3, T))) for s in range(0, T, 3)]
+    assert grouped.grid.shape == (lm.n_layers, len(grouped.cells)) and grouped.columns[0].startswith("0-2: ")
+    name = "blocks.1.hook_resid_pre"
+    _, cache = lm.adapter.model.run_with_cache(ids_of(lm, CLEAN), names=[name])
+
+    def first_three(x, n):
+        x = x.clone()
+        x[:, :3] = cache[name][:, :3]
+        return x
+
+    by_hand = (metric(lm, [(name, first_three)], t, c) - grouped.corrupted) / (grouped.clean - grouped.corrupted)
+    assert grouped.grid[1, 0] == pytest.approx(by_hand, abs=1e-5)
+    last = lm.patch(CLEAN, CORRUPTED, target=t, contrast=c, cells=cost.Cells(last=4))
+    assert last.cells == [[i] for i in range(T - 4, T)] and last.columns[0].startswith(f"{T - 4}: ")
+    np.testing.assert_allclose(last.grid, every.grid[:, -4:], atol=1e-5)
+
+
+def test_an_exact_grid_past_the_bound_is_not_run_and_the_error_names_its_cost_and_the_coarser_grids(lm):
+    t, c = answers(lm)
+    ran = []
+    with pytest.raises(cost.TooCostly) as raised:
+        lm.patch(CLEAN, CORRUPTED, target=t, contrast=c, max_seconds=1e-9, progress=lambda d, n: ran.append(d))
+    e = raised.value
+    T = ids_of(lm, CORRUPTED).size(1)
+    assert ran == [] and e.cost.cells == T and e.cost.layers == lm.n_layers
+    assert e.cost.passes == T * (lm.n_layers + 1) / 2  # each row from its layer's input on
+    assert "would take about" in str(e) and "attribution patching" in str(e) and e.options == []  # not one cell fits
+    with pytest.raises(cost.TooCostly, match="attribution patching") as heads:
+        lm.patch(CLEAN, CORRUPTED, over="heads", target=t, contrast=c, max_seconds=1e-9)
+    assert heads.value.cost.cells == lm.n_heads and heads.value.options == []
+    bounded = lm.patch(CLEAN, CORRUPTED, target=t, contrast=c, max_seconds=600.0)  # well within: the same grid
+    np.testing.assert_allclose(bounded.grid, lm.patch(CLEAN, CORRUPTED, target=t, contrast=c).grid, atol=1e-5)
+
+
+def test_the_coarser_grids_are_the_finest_within_the_bound():
+    """12 positions, 3 layers from their own inputs (2 whole passes a cell), 1 s a pass, 10 s at most: 5 cells fit."""
+    options = cost.coarser(12, 3, True, 1.0, 10.0)
+    assert [c for c, _ in options] == [cost.Cells(group=3), cost.Cells(last=5)]
+    assert [g.seconds for _, g in options] == [8.0, 10.0]
+    assert cost.bounded(cost.Cells(fit="group"), False, 12, 3, True, 1.0, 10.0) == [[0, 1, 2], [3, 4, 5], [6, 7, 8],
+                                                                                     [9, 10, 11]]  # fmt: skip
+    assert cost.bounded(cost.Cells(fit="last"), False, 12, 3, True, 1.0, 10.0) == [[i] for i in range(7, 12)]
+    assert cost.bounded(None, False, 12, 3, True, 0.1, 10.0) is None  # 2.4 s: every position, as asked
+    assert cost.bounded(cost.Cells(fit="last"), False, 12, 3, True, 1.0, None) is None  # no bound: every position
+    with pytest.raises(cost.TooCostly, match=r"groups of 3 \(about 8 s\) or the last 5 positions only") as e:
+        cost.bounded(None, False, 12, 3, True, 1.0, 10.0)
+    assert e.value.cost.seconds == 24.0
+    again = pickle.loads(pickle.dumps(e.value))  # as it comes back from a model's own process
+    assert str(again) == str(e.value) and again.options == e.value.options
+    with pytest.raises(ValueError, match="cells"):
+        cost.Cells(group=0)
+
+
+def test_an_exact_grid_in_passes_of_fewer_rows_is_the_same_grid(lm, monkeypatch):
+    """After its first layer's pass, an exact grid's passes are cut so that each lasts about cost.PASS_S (its pause
+    points come that often): at a row a pass, the grid is the one of a pass a layer."""
+    t, c = answers(lm)
+    whole = lm.patch(CLEAN, CORRUPTED, target=t, contrast=c)
+    monkeypatch.setattr(cost, "PASS_S", 0.0)
+    np.testing.assert_allclose(lm.patch(CLEAN, CORRUPTED, target=t, contrast=c).grid, whole.grid, atol=1e-5)
+    assert cost.rows_within(1.0, 4) == 1
+    monkeypatch.setattr(cost, "PASS_S", 0.5)
+    assert cost.rows_within(0.025, 4) == 5 and cost.rows_within(0.025, 1) == 20 and cost.rows_within(1.0, 4) == 1

@@ -3,6 +3,7 @@ as errors, a child that dies is replaced, and the served app uses it."""
 
 import functools
 import os
+import types
 
 import pytest
 import torch
@@ -92,13 +93,30 @@ def test_served_translation_runs_its_batches_in_the_process(translation, one_thr
     batcher = MicroBatcher(4)
     served_translation = serve(TRANSLATION, translation, batcher, own_process=("translation",))
     try:
-        assert served_translation.process.pid is not None
-        got = served_translation("Ein Hund läuft.", beam_size=3)
+        got = served_translation("Ein Hund läuft.", beam_size=3)  # waits for the child, started meanwhile
+        assert served_translation.process.pid is not None and not served_translation.process.here
         assert_same_translations([got], [translation("Ein Hund läuft.", beam_size=3)])
         assert batcher.batches_run == 1
         assert served_translation.n_heads == translation.n_heads  # everything else is the pipeline's own
     finally:
         served_translation.process.close()
+
+
+def test_a_child_started_soon_serves_the_calls_and_one_that_cannot_start_leaves_them_here(translation, caplog):
+    process = ModelProcess(translation, name="translation").start_soon()  # returns at once; the calls wait for it
+    try:
+        assert process.starts == 0  # not ready yet: the child imports torch first (seconds), the server goes on
+        assert process.call("translate", GERMAN[:2]) == translation.translate(GERMAN[:2])
+        assert process.pid is not None and process.pid != os.getpid() and process.starts == 1
+    finally:
+        process.close()
+    unsendable = types.SimpleNamespace(run=lambda x: x + 1)  # a lambda: pickle cannot send it to a child
+    process = ModelProcess(unsendable, name="unsendable").start_soon()
+    try:
+        assert process.call("run", 1) == 2 and process.here and process.pid is None  # run here, on the pipeline
+        assert "could not start the unsendable model's process; it runs in this one" in caplog.text
+    finally:
+        process.close()
 
 
 def test_the_app_serves_translation_from_its_own_process(sentiment_dir, translation_dir):

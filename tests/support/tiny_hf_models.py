@@ -1,6 +1,6 @@
 """Tiny random Hugging Face `transformers` models, built and saved to a folder by the tests: BERT, DistilBERT and
 RoBERTa sequence classifiers and a Marian translator, each with a `tokenizers` tokenizer trained on the fixtures
-and wrapped as PreTrainedTokenizerFast. Nothing touches the Hub."""
+and wrapped as PreTrainedTokenizerFast, and a Llama language model (SmolLM2's architecture). Nothing touches the Hub."""
 
 from pathlib import Path
 
@@ -117,6 +117,27 @@ def make_marian_dir(folder: Path) -> Path:
     )  # fmt: skip
     fast = _fast(tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
     return _save(MarianMTModel(cfg), fast, folder)
+
+
+def make_llama_dir(folder: Path, lm_dir: Path, chat_template: str) -> Path:
+    """A tiny random LlamaForCausalLM (grouped key/value heads, untied), saved with save_pretrained, with our tiny
+    language model's BPE tokenizer.json (lm_dir's) and `chat_template` in tokenizer_config.json."""
+    import json
+    import shutil
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    vocab = Tokenizer.from_file(str(lm_dir / "tokenizer.json")).get_vocab_size()
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=vocab, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=1,
+        eos_token_id=2, pad_token_id=0,
+    )  # fmt: skip
+    LlamaForCausalLM(config).save_pretrained(folder)
+    shutil.copy(lm_dir / "tokenizer.json", folder / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": chat_template}))
+    return folder
 
 
 CLASSIFIERS = {"bert": make_bert_dir, "distilbert": make_distilbert_dir, "roberta": make_roberta_dir}

@@ -1,6 +1,7 @@
 """The named hook points of the one core, on all three families: what they hold adds up to what the forward computes,
 a hook that changes nothing changes nothing, a hook that replaces a value changes the rest of the pass."""
 
+import contextvars
 import threading
 
 import pytest
@@ -189,6 +190,22 @@ def test_the_cache_holds_only_what_was_asked_and_hooks_stay_on_their_thread():
     model.run_with_hooks(IDS, hooks=[("blocks.0.hook_resid_pre", record_and_run)])
     assert seen == ["blocks.0.hook_resid_pre"]  # the other thread's pass did not run it
     torch.testing.assert_close(other["logits"], plain, rtol=0, atol=0)
+
+
+def test_hooks_keep_to_their_context_and_a_copy_of_it_carries_them():
+    """The active hooks are a context variable: a fresh context (a call served at a pause point) runs without them, a
+    copy of the context (a pass on a pool's thread, pipelines.attention.passes) with them."""
+    model = lm()
+    plain = model(IDS).logits
+    zero = ("blocks.0.hook_resid_pre", lambda x, name: x * 0)
+    with model.hook_registry.hooks([zero]):
+        zeroed = model(IDS).logits
+        fresh = contextvars.Context().run(lambda: model(IDS).logits)
+        copied = contextvars.copy_context().run(lambda: model(IDS).logits)
+    assert not torch.allclose(zeroed, plain)
+    torch.testing.assert_close(fresh, plain, rtol=0, atol=0)
+    torch.testing.assert_close(copied, zeroed, rtol=0, atol=0)
+    torch.testing.assert_close(model(IDS).logits, plain, rtol=0, atol=0)  # and none is left after the block
 
 
 def test_the_cache_of_a_decoding_step_holds_the_new_positions_only():

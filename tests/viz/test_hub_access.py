@@ -90,3 +90,23 @@ def test_offline_the_translators_choice_says_at_once_that_marian_needs_the_hub(n
         registry.get(PRETRAINED_TRANSLATOR_NAME)
     assert no_network["connections"] == probed and no_network["retries"] == []
     assert time.monotonic() - start < 30  # generous: nothing waits on the network; the retries' pauses alone are 23 s
+
+
+def test_offline_the_next_word_choice_says_at_once_that_smollm2_needs_the_hub(no_network, lm):
+    """As for Marian: SmolLM2 offered from the Hub beside ours (no file of it here), the Hub not answering."""
+    from transformer import CheckpointError
+    from viz.models.loading import GET_SMOLLM2, PRETRAINED_LM, SMOLLM2_NAME, lm_registry
+    from viz.next_word import tab
+    from viz.server.hub_access import settle_offline_mode
+
+    settle_offline_mode()
+    probed = no_network["connections"]
+    start = time.monotonic()
+    registry = lm_registry(lm, wrap=lambda p: p, sources=[PRETRAINED_LM])
+    assert registry.names == [registry.default, SMOLLM2_NAME]
+    assert "needs the Hugging Face Hub" in registry.entries[SMOLLM2_NAME].unavailable
+    assert GET_SMOLLM2 in tab._notes(registry)  # the notes say how to get it here
+    with pytest.raises(CheckpointError, match="cannot reach the Hugging Face Hub"):  # chosen anyway: fails at once
+        registry.get(SMOLLM2_NAME)
+    assert no_network["connections"] == probed and no_network["retries"] == []
+    assert time.monotonic() - start < 30  # generous: nothing waits on the network

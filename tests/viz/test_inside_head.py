@@ -253,11 +253,23 @@ def test_the_view_writes_the_heatmap_row_and_follows_kind_token_and_step(sentime
     order = np.argsort(-view.maps.head("self", 1, 2)[3], kind="stable")[: len(places)]
     assert places == [int(j) for j in order] and len(places) == 4
     assert len(bars.data[0].y) == sentiment.n_heads + 1  # each head, and their sum
-    assert panel.figures(view, internals, "self", 1, 2, None)[1] is None  # no token: a note, nothing drawn
+    # no token chosen: the view opens on the first content token's row, says so, and draws it
+    opened, bars = panel.figures(view, internals, "self", 1, 2, None)
+    first = next(i for i, t in enumerate(view.maps.queries["self"]) if t.strip().isalpha())
+    assert f'data-query="{first}"' in opened and "the first content token" in opened
+    cells = [float(x) for x in re.findall(r'<td data-key="\d+">([0-9.]+)</td>', opened)]
+    np.testing.assert_allclose(cells, view.maps.head("self", 1, 2)[first].astype(np.float32), atol=6e-4)
+    assert len(bars.data[0].y) == sentiment.n_heads + 1
+    assert "the first content token" not in steps  # a token chosen: no note
     t_view = translate(translation, GERMAN, "greedy")[0]
     t_internals = panel.record(ModelRegistry.of(translation), t_view)
     # a German token is no row of cross-attention: the step slider's row is shown
-    assert panel.query_of("cross", "src:1", 2) == 1 and panel.query_of("encoder", "src:1", 2) == 1
+    assert (
+        panel.query_of("cross", "src:1", 2) == (1, "the step's row") and panel.query_of("encoder", "src:1", 2)[0] == 1
+    )
+    german = t_view.maps.queries["encoder"]
+    assert panel.query_of("encoder", None, 2, german) == (0, "the first content token") and german[0].strip().isalpha()
+    assert panel.query_of("encoder", None, 2, ["<s>", ".", german[0]])[0] == 2  # nor a special token or punctuation
     steps, _ = panel.figures(t_view, t_internals, "decoder", 0, 1, "src:1", 2)
     cells = [float(x) for x in re.findall(r'<td data-key="\d+">([0-9.]+)</td>', steps)]
     np.testing.assert_allclose(cells, t_view.maps.head("decoder", 0, 1)[1].astype(np.float32), atol=6e-4)

@@ -138,3 +138,23 @@ def test_another_model_reruns_the_tab_only_with_text_in_its_box(value, pressed):
 def test_a_share_link_starts_from_the_pages_own_address():
     seen = run_on_page(scripts.script("with_page_address.js"), {}, args=["", "text", 2])
     assert seen["results"] == [["https://a.hf.space/", "text", 2]]
+
+
+@needs_node
+@pytest.mark.parametrize(
+    "search, clicked",
+    [("", []), ("?learn=3", []), ("?tab=learn&text=Fine.", []), ("?text=Fine.", ['button[data-tab-id="sentiment"]'])],
+    ids=["a bare address", "a Learn step", "the Learn tab named", "an older link with text"],
+)
+def test_the_page_opens_on_the_learn_tab_unless_a_link_names_another(search, clicked):
+    tabs = {'button[data-tab-id="lm"]': {}, 'button[data-tab-id="sentiment"]': {}}
+    assert run_on_page(page_step("open_linked_tab.js"), tabs, search)["clicks"] == clicked
+
+
+@needs_node
+def test_the_task_tab_lands_when_first_clicked_since_the_page_opens_on_the_learn_tab():
+    button = 'button[data-tab-id="sentiment"]'
+    seen = run_on_page(
+        page_step("land_on_example.js", "sentiment", "A fine film.", True), {BOX: {}, SUBMIT: {}, button: {}}
+    )
+    assert seen["listeners"] == [[button, "click"]] and seen["inputs"] == [] and seen["clicks"] == []

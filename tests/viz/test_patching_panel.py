@@ -56,3 +56,36 @@ def test_the_agreement_of_two_grids():
     g = np.arange(12.0).reshape(3, 4)
     assert pp.agreement(g, g).startswith("Pearson 1.00, Spearman 1.00")
     assert "too few cells" in pp.agreement(g, np.full_like(g, np.nan))
+
+
+class Costly:
+    """A pipeline whose exact residual grid is estimated past the bound: the page must say so, not run it."""
+
+    def __init__(self, pipe, seconds: float):
+        self.pipe, self.seconds, self.asked = pipe, seconds, []
+
+    def patch(self, a, b, over="resid", exact=True, **run):
+        self.asked.append((over, run.get("cells")))
+        if exact and over == "resid" and run.get("cells") is None:
+            grid = pp.cost.estimate(15, 30, True, self.seconds)
+            raise pp.cost.TooCostly(grid, run["max_seconds"], pp.cost.coarser(15, 30, True, self.seconds, 60.0))
+        return self.pipe.patch(a, b, over, exact, **run)
+
+
+def test_a_grid_past_the_bound_is_not_run_and_the_page_offers_the_coarser_ones(sentiment):
+    costly = Costly(sentiment, 1.0)  # 15 cells x 15.5 passes at 1 s: about 4 min
+    resid, heads, notes = pp.exact(costly, A, B, None)
+    assert resid is None and heads is not None
+    assert "would take about 4 min" in notes and "groups of 5 (about 46 s)" in notes
+    assert "the last 3 positions only" in notes
+    assert "Under Positions: “grouped to fit a minute” or “the last ones that fit a minute”" in notes
+    grouped, _, notes_grouped = pp.exact(costly, A, B, None, positions="grouped to fit a minute")
+    assert grouped is not None and "would take" not in notes_grouped
+    assert costly.asked[-2] == ("resid", pp.cost.Cells(fit="group"))
+
+
+def test_a_coarser_exact_grid_agrees_with_the_estimate_summed_over_its_cells(sentiment):
+    _, _, _, kept = pp.estimate(sentiment, A, B)
+    resid, _, notes = pp.exact(sentiment, A, B, kept, positions="the last ones that fit a minute")
+    exact = sentiment.patch(A, B, cells=pp.cost.Cells(fit="last"), max_seconds=pp.cost.BOUND_S)
+    assert len(resid.data[0].x) == len(exact.columns) and notes.count("Pearson") == 2

@@ -2,6 +2,7 @@
 at one decoding step, and the top-k next tokens. Labels come in unique and escaped (token_labels.axis_labels); the small
 multiples take each axis's tokens too (token_labels.TokenAxis), to name the token blocks of a long input."""
 
+import functools
 import html
 import math
 
@@ -55,17 +56,16 @@ def _colorbar(top: int) -> dict:
     return dict(title=dict(text="weight"), thickness=12, tickvals=ticks, ticktext=[f"{t / 1000:g}" for t in ticks])
 
 
-def _slim_template() -> go.layout.Template:
-    """Plotly's default look for 2-D plots only: the full template is 7 KB in every figure sent to a page."""
+@functools.cache
+def slim_template() -> go.layout.Template:
+    """Plotly's default look for 2-D plots only: the full template is 7 KB in every figure sent to a page. Built on
+    the first figure, not at import (reading plotly's template takes a few tenths of a second of the app's start)."""
     layout = pio.templates["plotly"].layout.to_plotly_json()
     keep = ("autotypenumbers", "font", "hovermode", "hoverlabel", "paper_bgcolor", "plot_bgcolor", "xaxis", "yaxis")
     return go.layout.Template(
         layout={k: layout[k] for k in keep if k in layout},
         data={"heatmap": [go.Heatmap(colorbar=dict(outlinewidth=0, ticks=""))]},
     )
-
-
-SLIM_TEMPLATE = _slim_template()
 
 
 def _heatmap(weights: np.ndarray, x: list[str], y: list[str], hover: str, colorbar: bool = True, **kw) -> go.Heatmap:
@@ -128,7 +128,7 @@ def _layout_dict(title: str, height: int, subtitle: str = "") -> dict:
     title_dict = dict(text=title, x=0, xanchor="left", yref="container", y=1, yanchor="top", font=dict(size=15))
     title_dict.update(pad=dict(t=TITLE_TOP), subtitle=dict(text=subtitle, font=dict(size=12, color="#6b7280")))
     return dict(
-        template=SLIM_TEMPLATE,
+        template=slim_template(),
         title=title_dict,
         height=height,
         margin=dict(l=10, r=10, t=MARGIN_TOP if subtitle else MARGIN_TOP - 18, b=10),

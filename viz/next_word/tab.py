@@ -10,10 +10,11 @@ import gradio as gr
 
 from pipelines.language_model import MAX_NEW_TOKENS
 
-from ..attention import inside_head_panel, layer_by_layer, task_views, views_panel
+from ..attention import inside_head_panel, layer_by_layer, score_parts_panel, task_views, views_panel
 from ..compare import input_panels
 from ..examples import LM_EXAMPLES
 from ..explanations import explanation_panel, step_matrix
+from ..heads.composition_panel import composition_panel
 from ..heads.panel import heads_panel
 from ..inputs import LM_DECODINGS, clamp_layer_head
 from ..models import model_choice, training_step
@@ -94,10 +95,12 @@ def _inputs() -> LMInputs:
 
 
 def _notes(models) -> str:
-    """What the model choice offers, and how to get SmolLM2 when it is not here."""
-    if SMOLLM2_NAME in models.names:
-        return (
-            "SmolLM2 is instruction-tuned: tick *chat template* for a question. Ours was trained here on IMDB reviews."
+    """What the model choice offers, and how to get SmolLM2 when it cannot load here (not installed, and offered from
+    the Hub, if at all, where the Hub cannot be reached)."""
+    if SMOLLM2_NAME in models.names and not models.entries[SMOLLM2_NAME].unavailable:
+        where = models.entries[SMOLLM2_NAME].note  # from the Hub: what it is, and that it loads on first use
+        return "SmolLM2 is instruction-tuned: tick *chat template* for a question. Ours was trained here on IMDB " + (
+            f"reviews. {where}" if where else "reviews."
         )
     return f"{SMOLLM2_NAME} is not installed; to offer it: `{GET_SMOLLM2}` and restart the app."
 
@@ -203,9 +206,11 @@ def lm_tab(models, demo: gr.Blocks) -> None:
     explanation_panel.wire(panel, models, state, linked, step=v.step)
     step_matrix.wire(every_token, models, state, panel.method)
     inside_head_panel.wire(inside, models, state, v.layer, v.head, v.views.token, v.views.kind, v.step, drawn)
+    score_parts_panel.section(page, models, "lm", state, v.layer, v.head)
     _api(models, state)
     with page.section("What each head does"):
         heads_panel(models, "lm", state, drawn, [i.prompt])
+        composition_panel(models, "lm", state, i.prompt)
     with page.section("Compare"):
         input_panels.lm_compare_panel(models, i=i, v=v, choice=choice)
     page.close(demo)

@@ -39,6 +39,31 @@ CSS = (
     " .gradio-container .block[aria-busy=true] { opacity: 0.55; cursor: progress; }"
     # A table's headers on a phone ("comprehensiveness") broke anywhere ("comprehensi / veness"): at syllables now
     " .gradio-container .prose th { hyphens: auto; overflow-wrap: normal; word-break: normal; }"
+    # The Learn tab (viz.learn): the model's map (parts as buttons, the current one lit), the step's code and check
+    " .learn-map { border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 8px; }"
+    " .learn-map-title { font-size: var(--text-sm); margin-bottom: 6px; }"
+    " .learn-flow, .learn-blocks-parts { display: flex; flex-wrap: wrap; align-items: center; gap: 6px; }"
+    " .learn-blocks { border: 1px dashed var(--border-color-primary); border-radius: 8px; padding: 6px; }"
+    " .learn-blocks-title { font-size: var(--text-sm); font-weight: 700; margin-bottom: 4px; }"
+    " .learn-part { display: inline-flex; flex-direction: column; align-items: flex-start; text-align: left;"
+    " padding: 4px 8px; border-radius: 6px; border: 1px solid var(--border-color-primary);"
+    " background: var(--background-fill-secondary); color: var(--body-text-color); font: inherit; max-width: 100%; }"
+    " .learn-part small { font-size: var(--text-xs); opacity: 0.8; overflow-wrap: anywhere; }"
+    " button.learn-part { cursor: pointer; }"
+    " button.learn-part:hover, button.learn-part:focus-visible { outline: 2px solid var(--color-accent); }"
+    " .learn-part.is-current { background: var(--color-accent); color: white; border-color: var(--color-accent); }"
+    " .learn-arrow { opacity: 0.6; }"
+    " .learn-nav { align-items: center; flex-wrap: nowrap; }"
+    " #learn-progress { text-align: center; flex: 1 1 auto; }"
+    " .learn-heading { margin: 0.4em 0 0.2em; }"
+    " .learn-prose { max-width: 60em; line-height: 1.5; }"
+    " .learn-term { text-decoration: underline dotted; cursor: help; }"
+    " .learn-code-where { font-weight: 700; margin: 1.6em 0 4px; overflow-wrap: anywhere; }"
+    " .learn-code-lines { overflow-x: auto; max-width: 100%; font-size: var(--text-sm); padding: 8px;"
+    " background: var(--background-fill-secondary); border-radius: 6px; margin: 0; }"
+    " .learn-line-no { opacity: 0.55; user-select: none; }"
+    " .learn-shapes, .learn-check-line, .learn-check-none { overflow-wrap: anywhere; }"
+    " .learn-step > div { min-width: 0; }"
 )
 
 

@@ -6,10 +6,10 @@ page) and its own values.
 """
 
 from ..server.events import PRIVATE
-from ..share.links import TABS
+from ..share.links import LEARN, TABS
 from .scripts import Code, call
 
-PAGE = Code(call("page_tools.js", list(TABS)))
+PAGE = Code(call("page_tools.js", list(TABS), LEARN))
 
 
 def page_step(name: str, *args) -> str:
@@ -23,9 +23,9 @@ def select_tab_on_load(demo) -> None:
 
 
 def land_on_examples(demo, tabs: dict) -> None:
-    """Each tab (task -> (its gr.Tab, the example it opens on)) runs its example when it is first shown: the page's
-    first tab (TABS[0]) as the page loads (or when first clicked, if the address opened another), the others when
-    they are selected. A link's own text wins."""
+    """Each tab (task -> (its gr.Tab, the example it opens on)) runs its example when it is first shown: the first
+    task tab (TABS[0]) as the page loads when the address names it (else when first clicked: the page opens on the
+    Learn tab), the others when they are selected. A link's own text wins."""
     for task, (tab, text) in tabs.items():
         if task == TABS[0]:
             demo.load(None, None, None, js=page_step("land_on_example.js", task, text, True), **PRIVATE)

@@ -5,6 +5,8 @@
     ?tab=translation&text=Zwei+Hunde.&decoding=greedy&beam=4&layer=1&head=2&step=3&training_step=653
     ?tab=lm&text=This+movie+was&decoding=sampled&temperature=0.8&top_p=0.95&seed=7&max_new=20&step=2&chat=1
 
+    ?learn=5  (the Learn tab at its step 5; with any other link's values too: ?tab=lm&text=...&learn=5)
+
 Layer, head and step are 1-based, as the app shows them. `model` is the model choice's name (left out for the tab's
 default model), `training_step` the step of a training snapshot (left out for the trained model) and `hide=1` ticks
 *Hide special tokens and punctuation* (left out when it is not ticked). The Next word tab's decoding options
@@ -27,7 +29,8 @@ from pipelines.tasks import LM
 
 from ..inputs import LM_DECODINGS, MAX_SEED, MAX_TEMPERATURE, TRANSLATION_DECODINGS, whole_number
 
-TABS = ("sentiment", "translation", "lm")
+TABS = ("sentiment", "translation", "lm")  # the task tabs
+LEARN = "learn"  # the Learn tab's id: the page's first tab (viz.learn.tab)
 TAB_DECODINGS = {LM.name: LM_DECODINGS}  # a tab whose decodings are other than the translator's
 MAX_QUERY_CHARS = 6_000  # leaves room for the address itself under an 8 KB request line
 DEFAULT_SCALE = "linear"  # left out of links
@@ -59,6 +62,7 @@ class ViewLink:
     max_new_tokens: int | None = None  # lm: new tokens asked for
     chat: bool = False  # lm: the prompt goes through the chat template
     layers: bool = False  # the "Layer by layer" section read (opened and drawn for the result the link runs)
+    learn: int | None = None  # the Learn tab's step (0-based here, 1-based in the link), None: its first
     ignored: list[str] = field(default_factory=list, compare=False)  # values in the link that were not usable
 
 
@@ -99,6 +103,8 @@ def to_query(link: ViewLink) -> str:
         params.append(("chat", "1"))
     if link.layers:
         params.append(("layers", "1"))
+    if link.learn is not None:
+        params.append(("learn", str(int(link.learn) + 1)))
     return urlencode(params, errors="replace")  # UTF-8 percent-encoding, spaces as '+'; a lone surrogate -> '?'
 
 
@@ -184,14 +190,31 @@ def from_query(params: Mapping[str, str] | str) -> ViewLink | None:
         training_step=_step(params.get("training_step")),
         chat=_flag(params.get("chat")),
         layers=_flag(params.get("layers")),
+        learn=learn_step(params),
         **options,
     )
-    broken += ["tab"] if given["tab"] and given["tab"].lower() not in TABS else []
+    broken += ["tab"] if given["tab"] and given["tab"].lower() not in (*TABS, LEARN) else []
     broken += ["decoding"] if given["decoding"] and not link.decoding else []
     broken += ["colour scale"] if given["scale"] and not link.scale else []
     broken += ["training step"] if given["training_step"] and link.training_step is None else []
     link.ignored = broken
     return link
+
+
+def learn_step(params: Mapping[str, str]) -> int | None:
+    """The Learn tab's step an address asks for, 0-based (?learn=5 is the fifth: links count from 1), None when it
+    names none or no sensible number."""
+    return _index(params.get("learn"))
+
+
+def opens_learn(params: Mapping[str, str]) -> bool:
+    """Whether an address opens the page on the Learn tab, as the page decides it (viz/page/js/page_tools.js): it
+    does unless it names a task tab, or holds a text without naming a tab or a Learn step (a link made before the
+    Learn tab: its text is the first task tab's)."""
+    named = (params.get("tab") or "").strip().lower()
+    if named in TABS or named == LEARN:
+        return named == LEARN
+    return not (params.get("text") or "").strip() or "learn" in params
 
 
 def share_url(base: str, link: ViewLink) -> tuple[str | None, str]:

@@ -4,5 +4,5 @@
 // (page) => () => void; page: page_tools.js.
 (page) => () => {
   const {tab} = page.link();
-  if (tab !== page.tabs[0]) page.whenReady(`button[data-tab-id="${tab}"]`, () => true, button => button.click());
+  if (tab !== page.first) page.whenReady(`button[data-tab-id="${tab}"]`, () => true, button => button.click());
 }

@@ -1,13 +1,19 @@
 // What the page's own steps share (viz.page.landing hands it to each as `page`): the link in the page's address, and
 // waiting until the page shows what a step needs.
-// (tabs) => page; tabs: the tabs' ids (viz.share.links.TABS), the first the one the page opens on.
-(tabs) => ({
+// (tabs, first) => page; tabs: the task tabs' ids (viz.share.links.TABS), first: the tab the page opens on (the
+// Learn tab, viz.share.links.LEARN).
+(tabs, first) => ({
   tabs,
-  // The address's text, and the tab it names: the first when it names none, or one the page has not.
+  first,
+  // The address's text, and the tab it names: a link with text but no tab (made before the Learn tab) is the first
+  // task tab's; an address with neither, or with a step of the Learn tab (?learn=3), opens the page's first tab.
   link: () => {
     const q = new URLSearchParams(window.location.search);
     const named = (q.get('tab') || '').trim().toLowerCase();
-    return {text: (q.get('text') || '').trim(), tab: tabs.includes(named) ? named : tabs[0]};
+    const text = (q.get('text') || '').trim();
+    const known = tabs.includes(named) || named === first;
+    const tab = known ? named : (text && !q.has('learn') ? tabs[0] : first);
+    return {text: tab === first ? '' : text, tab};
   },
   // Look every 50 ms, for up to two minutes, until `selector` finds an element and ready(element) holds, then
   // act(element): the tab it is in may still be mounting, and the values a link filled in may not be on the page

@@ -1,5 +1,6 @@
-// Clicks on plots, in the browser: a heatmap cell picks its row's token, a thumbnail of the model view or a head's cell
-// of a Layer by layer grid sets the layer and head controls (viz.attention.views_panel), each by writing into a
+// Clicks on plots, in the browser: a heatmap cell picks its row's token (and its score is taken apart), a thumbnail
+// of the model view or a head's cell of a Layer by layer grid sets the layer and head controls
+// (viz.attention.views_panel), a head of the composition view lists what it composes with, each by writing into a
 // hidden textbox of the plot's tab. Plotly
 // reports clicks through gd.on('plotly_click'), bound to a plot the first time a pointer goes down on it (gradio
 // replaces plot divs on new figures, so binding at draw time would miss some).
@@ -26,8 +27,13 @@
       if (cell && meta.open[cell[1]] && !isNaN(layer)) {
         send(task + '-open-head', layer + ':' + cell[2] + ':' + meta.open[cell[1]]);
       }
-    } else if (meta.q) {
-      send(task + '-token-click', meta.q + ':' + parseInt(String(pt.y), 10));
+    } else if (meta.q) {  // a cell of a large heatmap: its row's token, and the cell (its score taken apart)
+      const row = parseInt(String(pt.y), 10);
+      send(task + '-token-click', meta.q + ':' + row);
+      if (meta.kind) send(task + '-cell-click', meta.kind + ':' + row + ':' + parseInt(String(pt.x), 10));
+    } else if (meta.pick) {  // a head of a layers x heads matrix (the composition view): "layer 3", "head 2"
+      send(task + '-' + meta.pick, parseInt(String(pt.y).replace('layer ', ''), 10) + ':'
+        + parseInt(String(pt.x).replace('head ', ''), 10));
     }
   };
   const bind = e => {

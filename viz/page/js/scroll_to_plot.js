@@ -7,14 +7,21 @@
   const kind = String(value || '').split('#')[0].split(':')[2];  // '#n': a click's count (plot_clicks.js)
   const scroll = () => {
     const plot = plots[kind] && document.getElementById(plots[kind]);
-    if (plot) plot.scrollIntoView({block: 'start'});
+    // to the whole pixel at or above its top (scrollIntoView left a fractional top just above the screen's edge)
+    if (plot) window.scrollTo(0, Math.floor(plot.getBoundingClientRect().top + window.scrollY));
     return Boolean(plot);
   };
   const button = sections[kind] && document.getElementById(`${sections[kind]}-button`);
   if (button && button.getAttribute('aria-selected') !== 'true') {
     button.click();
     let tries = 0;  // the section's parts come onto the page a few frames after the click
-    const wait = () => { if (!scroll() && ++tries < 60) requestAnimationFrame(wait); };
+    // and the section shown before goes a few frames later: a scroll made while both were on the page was clamped
+    // when the page shrank, past the plot; so it scrolls again for a few frames after the plot came
+    const settle = (n) => { if (n > 0) requestAnimationFrame(() => { scroll(); settle(n - 1); }); };
+    const wait = () => {
+      if (scroll()) settle(20);
+      else if (++tries < 60) requestAnimationFrame(wait);
+    };
     requestAnimationFrame(wait);
   } else {
     scroll();
