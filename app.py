@@ -59,10 +59,9 @@ CONCURRENCY = 2  # redraws at once (figures only; they never run a model)
 PRESS = dict(**MODEL_EVENTS, **PRIVATE, trigger_mode="always_last")
 INTRO = """\
 # How transformers pay attention
-Three tasks, three transformers: classify a movie review, translate a German sentence, or let a language model
-write the next words of a prompt. Run the model, then pick a **layer** and a **head** to see where each token looks.
-Changing layer, head or step only redraws: the model does not run again.
-Hover a heatmap cell for the query token, the key token and the weight; drag to zoom, double-click to reset.
+New to attention? Start with **Learn**: it walks your own sentence through small transformers, one idea a step.
+To go further, the three task tabs (classify a movie review, translate a German sentence, write the next words of a
+prompt) show every layer and head of a model, the tools researchers use, and the larger pre-trained models.
 """
 
 STEP_HELP = (
@@ -450,8 +449,8 @@ def build_demo(
     default, when $SENTIMENT_MODEL is not set; our language model beside SmolLM2); translation_models: the same for
     the translation tab (`python app.py`: Marian from the Hub). landing: each tab opens on a
     worked example (LANDING) when the address is not a link (`python app.py` turns it on; the tests leave it off but
-    for their own). cache: identical model calls answered from a ResultCache (pipelines.hosting.cache; False: none).
-    Launch it with hosting.launch_options(demo)."""
+    for their own). cache: identical model calls answered from a ResultCache (pipelines.hosting.cache; False: none)
+    and the Learn tab's example walked at the start (LearnEvents.warm). Launch it with hosting.launch_options(demo)."""
     batcher = MicroBatcher(hosting.MAX_BATCH, parallel=hosting.parallel_models())
     results = ResultCache(budget.BUDGET.bytes(budget.BUDGET.cache)) if cache else None
     names = [ui.name for ui, *_ in TABS]  # build_demo's arguments are in the tabs' order
@@ -466,7 +465,7 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
-            learn_tab(models, demo)  # the first tab: what a visitor sees first
+            learn_tab(models, demo, warm=cache)  # the first tab, its example walked now (results kept: cache)
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:

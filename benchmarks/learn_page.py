@@ -13,9 +13,11 @@ import argparse
 import json
 import statistics
 import tempfile
+from dataclasses import dataclass
 
 from benchmarks.page_layout import bundled_demo
 from tests.support import browser
+from viz.server.hosting import set_torch_threads
 
 BUDGETS = {"first_step_s": 1.0, "next_back_ms": 300, "figure_kb": 200}
 AT_JS = "text => ((document.querySelector('#learn-progress') || {}).textContent || '').includes(text)"
@@ -34,15 +36,39 @@ def _steps(page) -> int:
     return int(text.split(" of ")[1].split()[0])
 
 
-def first_step(page, url: str) -> tuple[float, float]:
-    """Seconds from the navigation's start to the Learn tab's box shown (the page itself, before any walk), and to
-    step 1's figure drawn, on the page's clock."""
+# The page's own load, on its clock from the navigation's start: DOMContentLoaded (the HTML parsed) and load
+# (every script and stylesheet fetched); gradio then builds the page and fires its load events (the walk)
+LOADED_JS = """() => { const n = performance.getEntriesByType('navigation')[0];
+  return [n.domContentLoadedEventEnd / 1000, n.loadEventEnd / 1000]; }"""
+
+
+@dataclass(frozen=True)
+class Opened:
+    """One visit, in seconds on the page's clock from the navigation's start."""
+
+    dom_loaded: float  # DOMContentLoaded
+    loaded: float  # the load event
+    shown: float  # the Learn tab's input box shown (gradio has built the page)
+    drawn: float  # step 1's figure drawn
+
+    def lines(self, who: str) -> list[str]:
+        budget = BUDGETS["first_step_s"]
+        return [f"{who}: DOMContentLoaded {self.dom_loaded:.2f} s, load event {self.loaded:.2f} s, the Learn tab's "
+                f"box shown {self.shown:.2f} s, step 1 drawn {self.drawn:.2f} s after the navigation's start",
+                f"{who}: first Learn step drawn {self.drawn - self.loaded:.2f} s after the page's load event "
+                f"({self.drawn - self.dom_loaded:.2f} s after DOMContentLoaded; budget {budget} s)"]  # fmt: skip
+
+
+def first_step(page, url: str) -> Opened:
+    """A visit's times: the page's load, the Learn tab's box shown (before any walk), step 1's figure drawn."""
     page.goto(url)
     page.wait_for_selector("#learn-input textarea", state="visible")
     shown = page.evaluate("() => performance.now()") / 1000
     page.wait_for_function(AT_JS, arg="Step 1 of")
     page.wait_for_function(DRAWN_JS, polling="raf")
-    return shown, page.evaluate("() => performance.now()") / 1000
+    drawn = page.evaluate("() => performance.now()") / 1000
+    dom_loaded, loaded = page.evaluate(LOADED_JS)
+    return Opened(dom_loaded, loaded, shown, drawn)
 
 
 def press(page, button: str, step: int) -> float:
@@ -71,13 +97,17 @@ def main() -> None:
         from viz.models.loading import smollm2_source
 
         lm = smollm2_source()
+    set_torch_threads()  # one torch thread a model run, as `python app.py` sets before its models load
     demo = bundled_demo(lm)
     url = browser.serve(demo)
     try:
         with browser.chromium_page(tempfile.mkdtemp(), 1440, 900) as page:
-            shown, first = first_step(page, url)
+            first = first_step(page, url)  # the first visitor: the example's walks run now
             page.wait_for_function(WALKED_JS)  # the other models' steps follow the first model's
-            every = page.evaluate("() => performance.now()") / 1000
+            every = page.evaluate("() => performance.now()") / 1000 - first.loaded
+        with browser.chromium_page(tempfile.mkdtemp(), 1440, 900) as page:
+            later = first_step(page, url)  # a later visitor: the example's walks are kept
+            page.wait_for_function(WALKED_JS)
             if args.screenshot:
                 page.wait_for_timeout(500)
                 page.mouse.move(0, 0)
@@ -89,13 +119,13 @@ def main() -> None:
             backs = [press(page, "learn-back", k) for k in range(n - 1, max(n - 6, 0), -1)]
     finally:
         demo.close()
-    report(shown, first, every, nexts, backs, sizes)
+    report((first, later), every, nexts, backs, sizes)
 
 
-def report(shown: float, first: float, every: float, nexts: list[float], backs: list[float], sizes: list[int]) -> None:
-    print(f"the Learn tab's box shown after the page's load (the page itself): {shown:.2f} s")
-    print(f"first Learn step drawn after the page's load: {first:.2f} s (budget {BUDGETS['first_step_s']} s)")
-    print(f"every model walked (all steps there) after the page's load: {every:.2f} s")
+def report(visits: tuple[Opened, Opened], every: float, nexts: list[float], backs: list[float], sizes: list[int]):
+    for who, visit in zip(("first visitor", "later visitor"), visits, strict=True):
+        print("\n".join(visit.lines(who)))
+    print(f"first visitor: every model walked (all steps there) {every:.2f} s after the page's load event")
     for name, times in (("Next", nexts), ("Back", backs)):
         print(f"{name}: median {statistics.median(times):.0f} ms, max {max(times):.0f} ms over {len(times)} presses "
               f"(budget {BUDGETS['next_back_ms']} ms)")  # fmt: skip

@@ -80,8 +80,8 @@ def scaling(p: Pass) -> Step:
     pattern = p.at(p.stack.point(LAYER, "attn.hook_pattern"))[0]  # (T, T) head 0
     text = (
         f"Dot products of {attn.head_dim}-number vectors grow with their length, and a softmax of large numbers "
-        "saturates: one weight near 1, the others near 0, and training's gradients vanish. So the scores are "
-        f"divided by sqrt({attn.head_dim}) = {np.sqrt(attn.head_dim):.2f} first. The entropy of a row (in nats) "
+        "saturates: one weight near 1, the others near 0, and training can barely change it. So the scores are "
+        f"divided by sqrt({attn.head_dim}) = {np.sqrt(attn.head_dim):.2f} first. The entropy of a row "
         "measures how spread its weights are: 0 when one key takes all, log(n) when n keys share equally. Compare "
         "the two maps and their entropies, head 0 of layer 0."
     )

@@ -50,7 +50,7 @@ def classifier(p: Pass) -> Step:
         f"To classify a text the model needs one vector, not {len(p.labels)}: it pools the last layer's vectors, here "
         f"by {how[m.config.pooling]}. A linear layer, the classifier, maps that vector to one score (a logit) per "
         f"label, and a softmax turns the scores into probabilities: {labels[best]} {probs[best]:.3f}. The app shows "
-        "the probability after calibration (one temperature fitted on held-out reviews): "
+        "the probability after calibration (a correction fitted on reviews kept out of training): "
         f"{float(calibrated[best]):.3f}."
     )  # fmt: skip
     return p.step(

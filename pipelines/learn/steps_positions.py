@@ -16,8 +16,8 @@ SHOWN_DIMS = 64
 WORDS = {
     "learned": "This model learnt one vector per position in training, added to each token's vector.",
     "sinusoidal": "This model adds a fixed vector per position: sines and cosines of the position at "
-    "frequencies that fall across the dims (Vaswani et al.), computed, not learnt.",
-    "rotary": "This model rotates each query and key by an angle proportional to its position, pair of dims by "
+    "frequencies that fall along the vector (as in the original transformer), computed, not learnt.",
+    "rotary": "This model rotates each query and key by an angle proportional to its position, pair of numbers by "
     "pair (rotary positions): a score q . k then depends on the distance between the two tokens. Nothing is added "
     "to the vectors.",
 }

@@ -75,7 +75,7 @@ def training(p: Pass) -> Step:
              "them little. " if start else "Training starts from random weights: every head's weights are nearly "
              "equal, a flat map. ")  # fmt: skip
     text = (
-        f"{first}Step by step, gradient descent nudges W_Q and W_K until a head's queries match some keys far better "
+        f"{first}Step by step, training nudges W_Q and W_K until a head's queries match some keys far better "
         "than others. Here "
         f"one head ({point.replace('.hook_pattern', '')}, head {head}), the sharpest of the trained model, on "
         f"your text at {len(snaps)} training snapshots and trained: its mean row entropy goes from {spread[0]:.2f} "

@@ -46,11 +46,18 @@ TEXTS = {"scratch": REVIEW, "minilm": REVIEW, "translation": GERMAN, "lm": PROMP
 OWN = {"scratch": "classifier", "minilm": "classifier", "translation": "cross_attention", "lm": "next_token"}
 
 
+# Words a beginner is not taught on the path: kept for its last step, which points to the research sections
+RESEARCH = ("logit lens", "patch", "sink", "attribution", "gradient", "circuit", "ablat", "residual direction")
+
+
 def assert_sound(w, min_checks: int = 10):
-    """Each step: its check within 1e-5, its code the file's lines, its text at most 120 words, no NaN."""
+    """Each step: its check within 1e-5, its code the file's lines, its text at most 120 words with no research word
+    before the last step, no NaN."""
     assert [s.key for s in w.steps] == [k for k in ORDER if k in {s.key for s in w.steps}]
     for step in w.steps:
         assert step.title and 0 < len(step.text.split()) <= 120, step.key
+        said = (step.title + " " + step.text).lower()
+        assert step.key == "next" or not [word for word in RESEARCH if word in said], step.key
         if step.check is not None:
             assert step.check.difference <= 1e-5, (step.key, step.check)
         if step.code is not None:

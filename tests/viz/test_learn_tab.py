@@ -10,6 +10,7 @@ import pytest
 from app_blocks import blocks, click_fn, load_fn
 
 from pipelines import learn as library
+from pipelines.hosting.cache import ResultCache
 from pipelines.learn.walk import Check, CodeSpan, ModelMap, Step
 from viz.learn import handlers, render
 from viz.learn.choices import FROM_SCRATCH, model_sets
@@ -32,9 +33,16 @@ def demo(sentiment, translation, lm):
     demo.close()
 
 
+def _forget_kept_walks(demo) -> None:
+    """A fresh cache of walks (the app keeps each model's walk of a text for every visitor)."""
+    events = click_fn(demo, "learn-submit").fn.__self__
+    events.cache = ResultCache(handlers.WALK_CACHE_BYTES)
+
+
 @pytest.fixture
-def walks(monkeypatch):
-    """Counts the library's walks (each runs a model once)."""
+def walks(demo, monkeypatch):
+    """Counts the library's walks (each runs a model once), none kept from an earlier test."""
+    _forget_kept_walks(demo)
     calls = []
     walk = library.walk
     monkeypatch.setattr(library, "walk", lambda pipe, text, name=None: calls.append(name) or walk(pipe, text, name))
@@ -67,7 +75,8 @@ def test_the_learn_tab_is_the_first_and_offers_the_small_models_first(demo):
 
 def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks):
     learned, k, status, *outputs = _walked(demo)
-    assert isinstance(learned, Learned) and k == 0 and len(walks) == 4  # the first model at once, then all three
+    # the first model at once, then the other two (the first's walk is kept)
+    assert isinstance(learned, Learned) and k == 0 and len(walks) == 3
     sliders = (1.0, 1.0, 0)
     step_next, step_back = click_fn(demo, "learn-next").fn, click_fn(demo, "learn-back").fn
     n, seen = len(learned.steps), []
@@ -84,7 +93,16 @@ def test_a_walk_draws_every_step_and_next_and_back_never_run_a_model(demo, walks
     assert k == n - 1 and seen == [s.key for s in learned.steps]  # Next stops at the last step
     k, *outputs = step_back(learned, k, *sliders)
     assert k == n - 2 and learned.steps[k].title in _shown(outputs)["learn-title"]
-    assert len(walks) == 4  # Next and Back redrew from the kept walk
+    assert len(walks) == 3  # Next and Back redrew from the kept walk
+
+
+def test_the_example_walked_at_the_start_is_not_walked_again_for_a_visitor(demo, walks):
+    from viz.learn.tab import ENGLISH, GERMAN
+
+    click_fn(demo, "learn-submit").fn.__self__.warm().join()
+    assert len(walks) == 3  # every model of the first choice, once
+    learned = _walked(demo, ENGLISH, GERMAN)[0]
+    assert isinstance(learned, Learned) and len(walks) == 3
 
 
 def test_the_german_box_shows_with_cross_attention_and_the_sliders_with_the_next_token(demo):
@@ -114,7 +132,15 @@ def test_each_steps_code_is_the_files_text_at_its_lines(demo):
 def test_a_new_input_walks_again_at_the_same_step(demo, walks):
     learned, *_ = _walked(demo)
     again, k, *_ = _walked(demo, "Dull.", "Ein Hund.", k=2)
-    assert k == 2 and again.steps[0].labels != learned.steps[0].labels and len(walks) == 8
+    assert k == 2 and again.steps[0].labels != learned.steps[0].labels and len(walks) == 6
+
+
+def test_a_text_walked_before_is_not_walked_again(demo, walks):
+    """The preloaded example (or any text a visitor walked) is walked once, for every visitor after."""
+    learned = _walked(demo, "Kept for the next visitor.")[0]
+    again = _walked(demo, "Kept for the next visitor.")[0]
+    assert len(walks) == 3 and [s.key for s in again.steps] == [s.key for s in learned.steps]
+    assert all(a.labels == b.labels and a.check == b.check for a, b in zip(again.steps, learned.steps, strict=True))
 
 
 def test_the_page_opens_at_the_step_its_address_names(demo):
@@ -140,7 +166,7 @@ def test_a_map_click_goes_to_its_step(demo, walks):
               and blocks(demo)["learn-map"] in f.inputs + f.outputs)  # fmt: skip
     k, *outputs = fn.fn(learned, 1.0, 1.0, 0, evt=gr.SelectData(None, {"index": target, "value": target}))
     assert k == target and learned.steps[target].title in _shown(outputs)["learn-title"]
-    assert len(walks) == 4
+    assert len(walks) == 3
 
 
 def test_the_sampling_sliders_redraw_the_next_token_figure_without_a_model_run(demo, walks):
@@ -150,7 +176,7 @@ def test_the_sampling_sliders_redraw_the_next_token_figure_without_a_model_run(d
         pytest.skip("the library's walk has no next-token step yet")
     redraw = click_fn(demo, "learn-temperature").fn
     cold, hot = redraw(learned, k, 0.3, 1.0, 0), redraw(learned, k, 2.0, 1.0, 0)
-    assert cold.to_json() != hot.to_json() and len(walks) == 4
+    assert cold.to_json() != hot.to_json() and len(walks) == 3
 
 
 def test_a_model_that_cannot_be_walked_gives_a_plain_message(demo, monkeypatch):
@@ -158,6 +184,7 @@ def test_a_model_that_cannot_be_walked_gives_a_plain_message(demo, monkeypatch):
         raise RuntimeError("no hook point here")
 
     monkeypatch.setattr(library, "walk", broken)
+    _forget_kept_walks(demo)
     learned, k, status, *outputs = _walked(demo)
     text = _shown(outputs)["learn-text"]
     assert learned is None and "could not be walked: RuntimeError: no hook point here" in text
@@ -223,3 +250,12 @@ def test_a_link_carries_the_learn_step():
     link = links.from_query({"tab": "sentiment", "text": "A film.", "learn": "3"})
     assert link.learn == 2 and "learn=3" in links.to_query(link)
     assert handlers.clamp(7, Learned((_step("a", "b"),), {})) == 0 and np.isfinite(handlers.Sampling().top_p)
+
+
+def test_the_pages_intro_sends_a_newcomer_to_learn_before_the_task_tabs(demo):
+    from app import INTRO
+
+    shown = [b.value for b in demo.blocks.values() if isinstance(b, gr.Markdown) and isinstance(b.value, str)]
+    intro = next(value for value in shown if value.startswith("# How transformers pay attention"))
+    assert intro == INTRO.strip() and "Start with **Learn**" in intro
+    assert intro.index("Learn") < intro.index("task tabs") and len(intro.split()) <= 70

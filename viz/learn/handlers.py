@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pipelines import learn as library
+from pipelines.hosting.cache import ResultCache
 from pipelines.hosting.serving import ServedPipeline
 from pipelines.learn.walk import ModelMap, Step
 
@@ -18,6 +19,7 @@ from .choices import GERMAN_INPUT, ModelSet
 MAX_CHARS = 300  # a sentence or two: every number of a step fits on screen
 NO_WALK = "Press “Walk through it” to walk the models through your sentence."
 MORE = "The other models are being walked: their steps follow in a moment."
+WALK_CACHE_BYTES = 64 * 2**20  # the walks kept for every visitor: the worked example's first of all
 EXPIRED = "This page's walk was forgotten (pages keep it for a while): press “Walk through it” again."
 
 
@@ -48,10 +50,15 @@ def _pipeline(served):
     return served.pipe if isinstance(served, ServedPipeline) else served
 
 
-def _walk_one(registries, model, text: str):
-    """(the model's Walk, None) or (None, why it could not be walked, in a sentence)."""
+def _walk_one(registries, model, text: str, cache: ResultCache | None = None):
+    """(the model's Walk, None) or (None, why it could not be walked, in a sentence). cache: walks by model and
+    text, shared by every visitor (a walk is read, never changed): the preloaded example is walked once, and a
+    press while the same walk runs waits for it."""
     try:
-        return library.walk(_pipeline(registries[model.task].get(model.name)), text, model.name), None
+        pipe = _pipeline(registries[model.task].get(model.name))
+        compute = lambda: library.walk(pipe, text, model.name)  # noqa: E731
+        key = (model.task, model.name, id(pipe), text)
+        return (cache.computed(key, compute) if cache is not None else compute()), None
     except Exception as e:  # noqa: BLE001 (any model's failure becomes a plain sentence, never a traceback)
         return None, f"{model.name} could not be walked: {redact_paths(f'{type(e).__name__}: {e}')}."
 
@@ -61,10 +68,13 @@ def _checked(raw, what: str) -> tuple[str | None, list[str]]:
     return checked.text, [checked.error] if checked.text is None else list(checked.notices)
 
 
-def walk_set(registries, chosen: ModelSet, english: str, german: str, first_only: bool = False) -> Learned | str:
+def walk_set(
+    registries, chosen: ModelSet, english: str, german: str, first_only: bool = False, cache: ResultCache | None = None
+) -> Learned | str:
     """Walk each model of the set through its input (the translator the German sentence, the others the English
     one) and lay the walks out as one path; a plain message when no model could be walked. first_only: the first
-    model alone (its general steps come first on the path: the page shows them while the others are walked)."""
+    model alone (its general steps come first on the path: the page shows them while the others are walked).
+    cache: the walks kept by model and text (_walk_one)."""
     texts = {False: _checked(english, "sentence"), True: _checked(german, "German sentence")}
     walks, notes, links = [], [], []
     for model in chosen.models[:1] if first_only else chosen.models:
@@ -72,7 +82,7 @@ def walk_set(registries, chosen: ModelSet, english: str, german: str, first_only
         notes += [n for n in said if n not in notes]
         if text is None:
             continue
-        walk, why = _walk_one(registries, model, text)
+        walk, why = _walk_one(registries, model, text, cache)
         walks += [walk] if walk is not None else []
         notes += [why] if why else []
         links += _links(model, text) if walk is not None else []

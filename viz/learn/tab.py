@@ -2,9 +2,12 @@
 with a map of the model above the steps, Next and Back (and the arrow keys), a link to each step (?learn=k) and the
 next-token step's live sampling sliders. Built by app.build_demo inside its gr.Tab."""
 
+import threading
 from dataclasses import dataclass
 
 import gradio as gr
+
+from pipelines.hosting.cache import ResultCache
 
 from ..page.landing import page_step
 from ..page.scripts import Code, call, script
@@ -103,8 +106,18 @@ class LearnEvents:
 
     def __init__(self, registries: dict, sets: list, page: LearnPage):
         self.registries, self.sets, self.p = registries, sets, page
+        self.cache = ResultCache(handlers.WALK_CACHE_BYTES)  # walks by model and text, for every visitor
         self.by_label = {s.label: s for s in sets}
         self.n_run = 3 + len(page.shown)  # a walk's outputs: the kept walk, the step, the status, what is shown
+
+    def warm(self) -> threading.Thread:
+        """Walk the preloaded example on the first choice's models now, in the background, into the kept walks:
+        the first visitor's page then finds them walked (the app's start; tests build the page without it)."""
+        chosen = self.sets[0]
+        thread = threading.Thread(target=handlers.walk_set, name="learn-warm", daemon=True,
+                                  args=(self.registries, chosen, ENGLISH, GERMAN, False, self.cache))  # fmt: skip
+        thread.start()
+        return thread
 
     def shown(self, kept: Learned | str | None, k, *options) -> tuple:
         if not isinstance(kept, Learned):
@@ -115,7 +128,7 @@ class LearnEvents:
         """A new input or model choice: walk the models, show the same step of the new walk (first_only: the
         first model alone, shown at once; walk_rest follows with every model)."""
         chosen = self.by_label.get(label, self.sets[0])
-        kept = handlers.walk_set(self.registries, chosen, english, german, first_only)
+        kept = handlers.walk_set(self.registries, chosen, english, german, first_only, self.cache)
         ok = isinstance(kept, Learned)
         k = handlers.clamp(k, kept if ok else None)
         status = _notes(kept) if ok else ""
@@ -187,12 +200,17 @@ def _wire(demo, e: LearnEvents) -> None:
         control.input(e.redrawn, [learned, at, *sliders], [p.figure], **FOLLOW_UP)
 
 
-def learn_tab(registries: dict, demo: gr.Blocks) -> None:
+def learn_tab(registries: dict, demo: gr.Blocks, warm: bool = False) -> LearnEvents | None:
     """The Learn tab (the page's first: build it first inside the page's gr.Tabs) over the tabs' ModelRegistries
-    (task name -> registry, None where a tab has no model)."""
+    (task name -> registry, None where a tab has no model); its events, None without a model. warm: walk the
+    preloaded example now, in the background (LearnEvents.warm)."""
     with gr.Tab("Learn", id=LEARN, elem_id=f"tab-{LEARN}"):
         sets = model_sets(registries)
         if not sets:
             gr.Markdown("### No model to learn with\nNone of the app's models loaded: see the other tabs for why.")
-            return
-        _wire(demo, LearnEvents(registries, sets, _page([s.label for s in sets])))
+            return None
+        events = LearnEvents(registries, sets, _page([s.label for s in sets]))
+        _wire(demo, events)
+        if warm:
+            events.warm()
+        return events
