@@ -29,10 +29,12 @@ def _is_state(block) -> bool:
 
 def test_session_state_is_bounded_and_expires(app):
     demo, url = app
-    # the page's buttons keep each result for redraws, for STATE_TTL_S
+    # the page's buttons keep each result for redraws (the two task tabs' results, Learn's walks), for STATE_TTL_S;
+    # what else they keep is a number (Learn's step)
     buttons = [fn for fn in demo.fns.values() if fn.concurrency_id == "models" and fn.api_visibility == "private"]
-    states = [b for fn in buttons for b in fn.outputs if _is_state(b)]
-    assert len(states) == 2 and all(s.time_to_live == hosting.STATE_TTL_S for s in states)  # the results
+    states = list({id(b): b for fn in buttons for b in fn.outputs if _is_state(b)}.values())
+    kept = [s for s in states if not isinstance(s.value, int)]
+    assert len(kept) == 3 and all(s.time_to_live == hosting.STATE_TTL_S for s in kept)  # the results
     # the API answers without keeping anything: API clients cannot redraw
     api = [fn for fn in demo.fns.values() if fn.api_name in ("sentiment", "translate")]
     assert len(api) == 2 and not any(_is_state(b) for fn in api for b in fn.outputs)
