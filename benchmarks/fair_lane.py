@@ -70,10 +70,9 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=40, help="the generation's new tokens")
     ap.add_argument("--after", type=int, default=5, help="the analysis starts once the generation has this many")
     args = ap.parse_args()
-    from pipelines.lens.tasks import lm_ids
 
     served = serve_smollm2()
-    n = len(lm_ids(served.pipe, CLEAN))
+    n = len(served.pipe.encode(CLEAN).ids)
     print(f"SmolLM2-135M-Instruct, one torch thread; the pair: {n} tokens each, {served.n_layers} layers")
     warm: list = []
     generate(served, 8, warm, threading.Event(), 0)  # warm-up: a short generation

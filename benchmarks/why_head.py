@@ -61,9 +61,9 @@ def one_cell(pipe, kind: str):
     if kind == "sentiment":
         T = len(pipe.encode(REVIEW).ids)
         return lambda: pipe.score_attribution(REVIEW, pipe.n_layers - 1, 0, T - 1, 1)
-    ids = pipe(GERMAN, beam_size=1).target_ids
+    result = pipe(GERMAN, beam_size=1)
     last = pipe.head_layers["cross"] - 1
-    return lambda: pipe.score_attribution(GERMAN, last, 0, len(ids) - 1, 1, kind="cross", target_ids=ids)
+    return lambda: pipe.score_attribution(GERMAN, last, 0, len(result.target_ids) - 1, 1, kind="cross", result=result)
 
 
 SETS = {"lm": "imdb", "sentiment": "sst2", "translation": "multi30k"}

@@ -124,13 +124,6 @@ def _optional(pipe, name: str, *args, **kwargs):
         return {"error": f"{type(e).__name__}: {e}"}
 
 
-def _layer_by_layer(pipe, *args, **kwargs):
-    """The Layer by layer section's {"lens", "attribution"} (pipelines.lens: one pass), {"error": ...} where it
-    failed, None where the pipeline has none."""
-    both = _optional(pipe, "layer_by_layer", *args, **kwargs)
-    return dict(zip(("lens", "attribution"), both)) if isinstance(both, list) else both
-
-
 def _header(task: str, pipe) -> dict:
     created = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     return {"schema": f"attention-demo/{task}", "schema_version": SCHEMA_VERSION, "created": created,
@@ -156,7 +149,7 @@ def sentiment_record(pipe, text: str, method: str | None = None) -> dict:
         "pool_weights": to_jsonable(result.pool_weights),
         "explanation": _optional(pipe, "explain", text, method=method),
         "head_table": _optional(pipe, "head_table", text),
-        "layer_by_layer": _layer_by_layer(pipe, text),
+        "layer_by_layer": _optional(pipe, "layer_by_layer", text),  # {"lens", "attribution", ...}
     }
 
 
@@ -181,7 +174,7 @@ def translation_record(pipe, text: str, beam_size: int | None = None, method: st
         },
         "explanation": _optional(pipe, "explain", text, method=method, result=result),  # of this very translation
         "head_table": _optional(pipe, "head_table", text, beam_size=beam, result=result),  # no second decoding
-        "layer_by_layer": _layer_by_layer(pipe, text, step=0, result=result),  # at the first English token
+        "layer_by_layer": _optional(pipe, "layer_by_layer", text, step=0, result=result),  # at the first English token
     }
 
 
@@ -210,5 +203,5 @@ def lm_record(pipe, prompt: str, decoding: Decoding | None = None, method: str |
         "attentions": {"causal": to_jsonable(result.attentions)},
         "explanation": _optional(pipe, "explain", prompt, method=method, result=result),  # of this very continuation
         "head_table": _optional(pipe, "head_table", prompt, result=result),  # no second generation
-        "layer_by_layer": _layer_by_layer(pipe, prompt, result=result, step=1, chat=result.chat),  # the first token
+        "layer_by_layer": _optional(pipe, "layer_by_layer", prompt, step=0, result=result, chat=result.chat),
     }

@@ -23,8 +23,11 @@ from pipelines.attention.heads import HeadKey
 from pipelines.contracts import CausalLMAdapter
 from pipelines.explanations import steps as explanation_steps
 from pipelines.kinds import CAUSAL
-from pipelines.lens import tasks as lens_tasks
 from pipelines.lens import why_head
+from pipelines.lens.family import Family
+from pipelines.lens.operations import LensMethods
+from pipelines.lens.readout import readout_of
+from pipelines.lens.tuned import tuned_lens_for
 from pipelines.models.adapter import KindMasks, OurCausalLM
 from pipelines.models.chat_template import TemplateError, read_chat_template, split_template
 from pipelines.models.folders import CONFIG, TOKENIZER, WEIGHTS, load_folder, serving_device
@@ -187,11 +190,13 @@ def next_token_info(adapter, step, top_k: int = TOP_K) -> NextToken:
     )
 
 
-class LanguageModelPipeline(AdapterBacked, BatchRunner):
+class LanguageModelPipeline(AdapterBacked, BatchRunner, LensMethods):
     adapter: CausalLMAdapter
 
     """A decoder-only language model behind its adapter (pipelines.models.adapter.OurCausalLM), from our folder, a Llama
     folder or repo id, or a GGUF file."""
+
+    lens_family = Family()  # what the lens operations (pipelines.lens.operations) run and read
 
     def __init__(self, model, tokenizer=None, add_bos: bool = True, chat_template: str | None = None):
         # model: a CausalLM (with its tokenizer) or a ready adapter (tokenizer None)
@@ -393,34 +398,6 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return explanation_steps.explain_steps(self, result, method, faithfulness, progress)
 
     @runs_model
-    def score_attribution(
-        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "causal", result=None
-    ):
-        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
-        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequence: `result`'s
-        sequence_ids (prompt and generated tokens; None: the prompt as the model reads it). kind: "causal"; step: not
-        used (a position names the step)."""
-        return why_head.lm_score_parts(self, text, layer, head, query, key, kind, result)
-
-    @runs_model
-    def composition(self, kind: str = "k", attention: str = "causal"):
-        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
-        into every later head of `attention`, from the weights, beside a random baseline."""
-        return why_head.composition(self, kind, attention)
-
-    @runs_model
-    def copying_scores(self, attention: str = "causal"):
-        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
-        return why_head.copying_scores(self, attention)
-
-    @runs_model
-    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str = "causal"):
-        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
-        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
-        return why_head.copied_tokens(self, layer, head, n, attention)
-
-    @runs_model
     def induction_circuit(self, top: int = 1, carriers: int = 3, s=None):
         """pipelines.lens.induction_circuit.InductionCircuit: the `top` strongest induction heads on repeated random
         tokens (s: an over_set.InductionSet; None: 2 sequences of 20 tokens twice), each with the `carriers` earlier
@@ -429,67 +406,17 @@ class LanguageModelPipeline(AdapterBacked, BatchRunner):
         return why_head.induction_circuit(self, top, carriers, s)
 
     @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
-        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs; effects=False: the attention columns alone, without
-        switching every head off on every input (most of the cost). A language model also takes an over_set.InductionSet
-        (random tokens repeated): the attention columns and induction score, no effect."""
-        return why_head.head_table_over(self, texts, progress, stop, name, effects, Decoding(max_new_tokens=1))
-
-    @runs_model(background=True)
     def faithfulness(self, explanation):
         """Comprehensiveness and sufficiency over the prompt's tokens, beside random rankings."""
         return explanations.faithfulness(self, explanation)
 
-    @runs_model
-    def logit_lens(self, prompt: str, result=None, step: int = 1, chat: bool = False, kind: str = "logit"):
-        """pipelines.lens.Lens of what the model had read when it chose new token `step` of `result` (None: the
-        prompt, before its first new token); kind "tuned": through this model's tuned lens (the logit lens, said so
-        in its note, where it has none: tuned_lens())."""
-        return lens_tasks.lm_lens(self, prompt, result, step, chat, kind)
-
     def tuned_lens(self):
         """pipelines.lens.tuned.TunedLens trained for these weights (its `about`: data, test KL by layer), or None."""
         try:
-            readout = lens_tasks.readout_of(self.adapter)
+            readout = readout_of(self.adapter)
         except ValueError:  # a transformers model: no residual stream of ours to translate
             return None
-        return lens_tasks.tuned_lens_for(self.source, readout, self.adapter.device)
-
-    @runs_model
-    def layer_by_layer(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False, kind="logit"):
-        """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.lm_layer_by_layer(self, prompt, target, contrast, result, step, chat, kind=kind)
-
-    @runs_model
-    def layer_by_layer_steps(self, result: LanguageModelResult, target=None, contrast=None, kind: str = "logit"):
-        """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every step of `result`,
-        layer_by_layer's for each, from one pass over its sequence: what the section redraws as the step moves."""
-        return lens_tasks.lm_layer_by_layer_steps(self, result, target, contrast, kind)
-
-    @runs_model
-    def direct_logit_attribution(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False):
-        """pipelines.lens.Attribution of the next token `target` (default: the most likely; an id or the text of one
-        of the top-10) after what the model read at `step`, minus `contrast`'s logit where given."""
-        return lens_tasks.lm_attribution(self, prompt, target, contrast, result, step, chat)
-
-    @runs_model(background=True)
-    def switch_off(self, prompt: str, target=None, contrast=None, result=None, step=1, chat=False, progress=None,
-                   stop=None):  # fmt: skip
-        """pipelines.lens.patching.SwitchedOff: each head's whole effect on the logit (difference) that
-        direct_logit_attribution splits (same arguments), the intact run's minus that with the head's output zeroed;
-        progress(layers done, layers), stop() ends it there (rows left NaN)."""
-        return lens_tasks.lm_switch_off(self, prompt, target, contrast, result, step, chat, progress, stop)
-
-    @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              progress=None, stop=None, last_only: bool = False, cells=None, max_seconds=None):  # fmt: skip
-        """pipelines.lens.patching.Patching: each state of the clean prompt put back into a run on the corrupted one;
-        the metric the logit difference of the two runs' next tokens (target, contrast: other answers); progress,
-        stop, last_only, cells, max_seconds: as SentimentPipeline.patch's."""
-        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
-        return lens_tasks.lm_patch(self, clean, corrupted, over, exact, target, contrast, **run)
+        return tuned_lens_for(self.source, readout, self.adapter.device)
 
     @runs_model
     def internals(self, ids: list[int]):

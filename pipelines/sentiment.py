@@ -12,8 +12,8 @@ from pipelines.attention.attention_maps import AttentionMaps, sentiment_maps
 from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import ClassifierAdapter
-from pipelines.lens import tasks as lens_tasks
-from pipelines.lens import why_head
+from pipelines.lens.family import Review
+from pipelines.lens.operations import LensMethods
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import OurClassifier
 from pipelines.models.folders import load_folder
@@ -67,11 +67,13 @@ def _uniform(T: int) -> torch.Tensor:
     return torch.full((T,), 1.0 / T)
 
 
-class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
+class SentimentPipeline(AdapterBacked, BatchRunner, LensMethods, hf_adapter.OursOrTransformers):
     adapter: ClassifierAdapter
 
     """A classifier behind a model adapter (pipelines.models.adapter): ours (a TransformerClassifier with its tokenizer)
     or a `transformers` sequence classifier (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
+
+    lens_family = Review()  # what the lens operations (pipelines.lens.operations) run and read
 
     def __init__(
         self,
@@ -246,42 +248,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         return explanations.explain_review(self, text, method, target, progress, contrast)
 
     @runs_model
-    def logit_lens(self, text: str):
-        """pipelines.lens.Lens: the classifier's head on each layer's states (each position's, and pooled: P(label)
-        by layer)."""
-        return lens_tasks.sentiment_lens(self, text)
-
-    @runs_model
-    def layer_by_layer(self, text: str, target=None, contrast=None):
-        """(logit_lens, direct_logit_attribution) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.sentiment_layer_by_layer(self, text, target, contrast)
-
-    @runs_model
-    def direct_logit_attribution(self, text: str, target=None, contrast=None):
-        """pipelines.lens.Attribution of the label `target` (default: the predicted one; an index or a name), minus
-        `contrast`'s logit where given: each head's and feed-forward layer's direct part."""
-        return lens_tasks.sentiment_attribution(self, text, target, contrast)
-
-    @runs_model(background=True)
-    def switch_off(self, text: str, target=None, contrast=None, progress=None, stop=None):
-        """pipelines.lens.patching.SwitchedOff: each head's whole effect on the label's logit (difference) that
-        direct_logit_attribution splits, the intact run's minus that with the head's output zeroed."""
-        return lens_tasks.sentiment_switch_off(self, text, target, contrast, progress, stop)
-
-    @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over: str = "resid", exact: bool = True, target=None, contrast=None,
-              progress=None, stop=None, last_only: bool = False, cells=None, max_seconds=None):  # fmt: skip
-        """pipelines.lens.patching.Patching: each state (over "resid", "attn_out", "mlp_out" or "heads") of the clean
-        review put back into a run on the corrupted one; the metric the label's logit difference, 0 the corrupted run
-        and 1 the clean one. exact=False: attribution patching (one forward and one backward). progress(done, total)
-        a layer at a time of an exact grid; stop() True ends it there (the rows not run are NaN). last_only: heads
-        patched at the last position only (by default at every position, where the inputs are of one length). cells:
-        an exact grid's positions grouped or the last ones only (pipelines.lens.cost.Cells); max_seconds: an exact grid
-        estimated past it is not run (pipelines.lens.cost.TooCostly, naming the coarser grids that fit)."""
-        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
-        return lens_tasks.sentiment_patch(self, clean, corrupted, over, exact, target, contrast, **run)
-
-    @runs_model
     def internals(self, text: str):
         """What every head read and wrote on this review (pipelines.attention.inside_head.AttentionInternals), from the
         same forward pass that makes the result's maps: queries, keys, values, outputs, projections, value norms."""
@@ -293,38 +259,6 @@ class SentimentPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformer
         scores, scaled, masked, the softmax weights (== result.attentions[layer][head, query]), the weighted values, the
         head's output and its projection through the head's slice of W_O."""
         return self.internals(text).head(kind, layer, head, query)
-
-    @runs_model
-    def score_attribution(self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "self"):
-        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
-        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequence."""
-        return why_head.sentiment_score_parts(self, text, layer, head, query, key, kind)
-
-    @runs_model
-    def composition(self, kind: str = "k", attention: str = "self"):
-        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
-        into every later head of `attention`, from the weights, beside a random baseline."""
-        return why_head.composition(self, kind, attention)
-
-    @runs_model
-    def copying_scores(self, attention: str = "self"):
-        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
-        return why_head.copying_scores(self, attention)
-
-    @runs_model
-    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str = "self"):
-        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
-        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
-        return why_head.copied_tokens(self, layer, head, n, attention)
-
-    @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
-        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs; effects=False: the attention columns alone, without
-        switching every head off on every input (most of the cost)."""
-        return why_head.head_table_over(self, texts, progress, stop, name, effects)
 
     @runs_model(background=True)
     def faithfulness(self, explanation):

@@ -13,8 +13,8 @@ from pipelines.attention.heads import HeadKey
 from pipelines.batching import pad, sorted_batches
 from pipelines.contracts import Seq2SeqAdapter
 from pipelines.explanations.faithfulness import QUICK_STEPS
-from pipelines.lens import tasks as lens_tasks
-from pipelines.lens import why_head
+from pipelines.lens.family import Sentence
+from pipelines.lens.operations import LensMethods
 from pipelines.models import hf_adapter
 from pipelines.models.adapter import KindMasks, OurSeq2Seq
 from pipelines.models.folders import load_folder
@@ -97,11 +97,13 @@ def _row_maps(run, carried: dict, row: int, Ts: int, Tt: int) -> dict:
     )
 
 
-class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransformers):
+class TranslationPipeline(AdapterBacked, BatchRunner, LensMethods, hf_adapter.OursOrTransformers):
     adapter: Seq2SeqAdapter
 
     """A translator behind a model adapter (pipelines.models.adapter): ours (a Seq2SeqTransformer with its tokenizer)
     or a `transformers` seq2seq model (pipelines.models.hf_adapter), from a local folder or a Hub repo id."""
+
+    lens_family = Sentence()  # what the lens operations (pipelines.lens.operations) run and read
 
     def __init__(
         self,
@@ -200,47 +202,6 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         return explanations.explain_translation(self, text, method, contrast, result, progress)
 
     @runs_model
-    def logit_lens(self, text: str, result=None):
-        """pipelines.lens.Lens over the decoding steps of the translation (result; None: greedy now)."""
-        return lens_tasks.translation_lens(self, text, result)
-
-    @runs_model
-    def layer_by_layer(self, text: str, step: int = 0, target=None, contrast=None, result=None):
-        """(logit_lens, direct_logit_attribution at `step`) of one pass: what the Layer by layer section draws."""
-        return lens_tasks.translation_layer_by_layer(self, text, step, target, contrast, result)
-
-    @runs_model
-    def layer_by_layer_steps(self, text: str, target=None, contrast=None, result=None):
-        """[(Lens, Attribution or the ValueError of a contrast that step cannot take)] of every decoding step of
-        `result` (None: translate greedily), layer_by_layer's for each, from one pass: what the section redraws as
-        the step moves."""
-        return lens_tasks.translation_layer_by_layer_steps(self, text, target, contrast, result)
-
-    @runs_model
-    def direct_logit_attribution(self, text: str, step: int = 0, target=None, contrast=None, result=None):
-        """pipelines.lens.Attribution at decoding step `step` (0-based) of English token `target` (default: the one
-        produced; an id or the text of one of the step's top tokens), minus `contrast`'s logit where given."""
-        return lens_tasks.translation_attribution(self, text, step, target, contrast, result)
-
-    @runs_model(background=True)
-    def switch_off(self, text: str, step: int = 0, target=None, contrast=None, result=None, progress=None, stop=None):
-        """pipelines.lens.patching.SwitchedOff: each decoder and cross-attention head's whole effect on the logit
-        (difference) that direct_logit_attribution splits at decoding step `step`, the intact run's minus that with
-        the head's output zeroed (`cross`: the cross-attention heads')."""
-        return lens_tasks.translation_switch_off(self, text, step, target, contrast, result, progress, stop)
-
-    @runs_model(background=True)
-    def patch(self, clean: str, corrupted: str, over="resid", exact=True, target=None, contrast=None, step=None,
-              progress=None, stop=None, last_only: bool = False, cells=None, max_seconds=None):  # fmt: skip
-        """pipelines.lens.patching.Patching of the encoder's states, the clean sentence's into a run on the corrupted
-        one, at decoding step `step` of the clean translation (None: the first step at which the two sentences' answers
-        differ, both teacher-forced on the clean translation); progress, stop, last_only, cells, max_seconds: as
-        SentimentPipeline.patch's.
-        """
-        run = dict(progress=progress, stop=stop, last_only=last_only, cells=cells, max_seconds=max_seconds)
-        return lens_tasks.translation_patch(self, clean, corrupted, over, exact, target, contrast, step, **run)
-
-    @runs_model
     def internals(self, text: str, target_ids: list[int] | None = None):
         """What every head read and wrote (pipelines.attention.inside_head.AttentionInternals, kinds "encoder",
         "decoder", "cross") on this sentence and its output ids (TranslationResult.target_ids; None: translate it now),
@@ -253,43 +214,6 @@ class TranslationPipeline(AdapterBacked, BatchRunner, hf_adapter.OursOrTransform
         """One row of one head, step by step (pipelines.attention.inside_head.HeadInternals); query: a source position
         for "encoder", a decoding step (0-based) for "decoder" and "cross". Its weights equal the result's map row."""
         return self.internals(text, target_ids).head(kind, layer, head, query)
-
-    @runs_model
-    def score_attribution(
-        self, text: str, layer: int, head: int, query: int, key: int, step=None, kind: str = "cross", target_ids=None
-    ):
-        """pipelines.lens.score_parts.ScoreParts: head `head` of layer `layer`'s pre-softmax score at (query, key)
-        taken apart into (query-side part x key-side part) terms over the parts of the residual stream feeding the
-        layer (every norm's scale frozen); positions into the model's own token sequences. kind: "encoder" (query and
-        key source positions), "decoder" (decoder positions) or "cross" (query a decoder position, key a source
-        position); decoder position t is decoding step t (step, where given, is the query). target_ids: the output
-        the decoder reads (TranslationResult.target_ids; None: the greedy translation)."""
-        return why_head.translation_score_parts(self, text, layer, head, query, key, step, kind, target_ids)
-
-    @runs_model
-    def composition(self, kind: str = "k", attention: str = "encoder"):
-        """pipelines.lens.composition.Composition: Q-, K- or V-composition (kind "q", "k", "v") of every earlier head
-        into every later head of `attention`, from the weights, beside a random baseline."""
-        return why_head.composition(self, kind, attention)
-
-    @runs_model
-    def copying_scores(self, attention: str = "encoder"):
-        """pipelines.lens.composition.Copying: each head's copying score (L, H) from its full OV circuit."""
-        return why_head.copying_scores(self, attention)
-
-    @runs_model
-    def copied_tokens(self, layer: int, head: int, n: int = 10, attention: str = "encoder"):
-        """[(token, how much the head's OV circuit raises it when it attends to it)]: the n tokens the head copies
-        most (the diagonal of W_E W_OV W_U, the norms folded in)."""
-        return why_head.copied_tokens(self, layer, head, n, attention)
-
-    @runs_model(background=True)
-    def head_table_over(self, texts, progress=None, stop=None, name: str = "", effects: bool = True):
-        """pipelines.attention.over_set.HeadTableOverSet: the head table's numbers on each of `texts` (or a bundled
-        set's name: pipelines.attention.over_set.SETS), their mean and standard deviation per head, n; progress(done,
-        n) after each input, stop() True ends it between inputs; effects=False: the attention columns alone, without
-        switching every head off on every input (most of the cost)."""
-        return why_head.head_table_over(self, texts, progress, stop, name, effects)
 
     @runs_model(background=True)
     def faithfulness(self, explanation, max_steps: int | None = QUICK_STEPS):

@@ -131,7 +131,7 @@ def train(a, pipe, readout, lens, train_x: torch.Tensor, ckpt: Path) -> tuple[in
 
 def main(argv: list[str] | None = None) -> int:
     from pipelines import LanguageModelPipeline
-    from pipelines.lens.tasks import readout_of
+    from pipelines.lens.readout import readout_of
     from pipelines.lens.tuned import Fingerprint, Translators, TunedLens, lens_path
     from training.cli import machine
 

@@ -81,15 +81,17 @@ class Attention(nn.Module):
         cos, sin = rope if rope is not None else self.rotary.cos_sin(q.size(2), offset, q.device)  # (T, hs) each
         return Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
 
-    def keys_values(self, x_q, x_kv, past_kv, static_kv, rope, hooked) -> tuple[torch.Tensor, ...]:
+    def keys_values(
+        self, x_q, x_kv=None, *, past_kv=None, static_kv=False, rope=None, hooked=False
+    ) -> tuple[torch.Tensor, ...]:
         """q (B, H, Tq, hs) and the cache's keys and values (B, Hkv, Tk, hs), each through its hook (when hooked:
-        with no hook active the points and the views they read are skipped)."""
-        past = past_kv[0].size(2) if past_kv is not None and not static_kv else 0
+        with no hook active the points and the views they read are skipped); the new positions follow past_kv's."""
+        offset = past_kv[0].size(2) if past_kv is not None and not static_kv else 0  # positions already cached
         if static_kv and past_kv is not None:  # cross-attention's fixed keys and values
             q = self._heads(self.q_proj(x_q), self.n_heads)
             return (self.hook_q(q) if hooked else q).transpose(1, 2), *past_kv  # (B, H, Tq, hs)
         q, k, v = self.project(x_q, x_q if x_kv is None else x_kv)
-        q, k = self.rotate(q.transpose(1, 2), k.transpose(1, 2), past, rope)  # (B, H, Tq, hs), (B, Hkv, Tk, hs)
+        q, k = self.rotate(q.transpose(1, 2), k.transpose(1, 2), offset, rope)  # (B, H, Tq, hs), (B, Hkv, Tk, hs)
         if hooked:
             q = self.hook_q(q.transpose(1, 2)).transpose(1, 2)
             k = self.hook_k(k.transpose(1, 2)).transpose(1, 2)
@@ -103,6 +105,7 @@ class Attention(nn.Module):
         self,
         x_q: torch.Tensor,
         x_kv: torch.Tensor | None = None,
+        *,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         past_kv: KV | None = None,
@@ -121,7 +124,7 @@ class Attention(nn.Module):
         """
         B, Tq, _ = x_q.shape
         hooked = self.hook_q.hooks_on
-        q, k, v = self.keys_values(x_q, x_kv, past_kv, static_kv, rope, hooked)
+        q, k, v = self.keys_values(x_q, x_kv, past_kv=past_kv, static_kv=static_kv, rope=rope, hooked=hooked)
         kv = (k, v)
         group = self.n_heads // self.n_kv_heads
         if group > 1:

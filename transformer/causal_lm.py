@@ -131,7 +131,8 @@ class CausalLM(
         x, stop = resid, len(self.blocks) - 1 if last_alone else len(self.blocks)
         for i in range(layer, stop):
             past_kv = cache.self_kv[i - layer] if cache is not None else None
-            step = self.blocks[i](x, mask, need_weights, past_kv, layer_mask(head_mask, i), True, rope)
+            modes = dict(mask=mask, need_weights=need_weights, past_kv=past_kv, head_mask=layer_mask(head_mask, i))
+            step = self.blocks[i](x, causal=True, rope=rope, **modes)
             x = step.x
             out.attentions.append(step.weights)
             if use_cache:
@@ -164,11 +165,7 @@ def last_query(block: Block, x: torch.Tensor, head_mask: torch.Tensor | None = N
     """x (B, T, D) into `block` -> the block's output at the last position only (B, 1, D): the earlier positions give
     their keys and values (as a cache would), the last one alone asks its query and runs the feed-forward. The block's
     hook points see the last position only."""
-    attn = block.attn
     h = block.attn_norm(x[:, :-1])  # (B, T - 1, D)
-    _, k, v = attn.project(h, h)  # (B, T - 1, Hkv, hs) twice
-    k = k.transpose(1, 2)  # (B, Hkv, T - 1, hs)
-    if attn.rotary is not None:  # the earlier positions' keys as the cache would hold them: rotated
-        k = Rotary.rotate(k, *attn.rotary.cos_sin(k.size(2), 0, k.device))
-    rope = attn.rotary.cos_sin(1, x.size(1) - 1, x.device) if attn.rotary is not None else None
-    return block(x[:, -1:], None, False, (k, v.transpose(1, 2)), head_mask, True, rope).x  # (B, 1, D)
+    _, k, v = block.attn.keys_values(h)  # (B, Hkv, T - 1, hs) twice, the keys rotated: as a cache holds them
+    # the last query's rotation follows the cached positions (Attention.keys_values)
+    return block(x[:, -1:], past_kv=(k, v), head_mask=head_mask, causal=True).x  # (B, 1, D)

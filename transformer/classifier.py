@@ -46,13 +46,14 @@ class TransformerClassifier(
         self.hook_registry = HookRegistry().bind(self, strip="encoder.")
         accept_old_names(self)
 
-    # Weight views (TransformerLens's names): the encoder's, and the classifier's output weights as W_U (D, C)
+    # Weight views (TransformerLens's names): the encoder's, and the classifier's output weights as W_U (D, C), b_U (C,)
     W_Q = property(lambda self: self.encoder.W_Q)
     W_K = property(lambda self: self.encoder.W_K)
     W_V = property(lambda self: self.encoder.W_V)
     W_O = property(lambda self: self.encoder.W_O)
     b_O = property(lambda self: self.encoder.b_O)
     W_U = property(lambda self: self.head[1].weight.T)
+    b_U = property(lambda self: self.head[1].bias)
     blocks = property(lambda self: self.encoder.blocks)
 
     def forward(self, ids: torch.Tensor, need_weights: bool = False, head_mask: StackMask = None) -> ClassifierOutput:

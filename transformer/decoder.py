@@ -97,7 +97,14 @@ class Decoder(LayerStack, WeightViews):
                 layer_mask(masks.cross_head, i),
             )
             past_kv = cache.self_kv[j] if cache is not None else None
-            step = self.blocks[i](x, self_mask, need_weights, past_kv, layer_mask(masks.head, i), cross=cross)
+            step = self.blocks[i](
+                x,
+                mask=self_mask,
+                need_weights=need_weights,
+                past_kv=past_kv,
+                head_mask=layer_mask(masks.head, i),
+                cross=cross,
+            )
             x = step.x
             out.self_attentions.append(step.weights)
             out.cross_attentions.append(step.cross_weights)

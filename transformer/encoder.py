@@ -49,7 +49,7 @@ class Encoder(LayerStack, WeightViews):
         mixes them again under its head mask, without attending (and returns no weights)."""
         attentions = []
         for i in range(start, len(self.blocks)):
-            out = self.blocks[i](x, mask, need_weights, head_mask=layer_mask(head_mask, i), z=z)
+            out = self.blocks[i](x, mask=mask, need_weights=need_weights, head_mask=layer_mask(head_mask, i), z=z)
             x, z = out.x, None
             attentions.append(out.weights)
         return EncoderOutput(self.final(x), mask, attentions if need_weights else None)

@@ -110,6 +110,7 @@ class Block(nn.Module):
     def forward(
         self,
         x: torch.Tensor,
+        *,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         past_kv: KV | None = None,
@@ -122,20 +123,18 @@ class Block(nn.Module):
         """x (B, Tq, D) -> BlockOutput. mask, causal, past_kv, head_mask, rope: as Attention's. cross: the encoder's
         output, its mask, cache and head mask (cross blocks). z (B, Tq, H, hs): what the heads computed on this x in an
         earlier pass (hook_z): mixed again under head_mask without attending (no weights then)."""
-        at = through if self.hook_resid_pre.hooks_on else past  # no hook active: the points are skipped
+        at = through if self.hook_resid_pre.hooks_on else skipped  # no hook active: the points are skipped
         x = at(self.hook_resid_pre, x)
         if z is None:
-            a = self.attn(
-                self._pre(self.attn_norm, x), None, mask, need_weights, past_kv, False, head_mask, causal, rope
-            )
+            modes = dict(mask=mask, need_weights=need_weights, past_kv=past_kv, head_mask=head_mask, causal=causal)
+            a = self.attn(self._pre(self.attn_norm, x), rope=rope, **modes)
         else:
             a = (self.attn.mix(z, head_mask), None, None)
         x = at(self.hook_resid_mid, self._post(self.attn_norm, x, at(self.hook_attn_out, a[0])))
         c = None
         if self.cross_attn is not None:
-            c = self.cross_attn(
-                self._pre(self.cross_norm, x), cross.memory, cross.mask, need_weights, cross.kv, True, cross.head_mask
-            )
+            c = self.cross_attn(self._pre(self.cross_norm, x), cross.memory, mask=cross.mask, need_weights=need_weights,
+                                past_kv=cross.kv, static_kv=True, head_mask=cross.head_mask)  # fmt: skip
             x = at(self.hook_resid_cross, self._post(self.cross_norm, x, at(self.hook_cross_attn_out, c.output)))
         out = at(self.hook_mlp_out, self.mlp(self._pre(self.mlp_norm, x)))
         x = at(self.hook_resid_post, self._post(self.mlp_norm, x, out))
@@ -146,7 +145,8 @@ def through(point: HookPoint, x: torch.Tensor) -> torch.Tensor:
     return point(x)
 
 
-def past(point: HookPoint, x: torch.Tensor) -> torch.Tensor:
+def skipped(point: HookPoint, x: torch.Tensor) -> torch.Tensor:
+    """x, the point passed by: no hook is active."""
     return x
 
 

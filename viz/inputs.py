@@ -119,6 +119,19 @@ def clamp(value: object, low: int, high: int, default: int) -> int:
     return min(max(to_int(value, default), low), high)
 
 
+def step_chosen(value: object, n_steps: int | None = None, default: object = None) -> int:
+    """The library's step (from 0) of a step slider's value: the page counts steps from 1, and this is where the two
+    counts meet (step_shown the other way). Out of range: the nearest of the n_steps; not a number: `default` (a
+    slider value), else the first."""
+    high = max(n_steps, 1) if n_steps is not None else to_int(value, 1)  # no number of steps: no upper bound
+    return clamp(value, 1, max(high, 1), to_int(default, 1)) - 1
+
+
+def step_shown(step: int) -> int:
+    """A library step (from 0) as the page labels it (from 1)."""
+    return step + 1
+
+
 def layer_head(n_layers: int, n_heads: int, layer, head) -> tuple[int, int]:
     """Clamp layer and head choices (ints, or strings from an API client) into range."""
     return clamp(layer, 0, n_layers - 1, 0), clamp(head, 0, n_heads - 1, 0)

@@ -18,6 +18,8 @@ import torch
 
 from pipelines.contracts import CausalLMAdapter, ClassifierAdapter, Seq2SeqAdapter
 from pipelines.explanations.registry import Attribution, Method, register
+from pipelines.kinds import CAUSAL
+from pipelines.models.hook_names import attn_point
 
 IG_STEPS = 32  # Gauss-Legendre points
 IG_BATCH = 16  # classifier: interpolation points per forward pass (memory stays small for long reviews)
@@ -237,8 +239,8 @@ class AttentionNorm(Method):
     def next_token(self, adapter: CausalLMAdapter, ids, target, words, progress=None):
         """Language model: the last layer's row of the last position, ||sum_h w^h_j v^h_j W_O^h|| for each key j
         (grouped key/value heads: each query head reads its key/value head's values)."""
-        last = adapter.head_layers["causal"] - 1
-        point = f"blocks.{last}.attn.hook_v"
+        last = adapter.head_layers[CAUSAL.name] - 1
+        point = attn_point(CAUSAL.name, last, "hook_v")
         run, cache = adapter.run_with_cache(lambda: adapter.forward(ids, need_weights=True), [point])
         v = cache[point][0].float().transpose(0, 1)  # (Hkv, T, hs)
         w_o = adapter.W_O("causal")[last].float().to(v.device)  # (H, hs, D)

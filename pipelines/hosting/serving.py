@@ -1,8 +1,9 @@
 """Pipelines for a server: calls from many request threads go through one fair MicroBatcher.
 
 Each task's served class (its Task.served, pipelines.tasks) has the methods of its pipeline, with the same parameters
-(tests/pipelines/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged and "go to
-definition" leads here: the model run written out (it batches), the other runs as `alone(ThePipeline.method)`. Every
+(tests/pipelines/test_contracts.py holds them to it), so handlers written for a pipeline work unchanged: the model
+run written out here (it batches), every other method the pipeline declares @runs_model served as
+`alone(ThePipeline.method)` by ServedPipeline.__init_subclass__. Every
 call that runs the model (the model run, a run with heads switched off, explanations, faithfulness, the head table,
 scoring: the methods declared @runs_model) goes through the batcher to the model's one runner, pipe.run_batch, in the
 model's own process where it has one; only cheap attributes (tokenizing, sizes, names) are read from the pipeline here.
@@ -26,7 +27,7 @@ from pipelines.hosting.decoding import DecodingLoop, Row
 from pipelines.hosting.microbatch import MicroBatcher
 from pipelines.hosting.processes import ModelProcess, remote
 from pipelines.language_model import Decoding, LanguageModelPipeline
-from pipelines.pipeline import in_background
+from pipelines.pipeline import declared_runs_model, in_background
 from pipelines.sentiment import SentimentPipeline, SentimentResult
 from pipelines.translation import TranslationPipeline
 
@@ -34,11 +35,11 @@ _CLIENT: ContextVar[Hashable] = ContextVar("client", default=None)
 # Who is calling when no calling_client block says so: a server sets this (viz.server.hosting: the request's session).
 client_source: Callable[[], Hashable] | None = None
 SHORT_REVIEW = 128  # tokens: reviews up to this share batches with each other, longer ones with longer ones
-# Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch of
-# 8 reviews of 361 tokens on a 2 x 4 model peaked 81-87 MB above the model's resting memory against 41 MB for 4.
+# Long reviews run in batches as large as the memory budget allows for this model (budget.review_batch): a batch's
+# peak memory grows with its reviews.
 SHORT_SENTENCE = 32
-# Generations decoding together at most: one SmolLM2 step of rows of 40 tokens took 73.6 ms for 1 row, 168 ms for 16
-# and 230 ms for 32 (one thread; benchmarks/batched_decoding.py); a 32-row cache of 60 tokens is about 90 MB.
+# Generations decoding together at most: a step of many rows costs far less than a step each (benchmarks/
+# batched_decoding.py, benchmarks/RESULTS.md), and the rows' key/value caches bound how many.
 MAX_ROWS = 32
 DECODING_CLIENT = "decoding"  # the decoding loop's steps queue in the model's lane as this client's
 T = TypeVar("T")
@@ -90,7 +91,15 @@ def alone(method: Callable[..., T]) -> Callable[..., T]:
 
 class ServedPipeline:
     """What every served pipeline shares: the model's one runner on the batcher, and the pipeline's cheap attributes
-    (Forwarded: read from the pipeline)."""
+    (Forwarded: read from the pipeline). A subclass names its pipeline's class (`class ServedX(ServedPipeline,
+    pipeline=XPipeline)`): every method that class declares @runs_model and the subclass does not write itself is
+    served as alone(method)."""
+
+    def __init_subclass__(cls, pipeline: type | None = None, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in dir(pipeline) if pipeline is not None else ():
+            if declared_runs_model(pipeline, name) and name not in vars(cls):
+                setattr(cls, name, alone(getattr(pipeline, name)))
 
     def __init__(
         self, pipe, batcher: MicroBatcher, process: ModelProcess | None = None, cache: ResultCache | None = None
@@ -142,7 +151,7 @@ class ServedPipeline:
     metrics: Forwarded[dict] = Forwarded()
 
 
-class ServedSentiment(ServedPipeline):
+class ServedSentiment(ServedPipeline, pipeline=SentimentPipeline):
     """A SentimentPipeline whose runs go through the batcher in batches (SentimentPipeline.analyze_inputs)."""
 
     pipe: SentimentPipeline
@@ -165,22 +174,6 @@ class ServedSentiment(ServedPipeline):
         limit = self.long_batch if long and need_weights else 0  # the maps are what takes the memory
         return self._batched(review, SentimentPipeline.analyze_inputs, long, limit, need_weights=need_weights)
 
-    explain = alone(SentimentPipeline.explain)
-    faithfulness = alone(SentimentPipeline.faithfulness)
-    head_table = alone(SentimentPipeline.head_table)
-    internals = alone(SentimentPipeline.internals)
-    logit_lens = alone(SentimentPipeline.logit_lens)
-    layer_by_layer = alone(SentimentPipeline.layer_by_layer)
-    direct_logit_attribution = alone(SentimentPipeline.direct_logit_attribution)
-    patch = alone(SentimentPipeline.patch)
-    switch_off = alone(SentimentPipeline.switch_off)
-    inside_head = alone(SentimentPipeline.inside_head)
-    score_attribution = alone(SentimentPipeline.score_attribution)
-    composition = alone(SentimentPipeline.composition)
-    copying_scores = alone(SentimentPipeline.copying_scores)
-    copied_tokens = alone(SentimentPipeline.copied_tokens)
-    head_table_over = alone(SentimentPipeline.head_table_over)
-
     def weak_spots(self, text: str):
         return self.pipe.weak_spots(text)  # a text search: no model run
 
@@ -191,7 +184,7 @@ class ServedSentiment(ServedPipeline):
     domain: Forwarded[Any] = Forwarded()
 
 
-class ServedTranslation(ServedPipeline):
+class ServedTranslation(ServedPipeline, pipeline=TranslationPipeline):
     """A TranslationPipeline whose runs go through the batcher in batches of one beam size
     (TranslationPipeline.explain_inputs)."""
 
@@ -213,31 +206,13 @@ class ServedTranslation(ServedPipeline):
         options = dict(beam_size=beam_size, alpha=alpha, top_k=top_k, need_weights=need_weights)
         return self._batched(source, method, long, **options)
 
-    explain = alone(TranslationPipeline.explain)
-    faithfulness = alone(TranslationPipeline.faithfulness)
-    head_table = alone(TranslationPipeline.head_table)
-    internals = alone(TranslationPipeline.internals)
-    logit_lens = alone(TranslationPipeline.logit_lens)
-    layer_by_layer = alone(TranslationPipeline.layer_by_layer)
-    layer_by_layer_steps = alone(TranslationPipeline.layer_by_layer_steps)
-    direct_logit_attribution = alone(TranslationPipeline.direct_logit_attribution)
-    patch = alone(TranslationPipeline.patch)
-    switch_off = alone(TranslationPipeline.switch_off)
-    inside_head = alone(TranslationPipeline.inside_head)
-    score = alone(TranslationPipeline.score)
-    score_attribution = alone(TranslationPipeline.score_attribution)
-    composition = alone(TranslationPipeline.composition)
-    copying_scores = alone(TranslationPipeline.copying_scores)
-    copied_tokens = alone(TranslationPipeline.copied_tokens)
-    head_table_over = alone(TranslationPipeline.head_table_over)
-
     beam_size: Forwarded[int] = Forwarded()
     alpha: Forwarded[float] = Forwarded()
     max_src: Forwarded[int] = Forwarded()
     domain: Forwarded[Any] = Forwarded()
 
 
-class ServedLM(ServedPipeline):
+class ServedLM(ServedPipeline, pipeline=LanguageModelPipeline):
     """A LanguageModelPipeline whose generations (clicks, /generate, __call__) decode together, step by step, in the
     model's lane (pipelines.hosting.decoding: continuous batching); its other runs go through the batcher alone."""
 
@@ -263,25 +238,6 @@ class ServedLM(ServedPipeline):
     def _last(stream):
         *_, result = stream
         return result
-
-    finish = alone(LanguageModelPipeline.finish)
-    explain = alone(LanguageModelPipeline.explain)
-    explain_steps = alone(LanguageModelPipeline.explain_steps)
-    faithfulness = alone(LanguageModelPipeline.faithfulness)
-    head_table = alone(LanguageModelPipeline.head_table)
-    internals = alone(LanguageModelPipeline.internals)
-    logit_lens = alone(LanguageModelPipeline.logit_lens)
-    layer_by_layer = alone(LanguageModelPipeline.layer_by_layer)
-    layer_by_layer_steps = alone(LanguageModelPipeline.layer_by_layer_steps)
-    direct_logit_attribution = alone(LanguageModelPipeline.direct_logit_attribution)
-    patch = alone(LanguageModelPipeline.patch)
-    switch_off = alone(LanguageModelPipeline.switch_off)
-    score_attribution = alone(LanguageModelPipeline.score_attribution)
-    composition = alone(LanguageModelPipeline.composition)
-    copying_scores = alone(LanguageModelPipeline.copying_scores)
-    copied_tokens = alone(LanguageModelPipeline.copied_tokens)
-    induction_circuit = alone(LanguageModelPipeline.induction_circuit)
-    head_table_over = alone(LanguageModelPipeline.head_table_over)
 
     default_explanation: Forwarded[dict] = Forwarded()
 

@@ -17,10 +17,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from pipelines.lens.readout import ClassifierReadout, Readout
+from pipelines.lens.readout import Readout
 
 
-@dataclass
+@dataclass(frozen=True)
 class Attribution:
     """Each part's direct contribution to `total`, the model's own logit of `target` (minus `contrast`'s)."""
 
@@ -31,8 +31,8 @@ class Attribution:
     target: str
     contrast: str | None
     cross: np.ndarray | None = None  # (L, H) the decoder's cross-attention heads, where there are
-    unexplained: float = 0.0  # total - the sum of the terms: float error, or what a non-linear readout leaves
     exact: bool = True  # the readout is linear: the terms add up to total
+    unexplained: float = 0.0  # total - the sum of the terms: float error, or what a non-linear readout leaves
 
     @property
     def terms_sum(self) -> float:
@@ -76,42 +76,42 @@ class Parts:
 
 def _written(readout: Readout, cache: dict, pos) -> tuple[Parts, torch.Tensor]:
     """The parts of the residual stream at positions `pos`, through every norm to the readout; and that state (P, D)."""
-    pre, blocks = readout.prefix, readout.blocks
-    g = lambda name: cache[pre + name][0, pos].float()  # noqa: E731  (P, ...) of one cached point
-    first, embed = blocks[0].attn, g("blocks.0.hook_resid_pre")  # (P, D)
+    g = lambda i, name: cache[readout.point(i, name)][0, pos].float()  # noqa: E731  (P, ...) of one cached point
+    blocks = readout.blocks
+    first, embed = blocks[0].attn, g(0, "hook_resid_pre")  # (P, D)
     cross = blocks[0].cross_attn is not None
     parts = Parts(len(blocks), first.n_heads, embed.size(0), embed.size(1), cross, embed)
     parts.x[0] = embed
     for i, block in enumerate(blocks):
-        b = f"blocks.{i}."
-        parts.x[parts.head(i)] = g(b + "attn.hook_result").transpose(0, 1)  # (H, P, D)
+        parts.x[parts.head(i)] = g(i, "attn.hook_result").transpose(0, 1)  # (H, P, D)
         parts.x[0] += block.attn.b_O.float()
         if not block.norm_first:
-            parts.norm(block.attn_norm, g(b + "hook_resid_pre") + g(b + "hook_attn_out"))
-        mid = g(b + "hook_resid_mid")
+            parts.norm(block.attn_norm, g(i, "hook_resid_pre") + g(i, "hook_attn_out"))
+        mid = g(i, "hook_resid_mid")
         if cross:
-            parts.x[parts.cross(i)] = g(b + "cross_attn.hook_result").transpose(0, 1)
+            parts.x[parts.cross(i)] = g(i, "cross_attn.hook_result").transpose(0, 1)
             parts.x[0] += block.cross_attn.b_O.float()
             if not block.norm_first:
-                parts.norm(block.cross_norm, mid + g(b + "hook_cross_attn_out"))
-            mid = g(b + "hook_resid_cross")
-        parts.x[parts.mlp(i)] = g(b + "hook_mlp_out")
+                parts.norm(block.cross_norm, mid + g(i, "hook_cross_attn_out"))
+            mid = g(i, "hook_resid_cross")
+        parts.x[parts.mlp(i)] = g(i, "hook_mlp_out")
         if not block.norm_first:
-            parts.norm(block.mlp_norm, mid + g(b + "hook_mlp_out"))
-    last = g(f"blocks.{len(blocks) - 1}.hook_resid_post")
+            parts.norm(block.mlp_norm, mid + g(i, "hook_mlp_out"))
+    last = g(len(blocks) - 1, "hook_resid_post")
     parts.norm(readout.final_norm, last)
     return parts, readout.final_norm(last)
+
+
+STREAM = ("hook_resid_pre", "attn.hook_result", "hook_attn_out", "hook_resid_mid")
+CROSS = ("cross_attn.hook_result", "hook_cross_attn_out", "hook_resid_cross")
 
 
 def names(readout: Readout) -> list[str]:
     """The hook points an attribution reads."""
     out = []
     for i, block in enumerate(readout.blocks):
-        b = f"{readout.prefix}blocks.{i}."
-        out += [b + n for n in ("hook_resid_pre", "attn.hook_result", "hook_attn_out", "hook_resid_mid")]
-        if block.cross_attn is not None:
-            out += [b + "cross_attn.hook_result", b + "hook_cross_attn_out", b + "hook_resid_cross"]
-        out += [b + "hook_mlp_out", b + "hook_resid_post"]
+        points = STREAM + (CROSS if block.cross_attn is not None else ()) + ("hook_mlp_out", "hook_resid_post")
+        out += [readout.point(i, n) for n in points]
     return out
 
 
@@ -129,30 +129,12 @@ def direct_logit_attribution(
     """The attribution of one cached pass (a batch of one holding names(readout)) to output `target` (minus
     `contrast`) at `position`; total: the model's own logit (difference) there. The classifier reads every position
     through its pooling: pool_weights (T,) as its pass pooled them."""
-    classifier = isinstance(readout, ClassifierReadout)
-    pos = slice(None) if classifier else slice(position, position + 1 if position != -1 else None)
-    parts, state = _written(readout, cache, pos)
-    if classifier:
-        pooled_parts = (parts.x * pool_weights.float()[None, :, None]).sum(1)  # (N, D)
-        pooled = (pool_weights.float()[:, None] * state).sum(0).requires_grad_(True)  # (D,)
-        with torch.enable_grad():
-            logits = readout.head(pooled)
-            diff = logits[target] - (logits[contrast] if contrast is not None else 0.0)
-            (grad,) = torch.autograd.grad(diff, pooled)
-        values = pooled_parts @ grad  # (N,)
-        exact = readout.model.pooler is None
-        if exact:  # a linear head: its bias is one more fixed term
-            bias = readout.model.head[1].bias.float()
-            values[0] += bias[target] - (bias[contrast] if contrast is not None else 0.0)
-    else:
-        u = readout.unembed[:, target].float() - (readout.unembed[:, contrast].float() if contrast is not None else 0)
-        values = parts.x[:, 0] @ u  # (N,)
-        exact = True
+    parts, state = _written(readout, cache, readout.at(position))
+    values, exact = readout.shares(parts.x, state, target, contrast, pool_weights)
     L = parts.L
     v = values.cpu().numpy().astype(np.float64)
     heads = np.stack([v[parts.head(i)] for i in range(L)])
     cross = np.stack([v[parts.cross(i)] for i in range(L)]) if readout.blocks[0].cross_attn is not None else None
     mlps = np.array([v[parts.mlp(i)] for i in range(L)])
-    out = Attribution(heads, mlps, float(v[0]), float(total), labels[0], labels[1], cross, exact=exact)
-    out.unexplained = out.total - out.terms_sum
-    return out
+    terms = float(heads.sum()) + (float(cross.sum()) if cross is not None else 0.0) + float(mlps.sum()) + float(v[0])
+    return Attribution(heads, mlps, float(v[0]), float(total), *labels, cross, exact, float(total) - terms)

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import torch
 
-from pipelines.lens.readout import ClassifierReadout, Readout
+from pipelines.lens.readout import Readout
 
 TOP_K = 5
 
 
-@dataclass
+@dataclass(frozen=True)
 class Lens:
     """What each layer predicts. Rows are layers (embeddings, then after each block), columns the positions."""
 
@@ -27,9 +27,6 @@ class Lens:
     note: str
     kind: str = "logit"  # "tuned": each state went through its layer's translator first (tuned.py)
     logit_kl: list[float] | None = None  # [l]: the logit lens's kl, beside a tuned lens's, to compare
-
-    def top_token(self, layer: int, position: int) -> str:
-        return self.top_tokens[layer][position][0]
 
 
 POST_NORM_NOTE = (
@@ -76,6 +73,19 @@ def kl(final: torch.Tensor, other: torch.Tensor) -> float:
     return float((final.exp() * (final - other)).sum())
 
 
+def _note(readout: Readout, translators, said: str) -> str:
+    """What the lens's rows mean, after `said` (why it is not the lens asked for, where it is not)."""
+    note = TUNED_NOTE if translators is not None else PRE_NORM_NOTE if readout.norm_first else POST_NORM_NOTE
+    return f"{said} {note}" if said else note
+
+
+def _rows(readout: Readout, cache: dict, text, translators) -> tuple[list, list, list]:
+    """(the L + 1 states as read, those states through the translators where given, the lens's rows of them)."""
+    plain = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
+    states = plain if translators is None else [translators(i, s) for i, s in enumerate(plain)]
+    return plain, states, [row for chunk in _chunks(states) for row in _tops(readout, chunk, text)]
+
+
 @torch.no_grad()
 def logit_lens(
     readout: Readout,
@@ -84,19 +94,15 @@ def logit_lens(
     text: Callable[[int], str],
     real: torch.Tensor | None = None,
     translators=None,
+    said: str = "",
 ) -> Lens:
     """The lens of one cached pass (a batch of one holding readout.names()); text(i): output i's text; real (1, T):
-    the classifier's real tokens; translators: a tuned lens's (tuned.Translators), None for the logit lens."""
-    plain = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
-    states = plain if translators is None else [translators(i, s) for i, s in enumerate(plain)]
-    rows = [row for chunk in _chunks(states) for row in _tops(readout, chunk, text)]
-    if isinstance(readout, ClassifierReadout):  # the prediction is the pooled state's, not a position's
-        last = [readout.pooled_logits(s, real)[0].float().log_softmax(-1) for s in states]  # (C,) each
-    else:
-        last = [r[2] for r in rows]
+    the classifier's real tokens; translators: a tuned lens's (tuned.Translators), None for the logit lens; said:
+    what the note says first."""
+    plain, states, rows = _rows(readout, cache, text, translators)
+    last = readout.predictions(rows, states, real)
     final = last[-1]
     best = int(final.argmax())
-    post = not readout.norm_first
     logit_kl = None
     if translators is not None:  # the logit lens at the last position only: (L + 1) rows, not (L + 1) x T
         logit_kl = [kl(final, readout.logits(s[:, -1:])[0, -1].float().log_softmax(-1)) for s in plain]
@@ -108,8 +114,8 @@ def logit_lens(
         text(best),
         [float(lp[best].exp()) for lp in last],
         [kl(final, lp) for lp in last],
-        post,
-        TUNED_NOTE if translators is not None else POST_NORM_NOTE if post else PRE_NORM_NOTE,
+        not readout.norm_first,
+        _note(readout, translators, said),
         "tuned" if translators is not None else "logit",
         logit_kl,
     )
@@ -117,15 +123,19 @@ def logit_lens(
 
 @torch.no_grad()
 def logit_lens_at(
-    readout: Readout, cache: dict, tokens: list[str], text: Callable[[int], str], positions: list[int], translators=None
+    readout: Readout,
+    cache: dict,
+    tokens: list[str],
+    text: Callable[[int], str],
+    positions: list[int],
+    translators=None,
+    said: str = "",
 ) -> list[Lens]:
     """The lens of each prefix tokens[: p + 1] (p in positions) of one cached pass of a causal model: what it had
     read when it chose the token after p. Causal, a prefix's states are the whole pass's: the grid is unembedded
     once, and each prefix's by-layer lines (the final answer's probability, the KL) are read at its own last
     position. Equal to logit_lens of a pass over the prefix alone (tests/pipelines/test_lens.py)."""
-    plain = [s.float() for s in readout.states(cache)]  # L + 1 (1, T, D)
-    states = plain if translators is None else [translators(i, s) for i, s in enumerate(plain)]
-    rows = [row for chunk in _chunks(states) for row in _tops(readout, chunk, text)]
+    plain, states, rows = _rows(readout, cache, text, translators)
     at = torch.tensor(positions, device=plain[0].device)
 
     def by_layer(layer_states) -> torch.Tensor:  # (L + 1, S, V) log-probabilities at the prefixes' last positions
@@ -137,11 +147,10 @@ def logit_lens_at(
     final_prob = lp.gather(-1, best[None, :, None].expand(len(lp), -1, 1))[..., 0].exp()  # (L + 1, S)
     kls = (final.exp() * (final - lp)).sum(-1)  # (L + 1, S)
     logit_kls = None if translators is None else (final.exp() * (final - by_layer(plain))).sum(-1)
-    post = not readout.norm_first
-    note = TUNED_NOTE if translators is not None else POST_NORM_NOTE if post else PRE_NORM_NOTE
+    note, kind = _note(readout, translators, said), "tuned" if translators is not None else "logit"
     return [
         Lens(readout.layer_names, tokens[: p + 1], [r[0][: p + 1] for r in rows], [r[1][: p + 1] for r in rows],
-             text(int(best[s])), final_prob[:, s].tolist(), kls[:, s].tolist(), post, note,
-             "tuned" if translators is not None else "logit", None if logit_kls is None else logit_kls[:, s].tolist())
+             text(int(best[s])), final_prob[:, s].tolist(), kls[:, s].tolist(), not readout.norm_first, note, kind,
+             None if logit_kls is None else logit_kls[:, s].tolist())
         for s, p in enumerate(positions)
     ]  # fmt: skip

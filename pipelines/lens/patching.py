@@ -19,11 +19,12 @@ import torch
 
 from pipelines.hosting.microbatch import pause_point
 from pipelines.lens import cost
+from pipelines.lens.readout import Readout
 
 OVER = {"resid": "hook_resid_pre", "attn_out": "hook_attn_out", "mlp_out": "hook_mlp_out", "heads": "attn.hook_z"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Patching:
     """The normalised metric with each cell's state patched in from the clean run."""
 
@@ -39,20 +40,29 @@ class Patching:
     cells: list[list[int]] | None = None  # the positions of each column of a coarser grid (None: a column a position)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Runner:
     """One task's side of patching: run(ids, hooks) -> the answer's logits (B, V) from a batch of ids (B, T), and
-    the names of its stack's points (prefix: "" or "decoder.")."""
+    the stack whose points are patched (readout.py: their names)."""
 
     run: Callable[[torch.Tensor, list], torch.Tensor]
-    registry: object  # the model's HookRegistry
-    prefix: str
-    n_layers: int
-    n_heads: int
+    stack: Readout
     # run_from(layer, resid (B, T, D), ids (B, T), hooks): the answer's logits from block `layer`'s input on, the
     # blocks below not run again (as the head table does); None: every cell runs the whole model
     run_from: Callable | None = None
     inputs: list | None = None  # each block's input on the corrupted ids (1, T, D), where run_from is used
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.stack.blocks)
+
+    @property
+    def n_heads(self) -> int:
+        return self.stack.blocks[0].attn.n_heads
+
+    def points(self, name: str) -> list[str]:
+        """Point `name` ("hook_resid_pre", "attn.hook_z", ...) of every block of the stack."""
+        return [self.stack.point(i, name) for i in range(self.n_layers)]
 
 
 def _cache(runner: Runner, ids: torch.Tensor, names: list[str], grad: bool = False):
@@ -64,10 +74,6 @@ def _cache(runner: Runner, ids: torch.Tensor, names: list[str], grad: bool = Fal
     with torch.set_grad_enabled(grad):
         logits = runner.run(ids, [(n, keep) for n in names])
     return logits, cache
-
-
-def _names(runner: Runner, over: str) -> list[str]:
-    return [f"{runner.prefix}blocks.{i}.{OVER[over]}" for i in range(runner.n_layers)]
 
 
 def patch(
@@ -82,13 +88,15 @@ def patch(
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
     last_only: bool = False,
+    said: str = "",
     cells: cost.Cells | None = None,
     max_seconds: float | None = None,
 ) -> Patching:
     """Patch each cell of `over` from the clean ids (1, T) into the corrupted ids (1, T'). Positions are patched only
     where the inputs have the same length; heads are patched at every position then (unless last_only), else at the
-    last one. cells: an exact grid's positions grouped, or the last ones only (cost.Cells; None: each position).
-    max_seconds: an exact grid estimated past it is not run: cost.TooCostly (None: no bound)."""
+    last one. said: what the note says first (what the metric compares). cells: an exact grid's positions grouped, or
+    the last ones only (cost.Cells; None: each position). max_seconds: an exact grid estimated past it is not run:
+    cost.TooCostly (None: no bound)."""
     if over not in OVER:
         raise ValueError(f"over must be one of {sorted(OVER)}, got {over!r}")
     same_length = clean.size(1) == corrupted.size(1)
@@ -98,7 +106,7 @@ def patch(
             f"the two inputs have {clean.size(1)} and {corrupted.size(1)} tokens: a position of one is no position of "
             "the other, so states are patched by position only between inputs of one length (heads need no alignment)"
         )
-    names = _names(runner, over)
+    names = runner.points(OVER[over])
     diff = lambda logits: logits[:, clean_answer] - logits[:, corrupted_answer]  # noqa: E731  (B,)
     positions = None
     if exact:  # the corrupted run, timed: the grid's cost is known (cost.py) before anything else runs
@@ -106,7 +114,7 @@ def patch(
         n, from_layer = runner.n_heads if over == "heads" else corrupted.size(1), runner.run_from is not None
         positions = cost.bounded(cells, over == "heads", n, runner.n_layers, from_layer, per_pass, max_seconds)
     if exact and runner.run_from is not None:  # what each block read on the corrupted input: the runs start there
-        names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
+        names_in = runner.points("hook_resid_pre")
         _, corrupted_inputs = _cache(runner, corrupted, names_in)
         runner = dataclasses.replace(runner, inputs=[corrupted_inputs[n] for n in names_in])
     clean_logits, clean_cache = _cache(runner, clean, names)
@@ -124,7 +132,8 @@ def patch(
                    for p in positions]  # fmt: skip
     rows = [f"layer {i}" for i in range(runner.n_layers)]
     why = "." if same_length else ": the inputs differ in length."
-    note = "" if aligned else f"Each head is patched at the last position only{why}"
+    last = "" if aligned else f"Each head is patched at the last position only{why}"
+    note = f"{said} {last}".strip()
     return Patching(grid, rows, columns, base, low, over, exact, aligned, note, positions)
 
 
@@ -214,7 +223,7 @@ def _attribution(runner, corrupted, clean_cache, names, over, aligned, diff) -> 
     return torch.stack(rows).cpu().numpy(), float(metric[0].detach())
 
 
-@dataclass
+@dataclass(frozen=True)
 class SwitchedOff:
     """Each head's whole effect on the answer: the metric of the intact run minus that with the head's output
     (hook_z) zeroed at every position, beside its direct part (attribution.py): the difference is what the later
@@ -234,8 +243,7 @@ def switch_off(
     minus the switched-off one; one batched pass a layer (a row a head), from each layer's own input where the runner
     can start there. attn: which attention of each block ("cross_attn": the decoder's cross-attention). Rows a Stop
     leaves out are NaN. Returns (grid, the intact metric)."""
-    names = [f"{runner.prefix}blocks.{i}.{attn}.hook_z" for i in range(runner.n_layers)]
-    names_in = [f"{runner.prefix}blocks.{i}.hook_resid_pre" for i in range(runner.n_layers)]
+    names, names_in = runner.points(f"{attn}.hook_z"), runner.points("hook_resid_pre")
     metric = lambda logits: logits[:, target] - (logits[:, contrast] if contrast is not None else 0.0)  # noqa: E731
     logits, cache = _cache(runner, ids, names + (names_in if runner.run_from is not None else []))
     if runner.run_from is not None:

@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from pipelines.models.hook_names import stack_point
+
 
 @dataclass(frozen=True)
 class ScoreParts:
@@ -127,7 +129,7 @@ def embedding_stream(stack, embed: torch.Tensor, tok: torch.Tensor | None, posit
 
 
 def _block_names(prefix: str, i: int, block, upto: str | None) -> list[str]:
-    b = f"{prefix}blocks.{i}."
+    b = stack_point(prefix, i)
     names = [b + "hook_resid_pre"]
     if upto == "attn":
         return names
@@ -181,16 +183,16 @@ def stream_at(stack, prefix: str, cache: dict, pos: list[int], layer: int, upto:
     stream, blocks = first, stack.blocks
     last = len(blocks) if upto == "end" else layer + 1
     for i in range(last):
-        _add_block(stream, blocks[i], g, f"{prefix}blocks.{i}.", i, upto if i == layer else None)
+        _add_block(stream, blocks[i], g, stack_point(prefix, i), i, upto if i == layer else None)
     if upto == "end":
-        stream.norm(stack.final_norm, g(f"{prefix}blocks.{len(blocks) - 1}.hook_resid_post"))
+        stream.norm(stack.final_norm, g(stack_point(prefix, len(blocks) - 1, "hook_resid_post")))
         return stream
     block = blocks[layer]
     if block.norm_first:
         if upto == "attn":
-            stream.norm(block.attn_norm, g(f"{prefix}blocks.{layer}.hook_resid_pre"))
+            stream.norm(block.attn_norm, g(stack_point(prefix, layer, "hook_resid_pre")))
         else:
-            stream.norm(block.cross_norm, g(f"{prefix}blocks.{layer}.hook_resid_mid"))
+            stream.norm(block.cross_norm, g(stack_point(prefix, layer, "hook_resid_mid")))
     return stream
 
 
@@ -281,7 +283,7 @@ def _stream(side: Side, cache: dict, pos: list[int], layer: int, upto: str) -> S
 def names_for(q_side: Side, k_side: Side | None, layer: int, cross: bool) -> list[str]:
     """The hook points one cell's decomposition reads (k_side: the encoder, for cross-attention)."""
     layer = check_index("layer", layer, len(q_side.stack.blocks))
-    attn = f"{q_side.prefix}blocks.{layer}.{'cross_attn' if cross else 'attn'}."
+    attn = stack_point(q_side.prefix, layer, "cross_attn." if cross else "attn.")
     names = stream_names(q_side.prefix, q_side.stack.blocks, layer, "cross" if cross else "attn")
     if cross:
         names += stream_names(k_side.prefix, k_side.stack.blocks, len(k_side.stack.blocks), "end")
@@ -306,7 +308,7 @@ def take_apart(cache: dict, q_side: Side, layer: int, head: int, query: int, key
         qs = ks = _stream(q_side, cache, [query, key], layer, "attn")
         q_parts, k_parts, k_labels = qs.x[:, 0], qs.x[:, 1], qs.labels
     pairs, rest = split_score(Cell(attn, head, query, key, q_parts, k_parts))
-    a = f"{q_side.prefix}blocks.{layer}.{'cross_attn' if cross else 'attn'}."
+    a = stack_point(q_side.prefix, layer, "cross_attn." if cross else "attn.")
     score = model_score(cache[a + "hook_q"][0, query], cache[a + "hook_k"][0, key], head, attn.n_heads)
     qi, ki = ordered(qs.labels), ordered(k_labels)
     return ScoreParts(

@@ -123,3 +123,20 @@ def tuned_lens_for(source: str | None, readout, device) -> TunedLens | None:
         return None
     lens = _load(str(path), path.stat().st_mtime, str(device))
     return lens if lens.fits(readout) else None
+
+
+LENS_KINDS = ("logit", "tuned")  # how a state is read out: as it is, or through its layer's translator (tuned.py)
+NO_TUNED_LENS = (
+    "This model has no tuned lens (one is trained by `python -m training.tuned_lens --model ...`, for these very "
+    "weights; a training step's snapshot has none): the logit lens is shown."
+)
+
+
+def translators_for(pipe, readout, kind: str):
+    """(a tuned lens's translators or None, what the lens's note says first) for reading `readout` the `kind` way."""
+    if kind not in LENS_KINDS:
+        raise ValueError(f"lens kind {kind!r} is not one of {', '.join(LENS_KINDS)}")
+    if kind == "logit":
+        return None, ""
+    tuned = tuned_lens_for(getattr(pipe, "source", None), readout, pipe.adapter.device)
+    return (tuned.translators, "") if tuned is not None else (None, NO_TUNED_LENS)

@@ -1,28 +1,18 @@
-"""Why a head looks there, per family: the glue between a pipeline (its tokenizing, its model's stacks) and the maths
-of pipelines.lens.score_parts, pipelines.lens.composition and pipelines.attention.over_set. Each pipeline's methods
-(score_attribution, composition, copying_scores, copied_tokens, head_table_over) call one function here."""
+"""Why a head looks there: the maths of pipelines.lens.score_parts, pipelines.lens.composition and
+pipelines.attention.over_set on a model's stacks (one cell of each family's model; each family's part, its tokens and
+stacks, is in pipelines/lens/family.py). The methods (score_attribution, composition, copying_scores, copied_tokens,
+head_table_over) are LensMethods' (pipelines/lens/operations.py)."""
 
 import torch
 
-from pipelines.attention import heads, over_set
-from pipelines.attention.attention_maps import token_texts
+from pipelines.attention import over_set
 from pipelines.attention.over_set import HeadTableOverSet, InductionSet
 from pipelines.lens import composition as compose
 from pipelines.lens import induction_circuit as circuit
 from pipelines.lens import score_parts
 from pipelines.lens.composition import Composition, Copying, Stack
+from pipelines.lens.readout import readout_of
 from pipelines.lens.score_parts import ScoreParts, Side
-from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
-
-NOT_OURS = (
-    "Why a head looks there reads the residual stream through this project's hook points: it is there for the models "
-    "of this project (from scratch or with public weights loaded into our code), not for a transformers model."
-)
-
-
-def ours(pipe, cls) -> None:
-    if not isinstance(pipe.adapter, cls):
-        raise ValueError(NOT_OURS)
 
 
 def _cached(model, names: list[str], *inputs) -> dict:
@@ -31,16 +21,6 @@ def _cached(model, names: list[str], *inputs) -> dict:
 
 
 # --- a score taken apart --------------------------------------------------------------------------------------------
-
-
-def sentiment_score_parts(pipe, text: str, layer: int, head: int, query: int, key: int, kind: str = "self"):
-    ours(pipe, OurClassifier)
-    if kind != "self":
-        raise ValueError(f"the classifier has self-attention only, not {kind!r}")
-    read = pipe.encode(text)
-    if not read.ids:
-        raise ValueError("the text has no tokens")
-    return classifier_cell(pipe.model, read.ids, token_texts(read.tokens), layer, head, query, key)
 
 
 def classifier_cell(model, ids: list[int], tokens: list[str], layer: int, head: int, query: int, key: int):
@@ -53,22 +33,6 @@ def classifier_cell(model, ids: list[int], tokens: list[str], layer: int, head: 
     side = Side(model.encoder, "", tokens, tok * model.encoder.scale)
     cache = _cached(model, score_parts.names_for(side, None, layer, False), x)
     return score_parts.take_apart(cache, side, layer, head, query, key, "self")
-
-
-def translation_score_parts(pipe, text, layer, head, query, key, step=None, kind="cross", target_ids=None):
-    """kind "encoder" (query and key: source positions), "decoder" (decoder positions) or "cross" (query a decoder
-    position, key a source position); decoder position t reads the output of step t - 1 (0: the start token) and
-    chooses the token of step t, so `step`, where given, is the query's position."""
-    ours(pipe, OurSeq2Seq)
-    a = pipe.adapter
-    source = pipe.source_input(text)
-    if len(source.ids) <= 1:
-        raise ValueError("the text has no tokens")
-    target_ids = list(pipe(text, beam_size=1).target_ids if target_ids is None else target_ids)
-    tgt = [a.bos_id] + target_ids[:-1]
-    tokens = (token_texts(source.tokens), ["<s>"] + [a.token_text(i) for i in target_ids[:-1]])
-    query = query if step is None or kind == "encoder" else step
-    return seq2seq_cell(pipe.model, source.ids, tgt, tokens, kind, layer, head, query, key)
 
 
 def seq2seq_cell(model, src: list[int], tgt: list[int], tokens, kind: str, layer, head, query, key) -> ScoreParts:
@@ -85,15 +49,6 @@ def seq2seq_cell(model, src: list[int], tgt: list[int], tokens, kind: str, layer
     return score_parts.take_apart(cache, q_side, layer, head, query, key, kind, k_side)
 
 
-def lm_score_parts(pipe, text, layer, head, query, key, kind="causal", result=None) -> ScoreParts:
-    """Positions into the result's sequence (prompt and generated tokens; None: the prompt as the model reads it)."""
-    ours(pipe, OurCausalLM)
-    if kind not in ("causal", "self"):
-        raise ValueError(f"the language model has causal self-attention only, not {kind!r}")
-    ids = list(result.sequence_ids) if result is not None else list(pipe.encode(text).ids)
-    return causal_cell(pipe.model, ids, [pipe.adapter.token_text(i) for i in ids], layer, head, query, key)
-
-
 def causal_cell(model, ids: list[int], tokens: list[str], layer: int, head: int, query: int, key: int):
     """ScoreParts of a CausalLM's head at (query, key) on ids."""
     if key > query:
@@ -108,21 +63,11 @@ def causal_cell(model, ids: list[int], tokens: list[str], layer: int, head: int,
 
 
 def stack_of(pipe, attention: str | None = None) -> Stack:
-    """The heads of `attention` in the pipeline's model, with the embeddings and unembedding their OV circuits go
-    through (the classifier has no unembedding over its vocabulary: its token embeddings, transposed, stand in)."""
-    model = pipe.model
-    if isinstance(pipe.adapter, OurClassifier):
-        _kind(attention, ("self",))
-        enc = model.encoder
-        return Stack("self", enc.blocks, model.tok_emb.weight, model.tok_emb.weight.T, enc.final_norm)
-    if isinstance(pipe.adapter, OurSeq2Seq):
-        kind = _kind(attention, ("encoder", "decoder"))
-        stack, embed = (model.encoder, model.src_emb) if kind == "encoder" else (model.decoder, model.tgt_emb)
-        return Stack(kind, stack.blocks, embed.weight, model.W_U, stack.final_norm)
-    if isinstance(pipe.adapter, OurCausalLM):
-        _kind("causal" if attention == "self" else attention, ("causal",))
-        return Stack("causal", model.blocks, model.tok_emb.weight, model.W_U, model.final_norm)
-    raise ValueError(NOT_OURS)
+    """The heads of `attention` (None: the family's first kind) in the pipeline's model, with the embeddings and
+    unembedding their OV circuits go through (the family's Stack: pipelines/lens/family.py)."""
+    readout_of(pipe.adapter)  # a transformers model: ValueError
+    family = pipe.lens_family
+    return family.stack(pipe.model, _kind(attention, family.attentions))
 
 
 def _kind(attention: str | None, kinds: tuple[str, ...]) -> str:
@@ -145,52 +90,27 @@ def copied_tokens(pipe, layer: int, head: int, n: int = 10, attention: str | Non
     stack = stack_of(pipe, attention)
     layer = score_parts.check_index("layer", layer, len(stack.blocks))
     head = score_parts.check_index("head", head, stack.blocks[0].attn.n_heads)
-    text = token_text(pipe.adapter)
+    text = pipe.lens_family.vocabulary_text(pipe)
     return [(text(i), v) for i, v in compose.copied(stack, layer, head, n)]
-
-
-def token_text(adapter):
-    """id -> a token's text as the views label it: the adapter's token_text where it has one (the translator, the
-    language model); the classifier's adapter names its vocabulary's pieces (special_name: the tokenizer's
-    id_to_token, "##ing" for a WordPiece continuation)."""
-    return getattr(adapter, "token_text", None) or adapter.special_name
 
 
 # --- heads over a data set ----------------------------------------------------------------------------------------
 
 
-def head_table_over(pipe, texts, progress=None, stop=None, name="", effects=True, decoding=None) -> HeadTableOverSet:
-    """The pipeline's head table on each of `texts` (a bundled set's name; a language model: or an InductionSet),
-    summarized per head. A translation is greedy, without the agreement column (an explanation a sentence); a
-    language model's effect is on its first new token (decoding: one new token, greedy). effects=False: the attention
-    columns alone (switching every head off, one at a time, is most of the cost)."""
+def head_table_over(pipe, texts, progress=None, stop=None, name: str = "", effects: bool = True) -> HeadTableOverSet:
+    """The pipeline's head table (its family's: pipelines/lens/family.py) on each of `texts` (a bundled set's name; a
+    language model: or an InductionSet), summarized per head. effects=False: the attention columns alone (switching
+    every head off, one at a time, is most of the cost)."""
+    readout_of(pipe.adapter)  # a transformers model: ValueError
     if isinstance(texts, InductionSet):
         return _induction_over(pipe, texts, progress, stop)
     if isinstance(texts, str):
         texts, name = over_set.bundled_set(texts), name or texts
-    if type(pipe.adapter) not in TABLES:
-        raise ValueError(NOT_OURS)
-    table = TABLES[type(pipe.adapter)](pipe, effects, decoding)
-    return over_set.measure(table, list(texts), progress, stop, name)
-
-
-def _sentiment_table(pipe, effects: bool, decoding=None):
-    return lambda text: heads.sentiment_head_table(pipe, text, effects)
-
-
-def _translation_table(pipe, effects: bool, decoding=None):
-    return lambda text: heads.translation_head_table(pipe, text, 1, None, False, None, effects)
-
-
-def _lm_table(pipe, effects: bool, decoding):
-    return lambda prompt: heads.lm_head_table(pipe, pipe.generate(prompt, decoding), pipe.induction, None, effects)
-
-
-TABLES = {OurClassifier: _sentiment_table, OurSeq2Seq: _translation_table, OurCausalLM: _lm_table}
+    return over_set.measure(pipe.lens_family.head_table(pipe, effects), list(texts), progress, stop, name)
 
 
 def _induction_over(pipe, s: InductionSet, progress, stop) -> HeadTableOverSet:
-    if not isinstance(pipe.adapter, OurCausalLM):
+    if not pipe.lens_family.prefix_lens:  # causal: the next-word model
         raise ValueError("the induction set is for a language model of this project")
     c = pipe.model.config
     ids = s.ids(c.vocab_size, c.bos_id, c.max_len).to(pipe.adapter.device)  # (n, 1 + 2 length)
@@ -201,5 +121,7 @@ def _induction_over(pipe, s: InductionSet, progress, stop) -> HeadTableOverSet:
 def induction_circuit(pipe, top: int = 1, carriers: int = 3, s: InductionSet | None = None):
     """pipelines.lens.induction_circuit on a language model of this project (default set: 2 sequences of 20 random
     tokens, twice: a batched pass, a pass a sequence for the key sides, three passes a head with heads off)."""
-    ours(pipe, OurCausalLM)
+    readout_of(pipe.adapter)  # a transformers model: ValueError
+    if not pipe.lens_family.prefix_lens:  # causal: the next-word model
+        raise ValueError("the induction circuit is found in a language model of this project")
     return circuit.induction_circuit(pipe.model, top, carriers, s or InductionSet(n=2, length=20, seed=0))

@@ -314,7 +314,7 @@ class OurCausalLM(OurModel, TokenizerMixin):
         if not need_hidden:
             out = run()
             return LMRun(out.logits, list(out.attentions or []))
-        names = [f"blocks.{i}.hook_resid_pre" for i in range(self.n_layers)] + ["hook_final"]
+        names = [block_point(CAUSAL.name, i, "hook_resid_pre") for i in range(self.n_layers)] + ["hook_final"]
         out, cache = self.run_with_cache(run, names)
         return LMRun(out.logits, list(out.attentions or []), [cache[n] for n in names])
 

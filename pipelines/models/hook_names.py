@@ -18,12 +18,18 @@ def attn_point(kind: str, layer: int, point: str) -> str:
     """The name of attention point `point` ("hook_q", "hook_k", "hook_v", "hook_z", "hook_pattern", "hook_result") of
     layer `layer` of kind `kind`: attn_point("cross", 1, "hook_v") == "decoder.blocks.1.cross_attn.hook_v"."""
     prefix, attn = KIND_POINTS[kind]
-    return f"{prefix}blocks.{layer}.{attn}.{point}"
+    return stack_point(prefix, layer, f"{attn}.{point}")
+
+
+def stack_point(prefix: str, layer: int, point: str = "") -> str:
+    """The name of point `point` of block `layer` of the stack whose points start with `prefix` ("", "encoder.",
+    "decoder."); point "": the block's own prefix, "decoder.blocks.1."."""
+    return f"{prefix}blocks.{layer}.{point}"
 
 
 def block_point(kind: str, layer: int, point: str) -> str:
     """The name of block point `point` ("hook_resid_pre", ...) of layer `layer` of kind `kind`'s stack."""
-    return f"{KIND_POINTS[kind][0]}blocks.{layer}.{point}"
+    return stack_point(KIND_POINTS[kind][0], layer, point)
 
 
 def attn_points(kinds: dict[str, int], points: tuple[str, ...]) -> list[str]:

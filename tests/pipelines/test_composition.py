@@ -113,7 +113,7 @@ def test_copied_tokens_on_every_family(request, family):
     top = pipe.copied_tokens(0, 1, n=4)
     expected = composition.copied(stack, 0, 1, 4)
     assert len(top) == 4 and [v for _, v in top] == [v for _, v in expected]
-    assert [t for t, _ in top] == [why_head.token_text(pipe.adapter)(i) for i, _ in expected]
+    assert [t for t, _ in top] == [pipe.lens_family.vocabulary_text(pipe)(i) for i, _ in expected]
     assert all(isinstance(t, str) and t for t, _ in top) and top[0][1] >= top[-1][1]
     if family == "sentiment":
         assert [t for t, _ in top] == [pipe.tokenizer.id_to_token(i) for i, _ in expected]

@@ -115,3 +115,21 @@ def test_methods_that_run_the_model_are_declared_where_they_are_defined(sentimen
     }
     for cls, expected in long_analyses.items():
         assert {n for n in dir(cls) if in_background(getattr(cls, n))} == expected, cls.__name__
+
+
+def test_a_new_operation_is_served_without_a_line_of_its_own():
+    """A method a pipeline declares @runs_model is served (alone, with its own parameters) by the served class that
+    names the pipeline: one method on the pipeline, none on the served class."""
+    from pipelines.hosting.serving import ServedPipeline
+    from pipelines.pipeline import runs_model
+
+    class Pipe(SentimentPipeline):
+        @runs_model
+        def new_operation(self, text: str, n: int = 1):
+            return text * n
+
+    class Served(ServedPipeline, pipeline=Pipe):
+        pass
+
+    assert "new_operation" in vars(Served) and parameters(Served.new_operation) == parameters(Pipe.new_operation)
+    assert Served.new_operation.__wrapped__ is Pipe.new_operation and Served.logit_lens.__wrapped__ is Pipe.logit_lens

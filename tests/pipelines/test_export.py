@@ -50,7 +50,8 @@ def test_sentiment_export_matches_the_pipeline(sentiment):
     np.testing.assert_allclose(data["explanation"]["scores"], np.asarray(explanation.scores, dtype=float), atol=1e-5)
     table = sentiment.head_table(text)
     assert [(r["layer"], r["head"]) for r in data["head_table"]] == [(r["layer"], r["head"]) for r in table]
-    lens, attribution = sentiment.layer_by_layer(text)  # the Layer by layer section, as drawn
+    drawn = sentiment.layer_by_layer(text)  # the Layer by layer section, as drawn
+    lens, attribution = drawn.lens, drawn.attribution
     assert data["layer_by_layer"]["lens"]["final_prob"] == pytest.approx(lens.final_prob, abs=1e-5)
     assert data["layer_by_layer"]["attribution"]["total"] == pytest.approx(attribution.total, abs=1e-5)
     np.testing.assert_allclose(data["layer_by_layer"]["attribution"]["heads"], attribution.heads, atol=1e-5)
@@ -74,7 +75,8 @@ def test_translation_export_matches_the_pipeline(translation):
     assert data["steps"][0]["top_k"][0][1] == pytest.approx(result.steps[0].top_k[0][1], abs=1e-6)
     assert data["explanation"] is not None and "error" not in data["explanation"]
     assert {r["kind"] for r in data["head_table"]} == {"encoder", "decoder", "cross"}
-    lens, attribution = translation.layer_by_layer(text, step=0, result=result)
+    drawn = translation.layer_by_layer(text, step=0, result=result)
+    lens, attribution = drawn.lens, drawn.attribution
     assert data["layer_by_layer"]["lens"]["top_tokens"] == lens.top_tokens
     np.testing.assert_allclose(data["layer_by_layer"]["attribution"]["cross"], attribution.cross, atol=1e-5)
 

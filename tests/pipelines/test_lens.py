@@ -69,7 +69,7 @@ def test_the_lm_attribution_adds_up_and_a_head_is_its_result_through_the_frozen_
 
 def test_the_lm_lens_follows_a_step_of_a_continuation(lm):
     result = lm(PROMPT, max_new_tokens=3)
-    at_two = lm.logit_lens(PROMPT, result=result, step=2)
+    at_two = lm.logit_lens(PROMPT, result=result, step=1)  # the second new token's (steps count from 0)
     assert len(at_two.tokens) == len(result.tokens) + 1
     assert at_two.final_token == result.steps[1].token
     with pytest.raises(ValueError, match="not one of this continuation's steps"):
@@ -80,7 +80,7 @@ def test_the_lm_lens_follows_a_step_of_a_continuation(lm):
 def test_every_step_from_one_pass_is_each_step_read_alone(lm, kind, monkeypatch):
     """layer_by_layer_steps (one pass over the continuation, for the step slider) gives, at each step, what
     layer_by_layer gives for that step alone (a pass over what the model had read then)."""
-    from pipelines.lens import tasks
+    from pipelines.lens import operations
 
     if kind == "tuned":  # an untrained tuned lens of this tiny model: its translators still change every row
         from pipelines.lens.tuned import Translators
@@ -88,14 +88,16 @@ def test_every_step_from_one_pass_is_each_step_read_alone(lm, kind, monkeypatch)
         translators = Translators(lm.n_layers, lm.adapter.model.config.d_model, rank=2)
         for p in translators.parameters():
             torch.nn.init.normal_(p, std=0.05)
-        monkeypatch.setattr(tasks, "translators_for", lambda pipe, readout, kind: (translators, ""))
+        monkeypatch.setattr(operations, "translators_for", lambda pipe, readout, kind: (translators, ""))
     result = lm(PROMPT, max_new_tokens=4)
-    steps = lm.layer_by_layer_steps(result, contrast=None, kind=kind)
+    steps = lm.layer_by_layer_steps(PROMPT, contrast=None, result=result, kind=kind)
     assert len(steps) == len(result.steps) == 4
-    for s, (lens, a) in enumerate(steps, start=1):
-        alone, a_alone = lm.layer_by_layer(PROMPT, result=result, step=s, kind=kind)
+    for s, read in enumerate(steps):
+        lens, a = read.lens, read.attribution
+        alone = lm.layer_by_layer(PROMPT, result=result, step=s, kind=kind)
+        alone, a_alone = alone.lens, alone.attribution
         assert lens.tokens == alone.tokens and lens.top_tokens == alone.top_tokens
-        assert lens.final_token == alone.final_token == result.steps[s - 1].token
+        assert lens.final_token == alone.final_token == result.steps[s].token
         np.testing.assert_allclose(lens.top_probs, alone.top_probs, atol=1e-5)
         np.testing.assert_allclose(lens.final_prob, alone.final_prob, atol=1e-5)
         np.testing.assert_allclose(lens.kl, alone.kl, atol=1e-5)
@@ -104,8 +106,8 @@ def test_every_step_from_one_pass_is_each_step_read_alone(lm, kind, monkeypatch)
         assert a.target == a_alone.target and a.total == pytest.approx(a_alone.total, abs=1e-5)
         np.testing.assert_allclose(a.heads, a_alone.heads, atol=1e-5)
         np.testing.assert_allclose(a.mlps, a_alone.mlps, atol=1e-5)
-    odd = lm.layer_by_layer_steps(result, contrast="no such token in any vocabulary")
-    assert all(isinstance(a, ValueError) for _, a in odd)  # said step by step; the lens stands
+    odd = lm.layer_by_layer_steps(PROMPT, contrast="no such token in any vocabulary", result=result)
+    assert all(r.attribution is None and "not one of the 10" in r.why_not for r in odd)  # step by step; lens stands
 
 
 def test_every_translation_step_from_one_pass_is_each_step_read_alone(translation):
@@ -113,8 +115,10 @@ def test_every_translation_step_from_one_pass_is_each_step_read_alone(translatio
     result = translation(german, beam_size=1)
     steps = translation.layer_by_layer_steps(german, result=result)
     assert len(steps) == len(result.target_ids)
-    for step, (lens, a) in enumerate(steps):
-        alone, a_alone = translation.layer_by_layer(german, step=step, result=result)
+    for step, read in enumerate(steps):
+        lens, a = read.lens, read.attribution
+        alone = translation.layer_by_layer(german, step=step, result=result)
+        alone, a_alone = alone.lens, alone.attribution
         assert lens.top_tokens == alone.top_tokens and a.target == a_alone.target
         np.testing.assert_allclose(a.heads, a_alone.heads, atol=1e-6)
         np.testing.assert_allclose(a.cross, a_alone.cross, atol=1e-6)
@@ -196,10 +200,12 @@ def test_a_contrastive_attribution_differs_from_the_plain_one(lm):
 
 
 def test_one_pass_gives_the_lens_and_the_attribution_the_two_calls_give(lm, sentiment):
-    lens, a = lm.layer_by_layer(PROMPT)
+    both = lm.layer_by_layer(PROMPT)
+    lens, a = both.lens, both.attribution
     # (the same to float error: the attribution asks for hook_result, whose heads are summed in another order)
     np.testing.assert_allclose(np.array(lens.top_probs), np.array(lm.logit_lens(PROMPT).top_probs), atol=1e-5)
     np.testing.assert_allclose(a.heads, lm.direct_logit_attribution(PROMPT).heads, atol=1e-6)
-    lens, a = sentiment.layer_by_layer(REVIEW, contrast=0)
+    both = sentiment.layer_by_layer(REVIEW, contrast=0)
+    lens, a = both.lens, both.attribution
     assert lens.final_prob == pytest.approx(sentiment.logit_lens(REVIEW).final_prob, abs=1e-5)
     assert a.total == pytest.approx(sentiment.direct_logit_attribution(REVIEW, contrast=0).total, abs=1e-6)

@@ -11,7 +11,7 @@ import torch
 from tiny_models import linear_in_the_last_heads
 
 from pipelines import LanguageModelPipeline, SentimentPipeline, TranslationPipeline
-from pipelines.lens import cost, tasks
+from pipelines.lens import cost
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 CLEAN = "When Mary and John went to the store, John gave a drink to"
@@ -124,11 +124,11 @@ def test_the_bundled_models_grids_are_finite_and_agree_roughly(bundled):
 
 def test_task_patching_says_when_both_inputs_answer_alike(lm):
     with pytest.raises(ValueError, match="both inputs answer"):
-        tasks.lm_patch(lm, CLEAN, CLEAN)
+        lm.patch(CLEAN, CLEAN)
 
 
 def test_translation_patches_at_the_first_step_where_the_two_sentences_answers_differ():
-    from pipelines.lens.tasks import first_difference
+    from pipelines.lens.family import first_difference
 
     pipe = TranslationPipeline.from_pretrained(str(ASSETS / "translation"))
     a, b = "Ein Mann fährt mit dem Fahrrad.", "Eine Frau fährt mit dem Fahrrad."
@@ -136,7 +136,7 @@ def test_translation_patches_at_the_first_step_where_the_two_sentences_answers_d
     result = pipe(a, beam_size=1)
     srcs = [torch.tensor([pipe.encode_source([t])[0][0]]) for t in (a, b)]
     step = first_difference(pipe, srcs, result.target_ids)
-    assert f"at decoding step {step + 1}" in p.note and p.clean > p.corrupted
+    assert f"at decoding step {step}." in p.note and p.clean > p.corrupted
     same = pipe.patch(a, b, over="heads", exact=False, step=step)
     np.testing.assert_allclose(p.grid, same.grid, atol=1e-6)
     with pytest.raises(ValueError, match="same token first at every step"):

@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from pipelines.lens import tasks as lens_tasks
-from pipelines.lens.tuned import FILE, Fingerprint, Translators, TunedLens, lens_file, tuned_lens_for
+from pipelines.lens.readout import readout_of
+from pipelines.lens.tuned import FILE, NO_TUNED_LENS, Fingerprint, Translators, TunedLens, lens_file, tuned_lens_for
 
 PROMPT = "The film was a"
 
 
 def _lens_for(pipe, randomise: bool) -> TunedLens:
-    readout = lens_tasks.readout_of(pipe.adapter)
+    readout = readout_of(pipe.adapter)
     t = Translators(pipe.n_layers, readout.unembed.shape[0], rank=4)
     if randomise:
         with torch.no_grad():
@@ -36,7 +36,7 @@ def lm_with_lens(lm_dir, tmp_path):
 
 
 def test_identity_translators_read_as_the_logit_lens(lm):
-    readout = lens_tasks.readout_of(lm.adapter)
+    readout = readout_of(lm.adapter)
     ids = torch.tensor([list(lm.encode(PROMPT).ids)])
     _, cache = lm.adapter.run_with_cache(lambda: lm.adapter.forward(ids), readout.names())
     from pipelines.lens.logit_lens import logit_lens
@@ -72,18 +72,18 @@ def test_a_lens_saved_and_loaded_translates_the_same(lm, tmp_path):
 
 
 def test_a_lens_is_not_applied_to_other_weights(lm_with_lens):
-    readout = lens_tasks.readout_of(lm_with_lens.adapter)
+    readout = readout_of(lm_with_lens.adapter)
     assert tuned_lens_for(lm_with_lens.source, readout, "cpu") is not None
     with torch.no_grad():
         lm_with_lens.adapter.model.W_U[:, 0] += 1.0  # as a training snapshot's weights would differ
     assert tuned_lens_for(lm_with_lens.source, readout, "cpu") is None
     lens = lm_with_lens.logit_lens(PROMPT, kind="tuned")
-    assert lens.kind == "logit" and lens.note.startswith(lens_tasks.NO_TUNED_LENS)
+    assert lens.kind == "logit" and lens.note.startswith(NO_TUNED_LENS)
 
 
 def test_without_a_lens_the_tuned_kind_says_so_and_a_bad_kind_is_refused(lm):
     assert lens_file(lm.source) is None and lm.tuned_lens() is None
     lens = lm.logit_lens(PROMPT, kind="tuned")
-    assert lens.kind == "logit" and lens.note.startswith(lens_tasks.NO_TUNED_LENS) and lens.logit_kl is None
+    assert lens.kind == "logit" and lens.note.startswith(NO_TUNED_LENS) and lens.logit_kl is None
     with pytest.raises(ValueError, match="lens kind"):
         lm.logit_lens(PROMPT, kind="sideways")

@@ -83,3 +83,12 @@ def test_unavailable_model_message_shows_no_server_paths():
     texts = " ".join(b.value for b in demo.blocks.values() if type(b).__name__ == "Markdown")
     assert "assets/sentiment: no config.json" in texts and "…/translation" in texts and "…/y.json" in texts
     assert str(ROOT) not in texts and "/srv/" not in texts
+
+
+def test_the_pages_step_count_meets_the_librarys_in_one_place():
+    """The step slider counts from 1, the library from 0: junk and out-of-range values land on a real step."""
+    from viz.inputs import step_chosen, step_shown
+
+    assert [step_chosen(v, 4) for v in (1, "3", 4.0, 9, 0, -2, None, "junk", math.nan)] == [0, 2, 3, 3, 0, 0, 0, 0, 0]
+    assert step_chosen(None, 4, default=3) == 2 and step_chosen(7) == 6  # no count of steps: no upper bound
+    assert all(step_shown(step_chosen(v, 5)) == v for v in range(1, 6))

@@ -25,7 +25,7 @@ def check_drawn(pipe, view, cell: sp.Cell, layer: int, head: int):
     """The figure and note of one cell against the pipeline's own decomposition of it."""
     fig, note = sp.score_parts(pipe, view, f"{cell.kind}:{cell.query}:{cell.key}#7", layer, head)
     assert fig is not None, note
-    parts = sp.CALLS[view.task.name](pipe, view, cell, layer, head)
+    parts = sp.cell_parts(pipe, view, cell, layer, head)
     assert abs(parts.score - (parts.pairs.sum() + parts.rest)) <= 1e-4 * max(1.0, abs(parts.score))
     # the top terms' bars are the pipeline's largest terms, largest first
     clicked = fig.data[0]
@@ -39,7 +39,7 @@ def check_drawn(pipe, view, cell: sp.Cell, layer: int, head: int):
     least = sp.least_key(view, cell, layer, head)
     assert least in allowed and row[least] == min(row[j] for j in allowed)
     assert len(fig.data) == 6  # three panels, two keys
-    other = sp.CALLS[view.task.name](pipe, view, sp.Cell(cell.kind, cell.query, least), layer, head)
+    other = sp.cell_parts(pipe, view, sp.Cell(cell.kind, cell.query, least), layer, head)
     np.testing.assert_allclose(fig.data[3].x[0], other.pairs[_index(parts, top[0])], atol=1e-4)
     # the note prints the model's score and the terms' difference from it
     assert f"**{parts.score:.3f}**" in note and "difference" in note

@@ -3,7 +3,6 @@ feed-forward layer writes toward the answer (direct logit attribution), for the 
 the model that made it (pipelines/lens through the served pipeline: one pass with the hook points it needs)."""
 
 import html
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import gradio as gr
@@ -13,6 +12,7 @@ import plotly.graph_objects as go
 from pipelines.kinds import CAUSAL, CROSS, DECODER, SELF
 from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
+from ..inputs import step_chosen, step_shown
 from ..numbers import correlations
 from ..page.landing import page_step
 from ..page.progress import reporter
@@ -32,7 +32,7 @@ HELP = (
     "*Switch each head off* measures each head's whole effect on the same logit, beside its direct part: where the "
     "two differ, the difference is what later heads and layers do with that head's output."
 )
-# how the Next word tab's lens reads a state (pipelines.lens.tasks.LENS_KINDS): as it is, or through the tuned lens
+# how the Next word tab's lens reads a state (pipelines.lens.tuned.LENS_KINDS): as it is, or through the tuned lens
 READ_OUT_WITH = {"logit lens": "logit", "tuned lens": "tuned"}
 TUNED_TASKS = (LM.name,)  # the tasks whose models have tuned lenses (python -m training.tuned_lens)
 PROGRESS = gr.Progress()
@@ -66,7 +66,7 @@ def build(task: str) -> LayerByLayerUI:
     lens = waiting_plot(f"{task}-lens")
     by_layer = waiting_plot(f"{task}-lens-by-layer")
     attribution = waiting_plot(f"{task}-dla")
-    switch = build_switch(task) if task in SWITCH_CALLS else None
+    switch = build_switch(task)
     read = gr.State(None, time_to_live=hosting.STATE_TTL_S)
     return LayerByLayerUI(contrast, kind, read, submit, lens, by_layer, attribution, notes, switch)
 
@@ -87,28 +87,15 @@ def build_switch(task: str) -> SwitchUI:
     return SwitchUI(submit, stop, waiting_plot(f"{task}-dla-total"), notes)
 
 
-# task -> (pipe, view, contrast, kind) -> {step: (Lens, Attribution or the error of that step)}: what one pass of the
-# model gives for the view, every step of it (the review: one, under None); moving the step slider redraws from these.
-def _sentiment(pipe, view, contrast, kind):
-    return {None: pipe.layer_by_layer(view.text, contrast=contrast)}
+def shown_step(view, step) -> int:
+    """The library's step (from 0) of the step the page shows: the one place the page's count from 1 is converted (the
+    step slider's value, else the view's own step; a review has one step, 0)."""
+    return step_chosen(step or getattr(view, "step", None))
 
 
-def _translation(pipe, view, contrast, kind):
-    steps = pipe.layer_by_layer_steps(view.text, contrast=contrast, result=view.result)
-    return {s: pair for s, pair in enumerate(steps, start=1)}  # the slider's steps count from 1
-
-
-def _lm(pipe, view, contrast, kind):
-    steps = pipe.layer_by_layer_steps(view.result, contrast=contrast, kind=kind)
-    return {s: pair for s, pair in enumerate(steps, start=1)}
-
-
-CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
-STEP_OF: dict[str, Callable] = {  # task -> (view, step) -> the key of the step shown in CALLS' answers (from 1)
-    SENTIMENT.name: lambda view, step: None,
-    TRANSLATION.name: lambda view, step: max(int(step or 1), 1),
-    LM.name: lambda view, step: max(int(step or view.step or 1), 1),
-}
+def _output(view):
+    """The result the view shows, to read its steps from (a review has none to pass: its pipeline reads the text)."""
+    return getattr(view, "result", None)
 
 
 # task -> the kind of attention of the attribution grids' columns: "h" its heads, "x" the cross-attention heads; a click
@@ -122,13 +109,13 @@ OPENS: dict[str, dict[str, str]] = {
 
 @dataclass(frozen=True)
 class Read:
-    """What the section read for one result (that very object), contrast and lens kind: {step: (Lens,
-    Attribution or its error)}, kept in the visitor's state so that a redraw runs no model."""
+    """What the section read for one result (that very object), contrast and lens kind: each step's LayerByLayer
+    (pipelines.lens.operations), kept in the visitor's state so that a redraw runs no model."""
 
     result: object
     contrast: str | None
     kind: str
-    steps: dict
+    steps: list
 
     def fits(self, view, contrast: str | None, kind: str) -> bool:
         return self.result is _result(view) and self.contrast == contrast and self.kind == kind
@@ -136,35 +123,6 @@ class Read:
 
 def _result(view):
     return getattr(view, "result", view)
-
-
-# task -> (pipe, view, step, contrast, progress, stop) -> (SwitchedOff, Attribution): each head's whole effect and its
-# direct part, on the same logit (difference)
-def _switch_sentiment(pipe, view, step, contrast, progress, stop):
-    off = pipe.switch_off(view.text, contrast=contrast, progress=progress, stop=stop)
-    return off, pipe.direct_logit_attribution(view.text, contrast=contrast)
-
-
-def _switch_lm(pipe, view, step, contrast, progress, stop):
-    r, at = view.result, max(int(step or view.step or 1), 1)
-    how = dict(contrast=contrast, result=r, step=at, chat=r.chat)
-    return pipe.switch_off(r.prompt, progress=progress, stop=stop, **how), pipe.direct_logit_attribution(
-        r.prompt, **how
-    )
-
-
-def _switch_translation(pipe, view, step, contrast, progress, stop):
-    how = dict(step=max(int(step or 1), 1) - 1, contrast=contrast, result=view.result)  # the slider counts from 1
-    return pipe.switch_off(view.text, progress=progress, stop=stop, **how), pipe.direct_logit_attribution(
-        view.text, **how
-    )
-
-
-SWITCH_CALLS: dict[str, Callable] = {
-    SENTIMENT.name: _switch_sentiment,
-    TRANSLATION.name: _switch_translation,
-    LM.name: _switch_lm,
-}
 
 
 def lens_figure(lens, position: int | None = None) -> go.Figure:
@@ -280,8 +238,9 @@ def compute_switch(models, task: str, view, step, contrast: str | None, progress
     if view is None:
         return None, "Run the model first: this section reads the result shown."
     pipe = models.get(getattr(view, "model", None))
-    off, a = SWITCH_CALLS[task](pipe, view, step, (contrast or "").strip() or None, progress, stop)
-    return effects_figure(off, OPENS[task]), switch_notes(off, a)
+    how = dict(contrast=(contrast or "").strip() or None, step=shown_step(view, step), result=_output(view))
+    off = pipe.switch_off(view.text, progress=progress, stop=stop, **how)
+    return effects_figure(off, OPENS[task]), switch_notes(off, pipe.direct_logit_attribution(view.text, **how))
 
 
 def compute(models, task: str, view, step, contrast: str | None, kind: str = "logit lens", read: Read | None = None):
@@ -289,15 +248,17 @@ def compute(models, task: str, view, step, contrast: str | None, kind: str = "lo
     model that made it, or from `read` where it was read for this view already; kind: a choice of READ_OUT_WITH."""
     if view is None:
         return None, None, None, "Run the model first: this section reads the result shown.", read
-    contrast, how, at = (contrast or "").strip() or None, READ_OUT_WITH[kind], STEP_OF[task](view, step)
+    contrast, how, at = (contrast or "").strip() or None, READ_OUT_WITH[kind], shown_step(view, step)
     if read is None or not read.fits(view, contrast, how):  # every step of the view, from one pass
         pipe = models.get(getattr(view, "model", None))
-        read = Read(_result(view), contrast, how, CALLS[task](pipe, view, contrast, how))
-    if at not in read.steps:
-        raise ValueError(f"step {at} is not one of this result's steps (1..{len(read.steps)})")
-    lens, a = read.steps[at]
-    if isinstance(a, Exception):  # this step's tokens do not name the contrast: the lens stands
-        return lens_figure(lens), by_layer_figure(lens), None, f"{html.escape(str(a))}\n\n{lens.note}", read
+        steps = pipe.layer_by_layer_steps(view.text, contrast=contrast, result=_output(view), kind=how)
+        read = Read(_result(view), contrast, how, steps)
+    if not 0 <= at < len(read.steps):
+        raise ValueError(f"step {step_shown(at)} is not one of this result's steps (1..{len(read.steps)})")
+    lens, a = read.steps[at].lens, read.steps[at].attribution
+    if a is None:  # this step's tokens do not name the contrast: the lens stands
+        why = html.escape(read.steps[at].why_not)
+        return lens_figure(lens), by_layer_figure(lens), None, f"{why}\n\n{lens.note}", read
     return lens_figure(lens), by_layer_figure(lens), attribution_figure(a, OPENS[task]), notes(lens, a), read
 
 

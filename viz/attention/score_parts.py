@@ -1,13 +1,12 @@
 """A clicked cell's attention score taken apart, drawn: the top (query-side part x key-side part) terms and each
 side's totals, beside the same decomposition for the key the head looks at least. The numbers come from the
 pipeline's score_attribution (the frozen-norm decomposition of the residual stream at the query and at the key);
-this module only picks the cell, calls it through the task's adapter and draws.
+this module only picks the cell, calls it on what the view shows and draws.
 
 A cell arrives from the page as 'kind:query:key' (viz/page/js/plot_clicks.js): positions index the kind's maps, as
 the heatmap's axis labels count them."""
 
 import html
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +15,6 @@ from plotly.subplots import make_subplots
 
 from pipelines.kinds import KINDS
 from pipelines.lens.score_parts import ScoreParts
-from pipelines.tasks import LM, SENTIMENT, TRANSLATION
 
 from . import task_views
 
@@ -57,23 +55,12 @@ def least_key(view, cell: Cell, layer: int, head: int) -> int | None:
     return int(np.flatnonzero(allowed)[np.argmin(row[allowed])])
 
 
-# task -> (pipe, view, cell, layer, head) -> the pipeline's ScoreParts (pipelines.lens.score_parts) of that cell, on
-# what the view's maps were made of: a review's text; a German sentence and the translation shown (the rows of the
-# decoder and of cross-attention are its decoder positions); a continuation's prompt and generated tokens.
-def _sentiment(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
-    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind)
-
-
-def _translation(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
-    target = list(view.result.target_ids)
-    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind, target_ids=target)
-
-
-def _lm(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
-    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind, result=view.result)
-
-
-CALLS: dict[str, Callable] = {SENTIMENT.name: _sentiment, TRANSLATION.name: _translation, LM.name: _lm}
+def cell_parts(pipe, view, cell: Cell, layer: int, head: int) -> ScoreParts:
+    """The pipeline's ScoreParts (pipelines.lens.score_parts) of the cell, on what the view's maps were made of: its
+    text and, where it has one, its result (the translation shown: the rows of the decoder and of cross-attention are
+    its decoder positions; a continuation's prompt and generated tokens); a review has none."""
+    result = getattr(view, "result", None)
+    return pipe.score_attribution(view.text, layer, head, cell.query, cell.key, kind=cell.kind, result=result)
 
 
 def pair_label(parts: ScoreParts, i: int, j: int) -> str:
@@ -171,11 +158,10 @@ def score_parts(pipe, view, value, layer, head) -> tuple[go.Figure | None, str]:
     if km is None or not (0 <= cell.query < km.maps.shape[2] and 0 <= cell.key < km.maps.shape[3]):
         return None, PICK  # no cell, or one of a step no longer shown
     layer, head = min(max(int(layer or 0), 0), km.maps.shape[0] - 1), min(max(int(head or 0), 0), km.maps.shape[1] - 1)
-    call = CALLS[view.task.name]
     try:
-        clicked = call(pipe, view, cell, layer, head)
+        clicked = cell_parts(pipe, view, cell, layer, head)
         other = least_key(view, cell, layer, head)
-        least = None if other is None else call(pipe, view, Cell(cell.kind, cell.query, other), layer, head)
+        least = None if other is None else cell_parts(pipe, view, Cell(cell.kind, cell.query, other), layer, head)
     except (NotImplementedError, AttributeError, TypeError, ValueError, IndexError) as e:
         return None, f"This score cannot be taken apart here: {html.escape(str(e) or type(e).__name__)}"
     names = _token(view, cell, "q", cell.query), _token(view, cell, "k", cell.key)

@@ -94,18 +94,28 @@ def agreement(estimate: np.ndarray, exact: np.ndarray) -> str:
             "exact)")  # fmt: skip
 
 
-def _grids(pipe, a: str, b: str, exact: bool, progress=None, stop=None, last_only=False, positions=EVERY) -> dict:
-    """{over: Patching or an error message} for GRIDS; last_only: the heads at the last position only; positions: an
-    exact grid's (POSITIONS), each exact grid within cost.BOUND_S."""
-    out = {}
+@dataclass(frozen=True)
+class Grid:
+    """One of GRIDS: its Patching, or None and why it could not be patched."""
+
+    over: str
+    patching: object  # pipelines.lens.patching.Patching | None
+    why_not: str = ""
+
+
+def _grids(pipe, a: str, b: str, exact: bool, progress=None, stop=None, last_only=False, positions=EVERY) -> list:
+    """GRIDS patched; last_only: the heads at the last position only; positions: an exact grid's (POSITIONS), each
+    exact grid within cost.BOUND_S."""
+    out = []
     run = dict(cells=POSITIONS.get(positions), max_seconds=cost.BOUND_S) if exact else {}
     for over in GRIDS:
         try:
-            out[over] = pipe.patch(a, b, over, exact, progress=progress, stop=stop, last_only=last_only, **run)
+            p = pipe.patch(a, b, over=over, exact=exact, progress=progress, stop=stop, last_only=last_only, **run)
+            out.append(Grid(over, p))
         except cost.TooCostly as e:  # past the bound: what it would cost, and the choices that fit
-            out[over] = f"{e}{offered(e)}"
+            out.append(Grid(over, None, f"{e}{offered(e)}"))
         except ValueError as e:  # inputs of other lengths (by position), one answer for both, a transformers model
-            out[over] = str(e)
+            out.append(Grid(over, None, str(e)))
     return out
 
 
@@ -123,14 +133,14 @@ def _estimate_of(estimate: np.ndarray, p) -> np.ndarray:
     return np.stack([estimate[:, cell].sum(axis=1) for cell in p.cells], axis=1)
 
 
-def _draw(grids: dict, estimates: dict | None) -> tuple:
-    """(resid figure, heads figure, notes) of {over: Patching or message}; agreement where estimates are given."""
+def _draw(grids: list[Grid], estimates: dict | None) -> tuple:
+    """(resid figure, heads figure, notes) of the grids; agreement where estimates are given."""
     figures, lines = [], []
-    for over in GRIDS:
-        p = grids[over]
-        if isinstance(p, str):
+    for grid in grids:
+        over, p = grid.over, grid.patching
+        if p is None:
             figures.append(None)
-            lines.append(f"{TITLES[over]}: not patched: {html.escape(p)}")
+            lines.append(f"{TITLES[over]}: not patched: {html.escape(grid.why_not)}")
             continue
         figures.append(figure(p, TITLES[over]))
         line = f"{TITLES[over]}: clean run {p.clean:+.3f}, corrupted run {p.corrupted:+.3f} (logit difference)."
@@ -147,7 +157,7 @@ def estimate(pipe, a: str, b: str, last_only: bool = False) -> tuple:
     if pipe is None or not (a or "").strip() or not (b or "").strip():
         return None, None, "", None
     grids = _grids(pipe, a, b, exact=False, last_only=bool(last_only))
-    kept = {k: v.grid for k, v in grids.items() if not isinstance(v, str)}
+    kept = {g.over: g.patching.grid for g in grids if g.patching is not None}
     return (*_draw(grids, None), kept)
 
 

@@ -19,7 +19,7 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 from pipelines.tasks import LM, SENTIMENT
 
-from ..inputs import clamp
+from ..inputs import step_chosen
 from ..page import layout
 from ..page.progress import reporter
 from ..server import hosting
@@ -41,8 +41,8 @@ def _explain_step(pipe, view, method: str | None, progress, step=None, contrast=
     (viz.next_word.handlers.LMView), read from the prompt and the step - 1 tokens before it: its result is reused, so
     the token explained is the one on screen, sampled or not, without decoding again; against `contrast` (the text
     of another of the step's top tokens) where given."""
-    s = clamp(view.step if step is None else step, 1, len(view.steps), view.step)
-    return pipe.explain(view.text, method, step=s - 1, result=view.result, progress=progress, contrast=contrast)
+    s = step_chosen(view.step if step is None else step, len(view.steps), view.step)
+    return pipe.explain(view.text, method, step=s, result=view.result, progress=progress, contrast=contrast)
 
 
 @dataclass(frozen=True)

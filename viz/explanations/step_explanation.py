@@ -8,7 +8,7 @@ import numpy as np
 
 from pipelines.explanations.words import word_scores
 
-from ..inputs import plural
+from ..inputs import plural, step_shown
 from .attributions import _rgba
 
 HINT = "Move the step slider, then press <i>Explain this step</i>, to explain another token."
@@ -23,7 +23,7 @@ def shared_scale(expl) -> float:
 
 def caption(view, expl) -> str:
     """Which step is explained, and what the model had read then."""
-    s, n = expl.at_step + 1, len(view.steps)
+    s, n = step_shown(expl.at_step), len(view.steps)
     read = "the prompt" if s == 1 else f"the prompt and the {plural(s - 1, 'token')} it wrote before"
     token = html.escape(expl.target)
     against = expl.contrast.get(expl.at_step)
@@ -63,6 +63,6 @@ def faithfulness_note(expl) -> str:
         return ""
     n = len(expl.prefix_ids)
     return (
-        f"\n\nStep {expl.at_step + 1}: the {plural(n, 'token')} written before it stay in place; the prompt's tokens "
-        "are deleted or kept, as for the first token."
+        f"\n\nStep {step_shown(expl.at_step)}: the {plural(n, 'token')} written before it stay in place; the "
+        "prompt's tokens are deleted or kept, as for the first token."
     )

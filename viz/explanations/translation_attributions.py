@@ -10,6 +10,7 @@ from pipelines.explanations import label
 
 from ..attention.figures import _layout
 from ..attention.token_labels import axis_labels
+from ..inputs import step_shown
 from ..numbers import number
 
 
@@ -93,7 +94,7 @@ def faithfulness_markdown(report, expl) -> str:
         )
     if expl.contrast:
         pairs = ", ".join(
-            f"step {t + 1}: “{expl.target_tokens[t]}” rather than “{alt}”" for t, alt in expl.contrast.items()
+            f"step {step_shown(t)}: “{expl.target_tokens[t]}” rather than “{alt}”" for t, alt in expl.contrast.items()
         )
         lines.append(f"Contrastive: {pairs} (attribution of the difference of the two log-probabilities).")
     if expl.contrast_not_applied:

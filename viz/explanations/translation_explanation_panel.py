@@ -15,6 +15,7 @@ from pipelines import explanations
 from pipelines.explanations import default_method
 
 from ..attention.view_figures import note
+from ..inputs import step_chosen
 from ..page import layout
 from ..page.progress import reporter
 from ..server import hosting
@@ -59,7 +60,7 @@ def alternatives(view, step) -> gr.Dropdown:
     """The contrast choices at a step: its top-5 tokens other than the one produced."""
     if view is None:
         return gr.Dropdown(choices=[NO_CONTRAST], value=NO_CONTRAST)
-    t = min(max(int(step or 1), 1), len(view.steps)) - 1
+    t = step_chosen(step, len(view.steps))
     alts = [tok for tok, _ in view.steps[t].top_k if tok != view.steps[t].token]
     return gr.Dropdown(choices=[NO_CONTRAST, *alts], value=NO_CONTRAST)
 

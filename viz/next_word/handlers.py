@@ -31,6 +31,8 @@ from ..inputs import (
     kind_of,
     layer_head,
     plural,
+    step_chosen,
+    step_shown,
     whole_number,
 )
 from ..notices import status as status_line
@@ -235,12 +237,11 @@ def next_tokens(view: LMView | None):
     """The top-10 next tokens of the step shown, the chosen one marked."""
     if view is None:
         return None
-    t = clamp(view.step, 1, len(view.steps), 1) - 1
+    t = step_chosen(view.step, len(view.steps))
     step = view.steps[t]
     tok = html.escape(step.token, quote=False)
-    title = (
-        f"Step {t + 1} of {len(view.steps)}: chose “{tok}” ({step.probability:.1%}); the {len(step.top_k)} most likely"
-    )
+    chose = f"chose “{tok}” ({step.probability:.1%}); the {len(step.top_k)} most likely"
+    title = f"Step {step_shown(t)} of {len(view.steps)}: {chose}"
     return figures.topk_bar(step.top_k, step.token, title)
 
 

@@ -22,15 +22,15 @@ QUEUE_SIZE = 256  # requests waiting at most; each waits in the fair batcher, no
 # A model's events: every admitted request goes on to the shared batcher, which runs each model one batch at a time in a
 # lane of its own (the lanes side by side) and is fair across clients; gradio's own queue is first come, first served.
 MODEL_EVENTS = dict(concurrency_id="models", concurrency_limit=QUEUE_SIZE)
-MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used 260 MB more at peak)
+MAX_BATCH = 8  # model calls run together at most (16 was no faster under load and used more memory: RESULTS.md)
 # Each tab's model runs in a lane of its own (pipelines.hosting.microbatch), side by side, one batch each at a time,
-# on one torch thread each: on the 2-core machine a second thread sped one translation up by 4% and one review by 5%,
-# while models in parallel use both cores; three lanes, so that a review never waits behind a generation and a
+# on one torch thread each: a second thread sped one call up only a little, while models in parallel use both cores;
+# three lanes, so that a review never waits behind a generation and a
 # translation (benchmarks/load.py; benchmarks/RESULTS.md "Hosting", "Lanes and the result cache").
 PARALLEL_MODELS = 3
 # Translation runs in a process of its own (pipelines.hosting.processes): beam search gives the GIL up and takes it back
-# thousands of times a batch, and in the server's process it waited for it more than it computed (sentence p95
-# under 32 clients: 2.5 s in the server's process, 1.1-1.4 s in its own; benchmarks/RESULTS.md "Hosting").
+# thousands of times a batch, and in the server's process it waited for it more than it computed (benchmarks/RESULTS.md
+# "Hosting").
 OWN_PROCESS = ("translation",)
 TORCH_THREADS = 1
 STATE_TTL_S = 15 * 60  # a result is kept this long after its last update, for redraws
@@ -40,7 +40,7 @@ DELETE_CACHE = (600, 600)  # gr.Blocks(delete_cache=...): gradio's temporary fil
 def quiet_queue_analytics() -> None:
     """Gradio's queue keeps a record of its last 10,000 events and, after every event, summarises all of them
     in a pandas DataFrame (for its monitoring page, which this app does not use): memory that grows with use
-    and tens of milliseconds of CPU per request under load. Keep one record, summarised rarely. Call before
+    and CPU spent per request under load. Keep one record, summarised rarely. Call before
     demo.queue() (the queue reads these when it is made)."""
     os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "1")
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000000")
@@ -120,9 +120,8 @@ def api_endpoint(fn, inputs: list, outputs: list, name: str, **event) -> None:
 
 # A tab's button shows no gradio progress: with it (even show_progress="minimal"), every output of the event went
 # "pending" and gradio's page redrew and timed each one while the model ran, on the cores that run the model and
-# draw the heatmap. Without it, a one-sentence review's click to drawn heatmap took 395 ms on average instead of
-# 459 (24 clicks each, alternating blocks; a small gain on this noisy machine: benchmarks/RESULTS.md, "Click to
-# drawn heatmap"). Instead the output the new result replaces (the prediction, the translation) is marked aria-busy from
+# draw the heatmap. Without it, a click to drawn heatmap is a little faster (benchmarks/RESULTS.md, "Click to drawn
+# heatmap"). Instead the output the new result replaces (the prediction, the translation) is marked aria-busy from
 # the click (viz/page/js/mark_busy.js), and dimmed by viz.page.html_head.CSS, until after_paint's steps clear it.
 
 
@@ -136,7 +135,7 @@ def first_view(busy: gr.components.Component) -> dict:
 # A step in the browser only (viz/page/js/after_paint.js): resolves once the page has shown a frame with the event's
 # outputs. Gradio's page does a lot of work when it starts an event (it copies the value of every component that was
 # ever an event's progress target: progress_on_one_component); started straight after the first heatmap arrives, the
-# next event held that heatmap back from the screen for 50-100 ms.
+# next event held that heatmap back from the screen.
 def after_paint(event, busy: gr.components.Component):
     """The event to chain follow-up work on so that it starts after the browser has shown `event`'s outputs. Its
     step, and a step on failure (gradio's page chains no .then step after a failed event), clear the busy mark
@@ -150,8 +149,7 @@ def after_paint(event, busy: gr.components.Component):
 # the component in the page's tree and copies its properties, value included (a gr.State shows no progress, so it
 # is never a target here). A page load and one review with its follow-up work (small multiples, explanation, head
 # table, inside one head) made 25 such components, each handed its status several times per click; with one target
-# per event, 6. A one-sentence click to drawn heatmap took 52 ms less at the median (36 clicks each, alternating
-# blocks; benchmarks/RESULTS.md, "Click to drawn heatmap").
+# per event, 6: a click to drawn heatmap is faster (benchmarks/RESULTS.md, "Click to drawn heatmap").
 def progress_on_one_component(demo: gr.Blocks) -> None:
     """Call once every event of `demo` is wired: each event shows gradio's progress on one component at most, the
     one it names with show_progress_on, else its first output that is not a gr.State; one that shows no progress

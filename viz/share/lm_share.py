@@ -13,7 +13,7 @@ import gradio as gr
 from pipelines.tasks import LM
 
 from ..attention import task_views
-from ..inputs import MAX_PROMPT_CHARS, check_text
+from ..inputs import MAX_PROMPT_CHARS, check_text, step_chosen, step_shown
 from ..models import training_step
 from ..next_word import handlers as lm
 from ..page import landing
@@ -50,7 +50,7 @@ def share_link(base, models, view, text, decoding, temperature, top_p, seed, max
     model, snapshot = training_step.to_link(models, name, position)
     sampled = decoding == "sampled"
     link = links.ViewLink(
-        LM.name, text or "", layer, head, None if view is None else int(step or 1) - 1, decoding, method=method,
+        LM.name, text or "", layer, head, None if view is None else step_chosen(step), decoding, method=method,
         scale=scale, hide=bool(hide), model=model, training_step=snapshot,
         temperature=float(temperature) if sampled and temperature is not None else None,
         top_p=float(top_p) if sampled and top_p is not None else None,
@@ -115,9 +115,9 @@ def apply_step(view, layer, head, scale, hide, pending: int | None):
     if pending is None or view is None:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), None
     n = len(view.steps)
-    chosen = min(pending + 1, n)
-    if chosen != pending + 1:  # a link made for a longer continuation, or typed by hand
-        gr.Warning(f"This link's step {pending + 1} is past this continuation's last step; step {n} is shown.")
+    chosen = min(step_shown(pending), n)
+    if chosen != step_shown(pending):  # a link made for a longer continuation, or typed by hand
+        gr.Warning(f"This link's step {step_shown(pending)} is past this continuation's last step; step {n} is shown.")
     slider = gr.Slider(**{**lm.step_slider_value(view), "value": chosen})
     heatmap, top = lm.show_step(view, layer, head, chosen, scale, hide)
     return slider, heatmap, top, task_views.overview(view, layer, scale, hide), None

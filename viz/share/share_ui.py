@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from ..inputs import step_chosen, step_shown
 from ..models import training_step
 from ..page import landing
 from ..page.scripts import script
@@ -149,7 +150,7 @@ def wire_translation_links(
     def share(base, text, decoding, beam, layer, head, scale, hide, step, name, position, read=None):
         model, snapshot = training_step.to_link(models, name, position)
         link = links.ViewLink(
-            "translation", text or "", layer, head, int(step or 1) - 1, decoding, beam, scale=scale, hide=bool(hide),
+            "translation", text or "", layer, head, step_chosen(step), decoding, beam, scale=scale, hide=bool(hide),
             model=model, training_step=snapshot, layers=read is not None,
         )  # fmt: skip
         return _link_box(*links.share_url(base, link))
@@ -187,8 +188,10 @@ def _apply_step(view, layer, pending: int | None):
     if pending is None or view is None:
         return gr.skip(), gr.skip(), gr.skip(), None
     maximum = step_slider(view).maximum
-    chosen = min(pending + 1, maximum)
-    if chosen != pending + 1:  # a link made for a longer translation, or typed by hand
-        gr.Warning(f"This link's step {pending + 1} is past this translation's last step; step {maximum} is shown.")
+    chosen = min(step_shown(pending), maximum)
+    if chosen != step_shown(pending):  # a link made for a longer translation, or typed by hand
+        gr.Warning(
+            f"This link's step {step_shown(pending)} is past this translation's last step; step {maximum} is shown."
+        )
     slider = gr.Slider(minimum=1, maximum=maximum, value=chosen, step=1, interactive=True)
     return slider, *translation_step(view, layer, chosen), None

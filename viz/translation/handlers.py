@@ -19,7 +19,7 @@ from pipelines.tasks import TRANSLATION, Task
 from .. import notices as notices_
 from ..attention import figures
 from ..attention.task_views import kinds
-from ..inputs import MAX_GERMAN_CHARS, check_text, clamp, decoding_options, layer_head, plural
+from ..inputs import MAX_GERMAN_CHARS, check_text, decoding_options, layer_head, plural, step_chosen, step_shown
 from ..notices import NO_WORDS, status, tokens_notice
 from ..server.failures import failure_message
 
@@ -112,13 +112,15 @@ def translation_step(view: TranslationView | None, layer: int, step: int):
         return None, None
     steps, cross = view.steps, kinds(view)[CROSS.name]
     layer, _ = layer_head(len(cross.maps), 1, layer, 0)
-    t = clamp(step, 1, len(steps), 1) - 1
+    t = step_chosen(step, len(steps))
     produced = steps[t].token
     tok = html.escape(produced, quote=False)
     heat = figures.step_heatmap(
         cross.maps[layer][:, t, :],
         cross.k_labels,
-        f"Step {t + 1} of {len(steps)} (produced “{tok}”): layer {layer + 1}, every head",
+        f"Step {step_shown(t)} of {len(steps)} (produced “{tok}”): layer {layer + 1}, every head",
     )
-    bar = figures.topk_bar(steps[t].top_k, produced, f"Step {t + 1}: the {len(steps[t].top_k)} most likely next tokens")
+    bar = figures.topk_bar(
+        steps[t].top_k, produced, f"Step {step_shown(t)}: the {len(steps[t].top_k)} most likely next tokens"
+    )
     return heat, bar
