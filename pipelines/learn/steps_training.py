@@ -1,8 +1,6 @@
 """How attention forms in training (the model's training-step snapshots: pipelines/models/snapshots.py) and where to
 go next (the research sections of the task tabs)."""
 
-import functools
-
 import numpy as np
 
 from pipelines.learn.model_pass import Pass, keeper, labels
@@ -13,9 +11,10 @@ from pipelines.models.snapshots import at_revision, list_snapshots, starting_poi
 MAX_SNAPSHOTS = 4  # the first, the last and two between
 
 
-@functools.lru_cache(maxsize=8)
 def _snapshot_model(pipeline: type, folder: str, device: str):
-    """A snapshot's model, loaded once on `device` (a new input's walk runs it again without loading)."""
+    """A snapshot's model, loaded for this walk and let go after it: kept, the snapshots of the translator and the
+    next-word model held about 200 MB of the app's memory for the price of about 1 s a new input (the walks
+    themselves are kept by the Learn tab, so a text walked again loads nothing)."""
     return pipeline.from_pretrained(folder, device).adapter.model
 
 
