@@ -465,9 +465,7 @@ def build_demo(
         gr.Markdown(INTRO)
         pages = {}
         with gr.Tabs():
-            # the first tab; its example is walked by the first visit, not at the start: a walk on a thread of its own
-            # left about 100 MB more resident (benchmarks.load --quick: 1577 MB at the end with it, 1475 without)
-            learn_tab(models, demo, warm=False)
+            learn_tab(models, demo, warm=False)  # first; its example walked by the first visit (memory: RESULTS)
             for ui, build, missing, _ in TABS:
                 task = ui.name
                 with gr.Tab(ui.tab.title, id=task, elem_id=f"tab-{task}") as pages[task]:
