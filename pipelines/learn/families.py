@@ -11,6 +11,7 @@ from pipelines.attention.attention_maps import token_texts
 from pipelines.learn.model_pass import MAX_TOKENS, Read, Stack
 from pipelines.learn.walk import ModelMap
 from pipelines.models.adapter import OurCausalLM, OurClassifier, OurSeq2Seq
+from pipelines.models.hook_names import stack_point
 from pipelines.text import clean_text
 
 
@@ -111,11 +112,11 @@ class EncoderDecoder:
 
     def training_points(self, p) -> list[str]:
         """The cross-attention of every decoder layer: where an alignment forms."""
-        return [f"decoder.blocks.{i}.cross_attn.hook_pattern" for i in range(len(p.model.decoder.blocks))]
+        return [stack_point("decoder.", i, "cross_attn.hook_pattern") for i in range(len(p.model.decoder.blocks))]
 
     def unembedding(self, p) -> Unembedding:
         """At the first decoding step: the first English token, read from the start token and the German."""
-        dec, point = p.model.decoder, f"decoder.blocks.{len(p.model.decoder.blocks) - 1}.hook_resid_post"
+        dec, point = p.model.decoder, stack_point("decoder.", len(p.model.decoder.blocks) - 1, "hook_resid_post")
         first = p.read.extra["target_tokens"][0]
         where = f"The decoder's first step: reading the start token and the German, it wrote {first!r}."
         return Unembedding(point, p.at(point)[0], dec.final_norm, p.model.W_U, p.output.logits[0, 0],
@@ -160,7 +161,7 @@ class Decoder:
 
     def unembedding(self, p) -> Unembedding:
         """At the last position: the token that would come after the text."""
-        point = f"blocks.{len(p.model.blocks) - 1}.hook_resid_post"
+        point = stack_point("", len(p.model.blocks) - 1, "hook_resid_post")
         where = f"After the last token, {p.labels[-1].split(':', 1)[1]!r}, the model predicts what comes next."
         return Unembedding(point, p.at(point)[-1], p.model.final_norm, p.model.W_U, p.output.logits[0, -1],
                            p.pipe.adapter.token_text, where)  # fmt: skip

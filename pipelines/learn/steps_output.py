@@ -9,6 +9,7 @@ from pipelines.learn.model_pass import Pass, labels, numpy
 from pipelines.learn.open_math import apply_norm, check, entropy, f64, softmax
 from pipelines.learn.steps_attention import linear_heads
 from pipelines.learn.walk import Step
+from pipelines.models.hook_names import stack_point
 from transformer.classifier import TransformerClassifier
 from transformer.generation import next_token as sampling
 from transformer.layers import Block
@@ -74,13 +75,15 @@ def cross_attention(p: Pass) -> Step:
     dec = p.model.decoder
     layer = len(dec.blocks) - 1  # the last decoder layer: where the alignment is clearest
     block, attn = dec.blocks[layer], dec.blocks[layer].cross_attn
-    mid = f64(p.at(f"decoder.blocks.{layer}.hook_resid_mid"))  # (Tt, D) what cross-attention reads its queries from
+    mid = f64(
+        p.at(stack_point("decoder.", layer, "hook_resid_mid"))
+    )  # (Tt, D) what cross-attention reads its queries from
     h = apply_norm(mid, block.cross_norm) if p.stack.norm_first else mid
     memory = f64(p.at("encoder.hook_final"))  # (Ts, D) the encoder's output
     q = linear_heads(h, attn.q_proj, attn.n_heads, attn.head_dim)  # (Tt, H, hs)
     k = linear_heads(memory, attn.k_proj, attn.n_kv_heads, attn.head_dim)  # (Ts, H, hs)
     weights = softmax(np.einsum("qhe,khe->hqk", q, k) / np.sqrt(attn.head_dim))  # (H, Tt, Ts)
-    point = f"decoder.blocks.{layer}.cross_attn.hook_pattern"
+    point = stack_point("decoder.", layer, "cross_attn.hook_pattern")
     target = p.read.extra["target_tokens"]
     text = (
         "A translator has two stacks. The encoder reads the German sentence (the steps so far); the decoder writes "
@@ -100,7 +103,7 @@ def cross_attention(p: Pass) -> Step:
             "if self.cross_attn is not None",
             "x = at(self.hook_resid_cross",
             shapes(
-                queries=p.cache[f"decoder.blocks.{layer}.hook_resid_mid"],
+                queries=p.cache[stack_point("decoder.", layer, "hook_resid_mid")],
                 memory=p.cache["encoder.hook_final"],
                 pattern=p.cache[point],
             ),

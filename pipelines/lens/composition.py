@@ -143,7 +143,7 @@ def _packed(x: torch.Tensor, idx: torch.Tensor, weight: torch.Tensor) -> torch.T
 def _grams(x: torch.Tensor, H: int) -> torch.Tensor:
     """x (N, D, hs) -> (N, D(D+1)/2) packed x x^T, a layer of heads at a time."""
     D = x.shape[1]
-    rows, cols = torch.triu_indices(D, D)
+    rows, cols = torch.triu_indices(D, D, device=x.device)
     idx = rows * D + cols
     weight = torch.where(rows == cols, 1.0, 2.0**0.5).to(x.dtype)
     return torch.cat([_packed(x[i : i + H], idx, weight) for i in range(0, x.shape[0], H)])
@@ -162,7 +162,7 @@ def scores_of(v: torch.Tensor, o: torch.Tensor, lf: torch.Tensor, r: torch.Tenso
     fa, fb = _grams(left, H), _grams(right, H)  # (N, D(D+1)/2)
     norm_a, norm_b = left.pow(2).sum((1, 2)).sqrt(), right.pow(2).sum((1, 2)).sqrt()  # (N,) Frobenius norms
     inner = (fa @ fb.T).clamp_min(0).sqrt() / (norm_a[:, None] * norm_b[None, :])  # (N, N)
-    out = inner.double().view(L, H, L, H).numpy().copy()
+    out = inner.double().view(L, H, L, H).cpu().numpy()
     earlier = np.triu(np.ones((L, L), dtype=bool), 1)[:, None, :, None]  # (L, 1, L, 1)
     return np.where(earlier, out, 0.0)
 
@@ -213,7 +213,7 @@ def copying_scores(stack: Stack) -> Copying:
         middle = _out_map(block.attn_norm if block.norm_first else None, base)  # (D, D): W_U' W_E'
         heads = slice(layer * f.H, (layer + 1) * f.H)
         ev = torch.linalg.eigvals((f.W_O[heads] @ (middle @ f.W_V[heads])).double())  # (H, hs)
-        out[layer] = (ev.real.sum(-1) / ev.abs().sum(-1).clamp_min(1e-30)).numpy()
+        out[layer] = (ev.real.sum(-1) / ev.abs().sum(-1).clamp_min(1e-30)).cpu().numpy()
     return Copying(stack.attention, out)
 
 
