@@ -8,28 +8,16 @@ them). Prints numbers.
     python -m benchmarks.why_views [--runs 3] [--gguf PATH] [--no-smollm2]
 """
 
-import statistics
-import time
 from pathlib import Path
 
 import torch
 
 from benchmarks.layer_by_layer import PROMPT_30, language_models, model_options
+from benchmarks.why_head import timed
 
 ROOT = Path(__file__).resolve().parents[1]
 REVIEW = "A warm, funny and beautifully acted film about two brothers who finally talk, and a score I will not forget."
 GERMAN = "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße entlang."
-
-
-def timed(fn, runs: int) -> tuple[float, object]:
-    """(median seconds of `runs` calls after one to warm, the last call's value)."""
-    out = fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), out
 
 
 def kb(*figures) -> float:
